@@ -1,0 +1,208 @@
+"""The tables of the Liza protocol, written once (seeds 000 and 002, SPEC §4–§5, §12).
+
+Models, services, the validator, the importer and the tests all read these tables; nothing else
+in the code base spells out a state name list or a transition table.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+
+class TaskStatus:
+    DRAFT = "DRAFT"
+    UNCLAIMED = "UNCLAIMED"
+    CLAIMED = "CLAIMED"
+    READY_FOR_REVIEW = "READY_FOR_REVIEW"
+    REJECTED = "REJECTED"
+    APPROVED = "APPROVED"
+    MERGED = "MERGED"
+    BLOCKED = "BLOCKED"
+    SUPERSEDED = "SUPERSEDED"
+    ABANDONED = "ABANDONED"
+    INTEGRATION_FAILED = "INTEGRATION_FAILED"
+
+
+# Seed 000 "Validation Rules" task_states.valid, in the seed's order.
+TASK_STATES: tuple[str, ...] = (
+    "DRAFT",
+    "UNCLAIMED",
+    "CLAIMED",
+    "READY_FOR_REVIEW",
+    "REJECTED",
+    "APPROVED",
+    "MERGED",
+    "BLOCKED",
+    "ABANDONED",
+    "SUPERSEDED",
+    "INTEGRATION_FAILED",
+)
+TERMINAL_TASK_STATES: frozenset[str] = frozenset({"MERGED", "ABANDONED", "SUPERSEDED"})
+NON_TERMINAL_TASK_STATES: tuple[str, ...] = tuple(
+    s for s in TASK_STATES if s not in TERMINAL_TASK_STATES
+)
+# A coder "holds" a task in these states (one at a time: SPEC §5.1, seed 000 agent machine).
+ACTIVE_CODER_STATES: frozenset[str] = frozenset({"CLAIMED", "READY_FOR_REVIEW", "REJECTED"})
+
+# The 13 edges of seed 000 "Task State Machine", each with the name of the model transition.
+TASK_EDGES: dict[tuple[str, str], str] = {
+    ("DRAFT", "UNCLAIMED"): "finalize",
+    ("UNCLAIMED", "CLAIMED"): "claim",
+    ("CLAIMED", "READY_FOR_REVIEW"): "submit_for_review",
+    ("CLAIMED", "BLOCKED"): "block",
+    ("READY_FOR_REVIEW", "APPROVED"): "approve",
+    ("READY_FOR_REVIEW", "REJECTED"): "reject",
+    ("REJECTED", "CLAIMED"): "reclaim",
+    ("APPROVED", "MERGED"): "merge",
+    ("APPROVED", "INTEGRATION_FAILED"): "fail_integration",
+    ("BLOCKED", "UNCLAIMED"): "release",
+    ("BLOCKED", "SUPERSEDED"): "supersede",
+    ("BLOCKED", "ABANDONED"): "abandon",
+    ("INTEGRATION_FAILED", "CLAIMED"): "claim_integration_fix",
+}
+# SPEC §5.1 "Override block": humans and the system (never agents) may block any non-terminal
+# task. From CLAIMED it is a different edge from the coder's own `block` (no failed_by entry).
+OVERRIDE_BLOCK_SOURCES: tuple[str, ...] = tuple(
+    s for s in NON_TERMINAL_TASK_STATES if s not in ("BLOCKED",)
+)
+# Seed 000 "Forbidden Transitions", named so that their refusal can be tested by name.
+FORBIDDEN_TASK_EDGES: tuple[tuple[str, str], ...] = (
+    ("DRAFT", "CLAIMED"),
+    ("CLAIMED", "MERGED"),
+    ("CLAIMED", "APPROVED"),
+    ("REJECTED", "APPROVED"),
+) + tuple((t, s) for t in sorted(TERMINAL_TASK_STATES) for s in TASK_STATES)
+
+
+def task_targets(from_status: str) -> list[str]:
+    """States reachable from `from_status` by a seed 000 edge (what an error lists as allowed)."""
+    return [to for (frm, to) in TASK_EDGES if frm == from_status]
+
+
+class AgentStatus:
+    STARTING = "STARTING"
+    IDLE = "IDLE"
+    WORKING = "WORKING"
+    REVIEWING = "REVIEWING"
+    WAITING = "WAITING"
+    HANDOFF = "HANDOFF"
+
+
+AGENT_STATES: tuple[str, ...] = ("STARTING", "IDLE", "WORKING", "REVIEWING", "WAITING", "HANDOFF")
+# Seed 000 "Agent State Machine"; role None = every role, otherwise the only role allowed.
+AGENT_EDGES: dict[tuple[str, str], tuple[str, str | None]] = {
+    ("STARTING", "IDLE"): ("ready", None),
+    ("IDLE", "WORKING"): ("start_work", "coder"),
+    ("IDLE", "REVIEWING"): ("start_review", "code_reviewer"),
+    ("WORKING", "WAITING"): ("wait_for_review", "coder"),
+    ("WORKING", "IDLE"): ("stop_work", "coder"),
+    ("WORKING", "HANDOFF"): ("hand_off", "coder"),
+    ("REVIEWING", "IDLE"): ("finish_review", "code_reviewer"),
+    ("REVIEWING", "HANDOFF"): ("hand_off", "code_reviewer"),
+    ("WAITING", "WORKING"): ("resume_work", "coder"),
+    ("WAITING", "IDLE"): ("stop_work", "coder"),
+}
+# "HANDOFF → (agent terminates, supervisor restarts fresh)": re-registering the same id starts
+# the machine again at STARTING. Like the override block, this is the only edge beyond the table,
+# and only registration (never a task operation) takes it.
+AGENT_RESTART_SOURCES: tuple[str, ...] = AGENT_STATES
+
+AGENT_ROLES: tuple[str, ...] = ("planner", "coder", "code_reviewer")
+AGENT_ID_PREFIX: dict[str, str] = {
+    "planner": "planner",
+    "coder": "coder",
+    "code_reviewer": "code-reviewer",
+}
+AGENT_ID_RE = re.compile(r"^(planner|coder|code-reviewer)-([1-9][0-9]*)$")
+
+
+def agent_id_matches_role(agent_id: str, role: str) -> bool:
+    match = AGENT_ID_RE.match(agent_id or "")
+    return bool(match) and AGENT_ID_PREFIX.get(role) == match.group(1)
+
+
+GOAL_STATES: tuple[str, ...] = ("IN_PROGRESS", "COMPLETED", "ABORTED")
+GOAL_EDGES: dict[tuple[str, str], str] = {
+    ("IN_PROGRESS", "COMPLETED"): "complete",
+    ("IN_PROGRESS", "ABORTED"): "abort",
+}
+SPRINT_STATES: tuple[str, ...] = ("IN_PROGRESS", "CHECKPOINT", "COMPLETED", "ABORTED")
+SPRINT_EDGES: dict[tuple[str, str], str] = {
+    ("IN_PROGRESS", "CHECKPOINT"): "checkpoint",
+    ("IN_PROGRESS", "COMPLETED"): "complete",
+    ("IN_PROGRESS", "ABORTED"): "abort",
+    ("CHECKPOINT", "IN_PROGRESS"): "resume",
+    ("CHECKPOINT", "ABORTED"): "abort",
+}
+TERMINAL_SPRINT_STATES: frozenset[str] = frozenset({"COMPLETED", "ABORTED"})
+
+# Seed 002 "Anomaly Types" and "Required Details Fields".
+ANOMALY_REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "retry_loop": ("count", "error_pattern"),
+    "trade_off": ("what", "why", "debt_created"),
+    "spec_ambiguity": (),
+    "external_blocker": ("blocker_service",),
+    "assumption_violated": ("assumption", "reality"),
+    "scope_deviation": (),
+    "workaround": (),
+    "debt_created": (),
+    "spec_changed": (),
+    "hypothesis_exhaustion": (),
+    "spec_gap": (),
+    "review_deadlock": (),
+    "system_ambiguity": ("protocol_section", "question"),
+}
+ANOMALY_TYPES: tuple[str, ...] = tuple(ANOMALY_REQUIRED_FIELDS)
+
+DISCOVERY_SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low")
+DISCOVERY_URGENCIES: tuple[str, ...] = ("immediate", "deferred")
+
+# SPEC §12 / seed 001: approving reviewers needed per criticality.
+CRITICALITIES: tuple[str, ...] = ("standard", "complex", "security-sensitive")
+REQUIRED_APPROVALS: dict[str, int] = {"standard": 1, "complex": 2, "security-sensitive": 2}
+
+# Seed 002 `config` defaults, plus SPEC §4's lease_grace and archive_after_days.
+CONFIG_DEFAULTS: dict[str, object] = {
+    "max_coder_iterations": 10,
+    "max_review_cycles": 5,
+    "heartbeat_interval": 60,
+    "lease_duration": 300,
+    "coder_poll_interval": 30,
+    "coder_max_wait": 300,
+    "integration_branch": "integration",
+    "escalation_webhook": None,
+}
+LEASE_GRACE_SECONDS = 60
+ARCHIVE_AFTER_DAYS = 30
+MAX_BLOCKED_QUESTIONS = 3
+
+TASK_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+# Seed 002 "Timestamp Format": ISO 8601 UTC with a Z suffix, to the second.
+def format_timestamp(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_timestamp(value: object) -> datetime:
+    """Parse a state.yaml timestamp (YAML may already have made it a datetime).
+
+    Raises ValueError for anything that is not an ISO-8601 instant.
+    """
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        parsed = datetime.fromisoformat(text)
+    else:
+        raise ValueError(f"not a timestamp: {value!r}")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
