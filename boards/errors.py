@@ -78,7 +78,9 @@ class ProtocolValidationError(ProtocolError):
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(
-            "validation_error", f"{field}: {message}", {"fields": {field: [message]}},
+            "validation_error",
+            f"{field}: {message}",
+            {"fields": {field: [message]}},
             status_code=400,
         )
         self.field = field

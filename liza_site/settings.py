@@ -72,7 +72,7 @@ TEMPLATES = [
 WSGI_APPLICATION = "liza_site.wsgi.application"
 ASGI_APPLICATION = "liza_site.asgi.application"
 
-SQLITE_PATH = env.path("LIZA_SQLITE_PATH", default=VAR_DIR / "liza.sqlite3")
+SQLITE_PATH = env.str("LIZA_SQLITE_PATH", default=str(VAR_DIR / "liza.sqlite3"))
 if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))

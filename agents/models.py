@@ -1,0 +1,124 @@
+"""Agent identities and their API keys (SPEC §3, §4; seed 000 "Agent State Machine")."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import models
+from django.db.models import Q
+from django_fsm import FSMField, FSMModelMixin, transition
+
+from boards import protocol as p
+from boards.models import Project, ProjectScopedManager, Task
+
+
+class Agent(FSMModelMixin, models.Model):
+    class Role(models.TextChoices):
+        PLANNER = "planner"
+        CODER = "coder"
+        CODE_REVIEWER = "code_reviewer"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agents")
+    agent_id = models.CharField(max_length=64, help_text="planner-N, coder-N or code-reviewer-N")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    status = FSMField(default="STARTING", choices=[(s, s) for s in p.AGENT_STATES], protected=True)
+    current_task = models.ForeignKey(
+        Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # The agent's own lease: liveness of the process (seed 002 "Lease Model").
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    terminal = models.CharField(max_length=200, blank=True)
+    iterations_total = models.PositiveIntegerField(default=0)
+    context_percent = models.PositiveSmallIntegerField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    # Seed 001: a security-sensitive task needs at least one security-flagged approver.
+    security_reviewer = models.BooleanField(default=False)
+    registered_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["role", "agent_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "agent_id"], name="agent_unique_id"),
+            # "No two agents assigned to same task" (seed 000/002 Validation Rules).
+            models.UniqueConstraint(
+                fields=["current_task"],
+                condition=Q(current_task__isnull=False),
+                name="agent_one_per_task",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.agent_id}"
+
+    def has_live_lease(self, now: datetime) -> bool:
+        return self.lease_expires is not None and self.lease_expires > now
+
+    def _is_coder(self) -> bool:
+        return self.role == self.Role.CODER
+
+    def _is_reviewer(self) -> bool:
+        return self.role == self.Role.CODE_REVIEWER
+
+    @transition(field=status, source="STARTING", target="IDLE")
+    def ready(self) -> None:
+        """Registration complete."""
+
+    @transition(field=status, source="IDLE", target="WORKING", conditions=[_is_coder])
+    def start_work(self) -> None:
+        """A coder was assigned a task."""
+
+    @transition(field=status, source="IDLE", target="REVIEWING", conditions=[_is_reviewer])
+    def start_review(self) -> None:
+        """A code reviewer was assigned a review."""
+
+    @transition(field=status, source="WORKING", target="WAITING", conditions=[_is_coder])
+    def wait_for_review(self) -> None:
+        """Submitted for review."""
+
+    @transition(field=status, source="WAITING", target="WORKING", conditions=[_is_coder])
+    def resume_work(self) -> None:
+        """Continue after feedback."""
+
+    @transition(field=status, source=["WORKING", "WAITING"], target="IDLE", conditions=[_is_coder])
+    def stop_work(self) -> None:
+        """Task done, blocked, or lost."""
+
+    @transition(field=status, source="REVIEWING", target="IDLE", conditions=[_is_reviewer])
+    def finish_review(self) -> None:
+        """Verdict given, or the review was lost."""
+
+    @transition(field=status, source=["WORKING", "REVIEWING"], target="HANDOFF")
+    def hand_off(self) -> None:
+        """Context exhaustion: handoff notes written, the process terminates."""
+
+    @transition(field=status, source=list(p.AGENT_RESTART_SOURCES), target="STARTING")
+    def restart(self) -> None:
+        """The supervisor restarts the id fresh (after HANDOFF, or once its lease is dead)."""
+
+
+class AgentKey(models.Model):
+    """An API key: generated server-side, shown once, stored hashed, found by its prefix."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="keys")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agent_keys")
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=128)
+    label = models.CharField(max_length=100, blank=True)
+    created = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.agent.agent_id})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,0 +1,780 @@
+"""The Liza domain model (SPEC §3–§5; field names follow seed 002 so state.yaml round-trips).
+
+Every tenant-owned row carries `project`. Status fields are django-fsm-2 `FSMField`s with
+`protected=True`: they change only through the transition methods below, and only services
+(`boards/services/`) call those methods, inside one transaction with the row locked. The
+transition methods hold the conditions that belong to the state itself (what the target state's
+invariants need); the services set the fields and run the side effects.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django_fsm import FSMField, FSMModelMixin, transition
+
+from . import protocol as p
+
+
+class Project(models.Model):
+    """The tenant. Nothing of one project is ever visible from another."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created = models.DateTimeField()
+    # SPEC §5.4 / seed 000 PAUSE file: while paused, claims are refused and agents exit 42.
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def is_paused(self) -> bool:
+        return self.paused_at is not None
+
+
+class ProjectScopedQuerySet(models.QuerySet):
+    def for_project(self, project: Project) -> ProjectScopedQuerySet:
+        return self.filter(project=project)
+
+
+ProjectScopedManager = models.Manager.from_queryset(ProjectScopedQuerySet)
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        VIEWER = "viewer"
+        MEMBER = "member"
+        ADMIN = "admin"
+
+    # Higher rank = more rights; a role includes every lower one (SPEC §3).
+    RANK = {Role.VIEWER: 1, Role.MEMBER: 2, Role.ADMIN: 3}
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="liza_memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.project} ({self.role})"
+
+    def allows(self, role: str) -> bool:
+        return self.RANK[self.role] >= self.RANK[role]
+
+
+class ProjectConfig(models.Model):
+    """Seed 002 `config` with its defaults, plus lease_grace and archive_after_days (SPEC §4)."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="config")
+    max_coder_iterations = models.PositiveIntegerField(default=10)
+    max_review_cycles = models.PositiveIntegerField(default=5)
+    heartbeat_interval = models.PositiveIntegerField(default=60, help_text="seconds")
+    lease_duration = models.PositiveIntegerField(default=300, help_text="seconds")
+    coder_poll_interval = models.PositiveIntegerField(default=30, help_text="seconds")
+    coder_max_wait = models.PositiveIntegerField(default=300, help_text="seconds")
+    integration_branch = models.CharField(max_length=200, default="integration")
+    escalation_webhook = models.URLField(null=True, blank=True)
+    lease_grace = models.PositiveIntegerField(default=p.LEASE_GRACE_SECONDS, help_text="seconds")
+    archive_after_days = models.PositiveIntegerField(default=p.ARCHIVE_AFTER_DAYS)
+
+    objects = ProjectScopedManager()
+
+    # The seed's keys, in the seed's order (export writes them in this order).
+    SEED_KEYS = tuple(p.CONFIG_DEFAULTS)
+
+    def __str__(self) -> str:
+        return f"config of {self.project}"
+
+    def clean(self) -> None:
+        errors = {}
+        if self.heartbeat_interval and self.lease_duration <= self.heartbeat_interval:
+            errors["lease_duration"] = "must be longer than heartbeat_interval"
+        for name in ("max_coder_iterations", "max_review_cycles", "lease_duration"):
+            if getattr(self, name) < 1:
+                errors[name] = "must be at least 1"
+        if errors:
+            raise ValidationError(errors)
+
+
+class Goal(FSMModelMixin, models.Model):
+    """Seed 000 "Goal State Machine": IN_PROGRESS → COMPLETED | ABORTED."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="goals")
+    goal_id = models.CharField(max_length=64)
+    description = models.TextField()
+    spec_ref = models.CharField(max_length=500, blank=True)
+    created = models.DateTimeField()
+    status = FSMField(
+        default="IN_PROGRESS",
+        choices=[(s, s) for s in p.GOAL_STATES],
+        protected=True,
+    )
+    # Append-only entries {timestamp, event, summary} (seed 002).
+    alignment_history = models.JSONField(default=list, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "goal_id"], name="goal_unique_id"),
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=Q(status="IN_PROGRESS"),
+                name="goal_one_in_progress",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.goal_id}"
+
+    @transition(field=status, source="IN_PROGRESS", target="COMPLETED")
+    def complete(self) -> None:
+        """All planned work done."""
+
+    @transition(field=status, source="IN_PROGRESS", target="ABORTED")
+    def abort(self) -> None:
+        """A human stopped the goal."""
+
+
+class Sprint(FSMModelMixin, models.Model):
+    """Seed 000 "Sprint State Machine"."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sprints")
+    sprint_id = models.CharField(max_length=64)
+    goal = models.ForeignKey(Goal, on_delete=models.PROTECT, related_name="sprints")
+    planned = models.ManyToManyField("Task", blank=True, related_name="planned_in")
+    stretch = models.ManyToManyField("Task", blank=True, related_name="stretch_in")
+    started = models.DateTimeField(null=True, blank=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    checkpoint_at = models.DateTimeField(null=True, blank=True)
+    ended = models.DateTimeField(null=True, blank=True)
+    status = FSMField(
+        default="IN_PROGRESS",
+        choices=[(s, s) for s in p.SPRINT_STATES],
+        protected=True,
+    )
+    # Live metrics are computed (boards.selectors.sprint_metrics); this is the snapshot taken
+    # when the sprint ends, or the metrics an imported state.yaml carried.
+    metrics = models.JSONField(null=True, blank=True)
+    retrospective = models.JSONField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["started", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "sprint_id"], name="sprint_unique_id"),
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=Q(status__in=["IN_PROGRESS", "CHECKPOINT"]),
+                name="sprint_one_open",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.sprint_id}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status not in p.TERMINAL_SPRINT_STATES
+
+    @transition(field=status, source="IN_PROGRESS", target="CHECKPOINT")
+    def checkpoint(self) -> None:
+        """Deadline reached, human request or circuit breaker: a human decides."""
+
+    @transition(field=status, source="CHECKPOINT", target="IN_PROGRESS")
+    def resume(self) -> None:
+        """The human chose to continue."""
+
+    @transition(field=status, source="IN_PROGRESS", target="COMPLETED")
+    def complete(self) -> None:
+        """All planned tasks terminal (checked by the service)."""
+
+    @transition(field=status, source=["IN_PROGRESS", "CHECKPOINT"], target="ABORTED")
+    def abort(self) -> None:
+        """Human or circuit breaker stopped the sprint."""
+
+
+def _present(value: object) -> bool:
+    return value not in (None, "", [])
+
+
+class TaskQuerySet(ProjectScopedQuerySet):
+    def non_terminal(self) -> TaskQuerySet:
+        return self.exclude(status__in=p.TERMINAL_TASK_STATES)
+
+
+class Task(FSMModelMixin, models.Model):
+    """A unit of work (seed 002 `tasks[]`), moving through seed 000's task machine exactly."""
+
+    class Criticality(models.TextChoices):
+        STANDARD = "standard"
+        COMPLEX = "complex"
+        SECURITY_SENSITIVE = "security-sensitive"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
+    goal = models.ForeignKey(
+        Goal, on_delete=models.SET_NULL, null=True, blank=True, related_name="tasks"
+    )
+    key = models.CharField(max_length=64, help_text="the seed's task id, e.g. task-4a")
+    description = models.TextField()
+    status = FSMField(
+        default="DRAFT", choices=[(s, s) for s in p.TASK_STATES], protected=True, db_index=True
+    )
+    priority = models.PositiveSmallIntegerField(default=3, help_text="1 highest … 5")
+    created = models.DateTimeField()
+    spec_ref = models.CharField(max_length=500, blank=True)
+    done_when = models.TextField(blank=True)
+    scope = models.TextField(blank=True)
+    depends_on = models.ManyToManyField(
+        "self", symmetrical=False, blank=True, related_name="dependents"
+    )
+    # Agent ids are kept as the blackboard's strings: a state.yaml may name agents that never
+    # registered here (seed 002's own example does), and history must outlive agent rows.
+    assigned_to = models.CharField(max_length=64, blank=True, db_index=True)
+    worktree = models.CharField(max_length=500, blank=True)
+    base_commit = models.CharField(max_length=64, blank=True)
+    review_commit = models.CharField(max_length=64, blank=True)
+    merge_commit = models.CharField(max_length=64, blank=True)
+    approved_by = models.JSONField(default=list, blank=True)
+    iteration = models.PositiveIntegerField(null=True, blank=True)
+    review_cycles_current = models.PositiveIntegerField(default=0)
+    review_cycles_total = models.PositiveIntegerField(default=0)
+    rejection_reason = models.TextField(blank=True)
+    blocked_reason = models.TextField(blank=True)
+    blocked_questions = models.JSONField(default=list, blank=True)
+    attempted = models.JSONField(default=list, blank=True)
+    failed_by = models.JSONField(default=list, blank=True)
+    superseded_by = models.JSONField(default=list, blank=True)
+    supersedes = models.CharField(max_length=64, blank=True)
+    rescope_reason = models.TextField(blank=True)
+    integration_fix = models.BooleanField(default=False)
+    handoff_pending = models.BooleanField(default=False)
+    lease_expires = models.DateTimeField(null=True, blank=True, db_index=True)
+    criticality = models.CharField(
+        max_length=20, choices=Criticality.choices, default=Criticality.STANDARD
+    )
+    # Per-task overrides (seed 002 "Config Scope"; lease_duration_override: "Lease Model").
+    max_iterations = models.PositiveIntegerField(null=True, blank=True)
+    max_review_cycles = models.PositiveIntegerField(null=True, blank=True)
+    lease_duration_override = models.PositiveIntegerField(null=True, blank=True)
+    updated = models.DateTimeField(null=True, blank=True)
+
+    objects = models.Manager.from_queryset(TaskQuerySet)()
+
+    class Meta:
+        ordering = ["priority", "created", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "key"], name="task_unique_key"),
+            models.CheckConstraint(
+                condition=Q(priority__gte=1) & Q(priority__lte=5), name="task_priority_1_5"
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "status", "priority", "created"])]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.key}"
+
+    # -- derived values ------------------------------------------------------------------------
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in p.TERMINAL_TASK_STATES
+
+    def effective_max_iterations(self, config: ProjectConfig) -> int:
+        return self.max_iterations or config.max_coder_iterations
+
+    def effective_max_review_cycles(self, config: ProjectConfig) -> int:
+        return self.max_review_cycles or config.max_review_cycles
+
+    def lease_seconds(self, config: ProjectConfig) -> int:
+        return self.lease_duration_override or config.lease_duration
+
+    def lease_until(self, *, now: datetime, config: ProjectConfig) -> datetime:
+        return now + timedelta(seconds=self.lease_seconds(config))
+
+    @property
+    def required_approvals(self) -> int:
+        return p.REQUIRED_APPROVALS[self.criticality]
+
+    # -- conditions: what the target state's invariants need (seed 002 "Validation Rules") ------
+
+    def _ready_to_finalize(self) -> bool:
+        return _present(self.done_when) and _present(self.spec_ref)
+
+    def _dependencies_merged(self) -> bool:
+        return not self.depends_on.exclude(status=p.TaskStatus.MERGED).exists()
+
+    def _holds_claim(self) -> bool:
+        return (
+            _present(self.assigned_to)
+            and _present(self.worktree)
+            and self.lease_expires is not None
+            and (self.integration_fix or _present(self.base_commit))
+        )
+
+    def _has_review_commit(self) -> bool:
+        return _present(self.review_commit)
+
+    def _has_rejection_reason(self) -> bool:
+        return _present(self.rejection_reason)
+
+    def _has_block_diagnosis(self) -> bool:
+        return (
+            _present(self.blocked_reason)
+            and 1 <= len(self.blocked_questions or []) <= p.MAX_BLOCKED_QUESTIONS
+        )
+
+    def _has_rescope(self) -> bool:
+        return _present(self.superseded_by) and _present(self.rescope_reason)
+
+    def _worktree_cleared(self) -> bool:
+        return not _present(self.worktree)
+
+    # -- seed 000's 13 edges -------------------------------------------------------------------
+
+    @transition(field=status, source="DRAFT", target="UNCLAIMED", conditions=[_ready_to_finalize])
+    def finalize(self) -> None:
+        """The planner finished the definition (done_when and spec_ref present)."""
+
+    @transition(
+        field=status,
+        source="UNCLAIMED",
+        target="CLAIMED",
+        conditions=[_dependencies_merged, _holds_claim],
+    )
+    def claim(self) -> None:
+        """A coder takes an UNCLAIMED task whose dependencies are all MERGED."""
+
+    @transition(field=status, source="REJECTED", target="CLAIMED", conditions=[_holds_claim])
+    def reclaim(self) -> None:
+        """The coder (or, after its lease lapsed, another coder) resumes a rejected task."""
+
+    @transition(
+        field=status, source="INTEGRATION_FAILED", target="CLAIMED", conditions=[_holds_claim]
+    )
+    def claim_integration_fix(self) -> None:
+        """Any coder takes the failed merge, keeping the worktree."""
+
+    @transition(
+        field=status, source="CLAIMED", target="READY_FOR_REVIEW", conditions=[_has_review_commit]
+    )
+    def submit_for_review(self) -> None:
+        """The coder requests review of a clean, committed tree."""
+
+    @transition(field=status, source="CLAIMED", target="BLOCKED", conditions=[_has_block_diagnosis])
+    def block(self) -> None:
+        """The coder cannot proceed."""
+
+    @transition(field=status, source="READY_FOR_REVIEW", target="APPROVED")
+    def approve(self) -> None:
+        """Enough distinct reviewers approved the round (seed 001 criticality)."""
+
+    @transition(
+        field=status,
+        source="READY_FOR_REVIEW",
+        target="REJECTED",
+        conditions=[_has_rejection_reason],
+    )
+    def reject(self) -> None:
+        """One rejection rejects the round."""
+
+    @transition(field=status, source="APPROVED", target="MERGED", conditions=[_worktree_cleared])
+    def merge(self) -> None:
+        """Merged to the integration branch."""
+
+    @transition(field=status, source="APPROVED", target="INTEGRATION_FAILED")
+    def fail_integration(self) -> None:
+        """Merge conflict or integration test failure."""
+
+    @transition(field=status, source="BLOCKED", target="UNCLAIMED")
+    def release(self) -> None:
+        """Escalation answered: back to the queue (failed_by kept, worktree cleared)."""
+
+    @transition(field=status, source="BLOCKED", target="SUPERSEDED", conditions=[_has_rescope])
+    def supersede(self) -> None:
+        """Rescoped into new tasks."""
+
+    @transition(field=status, source="BLOCKED", target="ABANDONED")
+    def abandon(self) -> None:
+        """Killed by the planner or a human."""
+
+    # -- SPEC §5.1 override block (humans and the system only) ---------------------------------
+
+    @transition(
+        field=status,
+        source=list(p.OVERRIDE_BLOCK_SOURCES),
+        target="BLOCKED",
+        conditions=[_has_block_diagnosis],
+    )
+    def override_block(self) -> None:
+        """A human override or a limit enforced by the system."""
+
+
+class Review(models.Model):
+    """One review claim (SPEC §4): the reviewer's own lease, then its verdict.
+
+    A round is open while its reviews have `closed_at` null; it closes when the task leaves
+    READY_FOR_REVIEW, so approvals never count across rounds.
+    """
+
+    class Verdict(models.TextChoices):
+        APPROVED = "APPROVED"
+        REJECTED = "REJECTED"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="reviews")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.CharField(max_length=64, db_index=True)
+    review_commit = models.CharField(max_length=64)
+    claimed_at = models.DateTimeField()
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True)
+    reason = models.TextField(blank=True)
+    verdict_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["claimed_at", "id"]
+        constraints = [
+            # One open claim per reviewer per task.
+            models.UniqueConstraint(
+                fields=["task", "reviewer"],
+                condition=Q(closed_at__isnull=True),
+                name="review_one_open_per_reviewer",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task} by {self.reviewer}"
+
+    def is_active(self, now: datetime) -> bool:
+        return (
+            self.closed_at is None
+            and not self.verdict
+            and self.lease_expires is not None
+            and self.lease_expires > now
+        )
+
+
+class Discovery(models.Model):
+    """Seed 002 `discovered[]`."""
+
+    class Severity(models.TextChoices):
+        CRITICAL = "critical"
+        HIGH = "high"
+        MEDIUM = "medium"
+        LOW = "low"
+
+    class Urgency(models.TextChoices):
+        IMMEDIATE = "immediate"
+        DEFERRED = "deferred"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="discoveries")
+    disc_id = models.CharField(max_length=64)
+    by = models.CharField(max_length=64)
+    # Task keys as strings: the seed's own example converts a discovery into a task it never
+    # lists (disc-2 → task-3a), so these are references, not foreign keys.
+    during = models.CharField(max_length=64, blank=True)
+    description = models.TextField()
+    severity = models.CharField(max_length=10, choices=Severity.choices)
+    urgency = models.CharField(max_length=10, choices=Urgency.choices, default=Urgency.DEFERRED)
+    recommendation = models.TextField(blank=True)
+    created = models.DateTimeField()
+    converted_to_task = models.CharField(max_length=64, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["created", "id"]
+        verbose_name_plural = "discoveries"
+        constraints = [
+            models.UniqueConstraint(fields=["project", "disc_id"], name="discovery_unique_id")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.disc_id}"
+
+
+class Handoff(models.Model):
+    """Seed 002 `handoff.<task>`: notes for the next session after context exhaustion."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="handoffs")
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="handoff")
+    agent = models.CharField(max_length=64)
+    context_used = models.CharField(max_length=16, blank=True)
+    timestamp = models.DateTimeField()
+    summary = models.CharField(max_length=500)
+    next_action = models.CharField(max_length=500)
+    approach = models.TextField(blank=True)
+    blockers = models.TextField(blank=True)
+    files_modified = models.JSONField(default=list, blank=True)
+    next_steps = models.JSONField(default=list, blank=True)
+
+    objects = ProjectScopedManager()
+
+    def __str__(self) -> str:
+        return f"handoff of {self.task}"
+
+
+class HumanNote(models.Model):
+    """Seed 002 `human_notes[]`: for a task, or for the whole project when task is null."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="human_notes")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, null=True, blank=True, related_name="human_notes"
+    )
+    timestamp = models.DateTimeField()
+    message = models.TextField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["timestamp", "id"]
+
+    def __str__(self) -> str:
+        return self.message[:60]
+
+
+class AppendOnlyModel(models.Model):
+    """Rows that are written once and never changed (the log, the spec history).
+
+    Enforced here for the ORM and by database triggers for everything else (migration 0002).
+    """
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise AppendOnlyError(f"{type(self).__name__} rows are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError(f"{type(self).__name__} rows are append-only")
+
+
+class AppendOnlyError(Exception):
+    pass
+
+
+class AppendOnlyQuerySet(ProjectScopedQuerySet):
+    def update(self, **kwargs):
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only")
+
+    def delete(self):
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only")
+
+    def bulk_update(self, *args, **kwargs):
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only")
+
+
+class SpecChange(AppendOnlyModel):
+    """Seed 002 `spec_changes[]` (append-only)."""
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="spec_changes")
+    timestamp = models.DateTimeField()
+    spec = models.CharField(max_length=500)
+    change = models.TextField()
+    triggered_by = models.CharField(max_length=200, blank=True)
+
+    objects = models.Manager.from_queryset(AppendOnlyQuerySet)()
+
+    class Meta:
+        ordering = ["timestamp", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.spec}: {self.change[:40]}"
+
+
+class Anomaly(models.Model):
+    """Seed 002 `anomalies[]`: one of the 13 types with its required `details` fields."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="anomalies")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, null=True, blank=True, related_name="anomalies"
+    )
+    timestamp = models.DateTimeField()
+    reporter = models.CharField(max_length=64)
+    type = models.CharField(max_length=32, choices=[(t, t) for t in p.ANOMALY_TYPES])
+    details = models.JSONField(default=dict, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["timestamp", "id"]
+        verbose_name_plural = "anomalies"
+
+    def __str__(self) -> str:
+        return f"{self.type} on {self.task}"
+
+    def clean(self) -> None:
+        errors = anomaly_details_errors(self.type, self.details)
+        if errors:
+            raise ValidationError(errors)
+
+
+def anomaly_details_errors(anomaly_type: str, details: object) -> dict[str, str]:
+    """Seed 002 "Required Details Fields": field → problem, empty when the anomaly is valid."""
+    if anomaly_type not in p.ANOMALY_REQUIRED_FIELDS:
+        return {
+            "type": f"unknown anomaly type {anomaly_type!r}; one of {', '.join(p.ANOMALY_TYPES)}"
+        }
+    if not isinstance(details, dict):
+        return {"details": "must be an object"}
+    missing = [f for f in p.ANOMALY_REQUIRED_FIELDS[anomaly_type] if details.get(f) in (None, "")]
+    if missing:
+        return {f"details.{field}": f"required for a {anomaly_type} anomaly" for field in missing}
+    return {}
+
+
+class CircuitBreaker(models.Model):
+    """Seed 002 `circuit_breaker`: current status; checks live in CircuitBreakerCheck."""
+
+    class Status(models.TextChoices):
+        OK = "OK"
+        TRIGGERED = "TRIGGERED"
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="circuit_breaker"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OK)
+    last_check = models.DateTimeField(null=True, blank=True)
+    current_trigger = models.JSONField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    def __str__(self) -> str:
+        return f"circuit breaker of {self.project}: {self.status}"
+
+
+class CircuitBreakerCheck(models.Model):
+    """One entry of `circuit_breaker.history`."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="breaker_checks")
+    timestamp = models.DateTimeField()
+    pattern = models.CharField(max_length=64, null=True, blank=True)
+    result = models.CharField(max_length=16)
+    details = models.JSONField(default=dict, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["timestamp", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.timestamp}: {self.result}"
+
+
+class Alert(models.Model):
+    """A watcher alert (SPEC §9, the original watcher's 15 types)."""
+
+    class Type(models.TextChoices):
+        LEASE_EXPIRED = "lease_expired"
+        REVIEW_LEASE_EXPIRED = "review_lease_expired"
+        BLOCKED = "blocked"
+        ORPHANED_REJECTED = "orphaned_rejected"
+        REASSIGNED = "reassigned"
+        REVIEW_LOOP = "review_loop"
+        INTEGRATION_FAILED = "integration_failed"
+        HYPOTHESIS_EXHAUSTION = "hypothesis_exhaustion"
+        APPROACHING_LIMITS = "approaching_limits"
+        STALLED = "stalled"
+        STALE_DRAFT = "stale_draft"
+        IMMEDIATE_DISCOVERY = "immediate_discovery"
+        INVALID_STATE = "invalid_state"
+        STALE_CHECKPOINT = "stale_checkpoint"
+        STALE_PAUSE = "stale_pause"
+
+    class Level(models.TextChoices):
+        INFO = "info"
+        WARNING = "warning"
+        CRITICAL = "critical"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="alerts")
+    type = models.CharField(max_length=32, choices=Type.choices)
+    level = models.CharField(max_length=10, choices=Level.choices, default=Level.WARNING)
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, null=True, blank=True, related_name="alerts"
+    )
+    agent_id = models.CharField(max_length=64, blank=True)
+    message = models.CharField(max_length=500)
+    created = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}"
+
+
+class Event(AppendOnlyModel):
+    """The append-only log (SPEC §4.1): task history and log.yaml are views of this table.
+
+    Every state change and protocol action writes one row, including refused attempts
+    (`outcome` = rejected). Rows are never updated or deleted: the ORM refuses and so does the
+    database (triggers in migration 0002).
+    """
+
+    class ActorKind(models.TextChoices):
+        AGENT = "agent"
+        HUMAN = "human"
+        SYSTEM = "system"
+
+    class Outcome(models.TextChoices):
+        APPLIED = "applied"
+        REJECTED = "rejected"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="events")
+    task = models.ForeignKey(
+        Task, on_delete=models.PROTECT, null=True, blank=True, related_name="events"
+    )
+    timestamp = models.DateTimeField(db_index=True)
+    actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)
+    actor_id = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=64)
+    from_status = models.CharField(max_length=32, blank=True)
+    to_status = models.CharField(max_length=32, blank=True)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.APPLIED)
+    detail = models.CharField(max_length=500)
+    data = models.JSONField(default=dict, blank=True)
+
+    objects = models.Manager.from_queryset(AppendOnlyQuerySet)()
+
+    class Meta:
+        ordering = ["timestamp", "id"]
+        indexes = [models.Index(fields=["project", "task", "timestamp"])]
+        constraints = [
+            # "One-line detail is mandatory" (seed 002 log.yaml).
+            models.CheckConstraint(condition=~Q(detail=""), name="event_detail_required"),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.timestamp:%Y-%m-%dT%H:%M:%SZ} {self.actor_id or self.actor_kind} {self.action}"
+        )
