@@ -89,7 +89,7 @@ class ProjectConfig(models.Model):
     coder_poll_interval = models.PositiveIntegerField(default=30, help_text="seconds")
     coder_max_wait = models.PositiveIntegerField(default=300, help_text="seconds")
     integration_branch = models.CharField(max_length=200, default="integration")
-    escalation_webhook = models.URLField(null=True, blank=True)
+    escalation_webhook = models.URLField(blank=True, help_text="empty = none (null in state.yaml)")
     lease_grace = models.PositiveIntegerField(default=p.LEASE_GRACE_SECONDS, help_text="seconds")
     archive_after_days = models.PositiveIntegerField(default=p.ARCHIVE_AFTER_DAYS)
 
@@ -674,7 +674,7 @@ class CircuitBreakerCheck(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="breaker_checks")
     timestamp = models.DateTimeField()
-    pattern = models.CharField(max_length=64, null=True, blank=True)
+    pattern = models.CharField(max_length=64, blank=True, help_text="empty = null in state.yaml")
     result = models.CharField(max_length=16)
     details = models.JSONField(default=dict, blank=True)
 

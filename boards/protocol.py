@@ -72,7 +72,8 @@ FORBIDDEN_TASK_EDGES: tuple[tuple[str, str], ...] = (
     ("CLAIMED", "MERGED"),
     ("CLAIMED", "APPROVED"),
     ("REJECTED", "APPROVED"),
-) + tuple((t, s) for t in sorted(TERMINAL_TASK_STATES) for s in TASK_STATES)
+    *((t, s) for t in sorted(TERMINAL_TASK_STATES) for s in TASK_STATES),
+)
 
 
 def task_targets(from_status: str) -> list[str]:
