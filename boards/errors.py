@@ -84,3 +84,10 @@ class ProtocolValidationError(ProtocolError):
             status_code=400,
         )
         self.field = field
+
+
+class Forbidden(ProtocolError):
+    """The actor is known but may not do this (HTTP 403)."""
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__("permission_denied", message, details, status_code=403)

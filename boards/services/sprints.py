@@ -1,0 +1,239 @@
+"""Sprints (seed 000 "Sprint State Machine" and "Sprint Transition Triggers")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import transaction
+from django_fsm import TransitionNotAllowed
+
+from boards import protocol as p
+from boards.errors import InvalidTransition, ProtocolValidationError
+from boards.models import Goal, Project, Sprint
+from boards.services.common import (
+    SYSTEM,
+    Actor,
+    record_event,
+    records_refusals,
+    refusal,
+    require_role,
+)
+
+
+def _sprint_targets(status: str) -> list[str]:
+    return [to for (frm, to) in p.SPRINT_EDGES if frm == status]
+
+
+@records_refusals
+def sprint_create(
+    *,
+    project: Project,
+    actor: Actor,
+    goal: Goal,
+    now: datetime,
+    planned: Sequence[str] = (),
+    stretch: Sequence[str] = (),
+    deadline: datetime | None = None,
+    sprint_id: str = "",
+) -> Sprint:
+    """Open a sprint for `goal`; at most one sprint is open per project (SPEC §4)."""
+    from boards.services.tasks import _resolve_keys
+
+    require_role(actor, project, agent_roles=("planner",))
+    if goal.project_id != project.pk or goal.status != "IN_PROGRESS":
+        raise ProtocolValidationError("goal", "an IN_PROGRESS goal of this project")
+    if deadline is not None and deadline <= now:
+        raise ProtocolValidationError("deadline", "must be in the future")
+    with transaction.atomic():
+        if (
+            Sprint.objects.select_for_update()
+            .filter(project=project, status__in=["IN_PROGRESS", "CHECKPOINT"])
+            .exists()
+        ):
+            raise ProtocolValidationError("status", "the project already has an open sprint")
+        planned_tasks = _resolve_keys(project, planned, "planned") if planned else []
+        stretch_tasks = _resolve_keys(project, stretch, "stretch") if stretch else []
+        if not sprint_id:
+            sprint_id = f"sprint-{Sprint.objects.filter(project=project).count() + 1}"
+        sprint = Sprint.objects.create(
+            project=project, sprint_id=sprint_id, goal=goal, started=now, deadline=deadline
+        )
+        sprint.planned.set(planned_tasks)
+        sprint.stretch.set(stretch_tasks)
+        record_event(
+            project=project,
+            actor=actor,
+            action="sprint_started",
+            now=now,
+            to_status="IN_PROGRESS",
+            detail=f"{sprint_id}: {len(planned_tasks)} planned, {len(stretch_tasks)} stretch",
+            data={"sprint": sprint_id},
+        )
+    return sprint
+
+
+def _sprint_move(
+    sprint: Sprint,
+    method: str,
+    *,
+    actor: Actor,
+    now: datetime,
+    detail: str,
+    action: str,
+    retrospective: dict | None = None,
+) -> Sprint:
+    project = sprint.project
+    target = {
+        "checkpoint": "CHECKPOINT",
+        "resume": "IN_PROGRESS",
+        "complete": "COMPLETED",
+        "abort": "ABORTED",
+    }[method]
+    sprint = Sprint.objects.select_for_update().get(pk=sprint.pk)
+    from_status = sprint.status
+    try:
+        getattr(sprint, method)()
+    except TransitionNotAllowed as exc:
+        raise refusal(
+            InvalidTransition(
+                from_status=from_status,
+                to_status=target,
+                allowed=_sprint_targets(from_status),
+                message=f"sprint {sprint.sprint_id} is {from_status}",
+            ),
+            project=project,
+            actor=actor,
+            action=action,
+            now=now,
+            to_status=target,
+        ) from exc
+    if method == "checkpoint":
+        sprint.checkpoint_at = now
+    elif method == "resume":
+        sprint.checkpoint_at = None
+    if target in p.TERMINAL_SPRINT_STATES:
+        from boards.selectors import sprint_metrics
+
+        sprint.ended = now
+        sprint.metrics = sprint_metrics(sprint)
+    if retrospective:
+        sprint.retrospective = {**(sprint.retrospective or {}), **retrospective}
+    sprint.save()
+    record_event(
+        project=project,
+        actor=actor,
+        action=action,
+        now=now,
+        from_status=from_status,
+        to_status=target,
+        detail=detail,
+        data={"sprint": sprint.sprint_id},
+    )
+    return sprint
+
+
+@records_refusals
+def sprint_checkpoint(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) -> Sprint:
+    """Human request, deadline or circuit breaker: work stops until a human decides."""
+    require_role(actor, sprint.project, agent_roles=(), system=True)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ProtocolValidationError("reason", "is required")
+    with transaction.atomic():
+        return _sprint_move(
+            sprint, "checkpoint", actor=actor, now=now, detail=reason, action="sprint_checkpoint"
+        )
+
+
+@records_refusals
+def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime) -> Sprint:
+    """CHECKPOINT → IN_PROGRESS; the decision goes into the retrospective."""
+    require_role(actor, sprint.project, agent_roles=())
+    decision = (decision or "").strip()
+    if not decision:
+        raise ProtocolValidationError("decision", "is required")
+    with transaction.atomic():
+        entry = {"timestamp": p.format_timestamp(now), "decision": "continue", "note": decision}
+        sprint_now = Sprint.objects.get(pk=sprint.pk)
+        decisions = [*((sprint_now.retrospective or {}).get("checkpoint_decisions", [])), entry]
+        return _sprint_move(
+            sprint,
+            "resume",
+            actor=actor,
+            now=now,
+            detail=decision,
+            action="sprint_resumed",
+            retrospective={"checkpoint_decisions": decisions},
+        )
+
+
+@records_refusals
+def sprint_abort(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) -> Sprint:
+    """A human (or the circuit breaker) stops the sprint."""
+    require_role(actor, sprint.project, agent_roles=(), system=True)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ProtocolValidationError("reason", "is required")
+    with transaction.atomic():
+        entry = {"timestamp": p.format_timestamp(now), "decision": "abort", "note": reason}
+        sprint_now = Sprint.objects.get(pk=sprint.pk)
+        decisions = [*((sprint_now.retrospective or {}).get("checkpoint_decisions", [])), entry]
+        return _sprint_move(
+            sprint,
+            "abort",
+            actor=actor,
+            now=now,
+            detail=reason,
+            action="sprint_aborted",
+            retrospective={"checkpoint_decisions": decisions},
+        )
+
+
+@records_refusals
+def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
+    """IN_PROGRESS → COMPLETED, only once every planned task is terminal."""
+    require_role(actor, sprint.project, agent_roles=("planner",), system=True)
+    with transaction.atomic():
+        open_keys = list(
+            sprint.planned.exclude(status__in=p.TERMINAL_TASK_STATES).values_list("key", flat=True)
+        )
+        if open_keys:
+            raise refusal(
+                InvalidTransition(
+                    from_status=sprint.status,
+                    to_status="COMPLETED",
+                    allowed=_sprint_targets(sprint.status),
+                    message=f"planned tasks not terminal: {', '.join(open_keys)}",
+                ),
+                project=sprint.project,
+                actor=actor,
+                action="sprint_completed",
+                now=now,
+                to_status="COMPLETED",
+            )
+        return _sprint_move(
+            sprint,
+            "complete",
+            actor=actor,
+            now=now,
+            detail=f"{sprint.sprint_id}: all planned tasks terminal",
+            action="sprint_completed",
+        )
+
+
+def sprint_complete_if_done(*, project: Project, now: datetime) -> Sprint | None:
+    """Seed 000 trigger "All planned tasks terminal → COMPLETED" (called inside a transaction)."""
+    sprint = Sprint.objects.filter(project=project, status="IN_PROGRESS").first()
+    if sprint is None or not sprint.planned.exists():
+        return None
+    if sprint.planned.exclude(status__in=p.TERMINAL_TASK_STATES).exists():
+        return None
+    return _sprint_move(
+        sprint,
+        "complete",
+        actor=SYSTEM,
+        now=now,
+        detail=f"{sprint.sprint_id}: all planned tasks terminal",
+        action="sprint_completed",
+    )
