@@ -309,3 +309,48 @@ def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff 
                 detail=f"{agent.agent_id} resumed from the handoff",
             )
     return handoff
+
+
+@records_refusals
+def agent_create(
+    *,
+    project: Project,
+    actor,
+    role: str,
+    now: datetime,
+    agent_id: str = "",
+    security_reviewer: bool = False,
+) -> Agent:
+    """A new identity (not yet registered); the id is the next free `<role-prefix>-N`."""
+    require_role(actor, project, agent_roles=())
+    if role not in Agent.Role.values:
+        raise ProtocolValidationError("role", f"one of {', '.join(Agent.Role.values)}")
+    with transaction.atomic():
+        Project.objects.select_for_update().get(pk=project.pk)
+        if agent_id:
+            if not agent_id_matches_role(agent_id, role):
+                raise ProtocolValidationError(
+                    "agent_id", f"must look like {AGENT_ID_PREFIX[role]}-N for role {role}"
+                )
+            if Agent.objects.filter(project=project, agent_id=agent_id).exists():
+                raise ProtocolValidationError("agent_id", f"{agent_id} already exists")
+        else:
+            taken = set(
+                Agent.objects.filter(project=project, role=role).values_list("agent_id", flat=True)
+            )
+            number = 1
+            while f"{AGENT_ID_PREFIX[role]}-{number}" in taken:
+                number += 1
+            agent_id = f"{AGENT_ID_PREFIX[role]}-{number}"
+        agent = Agent.objects.create(
+            project=project, agent_id=agent_id, role=role, security_reviewer=security_reviewer
+        )
+        record_event(
+            project=project,
+            actor=actor,
+            action="agent_created",
+            now=now,
+            detail=f"{agent_id} created ({role})",
+            data={"agent": agent_id},
+        )
+    return agent

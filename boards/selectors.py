@@ -82,3 +82,77 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
             approval_rate is not None and verdict_count >= 5 and approval_rate > 95
         ),
     }
+
+
+def work_for_role(*, project: Project, role: str, agent_id: str | None, now) -> dict[str, object]:
+    """Seed 000 "Exit Code 0 Semantics" and "DRAFT Task Waiting" for one role.
+
+    `exit` is 0 when the role is complete, 42 when the agent must stop (paused project or
+    sprint at CHECKPOINT), None while work may still come; `retry_after` says when to ask again.
+    """
+    from boards.services.common import config_of, open_sprint
+
+    config = config_of(project)
+    tasks = Task.objects.filter(project=project)
+    drafts = tasks.filter(status="DRAFT").count()
+    result = {
+        "role": role,
+        "work": False,
+        "exit": None,
+        "waiting_for_drafts": drafts,
+        "retry_after": None,
+        "reason": "",
+    }
+    sprint = open_sprint(project)
+    if project.is_paused or (sprint is not None and sprint.status == "CHECKPOINT"):
+        stop = "paused" if project.is_paused else "checkpoint"
+        return {**result, "exit": 42, "reason": f"project {stop}: stop and restart later"}
+    if role == "coder":
+        from boards.services.tasks import claim_candidates
+
+        own = tasks.filter(assigned_to=agent_id or "", status__in=("CLAIMED",)).exists()
+        candidates = claim_candidates(project, agent_id or "", now, config)
+        work = own or any(qs.exists() for qs in candidates)
+        complete = (
+            not work and not tasks.filter(status="REJECTED", assigned_to=agent_id or "").exists()
+        )
+    elif role == "code_reviewer":
+        ready = tasks.filter(status="READY_FOR_REVIEW")
+        work = any(_review_slot_free(t, agent_id, now) for t in ready.prefetch_related("reviews"))
+        complete = not ready.exists()
+    elif role == "planner":
+        from boards.models import Discovery, Goal
+
+        work = (
+            drafts > 0
+            or tasks.filter(status="BLOCKED").exists()
+            or Discovery.objects.filter(
+                project=project, urgency="immediate", converted_to_task=""
+            ).exists()
+        )
+        goal_open = Goal.objects.filter(project=project, status="IN_PROGRESS").exists()
+        complete = (
+            not work
+            and not goal_open
+            and not tasks.exclude(status__in=p.TERMINAL_TASK_STATES).exists()
+        )
+    else:
+        raise ValueError(role)
+    if work:
+        return {**result, "work": True, "reason": "work is available"}
+    if complete and not (drafts and role != "planner"):
+        return {**result, "exit": 0, "reason": "role complete"}
+    reason = (
+        f"{drafts} DRAFT task(s) may be finalized soon"
+        if drafts
+        else "work is in progress elsewhere"
+    )
+    return {**result, "retry_after": config.coder_poll_interval, "reason": reason}
+
+
+def _review_slot_free(task: Task, agent_id: str | None, now) -> bool:
+    reviews = [r for r in task.reviews.all() if r.closed_at is None]
+    if agent_id and (agent_id == task.assigned_to or any(r.reviewer == agent_id for r in reviews)):
+        return False
+    taken = [r for r in reviews if r.verdict == "APPROVED" or r.is_active(now)]
+    return len(taken) < task.required_approvals

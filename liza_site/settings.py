@@ -142,6 +142,16 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One named enum per protocol table, instead of drf-spectacular's hashed names.
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "boards.protocol.TASK_STATES",
+        "AgentStatusEnum": "boards.protocol.AGENT_STATES",
+        "GoalStatusEnum": "boards.protocol.GOAL_STATES",
+        "SprintStatusEnum": "boards.protocol.SPRINT_STATES",
+        "AgentRoleEnum": "boards.protocol.AGENT_ROLES",
+        "CriticalityEnum": "boards.models.Task.Criticality",
+        "AnomalyTypeEnum": "boards.protocol.ANOMALY_TYPES",
+    },
 }
 
 LOGGING = {

@@ -344,7 +344,7 @@ def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
 
 
 def claim_candidates(
-    project: Project, agent: Agent, now: datetime, config: ProjectConfig
+    project: Project, agent_id: str, now: datetime, config: ProjectConfig
 ) -> list[Any]:
     """Querysets in seed order: own REJECTED, INTEGRATION_FAILED, UNCLAIMED, expired CLAIMED."""
     from django.db.models import Exists, OuterRef
@@ -356,7 +356,7 @@ def claim_candidates(
     order = ("priority", "created", "id")
     stale = now - timedelta(seconds=config.lease_grace)
     return [
-        base.filter(status="REJECTED", assigned_to=agent.agent_id).order_by(*order),
+        base.filter(status="REJECTED", assigned_to=agent_id).order_by(*order),
         base.filter(status="INTEGRATION_FAILED").order_by(*order),
         base.filter(status="UNCLAIMED").filter(~Exists(unmet)).order_by(*order),
         base.filter(status="CLAIMED", lease_expires__lt=stale)
@@ -606,7 +606,7 @@ def task_claim_next(
     with transaction.atomic():
         own_rejected = _check_claimer(project, agent, now, task=None)
         agent = lock_agent(agent)
-        querysets = claim_candidates(project, agent, now, config)
+        querysets = claim_candidates(project, agent.agent_id, now, config)
         if own_rejected is not None:
             # Seed 000: REJECTED goes back to its own coder before it takes anything else.
             querysets = querysets[:1]

@@ -1,0 +1,433 @@
+"""API serializers: inputs are validated shapes only, outputs are plain reads (STYLE.md API).
+
+No business logic lives here: views pass validated data to services.
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from boards import protocol as p
+from boards.models import (
+    Anomaly,
+    Discovery,
+    Event,
+    Goal,
+    Handoff,
+    HumanNote,
+    Review,
+    Sprint,
+    Task,
+)
+
+# -- the error envelope (documented once, used in every endpoint's responses) -------------------
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="invalid_transition, conflict, lease_lost, paused, …")
+    message = serializers.CharField()
+    details = serializers.DictField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorBodySerializer()
+
+
+# -- outputs ----------------------------------------------------------------------------------
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    depends_on = serializers.SerializerMethodField()
+    waiting_on = serializers.SerializerMethodField()
+    reviewing_by = serializers.SerializerMethodField()
+    review_lease_expires = serializers.SerializerMethodField()
+    allowed_transitions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Task
+        fields = [
+            "key",
+            "description",
+            "status",
+            "priority",
+            "criticality",
+            "created",
+            "updated",
+            "spec_ref",
+            "done_when",
+            "scope",
+            "depends_on",
+            "waiting_on",
+            "assigned_to",
+            "worktree",
+            "base_commit",
+            "review_commit",
+            "merge_commit",
+            "approved_by",
+            "iteration",
+            "review_cycles_current",
+            "review_cycles_total",
+            "rejection_reason",
+            "blocked_reason",
+            "blocked_questions",
+            "attempted",
+            "failed_by",
+            "superseded_by",
+            "supersedes",
+            "rescope_reason",
+            "integration_fix",
+            "handoff_pending",
+            "lease_expires",
+            "reviewing_by",
+            "review_lease_expires",
+            "max_iterations",
+            "max_review_cycles",
+            "lease_duration_override",
+            "allowed_transitions",
+        ]
+        read_only_fields = fields
+
+    def get_depends_on(self, task: Task) -> list[str]:
+        return sorted(d.key for d in task.depends_on.all())
+
+    def get_waiting_on(self, task: Task) -> list[str]:
+        return sorted(d.key for d in task.depends_on.all() if d.status != "MERGED")
+
+    def _active_reviews(self, task: Task) -> list[Review]:
+        now = self.context.get("now") or timezone.now()
+        return [r for r in task.reviews.all() if r.is_active(now)]
+
+    def get_reviewing_by(self, task: Task) -> list[str]:
+        return [r.reviewer for r in self._active_reviews(task)]
+
+    @extend_schema_field(OpenApiTypes.DATETIME)
+    def get_review_lease_expires(self, task: Task) -> str | None:
+        leases = [r.lease_expires for r in self._active_reviews(task)]
+        return serializers.DateTimeField().to_representation(min(leases)) if leases else None
+
+    def get_allowed_transitions(self, task: Task) -> list[str]:
+        return p.task_targets(task.status)
+
+
+class EventSerializer(serializers.ModelSerializer):
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+
+    class Meta:
+        model = Event
+        fields = [
+            "id",
+            "timestamp",
+            "task",
+            "actor_kind",
+            "actor_id",
+            "action",
+            "from_status",
+            "to_status",
+            "outcome",
+            "detail",
+            "data",
+        ]
+        read_only_fields = fields
+
+
+class HumanNoteSerializer(serializers.ModelSerializer):
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = HumanNote
+        fields = ["timestamp", "task", "message", "author"]
+        read_only_fields = fields
+
+
+class HandoffSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Handoff
+        fields = [
+            "agent",
+            "context_used",
+            "timestamp",
+            "summary",
+            "next_action",
+            "approach",
+            "blockers",
+            "files_modified",
+            "next_steps",
+        ]
+        read_only_fields = fields
+
+
+class AnomalySerializer(serializers.ModelSerializer):
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+
+    class Meta:
+        model = Anomaly
+        fields = ["id", "timestamp", "task", "reporter", "type", "details"]
+        read_only_fields = fields
+
+
+class DiscoverySerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="disc_id", read_only=True)
+
+    class Meta:
+        model = Discovery
+        fields = [
+            "id",
+            "by",
+            "during",
+            "description",
+            "severity",
+            "urgency",
+            "recommendation",
+            "created",
+            "converted_to_task",
+        ]
+        read_only_fields = fields
+
+
+class ReviewSerializer(serializers.ModelSerializer):
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+
+    class Meta:
+        model = Review
+        fields = [
+            "id",
+            "task",
+            "reviewer",
+            "review_commit",
+            "claimed_at",
+            "lease_expires",
+            "verdict",
+            "reason",
+            "verdict_at",
+            "closed_at",
+        ]
+        read_only_fields = fields
+
+
+class TaskDetailSerializer(TaskSerializer):
+    history = serializers.SerializerMethodField()
+    human_notes = HumanNoteSerializer(many=True, read_only=True)
+    handoff = serializers.SerializerMethodField()
+    anomalies = AnomalySerializer(many=True, read_only=True)
+    reviews = ReviewSerializer(many=True, read_only=True)
+
+    class Meta(TaskSerializer.Meta):
+        fields = [
+            *TaskSerializer.Meta.fields,
+            "history",
+            "human_notes",
+            "handoff",
+            "anomalies",
+            "reviews",
+        ]
+        read_only_fields = fields
+
+    def get_history(self, task: Task) -> list[dict]:
+        events = Event.objects.filter(task=task).order_by("timestamp", "id")
+        return EventSerializer(events, many=True).data
+
+    def get_handoff(self, task: Task) -> dict | None:
+        handoff = Handoff.objects.filter(task=task).first()
+        return HandoffSerializer(handoff).data if handoff else None
+
+
+class GoalSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="goal_id", read_only=True)
+
+    class Meta:
+        model = Goal
+        fields = ["id", "description", "spec_ref", "created", "status", "alignment_history"]
+        read_only_fields = fields
+
+
+class SprintSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="sprint_id", read_only=True)
+    goal = serializers.SlugRelatedField(slug_field="goal_id", read_only=True)
+    planned = serializers.SlugRelatedField(slug_field="key", many=True, read_only=True)
+    stretch = serializers.SlugRelatedField(slug_field="key", many=True, read_only=True)
+    metrics = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Sprint
+        fields = [
+            "id",
+            "goal",
+            "status",
+            "planned",
+            "stretch",
+            "started",
+            "deadline",
+            "checkpoint_at",
+            "ended",
+            "metrics",
+            "retrospective",
+        ]
+        read_only_fields = fields
+
+    def get_metrics(self, sprint: Sprint) -> dict:
+        from boards.selectors import sprint_metrics
+
+        # Live while the sprint is open; the snapshot taken at its end afterwards.
+        return sprint.metrics if not sprint.is_open and sprint.metrics else sprint_metrics(sprint)
+
+
+# -- inputs -----------------------------------------------------------------------------------
+
+COMMIT = {"max_length": 64, "allow_blank": False}
+KEY = {"max_length": 64, "allow_blank": False}
+
+
+class ClaimInput(serializers.Serializer):
+    base_commit = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="integration HEAD at claim time"
+    )
+    worktree = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class SubmitInput(serializers.Serializer):
+    review_commit = serializers.CharField(**COMMIT)
+    tree_clean = serializers.BooleanField(
+        help_text="attestation that `git status --porcelain` is empty (seed 002 Clean Sync)"
+    )
+
+
+class BlockInput(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000)
+    questions = serializers.ListField(
+        child=serializers.CharField(max_length=1000),
+        min_length=1,
+        max_length=p.MAX_BLOCKED_QUESTIONS,
+    )
+    attempted = serializers.ListField(
+        child=serializers.CharField(max_length=1000), required=False, max_length=100
+    )
+
+
+class VerdictInput(serializers.Serializer):
+    verdict = serializers.ChoiceField(choices=Review.Verdict.values)
+    review_commit = serializers.CharField(**COMMIT)
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+class MergeInput(serializers.Serializer):
+    merge_commit = serializers.CharField(**COMMIT)
+
+
+class ReasonInput(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000)
+
+
+class OverrideBlockInput(ReasonInput):
+    questions = serializers.ListField(
+        child=serializers.CharField(max_length=1000),
+        required=False,
+        max_length=p.MAX_BLOCKED_QUESTIONS,
+    )
+
+
+class HandoffInput(serializers.Serializer):
+    summary = serializers.CharField(max_length=500)
+    next_action = serializers.CharField(max_length=500)
+    context_used = serializers.CharField(required=False, allow_blank=True, max_length=16)
+    approach = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    blockers = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    files_modified = serializers.ListField(
+        child=serializers.CharField(max_length=500), required=False, max_length=500
+    )
+    next_steps = serializers.ListField(
+        child=serializers.CharField(max_length=1000), required=False, max_length=100
+    )
+
+
+class DiscoveryInput(serializers.Serializer):
+    description = serializers.CharField(max_length=5000)
+    severity = serializers.ChoiceField(choices=p.DISCOVERY_SEVERITIES)
+    urgency = serializers.ChoiceField(
+        choices=p.DISCOVERY_URGENCIES, required=False, default="deferred"
+    )
+    during = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    recommendation = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+class AnomalyInput(serializers.Serializer):
+    type = serializers.ChoiceField(choices=p.ANOMALY_TYPES)
+    details = serializers.DictField(help_text="the type's required fields (seed 002)")
+    task = serializers.CharField(required=False, allow_blank=True, max_length=64)
+
+
+class LogInput(serializers.Serializer):
+    action = serializers.RegexField(p.TASK_KEY_RE, max_length=64)
+    detail = serializers.CharField(max_length=500)
+    task = serializers.CharField(required=False, allow_blank=True, max_length=64)
+
+
+class NewTaskInput(serializers.Serializer):
+    key = serializers.RegexField(p.TASK_KEY_RE, max_length=64)
+    description = serializers.CharField(max_length=10_000)
+    priority = serializers.IntegerField(min_value=1, max_value=5, required=False, default=3)
+    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    done_when = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    scope = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    criticality = serializers.ChoiceField(
+        choices=Task.Criticality.choices, required=False, default="standard"
+    )
+    max_iterations = serializers.IntegerField(
+        min_value=1, max_value=1000, required=False, allow_null=True
+    )
+    max_review_cycles = serializers.IntegerField(
+        min_value=1, max_value=1000, required=False, allow_null=True
+    )
+    lease_duration_override = serializers.IntegerField(
+        min_value=30, max_value=86_400, required=False, allow_null=True
+    )
+    depends_on = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=200
+    )
+
+
+class CreateTaskInput(NewTaskInput):
+    sprint_scope = serializers.ChoiceField(
+        choices=["planned", "stretch"], required=False, allow_null=True
+    )
+
+
+class DependenciesInput(serializers.Serializer):
+    depends_on = serializers.ListField(child=serializers.CharField(max_length=64), max_length=200)
+
+
+class RescopeInput(ReasonInput):
+    new_tasks = NewTaskInput(many=True, allow_empty=False)
+
+
+class GoalInput(serializers.Serializer):
+    description = serializers.CharField(max_length=10_000)
+    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class SprintInput(serializers.Serializer):
+    planned = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=1000
+    )
+    stretch = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=1000
+    )
+    deadline = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class WorkSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    work = serializers.BooleanField(help_text="there is work this role can take now")
+    exit = serializers.IntegerField(
+        allow_null=True, help_text="0 when the role is complete (seed 000)"
+    )
+    waiting_for_drafts = serializers.IntegerField(help_text="DRAFT tasks the planner may finalize")
+    retry_after = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField()
+
+
+class ClaimResultSerializer(serializers.Serializer):
+    task = TaskSerializer(allow_null=True)

@@ -1,0 +1,150 @@
+"""Seed 002's file schema as tables: which keys each section has, their kinds and their order.
+
+Reading and writing both use these tables, so a key read from `state.yaml` is written back under
+the same name and in the same place, which is what keeps export → import → export stable.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+STATE_FILE = "state.yaml"
+LOG_FILE = "log.yaml"
+LIZA_DIR = ".liza"
+
+
+class Kind(Enum):
+    TEXT = "text"  # str; null → "" (the models keep "no value" as blank text)
+    INT = "int"
+    BOOL = "bool"
+    LIST = "list"  # a list of JSON values; a single scalar counts as a one-item list
+    TIME = "time"  # seed 002 "Timestamp Format"; null allowed
+    TIME_REQUIRED = "time!"
+    JSON = "json"  # any YAML value kept as JSON (metrics, details, retrospective)
+
+
+# Seed 002 `tasks[]` (plus SPEC §4's scope, merge_commit, approved_by, criticality and per-task
+# overrides), in the order export writes them. `id`, `status`, `depends_on`, `history` and the
+# review-lease keys are handled on their own. Each key is also the model field's name.
+TASK_FIELDS: dict[str, Kind] = {
+    "description": Kind.TEXT,
+    "priority": Kind.INT,
+    "criticality": Kind.TEXT,
+    "assigned_to": Kind.TEXT,
+    "lease_expires": Kind.TIME,
+    "worktree": Kind.TEXT,
+    "base_commit": Kind.TEXT,
+    "iteration": Kind.INT,
+    "review_cycles_current": Kind.INT,
+    "review_cycles_total": Kind.INT,
+    "review_commit": Kind.TEXT,
+    "approved_by": Kind.LIST,
+    "merge_commit": Kind.TEXT,
+    "spec_ref": Kind.TEXT,
+    "done_when": Kind.TEXT,
+    "scope": Kind.TEXT,
+    "supersedes": Kind.TEXT,
+    "superseded_by": Kind.LIST,
+    "rescope_reason": Kind.TEXT,
+    "rejection_reason": Kind.TEXT,
+    "blocked_reason": Kind.TEXT,
+    "blocked_questions": Kind.LIST,
+    "attempted": Kind.LIST,
+    "failed_by": Kind.LIST,
+    "integration_fix": Kind.BOOL,
+    "handoff_pending": Kind.BOOL,
+    "max_iterations": Kind.INT,
+    "max_review_cycles": Kind.INT,
+    "lease_duration_override": Kind.INT,
+    "created": Kind.TIME_REQUIRED,
+}
+# Written even when empty: seed 002 gives every task these.
+TASK_ALWAYS: frozenset[str] = frozenset({"description", "priority", "created"})
+# Where export puts the keys that are not plain fields (after the key named).
+TASK_REVIEW_KEYS_AFTER = "review_commit"
+TASK_DEPENDS_ON_AFTER = "scope"
+
+# Seed 002 `agents.<id>` (plus `enabled` and seed 001's `security_reviewer`, written only when
+# not the default). `current_task` (`task` for the planner) and `status` are handled on their own.
+AGENT_FIELDS: dict[str, Kind] = {
+    "role": Kind.TEXT,
+    "lease_expires": Kind.TIME,
+    "heartbeat": Kind.TIME,
+    "terminal": Kind.TEXT,
+    "iterations_total": Kind.INT,
+    "context_percent": Kind.INT,
+    "enabled": Kind.BOOL,
+    "security_reviewer": Kind.BOOL,
+}
+
+# Seed 002 `discovered[]`; `id` is the model's disc_id.
+DISCOVERY_FIELDS: dict[str, Kind] = {
+    "by": Kind.TEXT,
+    "during": Kind.TEXT,
+    "description": Kind.TEXT,
+    "severity": Kind.TEXT,
+    "urgency": Kind.TEXT,
+    "recommendation": Kind.TEXT,
+    "created": Kind.TIME_REQUIRED,
+    "converted_to_task": Kind.TEXT,
+}
+
+# Seed 002 `handoff.<task>`: required (summary, next_action) then optional fields.
+HANDOFF_FIELDS: dict[str, Kind] = {
+    "agent": Kind.TEXT,
+    "context_used": Kind.TEXT,
+    "timestamp": Kind.TIME_REQUIRED,
+    "summary": Kind.TEXT,
+    "next_action": Kind.TEXT,
+    "approach": Kind.TEXT,
+    "blockers": Kind.TEXT,
+    "files_modified": Kind.LIST,
+    "next_steps": Kind.LIST,
+}
+HANDOFF_OPTIONAL: frozenset[str] = frozenset(
+    {"context_used", "approach", "blockers", "files_modified", "next_steps"}
+)
+
+SPEC_CHANGE_FIELDS: dict[str, Kind] = {
+    "timestamp": Kind.TIME_REQUIRED,
+    "spec": Kind.TEXT,
+    "change": Kind.TEXT,
+    "triggered_by": Kind.TEXT,
+}
+
+ANOMALY_FIELDS: dict[str, Kind] = {
+    "timestamp": Kind.TIME_REQUIRED,
+    "reporter": Kind.TEXT,
+    "type": Kind.TEXT,
+    "details": Kind.JSON,
+}
+
+SPRINT_TIMELINE: tuple[str, ...] = ("started", "deadline", "checkpoint_at", "ended")
+
+# Extra config keys of SPEC §4 beyond seed 002's (written only when not the default).
+EXTRA_CONFIG_KEYS: tuple[str, ...] = ("lease_grace", "archive_after_days")
+
+# Keys of a log.yaml entry (seed 002 "log.yaml Schema") and of a task `history` entry (seed 002
+# task-1/task-7). Every other key of an entry is kept in Event.data and written back beside
+# them; a data key that would collide with one of these is written under `data:` instead.
+EVENT_COLUMN_KEYS: tuple[str, ...] = ("from", "to", "outcome", "actor_kind")
+LOG_RESERVED: frozenset[str] = frozenset(
+    {"timestamp", "agent", "action", "task", "detail", "data", *EVENT_COLUMN_KEYS}
+)
+HISTORY_RESERVED: frozenset[str] = frozenset({"time", "event", "agent", "data", *EVENT_COLUMN_KEYS})
+BREAKER_CHECK_RESERVED: frozenset[str] = frozenset({"timestamp", "pattern", "result", "details"})
+
+# The keys whose string values are timestamps, wherever they appear (seed 002 state.yaml and
+# log.yaml); used to shift a whole blackboard in time (the demo).
+TIMESTAMP_KEYS: frozenset[str] = frozenset(
+    {
+        "created",
+        "timestamp",
+        "time",
+        "lease_expires",
+        "review_lease_expires",
+        "heartbeat",
+        "last_check",
+        *SPRINT_TIMELINE,
+    }
+)

@@ -1,0 +1,125 @@
+"""Assertions shared by the protocol tests: snapshots of rows, refusals, and the invariants."""
+
+from __future__ import annotations
+
+import importlib
+from datetime import datetime
+from typing import Any
+
+from django.db import models
+
+from agents.models import Agent
+from boards.errors import ProtocolError
+from boards.models import Anomaly, Event, HumanNote, Project, Review, Task
+
+
+def row_snapshot(obj: models.Model) -> dict[str, Any]:
+    """Every concrete field of `obj` and its M2M keys, read fresh from the database."""
+    fresh = type(obj)._default_manager.get(pk=obj.pk)
+    data: dict[str, Any] = {
+        field.attname: getattr(fresh, field.attname) for field in fresh._meta.concrete_fields
+    }
+    for m2m in fresh._meta.many_to_many:
+        related = getattr(fresh, m2m.name).all()
+        if m2m.related_model is Task:
+            data[m2m.name] = sorted(related.values_list("key", flat=True))
+        else:
+            data[m2m.name] = sorted(related.values_list("pk", flat=True))
+    return data
+
+
+def project_snapshot(project: Project, task: Task | None = None) -> dict[str, Any]:
+    """The task row plus everything a refused task operation could have touched besides it."""
+    snapshot: dict[str, Any] = {
+        "agents": {a.agent_id: row_snapshot(a) for a in Agent.objects.filter(project=project)},
+        "reviews": [
+            row_snapshot(r) for r in Review.objects.filter(project=project).order_by("pk")
+        ],
+        "anomalies": Anomaly.objects.filter(project=project).count(),
+        "notes": HumanNote.objects.filter(project=project).count(),
+        "tasks": Task.objects.filter(project=project).count(),
+        "applied_events": Event.objects.filter(
+            project=project, outcome=Event.Outcome.APPLIED
+        ).count(),
+    }
+    if task is not None:
+        snapshot["task"] = row_snapshot(task)
+    return snapshot
+
+
+def rejected_event_ids(project: Project) -> set[int]:
+    return set(
+        Event.objects.filter(project=project, outcome=Event.Outcome.REJECTED).values_list(
+            "pk", flat=True
+        )
+    )
+
+
+def one_new_rejected_event(project: Project, before: set[int]) -> Event:
+    """Exactly one rejected-attempt Event was written since `before`; return it."""
+    new = rejected_event_ids(project) - before
+    assert len(new) == 1, f"expected one rejected-attempt event, got {len(new)}"
+    return Event.objects.get(pk=new.pop())
+
+
+def assert_refused_unchanged(
+    call,
+    *,
+    project: Project,
+    obj: models.Model | None,
+    exc_type: type[Exception],
+    logged: bool = True,
+    **expect,
+) -> tuple[Exception, Event | None]:
+    """Run `call`: it must raise `exc_type` and change nothing. With `logged`, exactly one
+    rejected-attempt event is written (SPEC §4.1), else none. `expect` are attribute checks on
+    the exception (code=..., details=...)."""
+    before_rows = project_snapshot(project, obj if isinstance(obj, Task) else None)
+    before_obj = row_snapshot(obj) if obj is not None else None
+    before_events = rejected_event_ids(project)
+    try:
+        call()
+    except exc_type as exc:
+        caught = exc
+    else:  # pragma: no cover - the assertion is the point
+        raise AssertionError(f"{exc_type.__name__} was not raised")
+    for name, value in expect.items():
+        assert getattr(caught, name) == value, (name, getattr(caught, name), value)
+    assert project_snapshot(project, obj if isinstance(obj, Task) else None) == before_rows
+    if obj is not None:
+        assert row_snapshot(obj) == before_obj
+    if not logged:
+        assert rejected_event_ids(project) == before_events
+        return caught, None
+    event = one_new_rejected_event(project, before_events)
+    assert isinstance(caught, ProtocolError)
+    assert event.data["code"] == caught.code
+    return caught, event
+
+
+def applied_events(project: Project, **filters) -> list[Event]:
+    return list(
+        Event.objects.filter(project=project, outcome=Event.Outcome.APPLIED, **filters).order_by(
+            "timestamp", "pk"
+        )
+    )
+
+
+def _export_state():
+    """`boards.liza_files.export_state`, once it exists (written in parallel with these tests)."""
+    try:
+        module = importlib.import_module("boards.liza_files")
+    except ImportError:
+        return None
+    return getattr(module, "export_state", None)
+
+
+def assert_valid(project: Project, *, now: datetime) -> None:
+    """Every invariant of seed 002 "Validation Rules" holds for `project` at `now` (SPEC §5.1)."""
+    from boards.validation import validate_state
+
+    export_state = _export_state()
+    if export_state is None:
+        return
+    violations = validate_state(export_state(project), now=now)
+    assert not violations, "\n".join(str(v) for v in violations)
