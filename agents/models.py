@@ -35,6 +35,14 @@ class Agent(FSMModelMixin, models.Model):
     # Seed 001: a security-sensitive task needs at least one security-flagged approver.
     security_reviewer = models.BooleanField(default=False)
     registered_at = models.DateTimeField(null=True, blank=True)
+    # Set when the server takes a task out of the agent's hands (takeover, override block,
+    # limit, a human releasing the claim): its next heartbeat answers lease_lost / exit 42
+    # (seed 002 "If original agent returns after expiry → must self-abort immediately").
+    # Cleared when it claims again or registers afresh.
+    lost_task = models.ForeignKey(
+        Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    lost_reason = models.CharField(max_length=200, blank=True)
 
     objects = ProjectScopedManager()
 

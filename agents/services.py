@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from agents.models import Agent, AgentKey
+from boards import events
 from boards.errors import Forbidden, LeaseLost, ProtocolError, ProtocolValidationError
 from boards.models import Handoff, Project, Review, Task
 from boards.protocol import AGENT_ID_PREFIX, agent_id_matches_role, format_timestamp
@@ -131,6 +132,8 @@ def agent_register(
             action, detail = "registered", f"{agent_id} registered as {role}"
         else:
             agent.restart()
+            # A fresh process starts clean: whatever it lost was its predecessor's.
+            agent.lost_task, agent.lost_reason = None, ""
             action, detail = "restarted", f"{agent_id} restarted fresh"
         agent.lease_expires = lease
         agent.heartbeat = now
@@ -170,6 +173,23 @@ def agent_heartbeat(
         if not agent.enabled:
             raise Forbidden(f"agent {agent.agent_id} is disabled")
         task = None
+        if agent.lost_task_id is not None:
+            lost = agent.lost_task
+            raise refusal(
+                LeaseLost(
+                    f"{agent.agent_id} lost {lost.key} ({agent.lost_reason}); exit 42",
+                    {
+                        "task": lost.key,
+                        "reason": agent.lost_reason,
+                        "assigned_to": lost.assigned_to or None,
+                    },
+                ),
+                project=project,
+                actor=agent,
+                action="heartbeat",
+                now=now,
+                task=lost,
+            )
         if agent.current_task_id is not None:
             task = lock_task(agent.current_task)
             if task.status == "CLAIMED":
@@ -216,6 +236,10 @@ def agent_heartbeat(
         if context_percent is not None:
             agent.context_percent = context_percent
         agent.save()
+        # Heartbeats write no Event, but open boards show leases and heartbeat ages.
+        events.changed(project.pk, events.AGENT, agent.pk)
+        if task is not None:
+            events.changed(project.pk, events.TASK, task.pk)
     stop = None
     if project.is_paused:
         stop = "paused"

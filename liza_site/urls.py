@@ -1,7 +1,7 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from liza_site.exceptions import envelope
@@ -11,8 +11,20 @@ urlpatterns = [
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/projects/<slug:slug>/", include("boards.api.urls")),
-    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("boards.urls")),
 ]
+
+
+def handler400(request, exception=None):
+    """A request Django refuses before any view runs (e.g. a body over
+    DATA_UPLOAD_MAX_MEMORY_SIZE): the envelope for the API, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(envelope("bad_request", "Bad request."), status=400)
+    from django.views.defaults import bad_request
+
+    return bad_request(request, exception)
 
 
 def handler404(request, exception=None):

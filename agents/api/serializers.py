@@ -6,10 +6,11 @@ from rest_framework import serializers
 
 from agents.models import Agent, AgentKey
 from boards import protocol as p
+from boards.api.serializers import InputSerializer
 
 
 class AgentSerializer(serializers.ModelSerializer):
-    current_task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    current_task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
 
     class Meta:
         model = Agent
@@ -47,7 +48,7 @@ class IssuedKeySerializer(AgentKeySerializer):
         read_only_fields = fields
 
 
-class RegisterInput(serializers.Serializer):
+class RegisterInput(InputSerializer):
     agent_id = serializers.CharField(
         required=False, max_length=64, help_text="must be the key's agent when given"
     )
@@ -55,7 +56,7 @@ class RegisterInput(serializers.Serializer):
     terminal = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
-class HeartbeatInput(serializers.Serializer):
+class HeartbeatInput(InputSerializer):
     context_percent = serializers.IntegerField(
         min_value=0, max_value=100, required=False, allow_null=True
     )
@@ -72,7 +73,7 @@ class HeartbeatSerializer(serializers.Serializer):
     exit = serializers.IntegerField(allow_null=True)
 
 
-class AgentCreateInput(serializers.Serializer):
+class AgentCreateInput(InputSerializer):
     role = serializers.ChoiceField(choices=p.AGENT_ROLES)
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=64)
     security_reviewer = serializers.BooleanField(required=False, default=False)
@@ -84,5 +85,5 @@ class AgentCreatedSerializer(serializers.Serializer):
     key = IssuedKeySerializer()
 
 
-class KeyInput(serializers.Serializer):
+class KeyInput(InputSerializer):
     label = serializers.CharField(required=False, allow_blank=True, max_length=100)

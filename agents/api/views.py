@@ -57,7 +57,7 @@ class HeartbeatView(ProjectView):
         )
         task = result.task if result.task is not None and result.task.status == "CLAIMED" else None
         body = {
-            "agent": s.AgentSerializer(result.agent).data,
+            "agent": result.agent,
             "task": task.key if task else None,
             "task_lease_expires": task.lease_expires if task else None,
             "review_leases": {

@@ -5,8 +5,11 @@ No business logic lives here: views pass validated data to services.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -103,7 +106,7 @@ class TaskSerializer(serializers.ModelSerializer):
     def get_reviewing_by(self, task: Task) -> list[str]:
         return [r.reviewer for r in self._active_reviews(task)]
 
-    @extend_schema_field(OpenApiTypes.DATETIME)
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_review_lease_expires(self, task: Task) -> str | None:
         leases = [r.lease_expires for r in self._active_reviews(task)]
         return serializers.DateTimeField().to_representation(min(leases)) if leases else None
@@ -113,7 +116,7 @@ class TaskSerializer(serializers.ModelSerializer):
 
 
 class EventSerializer(serializers.ModelSerializer):
-    task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
 
     class Meta:
         model = Event
@@ -134,8 +137,8 @@ class EventSerializer(serializers.ModelSerializer):
 
 
 class HumanNoteSerializer(serializers.ModelSerializer):
-    task = serializers.SlugRelatedField(slug_field="key", read_only=True)
-    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = HumanNote
@@ -161,7 +164,7 @@ class HandoffSerializer(serializers.ModelSerializer):
 
 
 class AnomalySerializer(serializers.ModelSerializer):
-    task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
 
     class Meta:
         model = Anomaly
@@ -190,6 +193,10 @@ class DiscoverySerializer(serializers.ModelSerializer):
 
 class ReviewSerializer(serializers.ModelSerializer):
     task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    # Blank until the reviewer gives its verdict.
+    verdict = serializers.ChoiceField(
+        choices=[("", "no verdict yet"), *Review.Verdict.choices], read_only=True
+    )
 
     class Meta:
         model = Review
@@ -226,10 +233,12 @@ class TaskDetailSerializer(TaskSerializer):
         ]
         read_only_fields = fields
 
+    @extend_schema_field(EventSerializer(many=True))
     def get_history(self, task: Task) -> list[dict]:
         events = Event.objects.filter(task=task).order_by("timestamp", "id")
         return EventSerializer(events, many=True).data
 
+    @extend_schema_field(HandoffSerializer(allow_null=True))
     def get_handoff(self, task: Task) -> dict | None:
         handoff = Handoff.objects.filter(task=task).first()
         return HandoffSerializer(handoff).data if handoff else None
@@ -277,25 +286,53 @@ class SprintSerializer(serializers.ModelSerializer):
 
 # -- inputs -----------------------------------------------------------------------------------
 
+
+class InputSerializer(serializers.Serializer):
+    """A request body: a field it does not know is a 400 naming it, never silently dropped.
+
+    DRF ignores unknown keys; for the agent protocol that would turn a misspelt `depends_on`
+    or `questions` into an operation that "succeeded" without the data (SPEC §6: validation →
+    400 naming the field).
+    """
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = sorted(str(name) for name in data if name not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class InputSerializerSchema(OpenApiSerializerExtension):
+    """Say it in the OpenAPI schema too: request bodies take no other properties."""
+
+    target_class = InputSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        return {**schema, "additionalProperties": False}
+
+
 COMMIT = {"max_length": 64, "allow_blank": False}
 KEY = {"max_length": 64, "allow_blank": False}
 
 
-class ClaimInput(serializers.Serializer):
+class ClaimInput(InputSerializer):
     base_commit = serializers.CharField(
         required=False, allow_blank=True, max_length=64, help_text="integration HEAD at claim time"
     )
     worktree = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
-class SubmitInput(serializers.Serializer):
+class SubmitInput(InputSerializer):
     review_commit = serializers.CharField(**COMMIT)
     tree_clean = serializers.BooleanField(
         help_text="attestation that `git status --porcelain` is empty (seed 002 Clean Sync)"
     )
 
 
-class BlockInput(serializers.Serializer):
+class BlockInput(InputSerializer):
     reason = serializers.CharField(max_length=2000)
     questions = serializers.ListField(
         child=serializers.CharField(max_length=1000),
@@ -307,17 +344,17 @@ class BlockInput(serializers.Serializer):
     )
 
 
-class VerdictInput(serializers.Serializer):
+class VerdictInput(InputSerializer):
     verdict = serializers.ChoiceField(choices=Review.Verdict.values)
     review_commit = serializers.CharField(**COMMIT)
     reason = serializers.CharField(required=False, allow_blank=True, max_length=5000)
 
 
-class MergeInput(serializers.Serializer):
+class MergeInput(InputSerializer):
     merge_commit = serializers.CharField(**COMMIT)
 
 
-class ReasonInput(serializers.Serializer):
+class ReasonInput(InputSerializer):
     reason = serializers.CharField(max_length=2000)
 
 
@@ -329,7 +366,7 @@ class OverrideBlockInput(ReasonInput):
     )
 
 
-class HandoffInput(serializers.Serializer):
+class HandoffInput(InputSerializer):
     summary = serializers.CharField(max_length=500)
     next_action = serializers.CharField(max_length=500)
     context_used = serializers.CharField(required=False, allow_blank=True, max_length=16)
@@ -343,7 +380,7 @@ class HandoffInput(serializers.Serializer):
     )
 
 
-class DiscoveryInput(serializers.Serializer):
+class DiscoveryInput(InputSerializer):
     description = serializers.CharField(max_length=5000)
     severity = serializers.ChoiceField(choices=p.DISCOVERY_SEVERITIES)
     urgency = serializers.ChoiceField(
@@ -353,19 +390,42 @@ class DiscoveryInput(serializers.Serializer):
     recommendation = serializers.CharField(required=False, allow_blank=True, max_length=5000)
 
 
-class AnomalyInput(serializers.Serializer):
+ANOMALY_DETAILS_MAX_CHARS = 10_000
+
+
+def _holds_null_character(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_null_character(k) or _holds_null_character(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_null_character(v) for v in value)
+    return False
+
+
+class AnomalyInput(InputSerializer):
     type = serializers.ChoiceField(choices=p.ANOMALY_TYPES)
     details = serializers.DictField(help_text="the type's required fields (seed 002)")
     task = serializers.CharField(required=False, allow_blank=True, max_length=64)
 
+    def validate_details(self, details: dict) -> dict:
+        # Stored as jsonb, and PostgreSQL refuses NUL in any jsonb string, key or value.
+        if _holds_null_character(details):
+            raise serializers.ValidationError("null characters are not allowed")
+        if len(json.dumps(details)) > ANOMALY_DETAILS_MAX_CHARS:
+            raise serializers.ValidationError(
+                f"at most {ANOMALY_DETAILS_MAX_CHARS} characters of JSON"
+            )
+        return details
 
-class LogInput(serializers.Serializer):
+
+class LogInput(InputSerializer):
     action = serializers.RegexField(p.TASK_KEY_RE, max_length=64)
     detail = serializers.CharField(max_length=500)
     task = serializers.CharField(required=False, allow_blank=True, max_length=64)
 
 
-class NewTaskInput(serializers.Serializer):
+class NewTaskInput(InputSerializer):
     key = serializers.RegexField(p.TASK_KEY_RE, max_length=64)
     description = serializers.CharField(max_length=10_000)
     priority = serializers.IntegerField(min_value=1, max_value=5, required=False, default=3)
@@ -395,7 +455,7 @@ class CreateTaskInput(NewTaskInput):
     )
 
 
-class DependenciesInput(serializers.Serializer):
+class DependenciesInput(InputSerializer):
     depends_on = serializers.ListField(child=serializers.CharField(max_length=64), max_length=200)
 
 
@@ -403,12 +463,12 @@ class RescopeInput(ReasonInput):
     new_tasks = NewTaskInput(many=True, allow_empty=False)
 
 
-class GoalInput(serializers.Serializer):
+class GoalInput(InputSerializer):
     description = serializers.CharField(max_length=10_000)
     spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
-class SprintInput(serializers.Serializer):
+class SprintInput(InputSerializer):
     planned = serializers.ListField(
         child=serializers.CharField(max_length=64), required=False, max_length=1000
     )

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet, prefetch_related_objects
 from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,6 +27,7 @@ from agents.models import Agent
 from boards import protocol as p
 from boards import selectors
 from boards.api import serializers as s
+from boards.api.parsers import JSONParser
 from boards.models import Event, Goal, Project, Review, Task
 from boards.services import goals, records, reviews, sprints, tasks
 from boards.services.common import human_role
@@ -53,12 +55,14 @@ class ProjectView(APIView):
 
     authentication_classes = [AgentKeyAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
     project: Project
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         self.now = timezone.now()
         self.project = self._resolve_project(request, kwargs["slug"])
+        _refuse_null_characters(request, kwargs)
 
     @staticmethod
     def _resolve_project(request: Request, slug: str) -> Project:
@@ -97,19 +101,43 @@ class ProjectView(APIView):
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
-    def task_response(self, task: Task | None, status: int = 200) -> Response:
+    def task_response(
+        self, task: Task | None, status: int = 200, *, fresh: bool = False
+    ) -> Response:
+        """The task as the protocol answers it. `fresh`: `task` is the row the service has just
+        locked and saved in this request, so it is serialised as it is instead of read again."""
         if task is None:
             return Response({"task": None}, status=status)
-        task = task_queryset(self.project).get(pk=task.pk)
+        if fresh:
+            prefetch_related_objects([task], *TASK_PREFETCH)
+        else:
+            task = task_queryset(self.project).get(pk=task.pk)
         return Response(
             {"task": s.TaskSerializer(task, context={"now": self.now}).data}, status=status
         )
 
 
+def _refuse_null_characters(request: Request, kwargs: dict[str, Any]) -> None:
+    """PostgreSQL text cannot hold NUL: no task, agent or key has one in its name (404), and a
+    query parameter holding one is a 400 naming it, rather than a database error."""
+    if any("\x00" in str(value) for value in kwargs.values()):
+        raise Http404
+    for name, values in request.query_params.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            raise serializers.ValidationError(
+                {name.replace("\x00", ""): ["null characters are not allowed"]}
+            )
+
+
 def task_queryset(project: Project) -> QuerySet[Task]:
-    return Task.objects.filter(project=project).prefetch_related(
-        "depends_on", Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True))
-    )
+    return Task.objects.filter(project=project).prefetch_related(*TASK_PREFETCH)
+
+
+# What TaskSerializer reads besides the row: dependencies and the open reviews.
+TASK_PREFETCH = (
+    "depends_on",
+    Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True)),
+)
 
 
 TASK_OUT = {200: s.ClaimResultSerializer}
@@ -310,7 +338,7 @@ class ClaimNextView(ProjectView):
     def post(self, request: Request, slug: str) -> Response:
         data = self.valid(s.ClaimInput)
         task = tasks.task_claim_next(project=self.project, agent=self.agent, now=self.now, **data)
-        return self.task_response(task)
+        return self.task_response(task, fresh=True)
 
 
 class ClaimView(ProjectView):
@@ -322,7 +350,7 @@ class ClaimView(ProjectView):
     def post(self, request: Request, slug: str, key: str) -> Response:
         data = self.valid(s.ClaimInput)
         task = tasks.task_claim(task=self.task(key), agent=self.agent, now=self.now, **data)
-        return self.task_response(task)
+        return self.task_response(task, fresh=True)
 
 
 class SubmitView(ProjectView):

@@ -32,8 +32,9 @@ from boards.models import (
     Task,
 )
 
-from .reading import SUMMARY_LENGTH, derived_actor_kind
+from .events import SUMMARY_LENGTH, derived_actor_kind
 from .schema import (
+    ALIGNMENT_KEYS,
     BREAKER_CHECK_RESERVED,
     EXTRA_CONFIG_KEYS,
     HANDOFF_FIELDS,
@@ -42,6 +43,7 @@ from .schema import (
     LIZA_DIR,
     LOG_FILE,
     LOG_RESERVED,
+    SPRINT_METRIC_KEYS,
     STATE_FILE,
     TASK_ALWAYS,
     TASK_DEPENDS_ON_AFTER,
@@ -75,7 +77,9 @@ def export_state(project: Project) -> dict[str, Any]:
 def export_log(project: Project) -> list[dict[str, Any]]:
     """Seed 002's log.yaml: every event of the project, oldest first (SPEC §4.1)."""
     keys = set(Task.objects.filter(project=project).values_list("key", flat=True))
-    events = Event.objects.filter(project=project).select_related("task").order_by("timestamp", "id")
+    events = (
+        Event.objects.filter(project=project).select_related("task").order_by("timestamp", "id")
+    )
     return [_log_entry(event, keys) for event in events]
 
 
@@ -115,6 +119,17 @@ def natural_key(key: str) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key)]
 
 
+def _ordered(value: Any, first: tuple[str, ...]) -> Any:
+    """A JSON mapping with `first` keys in that order, then the rest as stored (jsonb on
+    PostgreSQL does not keep the file's key order)."""
+    if not isinstance(value, dict):
+        return value
+    return {
+        **{key: value[key] for key in first if key in value},
+        **{key: item for key, item in value.items() if key not in first},
+    }
+
+
 def _put_data(entry: dict[str, Any], data: dict[str, Any], reserved: frozenset[str]) -> None:
     """Event data beside the entry's own keys; a name the schema reserves goes under `data:`."""
     nested = {}
@@ -143,11 +158,18 @@ def _goal(project: Project) -> dict[str, Any] | None:
         entry["spec_ref"] = goal.spec_ref
     entry["created"] = _ts(goal.created)
     entry["status"] = goal.status
-    entry["alignment_history"] = [
-        {**item, "timestamp": _ts_text(item.get("timestamp"))} if isinstance(item, dict) else item
-        for item in goal.alignment_history or []
-    ]
+    entry["alignment_history"] = [_alignment_entry(item) for item in goal.alignment_history or []]
     return entry
+
+
+def _alignment_entry(item: Any) -> Any:
+    """Seed 002 {timestamp, event, summary}, the timestamp written like every other."""
+    if not isinstance(item, dict):
+        return item
+    item = _ordered(item, ALIGNMENT_KEYS)
+    if "timestamp" in item:
+        item["timestamp"] = _ts_text(item["timestamp"])
+    return item
 
 
 def _tasks_in_order(project: Project) -> list[Task]:
@@ -267,7 +289,9 @@ def _cut(text: str) -> str:
 def _agents(project: Project) -> dict[str, dict[str, Any]]:
     """Seed 002 `agents`, in registration order; the planner's task is spelled `task`."""
     agents: dict[str, dict[str, Any]] = {}
-    for agent in Agent.objects.filter(project=project).select_related("current_task").order_by("id"):
+    for agent in (
+        Agent.objects.filter(project=project).select_related("current_task").order_by("id")
+    ):
         task_key = agent.current_task.key if agent.current_task else None
         entry: dict[str, Any] = {"role": agent.role, "status": agent.status}
         entry["task" if agent.role == Agent.Role.PLANNER else "current_task"] = task_key
@@ -355,7 +379,8 @@ def _anomaly(anomaly: Anomaly) -> dict[str, Any]:
         "task": anomaly.task.key if anomaly.task else None,
         "reporter": anomaly.reporter,
         "type": anomaly.type,
-        "details": anomaly.details,
+        # Seed 002 "Required Details Fields" first, as the seed writes them.
+        "details": _ordered(anomaly.details, p.ANOMALY_REQUIRED_FIELDS.get(anomaly.type, ())),
     }
 
 
@@ -386,7 +411,7 @@ def _sprint(project: Project) -> dict[str, Any] | None:
         },
         "status": sprint.status,
         # The snapshot stored at the end of the sprint or carried by an imported file.
-        "metrics": sprint.metrics,
+        "metrics": _ordered(sprint.metrics, SPRINT_METRIC_KEYS),
         "retrospective": sprint.retrospective,
     }
 

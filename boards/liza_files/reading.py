@@ -14,12 +14,13 @@ import graphlib
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django_fsm import FSMField
 
 from agents.models import Agent
 from boards import protocol as p
@@ -40,6 +41,7 @@ from boards.models import (
 )
 from boards.validation import reference_time
 
+from .events import SUMMARY_LENGTH, PlannedEvent, derived_actor_kind, history_summary, merge_events
 from .schema import (
     AGENT_FIELDS,
     ANOMALY_FIELDS,
@@ -91,7 +93,6 @@ SECTION_SHAPES: dict[str, type] = {
     "circuit_breaker": dict,
     "config": dict,
 }
-SUMMARY_LENGTH = Event._meta.get_field("detail").max_length
 PROJECT_WIDE_NOTE = "project"  # seed 002 human_notes `for:` naming no task
 
 
@@ -113,17 +114,6 @@ def read_liza_dir(path: str | Path) -> tuple[dict, list]:
 # ---------------------------------------------------------------------------------------------
 # the plan: unsaved rows, joined by task key
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class PlannedEvent:
-    event: Event  # unsaved, without project and task
-    task_key: str | None
-
-    @property
-    def match_key(self) -> tuple[datetime, str | None, str, str]:
-        e = self.event
-        return (e.timestamp, self.task_key, e.action, e.actor_id)
 
 
 @dataclass
@@ -189,11 +179,6 @@ def _shape(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     return repr(jsonable(value))
-
-
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= SUMMARY_LENGTH else line[: SUMMARY_LENGTH - 1] + "…"
 
 
 class _Reader:
@@ -328,11 +313,13 @@ class _Reader:
     ) -> None:
         """The model's own field rules (lengths, choices, ranges, blank), as problems.
 
-        Status fields are excluded everywhere: they are django-fsm protected, checked by
-        `enum`, and set once in the constructor (the one way to restore a status).
+        django-fsm status fields are excluded: they are protected (clean_fields would assign
+        them again), checked by `enum`, and set once in the constructor, the one way to restore
+        a status.
         """
+        fsm = [f.name for f in instance._meta.concrete_fields if isinstance(f, FSMField)]
         try:
-            instance.clean_fields(exclude=[*exclude, "status"])
+            instance.clean_fields(exclude=[*exclude, *fsm])
         except ValidationError as exc:
             for name, errors in exc.error_dict.items():
                 model_field = instance._meta.get_field(name)
@@ -406,7 +393,7 @@ class _Reader:
             alignment_history=self.alignment(raw.get("alignment_history"), where),
             **self.fields(raw, GOAL_FIELDS, Goal, where),
         )
-        self.clean(goal, where, ("project", "goal_id"))
+        self.clean(goal, where, ("project",), {"goal_id": "id"})
         return goal
 
     def alignment(self, raw: Any, where: str) -> list[dict]:
@@ -571,7 +558,7 @@ class _Reader:
             discovery = Discovery(
                 disc_id=disc_id, **self.fields(entry, DISCOVERY_FIELDS, Discovery, where)
             )
-            self.clean(discovery, where, ("project", "disc_id"))
+            self.clean(discovery, where, ("project",), {"disc_id": "id"})
             found.append(discovery)
         return found
 
@@ -657,7 +644,7 @@ class _Reader:
             retrospective=jsonable(raw.get("retrospective")),
             **times,
         )
-        self.clean(plan.sprint, where, ("project", "goal", "sprint_id"))
+        self.clean(plan.sprint, where, ("project", "goal"), {"sprint_id": "id"})
 
     def breaker(self, raw: dict | None, plan: ImportPlan) -> None:
         where = f"{STATE_FILE}: circuit_breaker"
@@ -709,7 +696,8 @@ class _Reader:
                 # A task the file no longer lists (archived, renamed): kept as written.
                 data["task"] = task_ref
             action = self.text(entry.get("action"), f"{where}: action")
-            detail = self.text(entry.get("detail"), f"{where}: detail") or action
+            # "One-line detail is mandatory" (seed 002): without one, the action says it.
+            detail = self.text(entry.get("detail"), f"{where}: detail") or action or "-"
             if len(detail) > SUMMARY_LENGTH:
                 data["detail"] = detail  # the full text; the column keeps a skimmable prefix
                 detail = detail[: SUMMARY_LENGTH - 1] + "…"
@@ -732,7 +720,7 @@ class _Reader:
                     continue
                 data = self.event_data(entry, HISTORY_RESERVED)
                 action = self.text(entry.get("event"), f"{where}: event")
-                detail = _history_summary(action, data)
+                detail = history_summary(action, data)
                 event = self.event(entry, "time", action, detail, data, where)
                 found.append(PlannedEvent(event, task_key))
         return found
@@ -766,12 +754,13 @@ class _Reader:
             data=data,
         )
         names = {"from_status": "from", "to_status": "to", "actor_id": "agent"}
+        if time_key == "time":  # a history entry names its action `event`
+            names.update(action="event", timestamp="time")
         self.clean(event, where, ("project", "task"), names)
         return event
 
 
 REVIEW_EXCLUDE = ("project", "task", "claimed_at")
-_NEVER = datetime.min.replace(tzinfo=UTC)  # sorts entries whose time was a problem
 
 
 def _field_message(model_field: models.Field, error: ValidationError) -> str:
@@ -781,73 +770,3 @@ def _field_message(model_field: models.Field, error: ValidationError) -> str:
     if error.code in ("blank", "null"):
         return "missing"
     return " ".join(error.messages)
-
-
-def derived_actor_kind(actor_id: str) -> str:
-    """Who wrote a log line, from its `agent` (SPEC §4.1 actor kinds).
-
-    An agent id (planner-N, coder-N, code-reviewer-N) is an agent, `system` (what the services
-    record for the server itself) or nothing is the system, any other name a human.
-    """
-    if p.AGENT_ID_RE.match(actor_id):
-        return Event.ActorKind.AGENT
-    if actor_id in ("", "system"):
-        return Event.ActorKind.SYSTEM
-    return Event.ActorKind.HUMAN
-
-
-def _history_summary(action: str, data: dict[str, Any]) -> str:
-    """A history entry has no `detail`: its note, its commit, or its event name (seed 002)."""
-    for name in ("detail", "note"):
-        if isinstance(data.get(name), str) and data[name].strip():
-            return _one_line(data[name])
-    if data.get("commit"):
-        return _one_line(f"commit {data['commit']}")
-    return action or "event"
-
-
-def merge_events(log: list[PlannedEvent], history: list[PlannedEvent]) -> list[PlannedEvent]:
-    """One event per fact: a history entry that log.yaml also has becomes no second event.
-
-    Export writes every task event in both views, so a history entry matches the log entry with
-    the same (timestamp, task, action, agent). Seed 002's own history often leaves `agent` out
-    (task-1: `ready_for_review`, `merged`); such an entry then matches the log entry with the
-    same (timestamp, task, action) whoever wrote it. A history entry's extra keys (commit,
-    note, ...) are added to the matched event's data. Counts are kept, so two identical entries
-    match two log entries, not one.
-    """
-    by_key: dict[tuple, list[PlannedEvent]] = defaultdict(list)
-    by_loose_key: dict[tuple, list[PlannedEvent]] = defaultdict(list)
-    for planned in log:
-        by_key[planned.match_key].append(planned)
-        by_loose_key[planned.match_key[:3]].append(planned)
-    matched: set[int] = set()
-
-    def take(candidates: list[PlannedEvent]) -> PlannedEvent | None:
-        for candidate in candidates:
-            if id(candidate) not in matched:
-                matched.add(id(candidate))
-                return candidate
-        return None
-
-    unmatched: list[PlannedEvent] = []
-    for planned in history:
-        twin = take(by_key[planned.match_key])
-        if twin is None:
-            unmatched.append(planned)
-        else:
-            _merge_data(twin, planned)
-    history_only: list[PlannedEvent] = []
-    for planned in unmatched:
-        twin = take(by_loose_key[planned.match_key[:3]]) if not planned.event.actor_id else None
-        if twin is None:
-            history_only.append(planned)
-        else:
-            _merge_data(twin, planned)
-    # Created in time order (log first on ties), so ids follow the file's chronology.
-    return sorted(log + history_only, key=lambda e: e.event.timestamp or _NEVER)
-
-
-def _merge_data(into: PlannedEvent, source: PlannedEvent) -> None:
-    for name, value in source.event.data.items():
-        into.event.data.setdefault(name, value)

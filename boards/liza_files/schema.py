@@ -120,6 +120,22 @@ ANOMALY_FIELDS: dict[str, Kind] = {
 }
 
 SPRINT_TIMELINE: tuple[str, ...] = ("started", "deadline", "checkpoint_at", "ended")
+# Seed 002 `sprint.metrics`, in the seed's order. JSON columns do not keep key order on
+# PostgreSQL, so export puts known keys back in this order (then any others).
+SPRINT_METRIC_KEYS: tuple[str, ...] = (
+    "tasks_done",
+    "tasks_in_progress",
+    "tasks_blocked",
+    "iterations_total",
+    "review_cycles_total",
+    "review_verdict_approvals",
+    "review_verdict_rejections",
+    "review_verdict_count",
+    "review_verdict_approval_rate_percent",
+    "task_submitted_for_review_count",
+    "task_outcome_approval_rate_percent",
+)
+ALIGNMENT_KEYS: tuple[str, ...] = ("timestamp", "event", "summary")
 
 # Extra config keys of SPEC §4 beyond seed 002's (written only when not the default).
 EXTRA_CONFIG_KEYS: tuple[str, ...] = ("lease_grace", "archive_after_days")

@@ -20,6 +20,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from agents.models import Agent
+from boards import events
 from boards import protocol as p
 from boards.errors import (
     InvalidTransition,
@@ -137,6 +138,7 @@ def record_event(
     outcome: str = Event.Outcome.APPLIED,
 ) -> Event:
     kind, actor_id = actor_ref(actor)
+    _note_board_changes(project, actor, action, task, to_status)
     return Event.objects.create(
         project=project,
         task=task,
@@ -153,6 +155,19 @@ def record_event(
     )
 
 
+def _note_board_changes(
+    project: Project, actor: Actor, action: str, task: Task | None, to_status: str
+) -> None:
+    """What open boards must redraw once this commits (boards.events)."""
+    if task is not None:
+        events.changed(project.pk, events.TASK, task.pk)
+    if isinstance(actor, Agent):
+        events.changed(project.pk, events.AGENT, actor.pk)
+    if to_status or action.startswith(("sprint_", "goal_")):
+        # A status change moves the sprint metrics in the header.
+        events.changed(project.pk, events.SPRINT, project.pk)
+
+
 def refusal(
     exc: ProtocolError,
     *,
@@ -162,15 +177,21 @@ def refusal(
     now: datetime,
     task: Task | None = None,
     to_status: str = "",
+    from_status: str | None = None,
 ) -> ProtocolError:
-    """Attach what the rejected-attempt event must say; `records_refusals` writes it."""
+    """Attach what the rejected-attempt event must say; `records_refusals` writes it.
+
+    `from_status` defaults to the task's status; goal and sprint refusals pass their own.
+    """
+    if from_status is None:
+        from_status = task.status if task is not None else ""
     exc.audit = {  # type: ignore[attr-defined]
         "project": project,
         "actor": actor,
         "action": action,
         "now": now,
         "task": task,
-        "from_status": task.status if task is not None else "",
+        "from_status": from_status,
         "to_status": to_status,
     }
     return exc

@@ -98,6 +98,7 @@ def _goal_transition(
                 actor=actor,
                 action=action,
                 now=now,
+                from_status=goal.status,
                 to_status=target,
             ) from exc
         goal.alignment_history = [

@@ -295,7 +295,7 @@ def _reject(
     if limit is not None:
         # "failed_by gets the coder appended when ... a limit blocks it" (SPEC §5.1).
         _append_failed_by(task, task.assigned_to)
-        _release_agent(coder, task)
+        _release_agent(coder, task, lost=f"blocked: {limit}")
         _limit_block(task, now=now, config=config, limit=limit)
         if len(set(task.failed_by)) >= 2 and limit != "hypothesis_exhaustion":
             _limit_anomaly(task, now=now, limit="hypothesis_exhaustion")

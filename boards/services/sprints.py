@@ -106,6 +106,7 @@ def _sprint_move(
             actor=actor,
             action=action,
             now=now,
+            from_status=from_status,
             to_status=target,
         ) from exc
     if method == "checkpoint":
@@ -195,6 +196,7 @@ def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
     """IN_PROGRESS → COMPLETED, only once every planned task is terminal."""
     require_role(actor, sprint.project, agent_roles=("planner",), system=True)
     with transaction.atomic():
+        sprint = Sprint.objects.select_for_update().get(pk=sprint.pk)
         open_keys = list(
             sprint.planned.exclude(status__in=p.TERMINAL_TASK_STATES).values_list("key", flat=True)
         )
@@ -210,6 +212,7 @@ def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
                 actor=actor,
                 action="sprint_completed",
                 now=now,
+                from_status=sprint.status,
                 to_status="COMPLETED",
             )
         return _sprint_move(

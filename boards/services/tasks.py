@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django_fsm import TransitionNotAllowed
 
 from agents.models import Agent
+from boards import events
 from boards import protocol as p
 from boards.errors import (
     Conflict,
@@ -104,16 +105,46 @@ def _agent_row(project: Project, agent_id: str) -> Agent | None:
     )
 
 
-def _release_agent(agent: Agent | None, task: Task) -> None:
-    """The agent no longer works on `task`: back to IDLE, no current task."""
-    if agent is None:
+class _HolderBusy(Exception):
+    """The task's previous holder is in the middle of its own operation (a heartbeat)."""
+
+
+def _lock_previous_holder(project: Project, agent_id: str) -> Agent | None:
+    """Lock the agent a claim takes the task from, without waiting for it.
+
+    The claimer already holds the task row; a heartbeat locks its agent row and then its task.
+    Waiting here for the old holder's row could deadlock with that heartbeat, so a busy holder
+    makes the claimer pass on this task for now (its heartbeat is refused with lease_lost).
+    """
+    try:
+        with transaction.atomic():  # a savepoint: a refused NOWAIT leaves the claim usable
+            return (
+                Agent.objects.select_for_update(of=("self",), nowait=True)
+                .filter(project=project, agent_id=agent_id)
+                .first()
+            )
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == "55P03":  # lock_not_available
+            raise _HolderBusy(agent_id) from exc
+        raise
+
+
+def _release_agent(agent: Agent | None, task: Task, *, lost: str = "") -> None:
+    """The agent no longer works on `task`: back to IDLE, no current task.
+
+    `lost` says why, when the task was taken out of the agent's hands rather than finished or
+    given up by the agent itself; its next heartbeat then tells it to exit 42.
+    """
+    if agent is None or agent.current_task_id != task.pk:
+        # It already moved on (a restarted coder may be working on something else).
         return
-    if agent.current_task_id == task.pk:
-        agent.current_task = None
+    events.changed(agent.project_id, events.AGENT, agent.pk)
+    agent.current_task = None
+    if lost:
+        agent.lost_task = task
+        agent.lost_reason = lost[:200]
     if agent.status in ("WORKING", "WAITING") and agent.role == Agent.Role.CODER:
         agent.stop_work()
-    elif agent.status == "REVIEWING" and agent.role == Agent.Role.CODE_REVIEWER:
-        agent.finish_review()
     agent.save()
 
 
@@ -220,6 +251,45 @@ def _new_task(
         ):
             raise ProtocolValidationError(name, "a positive integer")
     goal = Goal.objects.filter(project=project, status="IN_PROGRESS").first()
+    try:
+        with transaction.atomic():
+            return _insert_task(
+                project,
+                goal,
+                key,
+                description,
+                priority,
+                now,
+                spec_ref,
+                done_when,
+                scope,
+                criticality,
+                max_iterations,
+                max_review_cycles,
+                lease_duration_override,
+                supersedes,
+            )
+    except IntegrityError as exc:
+        # Two planners racing for one key: the loser gets the same answer as a late one.
+        raise Conflict(f"task {key} already exists", {"field": "key"}) from exc
+
+
+def _insert_task(
+    project,
+    goal,
+    key,
+    description,
+    priority,
+    now,
+    spec_ref,
+    done_when,
+    scope,
+    criticality,
+    max_iterations,
+    max_review_cycles,
+    lease_duration_override,
+    supersedes,
+) -> Task:
     return Task.objects.create(
         project=project,
         goal=goal,
@@ -285,6 +355,9 @@ def task_set_dependencies(
     project = task.project
     require_role(actor, project, agent_roles=PLANNER)
     with transaction.atomic():
+        # Dependency edits serialize per project: two concurrent edits could each pass the
+        # cycle check against the other's uncommitted graph and close a loop together.
+        Project.objects.select_for_update().get(pk=project.pk)
         task = lock_task(task)
         if task.is_terminal:
             raise ProtocolValidationError("depends_on", f"{task.key} is {task.status}")
@@ -394,9 +467,11 @@ def _claim_locked(
     same_coder = previous == agent.agent_id
     from_status = task.status
 
+    # Raises _HolderBusy before anything is changed.
+    old_holder = _lock_previous_holder(project, previous) if previous and not same_coder else None
     if from_status == "REJECTED" and not same_coder:
         # SPEC §5.1: another coder may take a REJECTED task only once its coder's lease is dead.
-        owner = _agent_row(project, previous)
+        owner = old_holder
         if owner is not None and owner.has_live_lease(now):
             raise refusal(
                 Conflict(f"{task.key} is being reworked by {previous}", {"task": task.key}),
@@ -408,21 +483,20 @@ def _claim_locked(
                 to_status="CLAIMED",
             )
 
-    old_holder = _agent_row(project, previous) if previous and not same_coder else None
     takeover = bool(previous) and not same_coder and from_status in ("REJECTED", "CLAIMED")
     if takeover:
         # "failed_by gets the coder appended when ... another coder takes it over" (SPEC §5.1).
         _append_failed_by(task, previous)
         if _hypothesis_exhausted(task):
-            _release_agent(old_holder, task)
+            _release_agent(old_holder, task, lost="blocked: hypothesis exhaustion")
             _limit_block(task, now=now, config=config, limit="hypothesis_exhaustion")
             return None
 
     if same_coder and from_status in ("REJECTED", "INTEGRATION_FAILED"):
         # Same coder continues: worktree and review counters kept, one more iteration.
         task.iteration = (task.iteration or 0) + 1
-        if worktree:
-            task.worktree = worktree
+        if not task.worktree:
+            task.worktree = worktree or f".worktrees/{task.key}"
     else:
         # New holder (seed 000): review_cycles_current reset, iteration 1, fresh worktree —
         # except INTEGRATION_FAILED, which keeps the worktree to resolve the failed merge.
@@ -458,7 +532,7 @@ def _claim_locked(
     _save(task, now)
 
     if old_holder is not None:
-        _release_agent(old_holder, task)
+        _release_agent(old_holder, task, lost=f"taken over by {agent.agent_id}")
     if agent.status == "STARTING":
         agent.ready()
     if agent.status == "WAITING":
@@ -467,6 +541,7 @@ def _claim_locked(
         agent.start_work()
     # WORKING stays WORKING: the coder lost its previous task and goes straight on.
     agent.current_task = task
+    agent.lost_task, agent.lost_reason = None, ""
     agent.iterations_total += 1
     agent.lease_expires = max(filter(None, [agent.lease_expires, task.lease_expires]))
     agent.heartbeat = now
@@ -538,8 +613,10 @@ def task_claim(
     config = config_of(project)
     blocked = False
     with transaction.atomic():
-        _check_claimer(project, agent, now, task=task)
+        # The agent row first: a second claim by the same coder waits here, then sees the
+        # task the first one took (one task at a time, seed 000).
         agent = lock_agent(agent)
+        _check_claimer(project, agent, now, task=task)
         task = lock_task(task)
         if task.status == "CLAIMED":
             if task.assigned_to == agent.agent_id or lease_alive(task.lease_expires, now, config):
@@ -578,9 +655,24 @@ def task_claim(
                     task=task,
                     to_status="CLAIMED",
                 )
-        claimed = _claim_locked(
-            task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit
-        )
+        task.project = project  # already loaded: spare _claim_locked a query
+        try:
+            claimed = _claim_locked(
+                task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit
+            )
+        except _HolderBusy as exc:
+            raise refusal(
+                Conflict(
+                    f"{task.key}: its holder {task.assigned_to} is active right now; try again",
+                    {"task": task.key},
+                ),
+                project=project,
+                actor=agent,
+                action="claim",
+                now=now,
+                task=task,
+                to_status="CLAIMED",
+            ) from exc
         blocked = claimed is None
     if blocked:
         # The limit's block is committed; the caller still did not get the task.
@@ -604,20 +696,33 @@ def task_claim_next(
     base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
     config = config_of(project)
     with transaction.atomic():
+        agent = lock_agent(agent)  # before the holder check, as in task_claim
         own_rejected = _check_claimer(project, agent, now, task=None)
-        agent = lock_agent(agent)
         querysets = claim_candidates(project, agent.agent_id, now, config)
-        if own_rejected is not None:
-            # Seed 000: REJECTED goes back to its own coder before it takes anything else.
-            querysets = querysets[:1]
+        # Seed 000: REJECTED goes back to its own coder before it takes anything else; a coder
+        # that holds nothing has no REJECTED task of its own, so that query is skipped.
+        querysets = querysets[:1] if own_rejected is not None else querysets[1:]
+        busy: list[int] = []  # rows whose previous holder is mid-heartbeat: not this time
         for queryset in querysets:
             while True:
+                if busy:
+                    queryset = queryset.exclude(pk__in=busy)
                 task = queryset.select_for_update(skip_locked=True, of=("self",)).first()
                 if task is None:
                     break
-                claimed = _claim_locked(
-                    task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit
-                )
+                task.project = project  # already loaded: spare _claim_locked a query
+                try:
+                    claimed = _claim_locked(
+                        task,
+                        agent,
+                        now=now,
+                        config=config,
+                        worktree=worktree,
+                        base_commit=base_commit,
+                    )
+                except _HolderBusy:
+                    busy.append(task.pk)
+                    continue
                 if claimed is not None:
                     return claimed
                 # A limit blocked that one; it left the queryset, try the next.
@@ -964,7 +1069,7 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
         _save(task, now)
         holder = _agent_row(project, previous)
         if holder is not None and holder.current_task_id == task.pk:
-            _release_agent(holder, task)
+            _release_agent(holder, task, lost="released to UNCLAIMED")
         if is_human(actor):
             # The answer is what the next coder needs: it travels with the task (seed 002).
             HumanNote.objects.create(
@@ -1188,7 +1293,7 @@ def task_override_block(
         _save(task, now)
         holder = _agent_row(project, task.assigned_to)
         if holder is not None and holder.current_task_id == task.pk:
-            _release_agent(holder, task)
+            _release_agent(holder, task, lost=f"override-blocked: {reason}")
         record_event(
             project=project,
             actor=actor,

@@ -1,0 +1,149 @@
+"""Django admin for agents and their API keys (SPEC §3, §7).
+
+Agents register themselves through the identity protocol (`agent_register`): the admin never
+adds one, and their status, leases and task are read-only. What an admin manages here is
+whether an agent may act (`enabled`), whether it counts as a security reviewer (seed 001), and
+its keys: issued through `agent_key_issue` (the plain key is shown once, then only its hash
+exists) and revoked through `agent_key_revoke`. A key's hash is never shown nor editable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from agents.models import Agent, AgentKey
+from agents.services import agent_key_issue, agent_key_revoke
+from boards.admin import ServiceManagedAdmin, describe_changes
+from boards.services.common import record_event
+
+
+class AgentKeyInline(admin.TabularInline):
+    model = AgentKey
+    fields = ("prefix", "label", "created", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = True
+
+    # View-only: keys are issued and revoked by the actions, never through a form.
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Agent)
+class AgentAdmin(ServiceManagedAdmin):
+    # `enabled` and `security_reviewer` are the admin's decisions about an identity, not state
+    # the protocol moves; services read them, so an edit is recorded in the event log.
+    editable_fields = ("enabled", "security_reviewer")
+    list_display = (
+        "agent_id",
+        "project",
+        "role",
+        "status",
+        "current_task_key",
+        "heartbeat",
+        "lease_expires",
+        "enabled",
+        "security_reviewer",
+    )
+    list_filter = ("role", "status", "enabled", "security_reviewer", "project")
+    search_fields = ("agent_id", "terminal", "project__slug")
+    list_select_related = ("project", "current_task")
+    inlines = (AgentKeyInline,)
+
+    @admin.display(description="current task", ordering="current_task__key")
+    def current_task_key(self, obj: Agent) -> str:
+        return obj.current_task.key if obj.current_task_id else "—"
+
+    def after_edit(self, request: HttpRequest, obj: Agent, changes) -> None:
+        record_event(
+            project=obj.project,
+            actor=request.user,
+            action="agent_updated",
+            now=timezone.now(),
+            detail=f"{obj.agent_id}: {describe_changes(changes)}",
+            data={"agent_id": obj.agent_id, **{name: new for name, (_, new) in changes.items()}},
+        )
+
+    def has_issue_key_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agents.add_agentkey")
+
+    def has_revoke_key_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agents.change_agentkey")
+
+    @admin.action(description="Issue a new API key (shown once)", permissions=["issue_key"])
+    def issue_key(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        for agent in queryset:
+            _, plain = agent_key_issue(
+                agent=agent,
+                now=timezone.now(),
+                label=f"issued in the admin by {request.user.get_username()}",
+            )
+            # The only time the plain key exists: it is not stored, only its hash is.
+            self.message_user(
+                request,
+                f"New API key for {agent}: {plain} — copy it now, it will not be shown again.",
+                messages.SUCCESS,
+            )
+
+    @admin.action(description="Revoke every active key", permissions=["revoke_key"])
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        now = timezone.now()
+        for agent in queryset:
+            keys = list(AgentKey.objects.filter(agent=agent, revoked_at__isnull=True))
+            for key in keys:
+                agent_key_revoke(key=key, now=now)
+            self.message_user(request, f"{agent}: {len(keys)} key(s) revoked", messages.SUCCESS)
+
+    actions = ("issue_key", "revoke_keys")
+
+
+@admin.register(AgentKey)
+class AgentKeyAdmin(ServiceManagedAdmin):
+    # The label is a note for humans; everything else belongs to agent_key_issue/_revoke.
+    editable_fields = ("label",)
+    exclude = ("key_hash",)
+    fields = ("agent", "project", "prefix", "label", "created", "last_used_at", "revoked_at")
+    list_display = (
+        "prefix",
+        "agent_id",
+        "project",
+        "label",
+        "created",
+        "last_used_at",
+        "revoked_at",
+        "active",
+    )
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), "project")
+    search_fields = ("prefix", "label", "agent__agent_id", "project__slug")
+    date_hierarchy = "created"
+    list_select_related = ("project", "agent")
+
+    @admin.display(description="agent", ordering="agent__agent_id")
+    def agent_id(self, obj: AgentKey) -> str:
+        return obj.agent.agent_id
+
+    @admin.display(description="active", boolean=True)
+    def active(self, obj: AgentKey) -> bool:
+        return obj.is_active
+
+    @admin.action(description="Revoke selected keys", permissions=["transition"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[AgentKey]) -> None:
+        now = timezone.now()
+        for key in queryset:
+            agent_key_revoke(key=key, now=now)
+            self.message_user(request, f"key {key.prefix}… revoked", messages.SUCCESS)
+
+    actions = ("revoke",)

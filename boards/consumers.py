@@ -1,0 +1,90 @@
+"""The board websocket (SPEC §7): one per open board, joined only after a membership check.
+
+A client never names a group: the server derives it from the project it checked the session's
+user against. Messages from `boards.events` carry ids; each websocket process renders a message
+once (cards, agent rows, header) and hands the same payload to every board it serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from boards.events import board_group, current_sequence
+
+# Close codes in the 4000 range are the application's own (RFC 6455 §7.4.2).
+CLOSE_NOT_FOUND = 4404
+
+_RENDERED_CACHE_SIZE = 512
+_rendered: OrderedDict[tuple[int, int], asyncio.Future] = OrderedDict()
+
+
+async def rendered(message: dict[str, Any]) -> dict[str, Any]:
+    """The payload for `message`, rendered once per process and shared by every board."""
+    key = (message["project_id"], message["seq"])
+    future = _rendered.get(key)
+    if future is None:
+        future = asyncio.get_running_loop().create_future()
+        _rendered[key] = future
+        while len(_rendered) > _RENDERED_CACHE_SIZE:
+            _rendered.popitem(last=False)
+        try:
+            from boards.views import render_changes
+
+            changes = await database_sync_to_async(render_changes)(
+                message["project_id"], message["changes"]
+            )
+            future.set_result({"type": "changes", "seq": message["seq"], "changes": changes})
+        except Exception as exc:
+            _rendered.pop(key, None)
+            future.set_exception(exc)
+            raise
+    return await asyncio.shield(future)
+
+
+@database_sync_to_async
+def _project_for_member(user, slug: str) -> int | None:
+    from boards.models import Project
+    from boards.services.common import human_role
+
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    project = Project.objects.filter(slug=slug).first()
+    if project is None or human_role(user, project) is None:
+        return None
+    return project.pk
+
+
+class BoardConsumer(AsyncJsonWebsocketConsumer):
+    group: str | None = None
+
+    async def connect(self) -> None:
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        project_id = await _project_for_member(self.scope.get("user"), slug)
+        if project_id is None:
+            # Refused before the handshake completes: the browser sees the socket fail, exactly
+            # as for a project that does not exist.
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.project_id = project_id
+        self.group = board_group(project_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        seq = await database_sync_to_async(current_sequence)(project_id)
+        await self.send_json({"type": "hello", "seq": seq})
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        # Boards only listen; a ping keeps proxies from closing an idle socket.
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+
+    async def board_event(self, message: dict[str, Any]) -> None:
+        await self.send_json(await rendered(message))

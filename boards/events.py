@@ -1,0 +1,159 @@
+"""Live board events (SPEC §7, STYLE.md "Realtime"): small, typed, published after commit.
+
+Services never publish directly and models never signal. `record_event` (and the heartbeat)
+note what changed — a task, an agent, the sprint header — in a per-thread outbox; one
+`transaction.on_commit` callback sends the whole outbox as ONE message with the project's next
+sequence number, so a rolled-back change is never shown and a committed one always is.
+
+The message carries only ids. Rendering (cards, agent rows, header) happens in the websocket
+process that delivers it, once per message whatever the number of open boards (see
+`consumers.py`), so broadcasts cost a transition one INCR and one PUBLISH, not a render.
+
+A board that sees a gap in the sequence, or reconnects, resynchronises from the server. With
+`REDIS_URL` the sequence lives in Redis, so every ASGI process numbers one stream. Publishing
+never fails a transition: if the layer is down the change is committed anyway, the error is
+logged, and boards catch up at their next resync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+from collections import defaultdict
+from functools import lru_cache
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+# Change kinds and the typed events the consumer turns them into.
+TASK, AGENT, SPRINT = "task", "agent", "sprint"
+EVENT_TYPES = {TASK: "task.changed", AGENT: "agent.changed", SPRINT: "sprint.changed"}
+
+
+def board_group(project_id: int) -> str:
+    """The Channels group of a project's boards; only the server ever names it."""
+    return f"board-{project_id}"
+
+
+# -- sequence numbers -------------------------------------------------------------------------
+
+_local_counters: dict[int, itertools.count] = defaultdict(lambda: itertools.count(1))
+_local_last: dict[int, int] = defaultdict(int)
+_local_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _redis():
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
+def _seq_key(project_id: int) -> str:
+    return f"liza:board-seq:{project_id}"
+
+
+def next_sequence(project_id: int) -> int:
+    if settings.REDIS_URL:
+        return int(_redis().incr(_seq_key(project_id)))
+    with _local_lock:
+        value = next(_local_counters[project_id])
+        _local_last[project_id] = value
+        return value
+
+
+def current_sequence(project_id: int) -> int:
+    """The last number handed out: a freshly rendered board continues after it."""
+    if settings.REDIS_URL:
+        try:
+            return int(_redis().get(_seq_key(project_id)) or 0)
+        except Exception:  # a board must render even with Redis down
+            logger.warning("board sequence unavailable", exc_info=True)
+            return 0
+    with _local_lock:
+        return _local_last[project_id]
+
+
+# -- the outbox -------------------------------------------------------------------------------
+
+_outbox = threading.local()
+
+
+def _pending() -> dict[int, dict[tuple[str, int], None]]:
+    if not hasattr(_outbox, "changes"):
+        _outbox.changes = {}
+    return _outbox.changes
+
+
+def changed(project_id: int, kind: str, object_id: int) -> None:
+    """Note a change to publish when the current transaction commits."""
+    _pending().setdefault(project_id, {})[(kind, object_id)] = None
+    transaction.on_commit(flush)
+
+
+def flush() -> list[dict[str, Any]]:
+    """Send what this thread's committed work changed: one message per project."""
+    pending = _pending()
+    sent = []
+    while pending:
+        project_id, changes = pending.popitem()
+        message = {
+            "type": "board.event",
+            "project_id": project_id,
+            "changes": [{"kind": kind, "id": object_id} for kind, object_id in changes],
+        }
+        if send(message):
+            sent.append(message)
+    return sent
+
+
+class _PublisherLoop:
+    """One long-lived event loop for publishing from sync code to a Redis layer.
+
+    channels-redis keeps a connection per event loop; `async_to_sync` from a plain thread
+    would make a loop (and a connection) per call. One loop in one daemon thread keeps one.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def run(self, coro, timeout: float = 5.0):
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=self._loop.run_forever, name="liza-board-publisher", daemon=True
+                ).start()
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+
+_publisher = _PublisherLoop()
+
+
+def send(message: dict[str, Any]) -> bool:
+    try:
+        message["seq"] = next_sequence(message["project_id"])
+        layer = get_channel_layer()
+        group = board_group(message["project_id"])
+        if layer is None:
+            pass
+        elif settings.REDIS_URL:
+            _publisher.run(layer.group_send(group, message))
+        else:
+            # The in-memory layer lives in the server's own loop; async_to_sync reaches it
+            # from a view's thread (and needs no connection).
+            async_to_sync(layer.group_send)(group, message)
+        return True
+    except Exception:  # see the module docstring
+        logger.warning(
+            "board event for project %s not published", message["project_id"], exc_info=True
+        )
+        return False

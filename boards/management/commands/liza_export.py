@@ -1,0 +1,27 @@
+"""manage.py liza_export --project SLUG PATH (SPEC §8)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from boards.liza_files import write_liza_dir
+from boards.models import Project
+
+
+class Command(BaseCommand):
+    help = "Write a project as seed 002's <PATH>/.liza/state.yaml and log.yaml."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", help="directory to write .liza/ into")
+        parser.add_argument("--project", required=True, help="slug of the project")
+
+    def handle(self, *args, **options) -> None:
+        project = Project.objects.filter(slug=options["project"]).first()
+        if project is None:
+            raise CommandError(f"no project {options['project']!r}")
+        try:
+            paths = write_liza_dir(project, options["path"])
+        except OSError as exc:
+            raise CommandError(f"cannot write {options['path']}: {exc.strerror or exc}") from exc
+        for path in paths:
+            self.stdout.write(str(path))

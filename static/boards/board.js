@@ -1,0 +1,220 @@
+// Liza Board: keeps a server-rendered board live over its websocket.
+// Messages carry a per-project sequence number; a gap or a reconnect triggers a resync from
+// the server (the board never trusts a DOM that may have missed an event).
+(function () {
+  "use strict";
+  const board = document.getElementById("board");
+  if (!board) return;
+  const params = new URLSearchParams(window.location.search);
+  const status = document.getElementById("live-status");
+  let lastSeq = parseInt(board.dataset.seq || "0", 10);
+  let socket = null;
+  let retry = 0;
+  let resyncTimer = null;
+
+  function setStatus(text, ok) {
+    status.textContent = text;
+    status.classList.toggle("ok", !!ok);
+  }
+
+  // -- filters the server applied to this page, re-applied to live cards ---------------------
+  function matches(task) {
+    const statuses = params.getAll("status").filter(Boolean);
+    if (statuses.length && !statuses.includes(task.status)) return false;
+    if (params.get("agent") && task.assigned_to !== params.get("agent")) return false;
+    if (params.get("priority") && String(task.priority) !== params.get("priority")) return false;
+    if (params.get("criticality") && task.criticality !== params.get("criticality")) return false;
+    if (params.get("goal") && task.goal !== params.get("goal")) return false;
+    const sprint = params.get("sprint") || board.dataset.activeSprint || "";
+    if (sprint && sprint !== "all" && !task.sprints.includes(sprint)) return false;
+    const q = (params.get("q") || "").toLowerCase();
+    if (q && !task.key.toLowerCase().includes(q) && !task.description.toLowerCase().includes(q)) return false;
+    return true;
+  }
+
+  function column(statusName) {
+    return board.querySelector(`.column[data-status="${statusName}"]`);
+  }
+
+  function bumpCount(col, delta) {
+    if (!col) return;
+    const el = col.querySelector(".count");
+    const n = Math.max(0, parseInt(el.dataset.count, 10) + delta);
+    el.dataset.count = String(n);
+    el.textContent = String(n);
+  }
+
+  function fragment(html) {
+    const t = document.createElement("template");
+    t.innerHTML = html.trim();
+    return t.content.firstElementChild;
+  }
+
+  function placeCard(col, card) {
+    const cards = col.querySelector(".cards");
+    const prio = parseInt(card.dataset.priority, 10);
+    const after = Array.from(cards.children).find((c) => parseInt(c.dataset.priority, 10) > prio);
+    cards.insertBefore(card, after || null);
+  }
+
+  function applyTask(change) {
+    const task = change.task;
+    const existing = board.querySelector(`.card[data-key="${CSS.escape(task.key)}"]`);
+    const oldCol = existing ? existing.closest(".column") : null;
+    if (existing) {
+      existing.remove();
+      bumpCount(oldCol, -1);
+    }
+    if (!matches(task)) {
+      if (!existing && task.status !== "DRAFT") scheduleResync();
+      return;
+    }
+    const col = column(task.status);
+    if (!existing && task.status !== "DRAFT") {
+      // A card this page never showed (collapsed, beyond a column's limit, or new to the
+      // filters): where it came from is unknown, so let the server recount.
+      scheduleResync();
+    }
+    bumpCount(col, +1);
+    if (col && col.dataset.expanded === "1") placeCard(col, fragment(change.html));
+    const drawer = document.getElementById("drawer");
+    if (!drawer.hidden && drawer.querySelector(`[data-key="${CSS.escape(task.key)}"]`)) {
+      openDrawer(task.key);
+    }
+  }
+
+  function applyAgent(change) {
+    const row = fragment(change.html);
+    const existing = board.querySelector(`.agent[data-agent="${CSS.escape(change.agent.agent_id)}"]`);
+    const list = document.getElementById("agents");
+    if (existing) existing.replaceWith(row);
+    else {
+      const empty = list.querySelector(".empty");
+      if (empty) empty.remove();
+      list.appendChild(row);
+    }
+  }
+
+  function applyHeader(change) {
+    const header = document.getElementById("board-header");
+    if (header) header.replaceWith(fragment(change.html));
+  }
+
+  function apply(message) {
+    if (message.type === "hello") {
+      if (message.seq !== lastSeq) resync();
+      return;
+    }
+    if (message.type !== "changes") return;
+    if (message.seq <= lastSeq) return; // already reflected in what the server rendered
+    if (message.seq !== lastSeq + 1) {
+      resync();
+      return;
+    }
+    lastSeq = message.seq;
+    board.dataset.seq = String(lastSeq);
+    for (const change of message.changes) {
+      if (change.type === "task.changed") applyTask(change);
+      else if (change.type === "agent.changed") applyAgent(change);
+      else if (change.type === "sprint.changed") applyHeader(change);
+    }
+    tick();
+  }
+
+  function scheduleResync() {
+    clearTimeout(resyncTimer);
+    resyncTimer = setTimeout(resync, 300);
+  }
+
+  async function resync() {
+    clearTimeout(resyncTimer);
+    const url = board.dataset.fragmentUrl + window.location.search;
+    try {
+      const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+      if (!response.ok) throw new Error(`resync: HTTP ${response.status}`);
+      const data = await response.json();
+      document.getElementById("columns").replaceWith(fragment(data.columns));
+      document.getElementById("board-header").replaceWith(fragment(data.header));
+      document.getElementById("agents").replaceWith(fragment(data.agents));
+      lastSeq = data.seq;
+      board.dataset.seq = String(lastSeq);
+      board.dataset.resyncs = String(parseInt(board.dataset.resyncs || "0", 10) + 1);
+      tick();
+    } catch (err) {
+      setStatus("resync failed, retrying…", false);
+      scheduleResync();
+    }
+  }
+
+  // -- websocket with reconnect ---------------------------------------------------------------
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${window.location.host}${board.dataset.wsPath}`);
+    socket.addEventListener("open", () => {
+      retry = 0;
+      setStatus("live", true);
+      board.dataset.live = "1";
+    });
+    socket.addEventListener("message", (e) => apply(JSON.parse(e.data)));
+    socket.addEventListener("close", () => {
+      board.dataset.live = "0";
+      setStatus("reconnecting…", false);
+      const delay = [500, 1000, 2000, 5000][Math.min(retry++, 3)];
+      setTimeout(connect, delay);
+    });
+  }
+
+  // -- countdowns ------------------------------------------------------------------------------
+  function human(seconds) {
+    const s = Math.abs(Math.round(seconds));
+    const text = s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`
+      : `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+    return text;
+  }
+
+  function tick() {
+    const now = Date.now();
+    for (const el of board.querySelectorAll("[data-expires]")) {
+      const left = (Date.parse(el.dataset.expires) - now) / 1000;
+      if (Number.isNaN(left)) continue;
+      el.textContent = left >= 0 ? `${human(left)} left` : `expired ${human(left)} ago`;
+      el.classList.toggle("expired", left < 0);
+    }
+    for (const el of board.querySelectorAll("[data-since]")) {
+      const ago = (now - Date.parse(el.dataset.since)) / 1000;
+      if (!Number.isNaN(ago)) el.textContent = `♥ ${human(ago)} ago`;
+    }
+  }
+
+  // -- the task drawer -------------------------------------------------------------------------
+  async function openDrawer(key) {
+    const drawer = document.getElementById("drawer");
+    const response = await fetch(board.dataset.drawerUrl + encodeURIComponent(key) + "/", { credentials: "same-origin" });
+    if (!response.ok) return;
+    drawer.innerHTML = await response.text();
+    drawer.hidden = false;
+    tick();
+  }
+
+  board.addEventListener("click", (e) => {
+    if (e.target.closest("[data-close]")) {
+      document.getElementById("drawer").hidden = true;
+      return;
+    }
+    const card = e.target.closest(".card");
+    if (card) openDrawer(card.dataset.key);
+  });
+  board.addEventListener("keydown", (e) => {
+    const card = e.target.closest(".card");
+    if (card && (e.key === "Enter" || e.key === " ")) {
+      e.preventDefault();
+      openDrawer(card.dataset.key);
+    }
+    if (e.key === "Escape") document.getElementById("drawer").hidden = true;
+  });
+
+  setInterval(tick, 1000);
+  setInterval(() => socket && socket.readyState === 1 && socket.send('{"type":"ping"}'), 30000);
+  tick();
+  connect();
+})();

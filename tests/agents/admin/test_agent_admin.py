@@ -1,0 +1,144 @@
+"""Agents and keys in the admin: keys issued once and revoked through the services."""
+
+from __future__ import annotations
+
+from django.forms.models import model_to_dict
+
+from agents.models import Agent, AgentKey
+from agents.services import agent_key_lookup
+from boards.models import Event
+from tests.boards.admin.helpers import (
+    KEY_RE,
+    add_url,
+    admin_url,
+    changelist_url,
+    page_messages,
+    run_action,
+)
+
+
+def _agent_form(agent, **changes):
+    data = {
+        "enabled": "on" if agent.enabled else "",
+        "security_reviewer": "on" if agent.security_reviewer else "",
+        # The read-only keys inline still sends its management form.
+        "keys-TOTAL_FORMS": str(agent.keys.count()),
+        "keys-INITIAL_FORMS": str(agent.keys.count()),
+        "keys-MIN_NUM_FORMS": "0",
+        "keys-MAX_NUM_FORMS": "0",
+    }
+    for i, key in enumerate(agent.keys.all()):
+        data[f"keys-{i}-id"] = str(key.pk)
+        data[f"keys-{i}-agent"] = str(agent.pk)
+    data.update(changes)
+    return {k: v for k, v in data.items() if v != ""}
+
+
+def test_issue_key_shows_the_plain_key_once_and_it_authenticates(admin_client, board):
+    agent = board.world.agent("coder-2")
+
+    response = run_action(admin_client, Agent, "issue_key", [agent], index="0")
+
+    shown = KEY_RE.findall(" ".join(page_messages(response)))
+    assert len(shown) == 1
+    key = agent_key_lookup(plain=shown[0])
+    assert key is not None and key.agent == agent
+    assert shown[0] not in key.key_hash
+    # Once: the next page does not show it, and it is stored nowhere in plain.
+    again = admin_client.get(changelist_url(AgentKey))
+    assert shown[0] not in again.content.decode()
+    assert not AgentKey.objects.filter(key_hash__contains=shown[0]).exists()
+
+
+def test_revoke_action_on_keys_makes_lookup_fail(admin_client, board):
+    assert agent_key_lookup(plain=board.plain_key) == board.key
+
+    response = run_action(admin_client, AgentKey, "revoke", [board.key], index="0")
+
+    assert response.status_code == 200
+    assert agent_key_lookup(plain=board.plain_key) is None
+    board.key.refresh_from_db()
+    assert board.key.revoked_at is not None
+
+
+def test_revoke_keys_action_on_agents_revokes_all_their_active_keys(admin_client, board):
+    agent = board.world.agent("coder-1")
+    assert agent_key_lookup(plain=board.plain_key) is not None
+
+    run_action(admin_client, Agent, "revoke_keys", [agent], index="0")
+
+    assert agent_key_lookup(plain=board.plain_key) is None
+    assert not agent.keys.filter(revoked_at__isnull=True).exists()
+
+
+def test_keys_have_no_add_form_and_no_delete(admin_client, board):
+    assert admin_client.get(add_url(AgentKey)).status_code == 403
+    assert admin_client.post(admin_url(board.key, "delete"), {"post": "yes"}).status_code == 403
+    assert AgentKey.objects.filter(pk=board.key.pk).exists()
+
+
+def test_key_hash_is_neither_shown_nor_editable(admin_client, board):
+    key = board.key
+    before = model_to_dict(key)
+
+    page = admin_client.get(admin_url(key))
+    response = admin_client.post(
+        admin_url(key), {"label": "laptop", "key_hash": "0" * 64, "prefix": "forged"}
+    )
+
+    assert list(page.context["adminform"].form.fields) == ["label"]
+    assert key.key_hash not in page.content.decode()
+    assert response.status_code == 302
+    key.refresh_from_db()
+    assert key.label == "laptop"
+    assert model_to_dict(key, exclude=["label"]) == {
+        k: v for k, v in before.items() if k != "label"
+    }
+    assert agent_key_lookup(plain=board.plain_key) == key
+
+
+def test_agents_are_not_added_nor_deleted_in_the_admin(admin_client, board):
+    agent = board.world.agent("coder-1")
+
+    assert admin_client.get(add_url(Agent)).status_code == 403
+    assert admin_client.post(admin_url(agent, "delete"), {"post": "yes"}).status_code == 403
+    assert Agent.objects.filter(pk=agent.pk).exists()
+
+
+def test_disabling_an_agent_writes_only_that_field_and_logs_it(admin_client, admin_user, board):
+    agent = board.world.agent("coder-1")
+    before = model_to_dict(agent)
+
+    page = admin_client.get(admin_url(agent))
+    response = admin_client.post(
+        admin_url(agent),
+        _agent_form(agent, enabled="", status="IDLE", current_task="", lease_expires=""),
+    )
+
+    assert sorted(page.context["adminform"].form.fields) == ["enabled", "security_reviewer"]
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.enabled is False
+    assert model_to_dict(agent, exclude=["enabled"]) == {
+        k: v for k, v in before.items() if k != "enabled"
+    }
+    assert agent.status == "WORKING"
+    event = Event.objects.get(action="agent_updated")
+    assert (event.actor_kind, event.actor_id) == ("human", admin_user.username)
+    assert event.data == {"agent_id": "coder-1", "enabled": False}
+
+
+def test_an_unchanged_agent_form_writes_nothing(admin_client, board):
+    agent = board.world.agent("coder-2")
+
+    response = admin_client.post(admin_url(agent), _agent_form(agent))
+
+    assert response.status_code == 302
+    assert not Event.objects.filter(action="agent_updated").exists()
+
+
+def test_agent_filters(admin_client, board):
+    response = admin_client.get(changelist_url(Agent), {"role__exact": "coder"})
+
+    shown = {a.agent_id for a in response.context["cl"].result_list}
+    assert shown == {"coder-1", "coder-2", "coder-3"}

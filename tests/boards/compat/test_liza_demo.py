@@ -1,0 +1,139 @@
+"""`liza_demo` and the timestamp shift it relies on."""
+
+from __future__ import annotations
+
+import copy
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.auth import authenticate
+from django.utils import timezone
+
+from agents.models import Agent
+from agents.services import agent_key_lookup
+from boards.liza_files.demo import DEMO_DIR, shift_timestamps
+from boards.models import Event, Membership, Project, Task
+from boards.validation import reference_time
+
+
+def test_shift_timestamps_moves_every_timestamp_and_nothing_else():
+    t = datetime(2025, 1, 17, 14, 0, tzinfo=UTC)
+    state = {
+        "goal": {"created": t, "alignment_history": [{"timestamp": t, "summary": "s"}]},
+        "tasks": [
+            {
+                "id": "task-7",
+                "lease_expires": t,
+                "history": [
+                    {"time": "2025-01-17T16:20:00Z", "event": "x", "task": "task-1-retry"},
+                    {"time": "2025-01-17T16:30:00Z", "note": "2025-01-17T16:30:00Z"},
+                ],
+            }
+        ],
+        "sprint": {"timeline": {"started": t, "checkpoint_at": None}},
+        "config": {"lease_duration": 300},
+    }
+    log = [{"timestamp": t, "agent": "coder-1", "detail": "at 2025-01-17T14:00:00Z"}]
+    before = copy.deepcopy((state, log))
+    delta = timedelta(days=400, seconds=7)
+
+    shifted, shifted_log = shift_timestamps(state, log, delta)
+
+    assert (state, log) == before  # pure: the inputs are untouched
+    assert shifted["goal"]["created"] == t + delta
+    assert shifted["goal"]["alignment_history"][0]["timestamp"] == t + delta
+    assert shifted["tasks"][0]["lease_expires"] == t + delta
+    history = shifted["tasks"][0]["history"]
+    assert history[0] == {"time": "2026-02-21T16:20:07Z", "event": "x", "task": "task-1-retry"}
+    assert history[1]["note"] == "2025-01-17T16:30:00Z"  # not a timestamp key
+    assert shifted["sprint"]["timeline"] == {"started": t + delta, "checkpoint_at": None}
+    assert shifted["config"] == {"lease_duration": 300}
+    assert shifted_log == [
+        {"timestamp": t + delta, "agent": "coder-1", "detail": "at 2025-01-17T14:00:00Z"}
+    ]
+
+
+def test_the_demo_blackboard_ships_inside_the_product():
+    assert (DEMO_DIR / ".liza" / "state.yaml").is_file()
+    assert (DEMO_DIR / ".liza" / "log.yaml").is_file()
+    assert "shared" not in DEMO_DIR.parts
+
+
+KEY_LINE = re.compile(r"^Agent key \(coder-4\): (liza_\S+)$")
+
+
+def demo_key(run) -> str:
+    keys = [m.group(1) for m in map(KEY_LINE.match, run.out_lines) if m]
+    assert len(keys) == 1, run.out
+    return keys[0]
+
+
+@pytest.mark.django_db
+def test_liza_demo_builds_a_live_project_and_is_idempotent(manage):
+    first = manage("liza_demo")
+    events_after_first = Event.objects.count()
+    second = manage("liza_demo")
+
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    assert first.out_lines[0] == 'Liza Board demo project "demo": 10 tasks'
+    assert second.out_lines[0] == 'Liza Board demo project "demo": 10 tasks'
+    assert "Imported" in first.out_lines[1] and "kept as it is" in second.out_lines[1]
+    for run in (first, second):
+        assert "Admin login: admin / liza-admin" in run.out_lines
+    project = Project.objects.get(slug="demo")
+    assert Project.objects.count() == 1 and Task.objects.filter(project=project).count() == 10
+    assert Event.objects.count() == events_after_first  # nothing re-imported
+
+    # Both printed keys authenticate as coder-4 of the demo project.
+    keys = [demo_key(first), demo_key(second)]
+    assert keys[0] != keys[1]
+    for key in keys:
+        found = agent_key_lookup(plain=key)
+        assert found is not None
+        assert (found.agent.agent_id, found.agent.project) == ("coder-4", project)
+    assert Agent.objects.get(project=project, agent_id="coder-4").role == "coder"
+
+    admin = authenticate(username="admin", password="liza-admin")
+    assert admin is not None and admin.is_staff and admin.is_superuser
+    assert Membership.objects.get(project=project, user=admin).role == "admin"
+
+
+@pytest.mark.django_db
+def test_the_demo_leases_are_live_today(manage):
+    manage("liza_demo", slug="today")
+    now = timezone.now()
+
+    task7 = Task.objects.get(project__slug="today", key="task-7")
+    assert task7.lease_expires > now
+    # The whole board passes the validator at the wall clock, not only at its own time.
+    run = manage("liza_validate", project="today", now=now.isoformat())
+    assert (run.code, run.out_lines) == (0, ["VALID"])
+
+
+def test_the_demo_reference_time_is_its_latest_heartbeat():
+    from boards.liza_files import read_liza_dir
+
+    state, _ = read_liza_dir(DEMO_DIR)
+
+    assert reference_time(state) == datetime(2025, 1, 17, 14, 52, tzinfo=UTC)
+
+
+@pytest.mark.django_db
+def test_the_printed_demo_key_registers_and_claims_over_http(manage):
+    """The README's promise: with the printed key an agent can start working at once."""
+    from rest_framework.test import APIClient
+
+    key = demo_key(manage("liza_demo"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    base = "/api/v1/projects/demo"
+
+    registered = client.post(f"{base}/agents/register", {}, format="json")
+    assert registered.status_code == 200, registered.json()
+    assert registered.json()["agent_id"] == "coder-4"
+    claimed = client.post(f"{base}/tasks/claim-next", {"base_commit": "abc1234"}, format="json")
+    assert claimed.status_code == 200, claimed.json()
+    # The demo's only claimable task: task-4a (UNCLAIMED, no dependencies); task-4b waits on it.
+    assert claimed.json()["task"]["key"] == "task-4a"
+    assert claimed.json()["task"]["assigned_to"] == "coder-4"

@@ -1,0 +1,112 @@
+"""`liza_export` (SPEC §8): export → import → export gives the same bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from boards.liza_files import dump_yaml, export_log, export_state, read_liza_dir
+from boards.models import Project
+from boards.validation import validate_state
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = {"seed-002-valid": False, "seed-002-example": True}  # fixture → needs --lenient
+
+
+def export_texts(root: Path) -> tuple[str, str]:
+    liza = root / ".liza"
+    return (liza / "state.yaml").read_text(), (liza / "log.yaml").read_text()
+
+
+@pytest.mark.parametrize("fixture", list(FIXTURES))
+def test_export_import_export_is_byte_stable(manage, seed_fixtures, tmp_path, fixture):
+    lenient = FIXTURES[fixture]
+    assert (
+        manage("liza_import", str(seed_fixtures / fixture), project="one", lenient=lenient).code
+        == 0
+    )
+
+    first = manage("liza_export", str(tmp_path / "first"), project="one")
+    again = manage("liza_import", str(tmp_path / "first"), project="two", lenient=lenient)
+    second = manage("liza_export", str(tmp_path / "second"), project="two")
+
+    assert (first.code, again.code, second.code) == (0, 0, 0), again.err
+    assert first.out_lines == [
+        str(tmp_path / "first" / ".liza" / "state.yaml"),
+        str(tmp_path / "first" / ".liza" / "log.yaml"),
+    ]
+    assert export_texts(tmp_path / "first") == export_texts(tmp_path / "second")
+    # Both projects hold the same rows, not just the same text.
+    one, two = Project.objects.get(slug="one"), Project.objects.get(slug="two")
+    for related in ("tasks", "agents", "events", "reviews", "discoveries", "anomalies"):
+        assert getattr(one, related).count() == getattr(two, related).count(), related
+
+
+@pytest.mark.parametrize("fixture", list(FIXTURES))
+def test_export_says_what_the_file_said(manage, seed_fixtures, fixture):
+    original, original_log = read_liza_dir(seed_fixtures / fixture)
+    manage("liza_import", str(seed_fixtures / fixture), project="one", lenient=FIXTURES[fixture])
+    project = Project.objects.get(slug="one")
+
+    exported = export_state(project)
+
+    assert list(exported) == [
+        "version",
+        "goal",
+        "tasks",
+        "agents",
+        "discovered",
+        "handoff",
+        "human_notes",
+        "spec_changes",
+        "anomalies",
+        "sprint",
+        "circuit_breaker",
+        "config",
+    ]
+    # The same verdict from the validator, and the same facts, section by section.
+    assert [str(v) for v in validate_state(exported)] == [str(v) for v in validate_state(original)]
+    for section in ("goal", "agents", "discovered", "handoff", "human_notes", "spec_changes"):
+        assert exported[section] == yaml.safe_load(dump_yaml(original[section])), section
+    assert exported["anomalies"] == original["anomalies"]
+    for section in ("sprint", "circuit_breaker", "config"):
+        assert exported[section] == original[section], section
+    by_id = {task["id"]: task for task in original["tasks"]}
+    for task in exported["tasks"]:
+        expected = {k: v for k, v in by_id[task["id"]].items() if v not in (None, [], False)}
+        expected.pop("history", None)
+        assert {k: v for k, v in task.items() if k != "history"} == expected, task["id"]
+    assert len(export_log(project)) == 12  # the log's 8 entries + 4 history-only events
+    assert len(original_log) == 8
+
+
+def test_export_is_seed_002_yaml(manage, valid_dir, tmp_path):
+    manage("liza_import", str(valid_dir), project="one")
+    manage("liza_export", str(tmp_path), project="one")
+    state_text, log_text = export_texts(tmp_path)
+
+    # Timestamps plain and to the second, like the seed writes them.
+    assert "  created: 2025-01-17T14:00:00Z\n" in state_text
+    assert "- timestamp: 2025-01-17T14:00:00Z\n  agent: planner-1\n  action: goal_created\n" in (
+        log_text
+    )
+    # Multi-line summaries stay literal blocks; non-ASCII text is written as is.
+    assert "summary: |\n        Initial alignment" in state_text
+    assert "Wrong granularity — split" in state_text
+
+
+def test_an_exported_file_passes_liza_validate_file(manage, valid_dir, example_dir, tmp_path):
+    manage("liza_import", str(valid_dir), project="valid")
+    manage("liza_import", str(example_dir), project="example", lenient=True)
+    manage("liza_export", str(tmp_path / "valid"), project="valid")
+    manage("liza_export", str(tmp_path / "example"), project="example")
+
+    valid = manage("liza_validate", file=str(tmp_path / "valid" / ".liza" / "state.yaml"))
+    example = manage("liza_validate", file=str(tmp_path / "example" / ".liza" / "state.yaml"))
+
+    assert (valid.code, valid.out_lines) == (0, ["VALID"])
+    assert example.code == 1
+    assert [line.split(":")[1] for line in example.out_lines] == [" task-7", " agent coder-1"]
