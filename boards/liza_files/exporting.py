@@ -31,6 +31,7 @@ from boards.models import (
     Sprint,
     Task,
 )
+from boards.selectors import sprint_metrics
 
 from .events import SUMMARY_LENGTH, derived_actor_kind
 from .schema import (
@@ -410,8 +411,9 @@ def _sprint(project: Project) -> dict[str, Any] | None:
             "ended": _ts(sprint.ended),
         },
         "status": sprint.status,
-        # The snapshot stored at the end of the sprint or carried by an imported file.
-        "metrics": _ordered(sprint.metrics, SPRINT_METRIC_KEYS),
+        # The snapshot taken at the sprint's end or carried by an imported file (whose history
+        # may be longer than the tasks it kept), else the live figures the board shows.
+        "metrics": _ordered(sprint.metrics or sprint_metrics(sprint), SPRINT_METRIC_KEYS),
         "retrospective": sprint.retrospective,
     }
 
