@@ -12,7 +12,13 @@ from django.db import transaction
 
 from agents.models import Agent, AgentKey
 from boards import events
-from boards.errors import Forbidden, LeaseLost, ProtocolError, ProtocolValidationError
+from boards.errors import (
+    Conflict,
+    Forbidden,
+    LeaseLost,
+    ProtocolError,
+    ProtocolValidationError,
+)
 from boards.models import Handoff, Project, Review, Task
 from boards.protocol import AGENT_ID_PREFIX, agent_id_matches_role, format_timestamp
 from boards.services.common import (
@@ -376,5 +382,74 @@ def agent_create(
             now=now,
             detail=f"{agent_id} created ({role})",
             data={"agent": agent_id},
+        )
+    return agent
+
+
+@records_refusals
+def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> Agent:
+    """An admin disables (or enables again) an agent identity.
+
+    A disabled agent's requests get 403 and it cannot register. What it held is taken back: a
+    CLAIMED task returns to the queue (override block + release, as a released stuck claim),
+    pending review claims close, and the agent is told at its next request that it lost them.
+    """
+    from boards.services.oversight import release_reviewers, take_claim_back
+    from boards.services.tasks import _release_agent
+
+    project = agent.project
+    require_role(actor, project, agent_roles=())
+    if not isinstance(enabled, bool):
+        raise ProtocolValidationError("enabled", "true or false")
+    action = "agent_enabled" if enabled else "agent_disabled"
+    with transaction.atomic():
+        agent = lock_agent(agent)
+        if agent.enabled == enabled:
+            raise refusal(
+                Conflict(
+                    f"{agent.agent_id} is already {'enabled' if enabled else 'disabled'}",
+                    {"agent": agent.agent_id, "enabled": enabled},
+                ),
+                project=project,
+                actor=actor,
+                action=action,
+                now=now,
+            )
+        released: list[str] = []
+        if not enabled:
+            lost = "agent disabled"
+            if agent.current_task_id is not None:
+                task = lock_task(agent.current_task)
+                released.append(task.key)
+                if task.status == "CLAIMED" and task.assigned_to == agent.agent_id:
+                    take_claim_back(
+                        task,
+                        actor=actor,
+                        now=now,
+                        lost=lost,
+                        block_reason=f"{agent.agent_id} was disabled",
+                        answer=f"{agent.agent_id} was disabled: back to the queue",
+                    )
+                else:
+                    _release_agent(agent, task, lost=lost)
+                agent = lock_agent(agent)
+            for review in Review.objects.filter(
+                project=project, reviewer=agent.agent_id, closed_at__isnull=True, verdict=""
+            ).select_related("task"):
+                task = lock_task(review.task)
+                if release_reviewers(task, now=now, lost=lost, reviewer=agent.agent_id):
+                    released.append(task.key)
+            agent = lock_agent(agent)
+        agent.enabled = enabled
+        agent.save()
+        events.changed(project.pk, events.AGENT, agent.pk)
+        record_event(
+            project=project,
+            actor=actor,
+            action=action,
+            now=now,
+            detail=f"{agent.agent_id} {'enabled' if enabled else 'disabled'}"
+            + (f"; released {', '.join(released)}" if released else ""),
+            data={"agent": agent.agent_id, **({"released": released} if released else {})},
         )
     return agent

@@ -8,6 +8,7 @@ once (cards, agent rows, header) and hands the same payload to every board it se
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import OrderedDict
 from typing import Any
 
@@ -23,8 +24,8 @@ _RENDERED_CACHE_SIZE = 512
 _rendered: OrderedDict[tuple[int, int], asyncio.Future] = OrderedDict()
 
 
-async def rendered(message: dict[str, Any]) -> dict[str, Any]:
-    """The payload for `message`, rendered once per process and shared by every board."""
+async def _rendering(message: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The payload for `message` and its JSON text, made once per process for every board."""
     key = (message["project_id"], message["seq"])
     future = _rendered.get(key)
     if future is None:
@@ -38,12 +39,21 @@ async def rendered(message: dict[str, Any]) -> dict[str, Any]:
             changes = await database_sync_to_async(render_changes)(
                 message["project_id"], message["changes"]
             )
-            future.set_result({"type": "changes", "seq": message["seq"], "changes": changes})
+            payload = {"type": "changes", "seq": message["seq"], "changes": changes}
+            future.set_result((payload, json.dumps(payload)))
         except Exception as exc:
             _rendered.pop(key, None)
             future.set_exception(exc)
+            future.exception()  # boards awaiting it get the error; nobody else should log it
             raise
+    if future.done():  # the common case: one render, then every other board reads it
+        return future.result()
     return await asyncio.shield(future)
+
+
+async def rendered(message: dict[str, Any]) -> dict[str, Any]:
+    """The payload for `message`, rendered once per process and shared by every board."""
+    return (await _rendering(message))[0]
 
 
 @database_sync_to_async
@@ -86,5 +96,17 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] == "board.event":
+            # Channels runs close_old_connections() in the sync thread before every handler:
+            # one thread round trip per open board per event, serialised in that one thread.
+            # `board_event` reaches the database only through `database_sync_to_async` (once
+            # per process per message), which closes stale connections itself.
+            await self.board_event(message)
+        else:
+            await super().dispatch(message)
+
     async def board_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(await rendered(message))
+        # The JSON text too is made once per message, not once per board.
+        _, text = await _rendering(message)
+        await self.send(text_data=text)

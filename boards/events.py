@@ -21,6 +21,7 @@ import asyncio
 import itertools
 import logging
 import threading
+import time
 from collections import defaultdict
 from functools import lru_cache
 from typing import Any
@@ -60,9 +61,26 @@ def _seq_key(project_id: int) -> str:
     return f"liza:board-seq:{project_id}"
 
 
+def _redis_sequence(project_id: int, command: str) -> int:
+    """GET or INCR the project's counter, starting a missing one from the clock.
+
+    Redis can lose the counter (restarted without persistence, flushed). Restarting it at 1
+    would hand out numbers open boards have already seen, and they would drop every event up
+    to their last number as "already applied". Started from the time in microseconds, a new
+    counter begins above every number handed out before (each one costs a Redis round trip,
+    far longer than a microsecond), so boards see a gap and resynchronise. The numbers stay
+    below 2**53, exact in a browser's JavaScript, for two more centuries.
+    """
+    key = _seq_key(project_id)
+    pipe = _redis().pipeline(transaction=False)
+    pipe.set(key, time.time_ns() // 1000, nx=True)
+    getattr(pipe, command)(key)
+    return int(pipe.execute()[1])
+
+
 def next_sequence(project_id: int) -> int:
     if settings.REDIS_URL:
-        return int(_redis().incr(_seq_key(project_id)))
+        return _redis_sequence(project_id, "incr")
     with _local_lock:
         value = next(_local_counters[project_id])
         _local_last[project_id] = value
@@ -73,7 +91,7 @@ def current_sequence(project_id: int) -> int:
     """The last number handed out: a freshly rendered board continues after it."""
     if settings.REDIS_URL:
         try:
-            return int(_redis().get(_seq_key(project_id)) or 0)
+            return _redis_sequence(project_id, "get")
         except Exception:  # a board must render even with Redis down
             logger.warning("board sequence unavailable", exc_info=True)
             return 0

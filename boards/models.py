@@ -275,6 +275,14 @@ class Task(FSMModelMixin, models.Model):
     max_iterations = models.PositiveIntegerField(null=True, blank=True)
     max_review_cycles = models.PositiveIntegerField(null=True, blank=True)
     lease_duration_override = models.PositiveIntegerField(null=True, blank=True)
+    # SPEC §12 / seed 004 APPROVAL_REQUIRED: a human approves before the task may be APPROVED
+    # (on by default for security-sensitive tasks, set at creation by the service).
+    needs_human_approval = models.BooleanField(default=False)
+    # Seed 004 SUSPENDED as an overlay on the status, not a 12th state (SPEC §12): while set,
+    # the task and its review cannot be claimed.
+    suspended_at = models.DateTimeField(null=True, blank=True)
+    suspended_by = models.CharField(max_length=150, blank=True)
+    suspended_reason = models.TextField(blank=True)
     updated = models.DateTimeField(null=True, blank=True)
 
     objects = models.Manager.from_queryset(TaskQuerySet)()
@@ -297,6 +305,10 @@ class Task(FSMModelMixin, models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in p.TERMINAL_TASK_STATES
+
+    @property
+    def is_suspended(self) -> bool:
+        return self.suspended_at is not None
 
     def effective_max_iterations(self, config: ProjectConfig) -> int:
         return self.max_iterations or config.max_coder_iterations
@@ -488,6 +500,12 @@ class Discovery(models.Model):
         IMMEDIATE = "immediate"
         DEFERRED = "deferred"
 
+    class Triage(models.TextChoices):
+        OPEN = "open"
+        CONVERTED = "converted"
+        DEFERRED = "deferred"
+        REJECTED = "rejected"
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="discoveries")
     disc_id = models.CharField(max_length=64)
     by = models.CharField(max_length=64)
@@ -500,6 +518,9 @@ class Discovery(models.Model):
     recommendation = models.TextField(blank=True)
     created = models.DateTimeField()
     converted_to_task = models.CharField(max_length=64, blank=True)
+    # A human's triage (SPEC §7): open until converted into a task, deferred or rejected.
+    triage = models.CharField(max_length=10, choices=Triage.choices, default=Triage.OPEN)
+    triage_note = models.TextField(blank=True)
 
     objects = ProjectScopedManager()
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import BooleanField, Count, Q, QuerySet, Sum
+from django.db.models.expressions import RawSQL
 from django.http import Http404
 
 from boards import protocol as p
-from boards.models import Event, Project, Sprint, Task
+from boards.models import Event, Project, Review, Sprint, Task
 
 IN_PROGRESS_STATES = ("CLAIMED", "READY_FOR_REVIEW", "REJECTED", "APPROVED", "INTEGRATION_FAILED")
 
@@ -115,12 +116,20 @@ def work_for_role(*, project: Project, role: str, agent_id: str | None, now) -> 
         own = tasks.filter(assigned_to=agent_id or "", status__in=("CLAIMED",)).exists()
         candidates = claim_candidates(project, agent_id or "", now, config)
         work = own or any(qs.exists() for qs in candidates)
+        # Seed 000: "No UNCLAIMED tasks AND no REJECTED tasks assigned to this agent" — an
+        # UNCLAIMED task still waiting on a dependency keeps the coder polling, and so does an
+        # INTEGRATION_FAILED one (any coder may take it).
         complete = (
-            not work and not tasks.filter(status="REJECTED", assigned_to=agent_id or "").exists()
+            not work
+            and not tasks.filter(
+                Q(status__in=("UNCLAIMED", "INTEGRATION_FAILED"))
+                | Q(status="REJECTED", assigned_to=agent_id or "")
+            ).exists()
         )
     elif role == "code_reviewer":
         ready = tasks.filter(status="READY_FOR_REVIEW")
-        work = any(_review_slot_free(t, agent_id, now) for t in ready.prefetch_related("reviews"))
+        reviewable = ready.filter(suspended_at__isnull=True).prefetch_related("reviews")
+        work = any(_review_slot_free(t, agent_id, now) for t in reviewable)
         complete = not ready.exists()
     elif role == "planner":
         from boards.models import Discovery, Goal
@@ -129,7 +138,7 @@ def work_for_role(*, project: Project, role: str, agent_id: str | None, now) -> 
             drafts > 0
             or tasks.filter(status="BLOCKED").exists()
             or Discovery.objects.filter(
-                project=project, urgency="immediate", converted_to_task=""
+                project=project, urgency="immediate", converted_to_task="", triage="open"
             ).exists()
         )
         goal_open = Goal.objects.filter(project=project, status="IN_PROGRESS").exists()
@@ -258,16 +267,45 @@ class Card:
     integration_fix: bool
     handoff_pending: bool
     terminal: bool
+    suspended: bool = False
+    awaiting_human_approval: bool = False
 
 
 def _iso(value) -> str | None:
     return p.format_timestamp(value) if value else None
 
 
+@dataclass(frozen=True, slots=True)
+class _ReviewRow:
+    """An open review claim as a card reads it (a plain row, no model instance)."""
+
+    reviewer: str
+    verdict: str
+    lease_expires: object  # datetime | None
+    closed_at: None = None
+
+    is_active = Review.is_active  # the model's rule, on the row
+
+
 def card_for(task: Task, config, now) -> Card:
-    """Needs `depends_on` and open `reviews` (prefetched on the board, fetched for one card)."""
-    reviews = [r for r in task.reviews.all() if r.is_active(now)]
-    review_leases = [r.lease_expires for r in reviews]
+    """One card from a Task; needs `depends_on` and open `reviews` (see `card_tasks`)."""
+    return _card(
+        task,
+        waiting_on=[d.key for d in task.depends_on.all() if d.status != "MERGED"],
+        open_reviews=[
+            _ReviewRow(r.reviewer, r.verdict, r.lease_expires)
+            for r in task.reviews.all()
+            if r.closed_at is None
+        ],
+        config=config,
+        now=now,
+    )
+
+
+def _card(task, *, waiting_on, open_reviews: list[_ReviewRow], config, now) -> Card:
+    """The card of `task` (a Task or a `_TaskRow`): the rules live here once."""
+    active = [r for r in open_reviews if r.is_active(now)]
+    review_leases = [r.lease_expires for r in active]
     return Card(
         key=task.key,
         description=task.description,
@@ -280,14 +318,100 @@ def card_for(task: Task, config, now) -> Card:
         max_iterations=task.effective_max_iterations(config),
         review_cycles_current=task.review_cycles_current,
         max_review_cycles=task.effective_max_review_cycles(config),
-        waiting_on=tuple(sorted(d.key for d in task.depends_on.all() if d.status != "MERGED")),
+        waiting_on=tuple(sorted(waiting_on)),
         blocked_reason=task.blocked_reason if task.status == "BLOCKED" else "",
-        reviewing_by=tuple(r.reviewer for r in reviews),
+        reviewing_by=tuple(r.reviewer for r in active),
         review_lease_expires=_iso(min(review_leases)) if review_leases else None,
         integration_fix=task.integration_fix,
         handoff_pending=task.handoff_pending,
         terminal=task.is_terminal,
+        suspended=task.is_suspended,
+        awaiting_human_approval=awaiting_human_approval(
+            task, approvers={r.reviewer for r in open_reviews if r.verdict == "APPROVED"}
+        ),
     )
+
+
+@dataclass(slots=True)
+class _TaskRow:
+    """The columns a card reads, fetched as a plain row.
+
+    A board shows up to COLUMN_CARD_LIMIT cards per column; building a Task and two prefetched
+    related managers for each one cost more than everything else on the page. The derived
+    values are the model's own methods, so the rules are not copied.
+    """
+
+    id: int
+    key: str
+    description: str
+    status: str
+    priority: int
+    criticality: str
+    assigned_to: str
+    lease_expires: object
+    iteration: int | None
+    max_iterations: int | None
+    review_cycles_current: int
+    max_review_cycles: int | None
+    blocked_reason: str
+    integration_fix: bool
+    handoff_pending: bool
+    suspended_at: object
+    needs_human_approval: bool
+
+    is_terminal = Task.is_terminal
+    is_suspended = Task.is_suspended
+    required_approvals = Task.required_approvals
+    effective_max_iterations = Task.effective_max_iterations
+    effective_max_review_cycles = Task.effective_max_review_cycles
+
+
+_TASK_ROW_FIELDS = tuple(_TaskRow.__dataclass_fields__)
+
+
+def _among(model, column: str, ids: list[int]) -> RawSQL:
+    """`column IN (ids)` with the ids written into the SQL.
+
+    They are integers just read from the database. As parameters, each of up to 1,600 ids
+    goes through Django's lookup and the driver's binding, which cost more than the query.
+    A subquery re-running the board's selection instead is at the mercy of the planner: on a
+    freshly loaded table (no statistics yet) PostgreSQL re-ran it for every review row, 5 s.
+    """
+    from django.db import connection
+
+    table = connection.ops.quote_name(model._meta.db_table)
+    listed = ",".join(str(int(i)) for i in ids)
+    return RawSQL(f"{table}.{column} IN ({listed})", [], output_field=BooleanField())
+
+
+def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
+    """The cards of `queryset`'s tasks, in its order: three queries whatever their number."""
+    rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
+    waiting: dict[int, list[str]] = {}
+    reviews: dict[int, list[_ReviewRow]] = {}
+    if rows:
+        ids = [row.id for row in rows]
+        Edge = Task.depends_on.through
+        edges = Edge.objects.filter(_among(Edge, "from_task_id", ids)).exclude(
+            to_task__status="MERGED"
+        )
+        for task_id, key in edges.values_list("from_task_id", "to_task__key"):
+            waiting.setdefault(task_id, []).append(key)
+        open_reviews = Review.objects.filter(_among(Review, "task_id", ids), closed_at__isnull=True)
+        for task_id, *review in open_reviews.values_list(
+            "task_id", "reviewer", "verdict", "lease_expires"
+        ):
+            reviews.setdefault(task_id, []).append(_ReviewRow(*review))
+    return [
+        _card(
+            row,
+            waiting_on=waiting.get(row.id, ()),
+            open_reviews=reviews.get(row.id, []),
+            config=config,
+            now=now,
+        )
+        for row in rows
+    ]
 
 
 def card_tasks(queryset: QuerySet) -> QuerySet:
@@ -308,6 +432,7 @@ class Column:
     cards: list[Card]
     terminal: bool
     expanded: bool
+    cards_html: str = ""  # the cards' markup, filled in by the view (boards.views.card_html)
 
     @property
     def hidden(self) -> int:
@@ -336,12 +461,14 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
             order_by=[F("priority").asc(), F("created").asc(), F("id").asc()],
         )
     )
-    rows = list(
-        card_tasks(ranked.filter(rank__lte=COLUMN_CARD_LIMIT)).order_by("priority", "created", "id")
+    cards = board_cards(
+        ranked.filter(rank__lte=COLUMN_CARD_LIMIT).order_by("priority", "created", "id"),
+        config=config,
+        now=now,
     )
     by_status: dict[str, list[Card]] = {s: [] for s in p.TASK_STATES}
-    for task in rows:
-        by_status[task.status].append(card_for(task, config, now))
+    for card in cards:
+        by_status[card.status].append(card)
     columns = [
         Column(
             status=s,
@@ -404,3 +531,159 @@ def time_in_states(*, task: Task, now) -> list[tuple[str, float]]:
     if since is not None:
         spent[current] = spent.get(current, 0.0) + max(0.0, (now - since).total_seconds())
     return [(s, spent[s]) for s in p.TASK_STATES if s in spent]
+
+
+# ---------------------------------------------------------------------------------------------
+# human oversight (SPEC §7): what waits for a human
+# ---------------------------------------------------------------------------------------------
+
+
+def awaiting_human_approval(task: Task, approvers: set[str] | None = None) -> bool:
+    """The reviewers approved the round and the human gate holds it (seed 004
+    APPROVAL_REQUIRED). Reads `task.reviews.all()`, so a prefetch of the open reviews (the
+    board's and the inbox's) spares the query; the board passes the open round's `approvers`
+    it already read (its cards are plain rows)."""
+    if task.status != "READY_FOR_REVIEW" or not task.needs_human_approval:
+        return False
+    if approvers is None:
+        approvers = {
+            r.reviewer
+            for r in task.reviews.all()
+            if r.closed_at is None and r.verdict == "APPROVED"
+        }
+    # Security-sensitive tasks also need a security-flagged approver; review_claim keeps the
+    # last slot for one, so a full round has it.
+    return len(approvers) >= task.required_approvals
+
+
+@dataclass(frozen=True)
+class InboxTask:
+    """A task waiting for a human, with how long it has waited."""
+
+    project: Project
+    task: Task
+    since: object  # datetime | None: when it entered its current state (its last event)
+    age_seconds: int | None
+    limit_blocked: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.task.key
+
+
+@dataclass(frozen=True)
+class InboxDiscovery:
+    project: Project
+    discovery: object  # Discovery
+    age_seconds: int
+
+
+@dataclass(frozen=True)
+class InboxSprint:
+    project: Project
+    sprint: Sprint
+    age_seconds: int | None  # time at CHECKPOINT
+
+
+@dataclass(frozen=True)
+class InboxPause:
+    project: Project
+    age_seconds: int
+
+
+def _age(since, now) -> int | None:
+    return max(0, int((now - since).total_seconds())) if since is not None else None
+
+
+def inbox(*, project: Project | None, now) -> dict[str, object]:
+    """Everything that waits for a human, oldest first, in a constant number of queries.
+
+    `project=None` reads every project (site staff). Keys: `blocked` (with their reason,
+    questions, attempted, failed_by via the task, and `limit_blocked`: only a human's written
+    release, a rescope or an abandon moves them), `integration_failed`, `awaiting_approval`
+    (the human gate), `suspended`, `discoveries` (immediate and not triaged), `checkpoints`
+    (sprints at CHECKPOINT), `paused` (projects), and `count`, the number of items.
+    """
+    from django.db.models import OuterRef, Prefetch, Subquery
+
+    from boards.models import Discovery, ProjectConfig, Review
+    from boards.services.tasks import is_limit_blocked
+
+    scope = {} if project is None else {"project": project}
+    # When the task entered its current state: its latest applied event that moved it there.
+    entered = (
+        Event.objects.filter(
+            task=OuterRef("pk"), to_status=OuterRef("status"), outcome=Event.Outcome.APPLIED
+        )
+        .order_by("-timestamp", "-id")
+        .values("timestamp")[:1]
+    )
+    rows = list(
+        Task.objects.filter(**scope)
+        .filter(
+            Q(status__in=("BLOCKED", "INTEGRATION_FAILED"))
+            | Q(status="READY_FOR_REVIEW", needs_human_approval=True)
+            | Q(suspended_at__isnull=False)
+        )
+        .exclude(status__in=p.TERMINAL_TASK_STATES)
+        .select_related("project")
+        .annotate(entered=Subquery(entered))
+        .prefetch_related(
+            Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True))
+        )
+        .order_by("created", "id")
+    )
+    configs = {
+        c.project_id: c
+        for c in ProjectConfig.objects.filter(project_id__in={t.project_id for t in rows})
+    }
+
+    def item(task: Task, *, since=None, limit_blocked: bool = False) -> InboxTask:
+        since = since or task.entered or task.updated or task.created
+        return InboxTask(task.project, task, since, _age(since, now), limit_blocked)
+
+    blocked, failed, awaiting, suspended = [], [], [], []
+    for task in rows:
+        if task.is_suspended:
+            suspended.append(item(task, since=task.suspended_at))
+        if task.status == "BLOCKED":
+            config = configs.get(task.project_id) or ProjectConfig(project=task.project)
+            blocked.append(item(task, limit_blocked=is_limit_blocked(task, config)))
+        elif task.status == "INTEGRATION_FAILED":
+            failed.append(item(task))
+        elif awaiting_human_approval(task):
+            awaiting.append(item(task))
+
+    discoveries = [
+        InboxDiscovery(d.project, d, _age(d.created, now))
+        for d in Discovery.objects.filter(
+            **scope, urgency="immediate", triage="open", converted_to_task=""
+        )
+        .select_related("project")
+        .order_by("created", "id")
+    ]
+    checkpoints = [
+        InboxSprint(s.project, s, _age(s.checkpoint_at, now))
+        for s in Sprint.objects.filter(**scope, status="CHECKPOINT")
+        .select_related("project", "goal")
+        .order_by("checkpoint_at", "id")
+    ]
+    projects = Project.objects.filter(paused_at__isnull=False)
+    if project is not None:
+        projects = projects.filter(pk=project.pk)
+    paused = [InboxPause(pr, _age(pr.paused_at, now)) for pr in projects.order_by("paused_at")]
+
+    def oldest_first(items: list[InboxTask]) -> list[InboxTask]:
+        return sorted(items, key=lambda i: (i.since, i.task.pk))
+
+    result: dict[str, object] = {
+        "blocked": oldest_first(blocked),
+        "integration_failed": oldest_first(failed),
+        "awaiting_approval": oldest_first(awaiting),
+        "suspended": oldest_first(suspended),
+        "discoveries": discoveries,
+        "checkpoints": checkpoints,
+        "paused": paused,
+    }
+    result["count"] = sum(len(v) for v in result.values())  # type: ignore[arg-type]
+    return result

@@ -125,6 +125,10 @@ STORAGES = {
 # `collectstatic` (tests, a developer's shell) still has its CSS and JS.
 WHITENOISE_USE_FINDERS = True
 
+# Messages live in the session, not a cookie: an agent key shown once after an admin action must
+# not travel back to the browser in a cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"

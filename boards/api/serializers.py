@@ -21,6 +21,7 @@ from boards.models import (
     Goal,
     Handoff,
     HumanNote,
+    ProjectConfig,
     Review,
     Sprint,
     Task,
@@ -48,6 +49,7 @@ class TaskSerializer(serializers.ModelSerializer):
     reviewing_by = serializers.SerializerMethodField()
     review_lease_expires = serializers.SerializerMethodField()
     allowed_transitions = serializers.SerializerMethodField()
+    awaiting_human_approval = serializers.SerializerMethodField()
 
     class Meta:
         model = Task
@@ -89,6 +91,11 @@ class TaskSerializer(serializers.ModelSerializer):
             "max_iterations",
             "max_review_cycles",
             "lease_duration_override",
+            "needs_human_approval",
+            "awaiting_human_approval",
+            "suspended_at",
+            "suspended_by",
+            "suspended_reason",
             "allowed_transitions",
         ]
         read_only_fields = fields
@@ -113,6 +120,12 @@ class TaskSerializer(serializers.ModelSerializer):
 
     def get_allowed_transitions(self, task: Task) -> list[str]:
         return p.task_targets(task.status)
+
+    def get_awaiting_human_approval(self, task: Task) -> bool:
+        """The reviewers approved; a human's approval gate holds it (seed 004)."""
+        from boards.selectors import awaiting_human_approval
+
+        return awaiting_human_approval(task)
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -187,6 +200,8 @@ class DiscoverySerializer(serializers.ModelSerializer):
             "recommendation",
             "created",
             "converted_to_task",
+            "triage",
+            "triage_note",
         ]
         read_only_fields = fields
 
@@ -444,6 +459,10 @@ class NewTaskInput(InputSerializer):
     lease_duration_override = serializers.IntegerField(
         min_value=30, max_value=86_400, required=False, allow_null=True
     )
+    needs_human_approval = serializers.BooleanField(
+        required=False,
+        help_text="a human approves before merge (seed 004); default: security-sensitive only",
+    )
     depends_on = serializers.ListField(
         child=serializers.CharField(max_length=64), required=False, max_length=200
     )
@@ -491,3 +510,161 @@ class WorkSerializer(serializers.Serializer):
 
 class ClaimResultSerializer(serializers.Serializer):
     task = TaskSerializer(allow_null=True)
+
+
+# -- human oversight (boards/api/oversight.py) -----------------------------------------------
+
+
+class ApprovalInput(InputSerializer):
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+
+class LimitsInput(InputSerializer):
+    """Per-task overrides; null puts a limit back to the project's setting."""
+
+    priority = serializers.IntegerField(min_value=1, max_value=5, required=False)
+    max_iterations = serializers.IntegerField(
+        min_value=1, max_value=1000, required=False, allow_null=True
+    )
+    max_review_cycles = serializers.IntegerField(
+        min_value=1, max_value=1000, required=False, allow_null=True
+    )
+    lease_duration_override = serializers.IntegerField(
+        min_value=30, max_value=86_400, required=False, allow_null=True
+    )
+    needs_human_approval = serializers.BooleanField(required=False)
+
+
+class DecisionInput(InputSerializer):
+    decision = serializers.CharField(max_length=2000, help_text="recorded in the retrospective")
+
+
+class DeadlineInput(InputSerializer):
+    deadline = serializers.DateTimeField(allow_null=True, help_text="in the future; null clears")
+
+
+class NoteInput(InputSerializer):
+    message = serializers.CharField(max_length=5000)
+    task = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="omit for a project note"
+    )
+
+
+class ConvertTaskInput(CreateTaskInput):
+    description = serializers.CharField(
+        required=False, max_length=10_000, help_text="defaults to the discovery's description"
+    )
+
+
+class TriageInput(InputSerializer):
+    decision = serializers.ChoiceField(choices=["convert", "defer", "reject"])
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    task = ConvertTaskInput(required=False, help_text="convert only: the DRAFT task to create")
+
+
+class ConfigSerializer(serializers.ModelSerializer):
+    escalation_webhook = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ProjectConfig
+        fields = [
+            "max_coder_iterations",
+            "max_review_cycles",
+            "heartbeat_interval",
+            "lease_duration",
+            "coder_poll_interval",
+            "coder_max_wait",
+            "integration_branch",
+            "escalation_webhook",
+            "lease_grace",
+            "archive_after_days",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_escalation_webhook(self, config) -> str | None:
+        return config.escalation_webhook or None
+
+
+class ConfigInput(InputSerializer):
+    max_coder_iterations = serializers.IntegerField(required=False, min_value=1)
+    max_review_cycles = serializers.IntegerField(required=False, min_value=1)
+    heartbeat_interval = serializers.IntegerField(required=False, min_value=0)
+    lease_duration = serializers.IntegerField(required=False, min_value=1)
+    coder_poll_interval = serializers.IntegerField(required=False, min_value=0)
+    coder_max_wait = serializers.IntegerField(required=False, min_value=0)
+    integration_branch = serializers.CharField(required=False, max_length=200)
+    escalation_webhook = serializers.URLField(required=False, allow_blank=True, allow_null=True)
+    lease_grace = serializers.IntegerField(required=False, min_value=0)
+    archive_after_days = serializers.IntegerField(required=False, min_value=0)
+
+
+class ProjectStateSerializer(serializers.Serializer):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+    paused_at = serializers.DateTimeField(allow_null=True)
+    paused_reason = serializers.CharField(allow_blank=True)
+
+
+class InboxTaskSerializer(serializers.Serializer):
+    project = serializers.CharField(source="project.slug")
+    key = serializers.CharField(source="task.key")
+    description = serializers.CharField(source="task.description")
+    status = serializers.CharField(source="task.status")
+    priority = serializers.IntegerField(source="task.priority")
+    criticality = serializers.CharField(source="task.criticality")
+    assigned_to = serializers.CharField(source="task.assigned_to")
+    since = serializers.DateTimeField(help_text="when it entered its current state")
+    age_seconds = serializers.IntegerField(allow_null=True)
+    limit_blocked = serializers.BooleanField(
+        help_text="BLOCKED by a limit: only a written release, a rescope or an abandon moves it"
+    )
+    blocked_reason = serializers.CharField(source="task.blocked_reason")
+    blocked_questions = serializers.ListField(
+        child=serializers.CharField(), source="task.blocked_questions"
+    )
+    attempted = serializers.ListField(child=serializers.CharField(), source="task.attempted")
+    failed_by = serializers.ListField(child=serializers.CharField(), source="task.failed_by")
+    review_commit = serializers.CharField(source="task.review_commit")
+    suspended_at = serializers.DateTimeField(source="task.suspended_at", allow_null=True)
+    suspended_by = serializers.CharField(source="task.suspended_by")
+    suspended_reason = serializers.CharField(source="task.suspended_reason")
+
+
+class InboxDiscoverySerializer(serializers.Serializer):
+    project = serializers.CharField(source="project.slug")
+    id = serializers.CharField(source="discovery.disc_id")
+    by = serializers.CharField(source="discovery.by")
+    during = serializers.CharField(source="discovery.during")
+    description = serializers.CharField(source="discovery.description")
+    severity = serializers.CharField(source="discovery.severity")
+    recommendation = serializers.CharField(source="discovery.recommendation")
+    created = serializers.DateTimeField(source="discovery.created")
+    age_seconds = serializers.IntegerField()
+
+
+class InboxCheckpointSerializer(serializers.Serializer):
+    project = serializers.CharField(source="project.slug")
+    sprint = serializers.CharField(source="sprint.sprint_id")
+    goal = serializers.CharField(source="sprint.goal.goal_id")
+    checkpoint_at = serializers.DateTimeField(source="sprint.checkpoint_at", allow_null=True)
+    deadline = serializers.DateTimeField(source="sprint.deadline", allow_null=True)
+    age_seconds = serializers.IntegerField(allow_null=True, help_text="time at CHECKPOINT")
+
+
+class InboxPauseSerializer(serializers.Serializer):
+    project = serializers.CharField(source="project.slug")
+    paused_at = serializers.DateTimeField(source="project.paused_at")
+    paused_reason = serializers.CharField(source="project.paused_reason")
+    age_seconds = serializers.IntegerField()
+
+
+class InboxSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    blocked = InboxTaskSerializer(many=True)
+    integration_failed = InboxTaskSerializer(many=True)
+    awaiting_approval = InboxTaskSerializer(many=True)
+    suspended = InboxTaskSerializer(many=True)
+    discoveries = InboxDiscoverySerializer(many=True)
+    checkpoints = InboxCheckpointSerializer(many=True)
+    paused = InboxPauseSerializer(many=True)

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from agents.api import views as agent_views
-from boards.api import views
+from boards.api import oversight, views
 
 task = "tasks/<str:key>"
 
@@ -46,5 +46,40 @@ urlpatterns = [
     path("agents/<str:agent_id>/keys", agent_views.AgentKeysView.as_view(), name="api-agent-keys"),
     path(
         "keys/<str:prefix>/revoke", agent_views.AgentKeyRevokeView.as_view(), name="api-key-revoke"
+    ),
+    # -- human oversight (SPEC §7)
+    path("inbox", oversight.InboxView.as_view(), name="api-inbox"),
+    path(task + "/release-claim", oversight.ReleaseClaimView.as_view(), name="api-release-claim"),
+    path(task + "/cancel", oversight.CancelView.as_view(), name="api-cancel"),
+    path(task + "/suspend", oversight.SuspendView.as_view(), name="api-suspend"),
+    path(task + "/resume", oversight.ResumeView.as_view(), name="api-resume"),
+    path(task + "/approve", oversight.HumanApproveView.as_view(), name="api-approve"),
+    path(task + "/reject", oversight.HumanRejectView.as_view(), name="api-reject"),
+    path(task + "/limits", oversight.LimitsView.as_view(), name="api-limits"),
+    path(
+        "sprint/checkpoint",
+        oversight.SprintCheckpointView.as_view(),
+        name="api-sprint-checkpoint",
+    ),
+    path("sprint/continue", oversight.SprintContinueView.as_view(), name="api-sprint-continue"),
+    path("sprint/abort", oversight.SprintAbortView.as_view(), name="api-sprint-abort"),
+    path("sprint/deadline", oversight.SprintDeadlineView.as_view(), name="api-sprint-deadline"),
+    path("project/pause", oversight.ProjectPauseView.as_view(), name="api-project-pause"),
+    path("project/resume", oversight.ProjectResumeView.as_view(), name="api-project-resume"),
+    path("goal/abort", oversight.GoalAbortView.as_view(), name="api-goal-abort"),
+    path("config", oversight.ConfigView.as_view(), name="api-config"),
+    path("notes", oversight.NoteView.as_view(), name="api-notes"),
+    path(
+        "discoveries/<str:disc_id>/triage",
+        oversight.DiscoveryTriageView.as_view(),
+        name="api-discovery-triage",
+    ),
+    path(
+        "agents/<str:agent_id>/disable",
+        oversight.AgentDisableView.as_view(),
+        name="api-agent-disable",
+    ),
+    path(
+        "agents/<str:agent_id>/enable", oversight.AgentEnableView.as_view(), name="api-agent-enable"
     ),
 ]

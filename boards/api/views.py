@@ -13,10 +13,10 @@ from typing import Any
 from django.db.models import Prefetch, Q, QuerySet, prefetch_related_objects
 from django.http import Http404
 from django.utils import timezone
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -50,12 +50,32 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {c: ERRORS[c] for c in codes}
 
 
+class ProjectSchema(AutoSchema):
+    """Every operation that takes a body also answers 415 to a body that is not JSON."""
+
+    def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        operation = super().get_operation(*args, **kwargs)
+        if operation and "requestBody" in operation:
+            operation["responses"].setdefault(
+                "415",
+                {
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                    },
+                    "description": "unsupported_media_type: the body must be application/json",
+                },
+            )
+        return operation
+
+
 class ProjectView(APIView):
     """Base of every project endpoint: authentication, tenancy, the acting principal."""
 
     authentication_classes = [AgentKeyAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    # The agent protocol speaks JSON (SPEC §6); form encodings only blur what a field holds.
+    parser_classes = [JSONParser]
+    schema = ProjectSchema()
     project: Project
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:

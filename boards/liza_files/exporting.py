@@ -313,7 +313,7 @@ def _agents(project: Project) -> dict[str, dict[str, Any]]:
 
 
 def _discovery(discovery: Discovery) -> dict[str, Any]:
-    return {
+    entry: dict[str, Any] = {
         "id": discovery.disc_id,
         "by": discovery.by,
         "during": discovery.during or None,
@@ -324,6 +324,11 @@ def _discovery(discovery: Discovery) -> dict[str, Any]:
         "created": _ts(discovery.created),
         "converted_to_task": discovery.converted_to_task or None,
     }
+    if discovery.triage != Discovery.Triage.OPEN:
+        entry["triage"] = discovery.triage
+    if discovery.triage_note:
+        entry["triage_note"] = discovery.triage_note
+    return entry
 
 
 def _handoffs(project: Project, order: dict[int, int]) -> dict[str, dict[str, Any]]:

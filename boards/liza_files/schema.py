@@ -56,6 +56,12 @@ TASK_FIELDS: dict[str, Kind] = {
     "max_iterations": Kind.INT,
     "max_review_cycles": Kind.INT,
     "lease_duration_override": Kind.INT,
+    # SPEC §12 / seed 004: the human approval gate and the suspension overlay (written only
+    # when set: a task without them reads back with the defaults).
+    "needs_human_approval": Kind.BOOL,
+    "suspended_at": Kind.TIME,
+    "suspended_by": Kind.TEXT,
+    "suspended_reason": Kind.TEXT,
     "created": Kind.TIME_REQUIRED,
 }
 # Written even when empty: seed 002 gives every task these.
@@ -87,6 +93,9 @@ DISCOVERY_FIELDS: dict[str, Kind] = {
     "recommendation": Kind.TEXT,
     "created": Kind.TIME_REQUIRED,
     "converted_to_task": Kind.TEXT,
+    # A human's triage (SPEC §7), written only when the discovery is no longer open.
+    "triage": Kind.TEXT,
+    "triage_note": Kind.TEXT,
 }
 
 # Seed 002 `handoff.<task>`: required (summary, next_action) then optional fields.

@@ -163,8 +163,9 @@ def _note_board_changes(
         events.changed(project.pk, events.TASK, task.pk)
     if isinstance(actor, Agent):
         events.changed(project.pk, events.AGENT, actor.pk)
-    if to_status or action.startswith(("sprint_", "goal_")):
-        # A status change moves the sprint metrics in the header.
+    if to_status or action.startswith(("sprint_", "goal_", "project_", "config_")):
+        # A status change moves the sprint metrics in the header; a pause or a config change
+        # shows there too.
         events.changed(project.pk, events.SPRINT, project.pk)
 
 

@@ -15,8 +15,11 @@ from agents.models import Agent
 from boards.errors import Conflict, Forbidden, LeaseLost, ProtocolValidationError
 from boards.models import Review, Task
 from boards.services.common import (
+    SYSTEM,
+    Actor,
     clean_text,
     config_of,
+    is_agent,
     lease_alive,
     lock_agent,
     lock_task,
@@ -86,6 +89,8 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
                 task=task,
             )
 
+        if task.is_suspended:
+            raise refuse(f"{task.key} is suspended: {task.suspended_reason}", {"suspended": True})
         if agent.agent_id == task.assigned_to or agent.agent_id in task.failed_by:
             # Seed 001: nobody reviews their own work.
             raise refusal(
@@ -149,6 +154,8 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
         if agent.status == "STARTING":
             agent.ready()
         agent.start_review()
+        # Whatever it lost before (a review taken back by a human) is behind it now.
+        agent.lost_task, agent.lost_reason = None, ""
         agent.heartbeat = now
         agent.lease_expires = max(filter(None, [agent.lease_expires, review.lease_expires]))
         agent.save()
@@ -271,19 +278,28 @@ def review_verdict(
 
 
 def _reject(
-    task: Task, agent: Agent, reason: str, *, now: datetime, config, coder: Agent | None
+    task: Task,
+    agent: Actor,
+    reason: str,
+    *,
+    now: datetime,
+    config,
+    coder: Agent | None,
+    action: str = "rejected",
 ) -> None:
+    """The round is rejected (by a reviewer, or by the human gate): one more review cycle, and
+    the limits apply (SPEC §5.1)."""
     project = task.project
     task.rejection_reason = reason
     task.review_cycles_current += 1
     task.review_cycles_total += 1
-    _close_review_round(task, now, except_reviewer=agent.agent_id)
+    _close_review_round(task, now, except_reviewer=agent.agent_id if is_agent(agent) else "")
     _fsm(task, "reject", actor=agent, project=project, now=now, to="REJECTED")
     _save(task, now)
     record_event(
         project=project,
         actor=agent,
-        action="rejected",
+        action=action,
         task=task,
         now=now,
         from_status="READY_FOR_REVIEW",
@@ -301,16 +317,45 @@ def _reject(
             _limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
 
 
-def _approve_if_enough(
-    task: Task, agent: Agent, reason: str, *, now: datetime, coder: Agent | None
-) -> None:
-    project = task.project
+def round_approvals(task: Task) -> tuple[list[str], bool]:
+    """The open round's approving reviewers, and whether they suffice (seed 001 criticality)."""
     reviews = list(Review.objects.filter(task=task, closed_at__isnull=True))
     approvers = _approvers(reviews)
     enough = len(set(approvers)) >= task.required_approvals
     if enough and task.criticality == Task.Criticality.SECURITY_SENSITIVE:
         enough = bool(_security_reviewers(task, approvers))
+    return approvers, enough
+
+
+def _approve_if_enough(
+    task: Task, agent: Agent, reason: str, *, now: datetime, coder: Agent | None
+) -> None:
+    project = task.project
+    approvers, enough = round_approvals(task)
     detail = reason or f"{task.key} approved at {task.review_commit}"
+    if enough and task.needs_human_approval:
+        # Seed 004 APPROVAL_REQUIRED, placed before APPROVED so that seed 000's machine stays
+        # as it is: the reviewers' approvals are in, the task stays READY_FOR_REVIEW (its coder
+        # keeps waiting) until a human approves or rejects (boards.services.oversight).
+        record_event(
+            project=project,
+            actor=agent,
+            action="approved",
+            task=task,
+            now=now,
+            detail=f"{detail} ({len(approvers)}/{task.required_approvals} approvals)",
+            data={"commit": task.review_commit, "approvals": approvers},
+        )
+        record_event(
+            project=project,
+            actor=SYSTEM,
+            action="awaiting_human_approval",
+            task=task,
+            now=now,
+            detail=f"{task.key}: approved by {', '.join(approvers)}; a human approves the merge",
+            data={"commit": task.review_commit, "approvals": approvers},
+        )
+        return
     if not enough:
         record_event(
             project=project,

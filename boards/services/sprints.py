@@ -9,7 +9,7 @@ from django.db import transaction
 from django_fsm import TransitionNotAllowed
 
 from boards import protocol as p
-from boards.errors import InvalidTransition, ProtocolValidationError
+from boards.errors import Conflict, InvalidTransition, ProtocolValidationError
 from boards.models import Goal, Project, Sprint
 from boards.services.common import (
     SYSTEM,
@@ -189,6 +189,54 @@ def sprint_abort(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) ->
             action="sprint_aborted",
             retrospective={"checkpoint_decisions": decisions},
         )
+
+
+@records_refusals
+def sprint_set_deadline(
+    *, sprint: Sprint, actor: Actor, deadline: datetime | None, now: datetime
+) -> Sprint:
+    """A human moves (or clears, with None) the deadline of an open sprint.
+
+    Passing the deadline sends the sprint to CHECKPOINT (seed 000 triggers); a new deadline
+    does not lift a checkpoint already reached: that stays the human's decision to continue.
+    """
+    project = sprint.project
+    require_role(actor, project, agent_roles=())
+    if deadline is not None:
+        if not isinstance(deadline, datetime) or deadline.tzinfo is None:
+            raise ProtocolValidationError("deadline", "an ISO 8601 timestamp with a time zone")
+        if deadline <= now:
+            raise ProtocolValidationError("deadline", "must be in the future")
+    with transaction.atomic():
+        sprint = Sprint.objects.select_for_update().get(pk=sprint.pk)
+        if not sprint.is_open:
+            raise refusal(
+                Conflict(
+                    f"sprint {sprint.sprint_id} is {sprint.status}; its deadline no longer applies",
+                    {"sprint": sprint.sprint_id, "status": sprint.status},
+                ),
+                project=project,
+                actor=actor,
+                action="sprint_deadline",
+                now=now,
+                from_status=sprint.status,
+            )
+        old = sprint.deadline
+        if old == deadline:
+            return sprint
+        sprint.deadline = deadline
+        sprint.save(update_fields=["deadline"])
+        shown_old = p.format_timestamp(old) or "none"
+        shown_new = p.format_timestamp(deadline) or "none"
+        record_event(
+            project=project,
+            actor=actor,
+            action="sprint_deadline_set",
+            now=now,
+            detail=f"{sprint.sprint_id} deadline {shown_old} → {shown_new}",
+            data={"sprint": sprint.sprint_id, "previous": shown_old, "deadline": shown_new},
+        )
+    return sprint
 
 
 @records_refusals

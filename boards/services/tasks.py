@@ -231,6 +231,7 @@ def _new_task(
     max_review_cycles: int | None = None,
     lease_duration_override: int | None = None,
     supersedes: str = "",
+    needs_human_approval: bool | None = None,
 ) -> Task:
     key = clean_text(key, "key", max_length=64)
     if not p.TASK_KEY_RE.match(key):
@@ -250,6 +251,11 @@ def _new_task(
             isinstance(value, bool) or not isinstance(value, int) or value < 1
         ):
             raise ProtocolValidationError(name, "a positive integer")
+    if needs_human_approval is None:
+        # Seed 004 APPROVAL_REQUIRED: security-sensitive work waits for a human by default.
+        needs_human_approval = criticality == Task.Criticality.SECURITY_SENSITIVE
+    elif not isinstance(needs_human_approval, bool):
+        raise ProtocolValidationError("needs_human_approval", "true or false")
     goal = Goal.objects.filter(project=project, status="IN_PROGRESS").first()
     try:
         with transaction.atomic():
@@ -268,6 +274,7 @@ def _new_task(
                 max_review_cycles,
                 lease_duration_override,
                 supersedes,
+                needs_human_approval,
             )
     except IntegrityError as exc:
         # Two planners racing for one key: the loser gets the same answer as a late one.
@@ -289,6 +296,7 @@ def _insert_task(
     max_review_cycles,
     lease_duration_override,
     supersedes,
+    needs_human_approval=False,
 ) -> Task:
     return Task.objects.create(
         project=project,
@@ -306,6 +314,7 @@ def _insert_task(
         max_review_cycles=max_review_cycles,
         lease_duration_override=lease_duration_override,
         supersedes=supersedes,
+        needs_human_approval=needs_human_approval,
     )
 
 
@@ -422,7 +431,8 @@ def claim_candidates(
     """Querysets in seed order: own REJECTED, INTEGRATION_FAILED, UNCLAIMED, expired CLAIMED."""
     from django.db.models import Exists, OuterRef
 
-    base = Task.objects.filter(project=project)
+    # A suspended task (seed 004 SUSPENDED, an overlay) is claimable by nobody until resumed.
+    base = Task.objects.filter(project=project, suspended_at__isnull=True)
     unmet = Task.depends_on.through.objects.filter(from_task_id=OuterRef("pk")).exclude(
         to_task__status="MERGED"
     )
@@ -618,6 +628,19 @@ def task_claim(
         agent = lock_agent(agent)
         _check_claimer(project, agent, now, task=task)
         task = lock_task(task)
+        if task.is_suspended:
+            raise refusal(
+                Conflict(
+                    f"{task.key} is suspended: {task.suspended_reason}",
+                    {"task": task.key, "suspended": True},
+                ),
+                project=project,
+                actor=agent,
+                action="claim",
+                now=now,
+                task=task,
+                to_status="CLAIMED",
+            )
         if task.status == "CLAIMED":
             if task.assigned_to == agent.agent_id or lease_alive(task.lease_expires, now, config):
                 raise refusal(
@@ -1155,6 +1178,7 @@ def task_rescope(
                 "max_iterations",
                 "max_review_cycles",
                 "lease_duration_override",
+                "needs_human_approval",
             }
             unknown = sorted(set(spec) - allowed)
             if unknown:
@@ -1164,6 +1188,9 @@ def task_rescope(
             spec.setdefault("priority", task.priority)
             spec.setdefault("spec_ref", task.spec_ref)
             spec.setdefault("criticality", task.criticality)
+            if task.needs_human_approval:
+                # The human gate travels to the replacements (seed 004 APPROVAL_REQUIRED).
+                spec.setdefault("needs_human_approval", True)
             try:
                 new = _new_task(project=project, now=now, supersedes=task.key, **spec)
             except TypeError as exc:

@@ -3,6 +3,21 @@
 // the server (the board never trusts a DOM that may have missed an event).
 (function () {
   "use strict";
+  // Oversight forms (board drawer, inbox): "+ another task" adds an empty new-task row.
+  document.addEventListener("click", (e) => {
+    const add = e.target.closest("[data-add-row]");
+    if (!add) return;
+    const rows = add.closest("fieldset").querySelectorAll(".new-task");
+    const row = rows[rows.length - 1].cloneNode(true);
+    for (const input of row.querySelectorAll("input:not([type=hidden]):not([name=new_priority])")) input.value = "";
+    add.before(row);
+  });
+
+  // A page rendered in answer to a POST (a refusal, a key shown once) names its own address:
+  // put it in the address bar, so that a reload reads the page instead of posting again.
+  const canonical = document.querySelector("[data-canonical-url]");
+  if (canonical) history.replaceState(null, "", canonical.dataset.canonicalUrl);
+
   const board = document.getElementById("board");
   if (!board) return;
   const params = new URLSearchParams(window.location.search);
@@ -79,7 +94,8 @@
     if (col && col.dataset.expanded === "1") placeCard(col, fragment(change.html));
     const drawer = document.getElementById("drawer");
     if (!drawer.hidden && drawer.querySelector(`[data-key="${CSS.escape(task.key)}"]`)) {
-      openDrawer(task.key);
+      if (editing(drawer)) markDrawerStale(drawer, task.key);
+      else openDrawer(task.key);
     }
   }
 
@@ -98,7 +114,32 @@
   function applyHeader(change) {
     const header = document.getElementById("board-header");
     if (header) header.replaceWith(fragment(change.html));
+    refreshControls();
   }
+
+  // The oversight controls (members and admins) depend on the sprint, goal and pause state:
+  // fetched again from the server whenever the header changes, never patched here.
+  async function refreshControls() {
+    const controls = document.getElementById("oversight-controls");
+    if (!controls) return;
+    if (controls.contains(document.activeElement) && document.activeElement.matches("textarea, input")) {
+      controls.dataset.stale = "1"; // the person is typing: refresh once they leave the form
+      return;
+    }
+    try {
+      const response = await fetch(controls.dataset.url, { credentials: "same-origin" });
+      if (!response.ok) return;
+      const fresh = fragment(await response.text());
+      const current = document.getElementById("oversight-controls");
+      if (current) current.replaceWith(fresh);
+    } catch (err) {
+      /* the next header change or resync tries again */
+    }
+  }
+  board.addEventListener("focusout", (e) => {
+    const controls = document.getElementById("oversight-controls");
+    if (controls && controls.dataset.stale && !controls.contains(e.relatedTarget)) refreshControls();
+  });
 
   function apply(message) {
     if (message.type === "hello") {
@@ -139,6 +180,7 @@
       lastSeq = data.seq;
       board.dataset.seq = String(lastSeq);
       board.dataset.resyncs = String(parseInt(board.dataset.resyncs || "0", 10) + 1);
+      refreshControls();
       tick();
     } catch (err) {
       setStatus("resync failed, retrying…", false);
@@ -196,9 +238,41 @@
     tick();
   }
 
+  // Someone typing in one of the drawer's forms keeps their text: a live change to the task
+  // then only says so, and the refresh waits for them.
+  function editing(drawer) {
+    const active = document.activeElement;
+    if (drawer.contains(active) && active.matches("textarea, input, select")) return true;
+    return Array.from(drawer.querySelectorAll("form textarea")).some((t) => t.value.trim() !== "");
+  }
+
+  function markDrawerStale(drawer, key) {
+    if (drawer.querySelector(".drawer-stale")) return;
+    const note = document.createElement("p");
+    note.className = "drawer-stale";
+    note.setAttribute("role", "status");
+    note.innerHTML = `${key} changed since this was opened. <button type="button" class="link" data-reopen>Refresh</button>`;
+    drawer.querySelector(".drawer-body").prepend(note);
+  }
+
+  function closeDrawer() {
+    document.getElementById("drawer").hidden = true;
+    // Forget the drawer the last action re-opened, so a reload shows the plain board.
+    const url = new URL(window.location.href);
+    if (url.searchParams.has("task")) {
+      url.searchParams.delete("task");
+      history.replaceState(null, "", url.pathname + url.search);
+    }
+  }
+
   board.addEventListener("click", (e) => {
     if (e.target.closest("[data-close]")) {
-      document.getElementById("drawer").hidden = true;
+      closeDrawer();
+      return;
+    }
+    const reopen = e.target.closest("[data-reopen]");
+    if (reopen) {
+      openDrawer(reopen.closest(".drawer-body").dataset.key);
       return;
     }
     const card = e.target.closest(".card");
@@ -210,8 +284,17 @@
       e.preventDefault();
       openDrawer(card.dataset.key);
     }
-    if (e.key === "Escape") document.getElementById("drawer").hidden = true;
+    if (e.key === "Escape") closeDrawer();
   });
+
+  // After an oversight action the server sends the person back here: with `?task=` (a redirect
+  // after success) or, after a refusal, as the answer to the POST itself; the drawer they used
+  // opens again, and the address bar shows the board rather than the action's URL.
+  const reopenKey = board.dataset.openTask || params.get("task");
+  if (window.location.pathname !== board.dataset.boardUrl) {
+    history.replaceState(null, "", board.dataset.boardUrl + (reopenKey ? `?task=${encodeURIComponent(reopenKey)}` : ""));
+  }
+  if (reopenKey) openDrawer(reopenKey);
 
   setInterval(tick, 1000);
   setInterval(() => socket && socket.readyState === 1 && socket.send('{"type":"ping"}'), 30000);

@@ -15,12 +15,18 @@ def test_a_coder_claims_and_submits_over_http(world):
     assert r.status_code == 200, r.json()
     assert r.json()["task"]["key"] == "task-1"
     assert r.json()["task"]["status"] == "CLAIMED"
-    r = client.post(f"{base}/tasks/task-1/request-review",
-                    {"review_commit": "def456", "tree_clean": True}, format="json")
+    r = client.post(
+        f"{base}/tasks/task-1/request-review",
+        {"review_commit": "def456", "tree_clean": True},
+        format="json",
+    )
     assert r.status_code == 200, r.json()
     assert r.json()["task"]["status"] == "READY_FOR_REVIEW"
-    r = client.post(f"{base}/tasks/task-1/request-review",
-                    {"review_commit": "def456", "tree_clean": True}, format="json")
+    r = client.post(
+        f"{base}/tasks/task-1/request-review",
+        {"review_commit": "def456", "tree_clean": True},
+        format="json",
+    )
     assert r.status_code == 409
     assert r.json()["error"]["code"] == "invalid_transition"
     assert r.json()["error"]["details"]["allowed"] == ["APPROVED", "REJECTED"]

@@ -1,0 +1,153 @@
+"""What the HTTP tests share: clients for each kind of principal, snapshots, envelope checks.
+
+The HTTP layer reads the real clock (`timezone.now()`), so worlds driven over HTTP start a
+couple of minutes in the past: leases taken through the services are then still alive when the
+HTTP requests arrive, and events written over HTTP sort after the ones written before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.management import call_command
+from django.middleware.csrf import get_token
+from django.test import RequestFactory
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from agents.models import Agent, AgentKey
+from agents.services import agent_key_issue
+from boards.models import (
+    Anomaly,
+    Discovery,
+    Event,
+    Goal,
+    Handoff,
+    HumanNote,
+    Project,
+    ProjectConfig,
+    Review,
+    Sprint,
+    Task,
+)
+
+
+def api_base(slug: str) -> str:
+    return f"/api/v1/projects/{slug}"
+
+
+def http_start() -> datetime:
+    """A World clock a little behind the real one (see the module docstring)."""
+    return timezone.now() - timedelta(minutes=2)
+
+
+def key_for(agent: Agent) -> str:
+    _, plain = agent_key_issue(agent=agent, now=timezone.now(), label="test")
+    return plain
+
+
+def bearer(plain: str | None, **client_kwargs: Any) -> APIClient:
+    client = APIClient(**client_kwargs)
+    if plain is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {plain}")
+    return client
+
+
+def agent_client(agent: Agent, **client_kwargs: Any) -> APIClient:
+    return bearer(key_for(agent), **client_kwargs)
+
+
+def session_client(user, **client_kwargs: Any) -> APIClient:
+    client = APIClient(**client_kwargs)
+    client.force_login(user)
+    return client
+
+
+def csrf_pair() -> tuple[str, str]:
+    """(cookie secret, masked form token) exactly as Django hands them to a browser."""
+    request = RequestFactory().get("/")
+    token = get_token(request)
+    return request.META["CSRF_COOKIE"], token
+
+
+def assert_envelope(response, status: int, code: str) -> dict[str, Any]:
+    """The response is SPEC §6's error envelope with this status and code."""
+    assert response.status_code == status, (response.status_code, _body(response))
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert set(body["error"]) == {"code", "message", "details"}, body
+    assert body["error"]["code"] == code, body
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"], body
+    assert isinstance(body["error"]["details"], dict), body
+    return body["error"]
+
+
+def assert_field_error(response, field: str) -> dict[str, Any]:
+    """A 400 validation_error naming `field` (SPEC §6: "Validation → 400 naming the field")."""
+    error = assert_envelope(response, 400, "validation_error")
+    assert field in error["details"]["fields"], error
+    assert field in error["message"], error
+    return error
+
+
+def _body(response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.content[:500]
+
+
+# -- snapshots ---------------------------------------------------------------------------------
+
+
+def _rows(queryset, *, skip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    return [
+        {k: v for k, v in row.items() if k not in skip} for row in queryset.order_by("pk").values()
+    ]
+
+
+def domain_snapshot(project: Project) -> dict[str, Any]:
+    """Every row of `project` an API write could change (a key's last_used_at aside: setting it
+    is what authenticating does)."""
+    tasks = Task.objects.filter(project=project)
+    sprints = Sprint.objects.filter(project=project)
+    return {
+        # The project row itself (its pause) and its config: the oversight writes change them.
+        "project": _rows(Project.objects.filter(pk=project.pk)),
+        "config": _rows(ProjectConfig.objects.filter(project=project)),
+        "tasks": _rows(tasks),
+        "depends_on": _rows(Task.depends_on.through.objects.filter(from_task__in=tasks)),
+        "goals": _rows(Goal.objects.filter(project=project)),
+        "sprints": _rows(sprints),
+        "planned": _rows(Sprint.planned.through.objects.filter(sprint__in=sprints)),
+        "stretch": _rows(Sprint.stretch.through.objects.filter(sprint__in=sprints)),
+        "agents": _rows(Agent.objects.filter(project=project)),
+        "keys": _rows(AgentKey.objects.filter(project=project), skip=("last_used_at",)),
+        "reviews": _rows(Review.objects.filter(project=project)),
+        "handoffs": _rows(Handoff.objects.filter(project=project)),
+        "discoveries": _rows(Discovery.objects.filter(project=project)),
+        "anomalies": _rows(Anomaly.objects.filter(project=project)),
+        "notes": _rows(HumanNote.objects.filter(project=project)),
+        "applied_events": Event.objects.filter(
+            project=project, outcome=Event.Outcome.APPLIED
+        ).count(),
+    }
+
+
+# -- the validator -----------------------------------------------------------------------------
+
+
+def validate(slug: str) -> str:
+    """`manage.py liza_validate --project slug`'s output (it exits 1 when INVALID)."""
+    out = io.StringIO()
+    with contextlib.suppress(SystemExit):
+        call_command("liza_validate", "--project", slug, stdout=out)
+    return out.getvalue().strip()
+
+
+def assert_valid(slug: str, step: str = "") -> None:
+    output = validate(slug)
+    assert output == "VALID", f"after {step or 'this step'}:\n{output}"

@@ -1,0 +1,30 @@
+"""Fixtures for the board websocket: one channel layer per test, chosen explicitly.
+
+CI exports REDIS_URL, so nothing here relies on the settings' default layer: a test asks for
+the in-memory layer (and the process-local sequence) or for the Redis pub/sub layer on a
+database and a channel prefix of its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.boards.consumers.helpers import in_memory_layer_settings, redis_layer_settings
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(settings):
+    # Worlds make human users; PBKDF2 would cost ~0.3 s per test for passwords nobody types.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def in_memory_layer(settings):
+    with in_memory_layer_settings(settings):
+        yield
+
+
+@pytest.fixture
+def redis_layer(settings):
+    with redis_layer_settings(settings, "redis://127.0.0.1:6379/15") as prefix:
+        yield prefix

@@ -1,0 +1,199 @@
+"""The board's reads (boards/selectors.py, SPEC §7): filters, cards, columns, header, time in
+each state. Tasks are reached through the services (tests/lifecycle.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.http import QueryDict
+
+from boards import protocol as p
+from boards import selectors
+from boards.models import Task
+from boards.selectors import BoardFilters, board_cards, board_state, card_for, card_tasks
+from boards.services import oversight
+from boards.services.common import config_of
+from boards.services.goals import goal_create
+from boards.services.sprints import sprint_abort, sprint_create
+from tests.boards.consumers.helpers import sprint_world
+from tests.factories import register
+from tests.lifecycle import World
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+# -- filters from the query string ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("", BoardFilters()),
+        ("status=CLAIMED&status=BLOCKED", BoardFilters(status=("CLAIMED", "BLOCKED"))),
+        ("status=NOPE&status=CLAIMED", BoardFilters(status=("CLAIMED",))),
+        ("priority=2", BoardFilters(priority=2)),
+        ("priority=0", BoardFilters()),
+        ("priority=6", BoardFilters()),
+        ("priority=two", BoardFilters()),
+        ("criticality=complex", BoardFilters(criticality="complex")),
+        ("criticality=urgent", BoardFilters()),
+        ("open=MERGED&open=CLAIMED", BoardFilters(expanded=("MERGED",))),
+        ("sprint=all&goal=goal-2&agent=coder-1", BoardFilters("goal-2", "all", agent="coder-1")),
+        ("q=" + "x" * 500, BoardFilters(q="x" * 200)),
+    ],
+)
+def test_filters_keep_only_what_the_board_understands(query, expected):
+    assert BoardFilters.from_query(QueryDict(query)) == expected
+
+
+# -- cards ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def world():
+    return sprint_world()
+
+
+def _every_kind_of_card(world: World) -> None:
+    """One task per kind of card; a coder holds one task at a time, hence a fourth coder."""
+    register(world.project, "coder-4", now=world.now)
+    world.unclaimed("dep-open", sprint_scope="planned")  # before the merge: the sprint stays open
+    world.merged("dep-merged", sprint_scope="planned", coder="coder-3")
+    world.unclaimed(
+        "waiting", sprint_scope="planned", depends_on=["dep-open", "dep-merged"], priority=1
+    )
+    world.blocked("blocked", coder="coder-1", sprint_scope="planned")
+    world.claimed("claimed", coder="coder-1", sprint_scope="planned", max_iterations=3)
+    world.rejected("rejected", coder="coder-3", sprint_scope="planned", max_review_cycles=2)
+    world.under_review(
+        "awaiting", coder="coder-2", sprint_scope="planned", needs_human_approval=True
+    )
+    world.verdict("awaiting", "APPROVED")
+    # Last: its reviewer keeps the review open (a reviewer holds one review at a time).
+    world.under_review("reviewed", coder="coder-4", sprint_scope="stretch")
+    world.unclaimed("suspended", sprint_scope="planned", criticality="complex")
+    oversight.task_suspend(
+        task=world.task("suspended"), actor=world.admin, reason="Legal", now=world.tick()
+    )
+
+
+def test_the_board_rows_and_a_single_task_give_the_same_cards(world):
+    """The board reads plain rows, the drawer and live events read a Task: one set of rules."""
+    _every_kind_of_card(world)
+    config, now = config_of(world.project), world.tick()
+    tasks = Task.objects.filter(project=world.project).order_by("key")
+    from_rows = board_cards(tasks, config=config, now=now)
+    from_models = [card_for(t, config, now) for t in card_tasks(tasks)]
+    assert from_rows == from_models
+    assert len(from_rows) == tasks.count() == 9
+
+
+def test_card_rules(world):
+    _every_kind_of_card(world)
+    config, now = config_of(world.project), world.tick()
+    cards = {
+        c.key: c
+        for c in board_cards(Task.objects.filter(project=world.project), config=config, now=now)
+    }
+    # Waiting on the dependencies not yet MERGED, by key.
+    assert cards["waiting"].waiting_on == ("dep-open",)
+    assert cards["dep-open"].waiting_on == ()
+    # The lease shows while CLAIMED; iteration against the task's own override.
+    assert cards["claimed"].lease_expires is not None
+    assert (cards["claimed"].iteration, cards["claimed"].max_iterations) == (1, 3)
+    assert cards["waiting"].lease_expires is None
+    # The reviewer shows while their claim is alive, with its lease.
+    assert cards["reviewed"].reviewing_by == ("code-reviewer-1",)
+    assert cards["reviewed"].review_lease_expires is not None
+    later = now + timedelta(days=1)
+    expired = board_cards(Task.objects.filter(key="reviewed"), config=config, now=later)[0]
+    assert expired.reviewing_by == () and expired.review_lease_expires is None
+    # Review cycles against the override; the blocked reason only while BLOCKED.
+    assert (cards["rejected"].review_cycles_current, cards["rejected"].max_review_cycles) == (
+        1,
+        2,
+    )
+    assert cards["blocked"].blocked_reason == "Spec is silent on errors"
+    assert cards["rejected"].blocked_reason == ""
+    # Oversight overlays (seed 004): the human gate and suspension.
+    assert cards["awaiting"].awaiting_human_approval
+    assert cards["awaiting"].reviewing_by == ()  # the approving reviewer is done
+    assert not cards["reviewed"].awaiting_human_approval
+    assert cards["suspended"].suspended and not cards["claimed"].suspended
+    assert cards["dep-merged"].terminal and not cards["waiting"].terminal
+
+
+# -- the board --------------------------------------------------------------------------------
+
+
+def _keys(state) -> dict[str, list[str]]:
+    return {c.status: [card.key for card in c.cards] for c in state["columns"]}
+
+
+def test_the_board_shows_the_open_sprint_in_flow_order(world):
+    world.unclaimed("late", sprint_scope="planned", priority=3)
+    world.unclaimed("urgent", sprint_scope="planned", priority=1)
+    world.unclaimed("stretch", sprint_scope="stretch", priority=2)
+    world.unclaimed("backlog", priority=1)  # in no sprint
+    world.merged("done", sprint_scope="planned", coder="coder-3")
+    state = board_state(project=world.project, filters=BoardFilters(), now=world.tick())
+    assert [c.status for c in state["columns"]] == list(selectors.BOARD_COLUMNS)
+    assert sorted(selectors.BOARD_COLUMNS) == sorted(p.TASK_STATES)
+    keys = _keys(state)
+    assert keys["UNCLAIMED"] == ["urgent", "stretch", "late"]  # priority first
+    assert keys["MERGED"] == []  # terminal columns start collapsed ...
+    merged = next(c for c in state["columns"] if c.status == "MERGED")
+    assert (merged.count, merged.hidden, merged.expanded) == (1, 1, False)  # ... with a count
+    assert state["total"] == 4
+    assert state["sprint"].sprint_id == "sprint-1"
+
+    opened = board_state(
+        project=world.project, filters=BoardFilters(expanded=("MERGED",)), now=world.tick()
+    )
+    assert _keys(opened)["MERGED"] == ["done"]
+    everything = board_state(
+        project=world.project, filters=BoardFilters(sprint="all"), now=world.tick()
+    )
+    # Priority, then age: "urgent" was created before "backlog".
+    assert _keys(everything)["UNCLAIMED"] == ["urgent", "backlog", "stretch", "late"]
+
+
+def test_without_an_open_sprint_the_board_shows_every_task():
+    world = World()
+    goal = goal_create(
+        project=world.project, actor=world.planner, description="Goal", now=world.tick()
+    )
+    sprint = sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
+    world.unclaimed("in-sprint", sprint_scope="planned")
+    sprint_abort(sprint=sprint, actor=world.admin, reason="Replan", now=world.tick())
+    world.unclaimed("after")
+    state = board_state(project=world.project, filters=BoardFilters(), now=world.tick())
+    assert _keys(state)["UNCLAIMED"] == ["in-sprint", "after"]
+    # The header still names the last sprint (ended) and the goal in progress.
+    assert state["sprint"].sprint_id == "sprint-1" and state["sprint"].status == "ABORTED"
+    assert state["goal"].goal_id == "goal-1"
+
+
+def test_a_column_shows_its_most_urgent_cards_up_to_the_limit(world, monkeypatch):
+    monkeypatch.setattr(selectors, "COLUMN_CARD_LIMIT", 2)
+    for key, priority in (("p3", 3), ("p1", 1), ("p2", 2), ("p5", 5)):
+        world.unclaimed(key, sprint_scope="planned", priority=priority)
+    world.claimed("claimed", sprint_scope="planned")
+    state = board_state(project=world.project, filters=BoardFilters(), now=world.tick())
+    unclaimed = next(c for c in state["columns"] if c.status == "UNCLAIMED")
+    assert [c.key for c in unclaimed.cards] == ["p1", "p2"]
+    assert (unclaimed.count, unclaimed.hidden) == (4, 2)
+    assert _keys(state)["CLAIMED"] == ["claimed"]  # the limit is per column
+
+
+def test_time_in_each_state_comes_from_the_event_log(world):
+    world.claimed("task-1", sprint_scope="planned")  # draft, finalize, claim: 1 s apart
+    task = world.task("task-1")
+    spent = dict(selectors.time_in_states(task=task, now=world.now + timedelta(seconds=30)))
+    assert spent == {"DRAFT": 1.0, "UNCLAIMED": 1.0, "CLAIMED": 30.0}

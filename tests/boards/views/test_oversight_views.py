@@ -1,0 +1,871 @@
+"""Human oversight on the board (SPEC §7): every page and action, per role, and what it did.
+
+The role matrix runs every oversight view (GET pages and POST actions) as an anonymous
+visitor, a viewer, a member and an admin of the project, an admin of another project, and site
+staff; it asserts the status and the database outcome, and a refused request leaves the rows
+exactly as they were. The happy path of each action is the admin's (and staff's) row of the
+matrix; the refusals a person can meet (a protocol refusal, bad input, a missing CSRF token)
+follow, then the role-aware pages themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from agents.models import Agent, AgentKey
+from agents.services import _hash_key, agent_key_issue
+from boards.models import Discovery, Event, HumanNote, Membership, Project, Sprint, Task
+from boards.services import oversight
+from boards.services.common import config_of, open_sprint
+from boards.services.records import discovery_create
+from boards.services.sprints import sprint_checkpoint
+from tests.boards.views.helpers import read_columns, sprint_world
+from tests.factories import ProjectFactory, UserFactory, member
+from tests.lifecycle import World
+
+pytestmark = pytest.mark.django_db
+
+ANONYMOUS, VIEWER, MEMBER, ADMIN, OTHER_ADMIN, STAFF = (
+    "anonymous",
+    "viewer",
+    "member",
+    "admin",
+    "admin of another project",
+    "staff",
+)
+ROLES = (ANONYMOUS, VIEWER, MEMBER, ADMIN, OTHER_ADMIN, STAFF)
+
+
+def client_for(world: World, who: str) -> Client:
+    client = Client()
+    if who == ANONYMOUS:
+        return client
+    if who == ADMIN:
+        user = world.admin
+    elif who in (VIEWER, MEMBER):
+        user = member(world.project, who)
+    elif who == OTHER_ADMIN:
+        user = member(ProjectFactory(), Membership.Role.ADMIN)
+    else:
+        user = UserFactory(is_staff=True)  # a member of nothing: staff act as admins everywhere
+    client.force_login(user)
+    return client
+
+
+def expected_status(who: str, needs: str, ok: int) -> int:
+    """What each role gets from a view that needs `needs` (SPEC §3)."""
+    if who == ANONYMOUS:
+        return 302  # to the sign-in page
+    if who == OTHER_ADMIN:
+        return 404  # another tenant's project does not exist
+    if who in (ADMIN, STAFF):
+        return ok
+    rank = {VIEWER: 1, MEMBER: 2, ADMIN: 3}
+    return ok if rank[who] >= rank[needs] else 403
+
+
+# -- the actions: where they post, what they need, what they change ----------------------------
+
+
+def _awaiting(world: World, key: str) -> Task:
+    """READY_FOR_REVIEW with the reviewers' approval in, held by the human gate (seed 004)."""
+    world.under_review(key, needs_human_approval=True, sprint_scope="planned")
+    task = world.verdict(key, "APPROVED")
+    assert task.status == "READY_FOR_REVIEW"
+    return task
+
+
+def _suspended(world: World, key: str) -> Task:
+    world.unclaimed(key, sprint_scope="planned")
+    return oversight.task_suspend(
+        task=world.task(key), actor=world.admin, reason="Waiting on legal", now=world.tick()
+    )
+
+
+def _discovery(world: World) -> Discovery:
+    return discovery_create(
+        project=world.project,
+        actor=world.coder,
+        description="The cache key ignores the tenant",
+        severity="critical",
+        urgency="immediate",
+        now=world.tick(),
+    )
+
+
+def _sprint(world: World) -> Sprint:
+    return open_sprint(world.project) or Sprint.objects.filter(project=world.project).last()
+
+
+def _key(world: World) -> AgentKey:
+    key, _ = agent_key_issue(agent=world.coder, now=world.tick(), label="ci")
+    return key
+
+
+def _checkpoint(world: World) -> None:
+    sprint_checkpoint(
+        sprint=_sprint(world), actor=world.admin, reason="Deadline near", now=world.tick()
+    )
+
+
+def _pause(world: World) -> None:
+    oversight.project_pause(
+        project=world.project, actor=world.admin, reason="Release freeze", now=world.tick()
+    )
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    path: str  # formatted with slug=
+    data: dict[str, Any]
+    setup: Callable[[World], Any]
+    applied: Callable[[World], bool]
+    needs: str = Membership.Role.ADMIN
+    ok: int = 302
+    # Key issue and revoke take no actor (agents.services): nothing records who did it.
+    audited: bool = True
+
+
+def status_of(key: str) -> Callable[[World], str]:
+    return lambda w: w.task(key).status
+
+
+ACTIONS = [
+    Action(
+        "answer a BLOCKED task",
+        "/p/{slug}/tasks/T-1/release",
+        {"answer": "Return 404 for foreign rows", "next": "inbox"},
+        lambda w: w.blocked("T-1"),
+        lambda w: w.task("T-1").status == "UNCLAIMED",
+    ),
+    Action(
+        "rescope a BLOCKED task",
+        "/p/{slug}/tasks/T-1/rescope",
+        {
+            "reason": "Too broad",
+            "new_key": ["T-1a", "T-1b", ""],
+            "new_description": ["Parse", "Render", ""],
+            "new_done_when": ["parsed", "rendered", ""],
+            "new_priority": ["2", "3", "3"],
+            "new_spec_ref": ["", "", ""],
+        },
+        lambda w: w.blocked("T-1"),
+        lambda w: w.task("T-1").status == "SUPERSEDED",
+    ),
+    Action(
+        "abandon a BLOCKED task",
+        "/p/{slug}/tasks/T-1/abandon",
+        {"reason": "Not needed any more"},
+        lambda w: w.blocked("T-1"),
+        lambda w: w.task("T-1").status == "ABANDONED",
+    ),
+    Action(
+        "override block",
+        "/p/{slug}/tasks/T-1/override-block",
+        {"reason": "Wrong approach", "questions": ["Which API?", "", "Which DB?"]},
+        lambda w: w.claimed("T-1"),
+        lambda w: w.task("T-1").status == "BLOCKED",
+    ),
+    Action(
+        "release a stuck claim",
+        "/p/{slug}/tasks/T-1/release-claim",
+        {"reason": "coder-1 is gone"},
+        lambda w: w.claimed("T-1"),
+        lambda w: w.task("T-1").status == "UNCLAIMED",
+    ),
+    Action(
+        "cancel",
+        "/p/{slug}/tasks/T-1/cancel",
+        {"reason": "Out of scope"},
+        lambda w: w.claimed("T-1"),
+        lambda w: w.task("T-1").status == "ABANDONED",
+    ),
+    Action(
+        "suspend",
+        "/p/{slug}/tasks/T-1/suspend",
+        {"reason": "Waiting on legal"},
+        lambda w: w.unclaimed("T-1"),
+        lambda w: w.task("T-1").is_suspended,
+    ),
+    Action(
+        "resume a suspended task",
+        "/p/{slug}/tasks/T-1/resume",
+        {},
+        lambda w: _suspended(w, "T-1"),
+        lambda w: not w.task("T-1").is_suspended,
+    ),
+    Action(
+        "approve for merge",
+        "/p/{slug}/tasks/T-1/approve",
+        {"note": "Checked the migration"},
+        lambda w: _awaiting(w, "T-1"),
+        lambda w: w.task("T-1").status == "APPROVED",
+    ),
+    Action(
+        "reject at the human gate",
+        "/p/{slug}/tasks/T-1/reject",
+        {"reason": "Leaks the token in logs"},
+        lambda w: _awaiting(w, "T-1"),
+        lambda w: w.task("T-1").status == "REJECTED",
+    ),
+    Action(
+        "set limits",
+        "/p/{slug}/tasks/T-1/limits",
+        {
+            "priority": "1",
+            "max_iterations": "3",
+            "max_review_cycles": "",
+            "needs_human_approval": "1",
+        },
+        lambda w: w.unclaimed("T-1"),
+        lambda w: (w.task("T-1").max_iterations, w.task("T-1").priority) == (3, 1),
+    ),
+    Action(
+        "note on a task",
+        "/p/{slug}/tasks/T-1/notes",
+        {"message": "Mind the tenant key"},
+        lambda w: w.unclaimed("T-1"),
+        lambda w: HumanNote.objects.filter(task=w.task("T-1")).exists(),
+        needs=Membership.Role.MEMBER,
+    ),
+    Action(
+        "note on the project",
+        "/p/{slug}/notes",
+        {"message": "Demo on Friday"},
+        lambda w: None,
+        lambda w: HumanNote.objects.filter(project=w.project, task=None).exists(),
+        needs=Membership.Role.MEMBER,
+    ),
+    Action(
+        "request a checkpoint",
+        "/p/{slug}/sprints/sprint-1/checkpoint",
+        {"reason": "Scope looks wrong"},
+        lambda w: None,
+        lambda w: _sprint(w).status == "CHECKPOINT",
+    ),
+    Action(
+        "continue after a checkpoint",
+        "/p/{slug}/sprints/sprint-1/resume",
+        {"decision": "Keep going, drop the stretch"},
+        _checkpoint,
+        lambda w: _sprint(w).status == "IN_PROGRESS",
+    ),
+    Action(
+        "abort the sprint",
+        "/p/{slug}/sprints/sprint-1/abort",
+        {"reason": "Goal changed"},
+        lambda w: None,
+        lambda w: _sprint(w).status == "ABORTED",
+    ),
+    Action(
+        "set the deadline",
+        "/p/{slug}/sprints/sprint-1/deadline",
+        {"deadline": "2099-03-01T17:30"},
+        lambda w: None,
+        lambda w: _sprint(w).deadline is not None and _sprint(w).deadline.year == 2099,
+    ),
+    Action(
+        "complete the goal",
+        "/p/{slug}/goals/goal-1/complete",
+        {"reason": "Shipped"},
+        lambda w: None,
+        lambda w: w.project.goals.get().status == "COMPLETED",
+    ),
+    Action(
+        "abort the goal",
+        "/p/{slug}/goals/goal-1/abort",
+        {"reason": "Customer left"},
+        lambda w: None,
+        lambda w: w.project.goals.get().status == "ABORTED",
+    ),
+    Action(
+        "pause the project",
+        "/p/{slug}/pause",
+        {"reason": "Release freeze"},
+        lambda w: None,
+        lambda w: Project.objects.get(pk=w.project.pk).is_paused,
+    ),
+    Action(
+        "resume the project",
+        "/p/{slug}/resume",
+        {},
+        _pause,
+        lambda w: not Project.objects.get(pk=w.project.pk).is_paused,
+    ),
+    Action(
+        "defer a discovery",
+        "/p/{slug}/discoveries/disc-1/triage",
+        {"decision": "defer", "note": "After the release"},
+        _discovery,
+        lambda w: w.project.discoveries.get().triage == "deferred",
+        needs=Membership.Role.MEMBER,
+    ),
+    Action(
+        "convert a discovery",
+        "/p/{slug}/discoveries/disc-1/triage",
+        {"decision": "convert", "new_key": "T-9", "new_done_when": "tenant in the key"},
+        _discovery,
+        lambda w: w.project.discoveries.get().converted_to_task == "T-9",
+    ),
+    Action(
+        "create an agent",
+        "/p/{slug}/agents/new",
+        {"role": "coder", "label": "laptop"},
+        lambda w: None,
+        lambda w: Agent.objects.filter(project=w.project, agent_id="coder-4").exists(),
+        ok=201,
+    ),
+    Action(
+        "issue a key",
+        "/p/{slug}/agents/coder-2/keys",
+        {"label": "second machine"},
+        lambda w: None,
+        lambda w: AgentKey.objects.filter(agent=w.agent("coder-2")).exists(),
+        ok=201,
+        audited=False,
+    ),
+    Action(
+        "revoke a key",
+        "/p/{slug}/keys/{prefix}/revoke",
+        {},
+        _key,
+        lambda w: AgentKey.objects.get(agent=w.coder).revoked_at is not None,
+        audited=False,
+    ),
+    Action(
+        "disable an agent",
+        "/p/{slug}/agents/coder-3/enabled",
+        {"enabled": "0"},
+        lambda w: None,
+        lambda w: not w.agent("coder-3").enabled,
+    ),
+    Action(
+        "edit the settings",
+        "/p/{slug}/settings",
+        {
+            "max_coder_iterations": "10",
+            "max_review_cycles": "7",
+            "heartbeat_interval": "60",
+            "lease_duration": "300",
+            "lease_grace": "60",
+            "coder_poll_interval": "30",
+            "coder_max_wait": "300",
+            "integration_branch": "integration",
+            "escalation_webhook": "",
+            "archive_after_days": "30",
+        },
+        lambda w: None,
+        lambda w: config_of(Project.objects.get(pk=w.project.pk)).max_review_cycles == 7,
+    ),
+]
+
+
+def applied_events(world: World) -> int:
+    return Event.objects.filter(project=world.project, outcome=Event.Outcome.APPLIED).count()
+
+
+@pytest.mark.parametrize("who", ROLES)
+@pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.name)
+def test_action_role_matrix(world, action, who):
+    made = action.setup(world)
+    client = client_for(world, who)
+    path = action.path.format(slug=world.project.slug, prefix=getattr(made, "prefix", ""))
+    before = applied_events(world)
+    assert not action.applied(world)
+
+    response = client.post(path, action.data)
+
+    expected = expected_status(who, action.needs, action.ok)
+    assert response.status_code == expected, response.content.decode()[:2000]
+    if who != ANONYMOUS and expected == action.ok:
+        assert action.applied(world), f"{who}: {action.name} did not happen"
+        assert applied_events(world) > before or not action.audited
+    else:
+        assert not action.applied(world), f"{who}: {action.name} happened anyway"
+        assert applied_events(world) == before
+    if who == ANONYMOUS:
+        assert response["Location"].startswith("/login/?next=")
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.name)
+def test_actions_refuse_get(world, action):
+    made = action.setup(world)
+    path = action.path.format(slug=world.project.slug, prefix=getattr(made, "prefix", ""))
+    response = client_for(world, ADMIN).get(path)
+    if action.name == "edit the settings":
+        assert response.status_code == 200  # the settings page itself
+    else:
+        assert response.status_code == 405
+    assert not action.applied(world)
+
+
+PAGES = [
+    ("/p/{slug}/inbox", Membership.Role.ADMIN),
+    ("/p/{slug}/settings", Membership.Role.ADMIN),
+    ("/p/{slug}/agents", Membership.Role.ADMIN),
+    ("/p/{slug}/controls", Membership.Role.MEMBER),
+]
+
+
+@pytest.mark.parametrize("who", ROLES)
+@pytest.mark.parametrize(("path", "needs"), PAGES)
+def test_page_role_matrix(world, path, needs, who):
+    world.blocked("T-1", sprint_scope="planned")
+    response = client_for(world, who).get(path.format(slug=world.project.slug))
+    assert response.status_code == expected_status(who, needs, 200)
+    if response.status_code != 200:
+        assert "T-1" not in response.content.decode()
+
+
+@pytest.mark.parametrize("who", ROLES)
+def test_the_cross_project_inbox_is_for_staff(world, who):
+    world.blocked("T-1")
+    response = client_for(world, who).get("/inbox")
+    expected = {ANONYMOUS: 302, STAFF: 200}.get(who, 403)
+    assert response.status_code == expected
+    assert ("T-1" in response.content.decode()) == (who == STAFF)
+
+
+def test_missing_objects_are_404_not_500(world):
+    client = client_for(world, ADMIN)
+    slug = world.project.slug
+    for path in (
+        f"/p/{slug}/tasks/NOPE/release",
+        f"/p/{slug}/tasks/NOPE/notes",
+        f"/p/{slug}/sprints/sprint-9/checkpoint",
+        f"/p/{slug}/goals/goal-9/abort",
+        f"/p/{slug}/discoveries/disc-9/triage",
+        f"/p/{slug}/agents/coder-9/keys",
+        f"/p/{slug}/agents/coder-9/enabled",
+        f"/p/{slug}/keys/abcdef/revoke",
+        "/p/no-such-project/inbox",
+    ):
+        assert client.post(path, {"reason": "x", "answer": "x"}).status_code == 404, path
+
+
+def test_another_projects_task_is_404_for_this_projects_admin(world):
+    elsewhere = sprint_world()
+    elsewhere.blocked("T-1")
+    response = client_for(world, ADMIN).post(
+        f"/p/{world.project.slug}/tasks/T-1/release", {"answer": "Try"}
+    )
+    assert response.status_code == 404
+    assert elsewhere.task("T-1").status == "BLOCKED"
+
+
+# -- happy paths: what the person sees afterwards ----------------------------------------------
+
+
+def test_answering_a_blocked_task_leaves_a_note_for_the_next_coder(world):
+    world.blocked("T-1", sprint_scope="planned")
+    client = client_for(world, ADMIN)
+    response = client.post(
+        f"/p/{world.project.slug}/tasks/T-1/release",
+        {"answer": "Use 404 for foreign rows", "next": "board"},
+    )
+    assert response.status_code == 302
+    assert response["Location"] == f"/p/{world.project.slug}/?task=T-1"  # drawer opens again
+    task = world.task("T-1")
+    assert (task.status, task.assigned_to, task.worktree, task.blocked_reason) == (
+        "UNCLAIMED",
+        "",
+        "",
+        "",
+    )
+    assert task.failed_by == ["coder-1"]  # kept (seed 000 BLOCKED → UNCLAIMED)
+    note = HumanNote.objects.get(task=task)
+    assert (note.message, note.author) == ("Use 404 for foreign rows", world.admin)
+    event = Event.objects.filter(task=task, action="released").get()
+    assert (event.actor_kind, event.actor_id) == ("human", world.admin.get_username())
+
+    board = client.get(response["Location"])
+    assert "T-1 answered and back in the queue" in board.content.decode()
+    drawer = client.get(f"/p/{world.project.slug}/tasks/T-1/").content.decode()
+    assert "Use 404 for foreign rows" in drawer
+
+
+def test_rescope_from_the_inbox_creates_the_new_tasks(world):
+    world.blocked("T-1", sprint_scope="planned")
+    response = client_for(world, ADMIN).post(
+        f"/p/{world.project.slug}/tasks/T-1/rescope",
+        {
+            "next": "inbox",
+            "reason": "Two concerns",
+            "new_key": ["T-1a", "", "T-1b"],
+            "new_description": ["Parse", "", "Render"],
+            "new_done_when": ["parsed", "", "rendered"],
+            "new_priority": ["1", "3", ""],
+        },
+    )
+    assert response.status_code == 302
+    assert response["Location"] == f"/p/{world.project.slug}/inbox"
+    old = world.task("T-1")
+    assert (old.status, old.superseded_by) == ("SUPERSEDED", ["T-1a", "T-1b"])
+    a, b = world.task("T-1a"), world.task("T-1b")
+    assert (a.status, a.priority, a.supersedes, a.done_when) == ("UNCLAIMED", 1, "T-1", "parsed")
+    assert (b.priority, b.spec_ref) == (old.priority, old.spec_ref)  # inherited
+
+
+def test_override_block_keeps_up_to_three_questions(world):
+    world.claimed("T-1")
+    client_for(world, ADMIN).post(
+        f"/p/{world.project.slug}/tasks/T-1/override-block",
+        {"reason": "Stop", "questions": ["One?", "", "Two?", "Three?", "Four?"]},
+    )
+    task = world.task("T-1")
+    assert (task.status, task.blocked_questions) == ("BLOCKED", ["One?", "Two?", "Three?"])
+
+
+def test_limits_blank_means_the_project_setting(world):
+    world.unclaimed("T-1", max_iterations=4)
+    client_for(world, ADMIN).post(
+        f"/p/{world.project.slug}/tasks/T-1/limits",
+        {"priority": "2", "max_iterations": "", "lease_duration_override": "900"},
+    )
+    task = world.task("T-1")
+    assert (task.max_iterations, task.lease_duration_override, task.priority) == (None, 900, 2)
+    assert task.needs_human_approval is False
+
+
+def test_a_new_agent_and_its_key_are_shown_once(world):
+    client = client_for(world, ADMIN)
+    response = client.post(
+        f"/p/{world.project.slug}/agents/new", {"role": "code_reviewer", "security_reviewer": "on"}
+    )
+    assert response.status_code == 201
+    assert response["Cache-Control"] == "no-store"
+    html = response.content.decode()
+    plain = re.search(r'id="plain-key">([^<]+)<', html).group(1)
+    agent = Agent.objects.get(project=world.project, agent_id="code-reviewer-4")  # next free
+    assert agent.security_reviewer
+    key = AgentKey.objects.get(agent=agent)
+    assert key.key_hash == _hash_key(plain) and plain.startswith(f"liza_{key.prefix}_")
+    # Never again: the agents page lists the key by its prefix only.
+    page = client.get(f"/p/{world.project.slug}/agents").content.decode()
+    assert key.prefix in page and plain not in page
+
+    again = client.post(f"/p/{world.project.slug}/agents/code-reviewer-4/keys", {"label": "ci"})
+    assert again.status_code == 201
+    second = re.search(r'id="plain-key">([^<]+)<', again.content.decode()).group(1)
+    assert second != plain and agent.keys.count() == 2
+
+
+def test_revoke_and_disable_from_the_agents_page(world):
+    key = _key(world)
+    client = client_for(world, ADMIN)
+    response = client.post(f"/p/{world.project.slug}/keys/{key.prefix}/revoke", {"next": "agents"})
+    assert response["Location"] == f"/p/{world.project.slug}/agents"
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    client.post(f"/p/{world.project.slug}/agents/coder-1/enabled", {"enabled": "0"})
+    assert not world.coder.enabled
+    page = client.get(f"/p/{world.project.slug}/agents").content.decode()
+    assert "coder-1 disabled." in page
+    client.post(f"/p/{world.project.slug}/agents/coder-1/enabled", {"enabled": "1"})
+    assert world.coder.enabled
+
+
+def test_discovery_convert_needs_an_admin_but_a_member_may_reject(world):
+    _discovery(world)
+    member_client = client_for(world, MEMBER)
+    slug = world.project.slug
+    refused = member_client.post(
+        f"/p/{slug}/discoveries/disc-1/triage", {"decision": "convert", "new_key": "T-9"}
+    )
+    assert refused.status_code == 403
+    assert not Task.objects.filter(project=world.project, key="T-9").exists()
+    rejected = member_client.post(
+        f"/p/{slug}/discoveries/disc-1/triage", {"decision": "reject", "note": "Duplicate"}
+    )
+    assert rejected.status_code == 302
+    disc = world.project.discoveries.get()
+    assert (disc.triage, disc.triage_note) == ("rejected", "Duplicate")
+
+
+def test_settings_are_saved_through_the_service_and_audited(world):
+    client = client_for(world, ADMIN)
+    page = client.get(f"/p/{world.project.slug}/settings")
+    assert 'name="lease_duration" value="300"' in page.content.decode()
+    data = {**ACTIONS[-1].data, "lease_duration": "600", "integration_branch": "main"}
+    response = client.post(f"/p/{world.project.slug}/settings", data)
+    assert response.status_code == 302
+    config = config_of(Project.objects.get(pk=world.project.pk))
+    assert (config.lease_duration, config.integration_branch) == (600, "main")
+    event = Event.objects.get(project=world.project, action="config_updated")
+    assert "lease_duration 300 → 600" in event.detail
+
+
+# -- refusals: the page again, the error, the right status; never a 500 -------------------------
+
+
+def test_a_protocol_refusal_renders_the_board_with_the_error(world):
+    world.unclaimed("T-1", sprint_scope="planned")
+    client = client_for(world, ADMIN)
+    before = applied_events(world)
+    response = client.post(
+        f"/p/{world.project.slug}/tasks/T-1/abandon", {"reason": "Nope", "next": "board"}
+    )
+    assert response.status_code == 409  # invalid_transition: UNCLAIMED → ABANDONED
+    html = response.content.decode()
+    assert 'class="message error"' in html and "UNCLAIMED" in html
+    assert 'id="board"' in html and 'data-open-task="T-1"' in html
+    assert world.task("T-1").status == "UNCLAIMED"
+    assert applied_events(world) == before
+    # Recorded as a refused attempt (SPEC §4.1).
+    assert Event.objects.filter(task=world.task("T-1"), outcome="rejected").exists()
+
+
+def test_a_refusal_from_the_inbox_renders_the_inbox(world):
+    world.blocked("T-1")
+    world.blocked("T-2", coder="coder-2")
+    client = client_for(world, ADMIN)
+    client.post(f"/p/{world.project.slug}/tasks/T-1/abandon", {"reason": "Gone"})
+    response = client.post(
+        f"/p/{world.project.slug}/tasks/T-1/release", {"answer": "Try", "next": "inbox"}
+    )
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert "Inbox of" in html and 'class="message error"' in html
+    assert f'data-canonical-url="/p/{world.project.slug}/inbox"' in html  # reload reads
+    assert 'data-task="T-2"' in html
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "setup"),
+    [
+        ("tasks/T-1/release", {"answer": "   "}, "blocked"),
+        ("tasks/T-1/abandon", {}, "blocked"),
+        ("tasks/T-1/rescope", {"reason": "Split", "new_key": ["", ""]}, "blocked"),
+        (
+            "tasks/T-1/rescope",
+            {"reason": "Split", "new_key": "x", "new_priority": "high"},
+            "blocked",
+        ),
+        ("tasks/T-1/rescope", {"reason": "Split", "new_key": "bad key!"}, "blocked"),
+        ("tasks/T-1/limits", {"priority": "9"}, "unclaimed"),
+        ("tasks/T-1/limits", {"priority": "1", "max_iterations": "lots"}, "unclaimed"),
+        ("tasks/T-1/limits", {"priority": "1", "max_iterations": "0"}, "unclaimed"),
+        ("tasks/T-1/override-block", {"reason": ""}, "unclaimed"),
+        ("tasks/T-1/notes", {"message": ""}, "unclaimed"),
+        ("sprints/sprint-1/deadline", {"deadline": "next tuesday"}, None),
+        ("sprints/sprint-1/deadline", {"deadline": "2001-01-01T00:00"}, None),
+        ("sprints/sprint-1/checkpoint", {"reason": ""}, None),
+        ("sprints/sprint-1/resume", {"decision": "Go"}, None),  # not at CHECKPOINT: 409
+        ("discoveries/disc-1/triage", {"decision": "maybe"}, "discovery"),
+        ("discoveries/disc-1/triage", {"decision": "convert", "new_key": ""}, "discovery"),
+        ("agents/new", {"role": "wizard"}, None),
+        ("agents/coder-1/enabled", {"enabled": "1"}, None),  # already enabled: 409
+        ("resume", {}, None),  # not paused: 409
+    ],
+)
+def test_bad_input_is_a_4xx_and_changes_nothing(world, path, data, setup):
+    if setup == "blocked":
+        world.blocked("T-1")
+    elif setup == "unclaimed":
+        world.unclaimed("T-1")
+    elif setup == "discovery":
+        _discovery(world)
+    before = applied_events(world)
+    tasks_before = list(Task.objects.filter(project=world.project).values())
+    response = client_for(world, ADMIN).post(f"/p/{world.project.slug}/{path}", data)
+    assert 400 <= response.status_code < 500, response.status_code
+    assert 'class="message error"' in response.content.decode()
+    assert applied_events(world) == before
+    assert list(Task.objects.filter(project=world.project).values()) == tasks_before
+
+
+def test_invalid_settings_show_the_field_error(world):
+    client = client_for(world, ADMIN)
+    data = {**ACTIONS[-1].data, "heartbeat_interval": "600", "lease_duration": "300"}
+    response = client.post(f"/p/{world.project.slug}/settings", data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'data-field="lease_duration"' in html
+    assert config_of(Project.objects.get(pk=world.project.pk)).heartbeat_interval == 60
+    response = client.post(f"/p/{world.project.slug}/settings", {**data, "lease_grace": "soon"})
+    assert response.status_code == 400
+    assert 'data-field="lease_grace"' in response.content.decode()
+
+
+def test_actions_need_the_csrf_token(world):
+    world.blocked("T-1")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(world.admin)
+    path = f"/p/{world.project.slug}/tasks/T-1/release"
+    assert client.post(path, {"answer": "Go"}).status_code == 403
+    assert world.task("T-1").status == "BLOCKED"
+    page = client.get(f"/p/{world.project.slug}/inbox")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)
+    response = client.post(path, {"answer": "Go", "csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    assert world.task("T-1").status == "UNCLAIMED"
+
+
+def test_next_cannot_redirect_elsewhere(world):
+    world.unclaimed("T-1")
+    response = client_for(world, ADMIN).post(
+        f"/p/{world.project.slug}/tasks/T-1/notes",
+        {"message": "Hi", "next": "https://evil.example/"},
+    )
+    assert response["Location"] == f"/p/{world.project.slug}/?task=T-1"
+
+
+# -- role-aware pages --------------------------------------------------------------------------
+
+
+def post_forms(html: str) -> list[str]:
+    """The actions of the page's POST forms, sign-out excepted."""
+    actions = re.findall(r'<form method="post" action="([^"]+)"', html)
+    return [a for a in actions if a != "/logout/"]
+
+
+def test_the_board_offers_forms_by_role(world):
+    world.blocked("T-1", sprint_scope="planned")
+    slug = world.project.slug
+    pages = {
+        who: client_for(world, who).get(f"/p/{slug}/").content.decode()
+        for who in (VIEWER, MEMBER, ADMIN)
+    }
+    assert post_forms(pages[VIEWER]) == []
+    assert post_forms(pages[MEMBER]) == [f"/p/{slug}/notes"]
+    admin = post_forms(pages[ADMIN])
+    for path in (
+        "sprints/sprint-1/checkpoint",
+        "sprints/sprint-1/abort",
+        "pause",
+        "goals/goal-1/complete",
+        "goals/goal-1/abort",
+        "sprints/sprint-1/deadline",
+    ):
+        assert f"/p/{slug}/{path}" in admin
+    assert f"/p/{slug}/sprints/sprint-1/resume" not in admin  # not at a checkpoint
+    assert f'href="/p/{slug}/inbox"' in pages[ADMIN]
+    assert f'href="/p/{slug}/inbox"' not in pages[MEMBER]
+
+
+def test_board_controls_follow_the_sprint_and_pause_state(world):
+    _checkpoint(world)
+    _pause(world)
+    slug = world.project.slug
+    html = client_for(world, ADMIN).get(f"/p/{slug}/controls").content.decode()
+    forms = post_forms(html)
+    assert f"/p/{slug}/sprints/sprint-1/resume" in forms
+    assert f"/p/{slug}/sprints/sprint-1/checkpoint" not in forms
+    assert f"/p/{slug}/resume" in forms and f"/p/{slug}/pause" not in forms
+
+
+def test_the_drawer_offers_forms_by_role_and_status(world):
+    world.blocked("T-1", sprint_scope="planned")
+    world.claimed("T-2", coder="coder-2", sprint_scope="planned")
+    slug = world.project.slug
+
+    def drawer(who, key):
+        return post_forms(client_for(world, who).get(f"/p/{slug}/tasks/{key}/").content.decode())
+
+    assert drawer(VIEWER, "T-1") == []
+    assert drawer(MEMBER, "T-1") == [f"/p/{slug}/tasks/T-1/notes"]
+    blocked = drawer(ADMIN, "T-1")
+    for action in ("release", "rescope", "abandon", "cancel", "suspend", "limits", "notes"):
+        assert f"/p/{slug}/tasks/T-1/{action}" in blocked, action
+    assert f"/p/{slug}/tasks/T-1/override-block" not in blocked  # already BLOCKED
+    claimed = drawer(ADMIN, "T-2")
+    for action in ("override-block", "release-claim", "cancel", "suspend", "limits"):
+        assert f"/p/{slug}/tasks/T-2/{action}" in claimed, action
+    assert f"/p/{slug}/tasks/T-2/release" not in claimed
+
+
+def test_suspended_and_awaiting_cards_carry_a_badge(world):
+    _suspended(world, "T-1")
+    _awaiting(world, "T-2")
+    html = client_for(world, VIEWER).get(f"/p/{world.project.slug}/").content.decode()
+    columns = read_columns(html)
+    assert "suspended" in columns["UNCLAIMED"].text
+    assert "awaiting human approval" in columns["READY_FOR_REVIEW"].text
+    drawer = client_for(world, ADMIN).get(f"/p/{world.project.slug}/tasks/T-2/").content
+    assert f"/p/{world.project.slug}/tasks/T-2/approve".encode() in drawer
+
+
+def test_the_inbox_lists_what_waits_for_a_human(world):
+    slug = world.project.slug
+    world.blocked("T-1")
+    # Two distinct coders failed T-2: it is limit-blocked (hypothesis exhaustion).
+    world.blocked("T-2", coder="coder-2")
+    client_for(world, ADMIN).post(f"/p/{slug}/tasks/T-2/release", {"answer": "Try again"})
+    world.claim("T-2", coder="coder-3")
+    world.block("T-2", reason="Still stuck")
+    world.integration_failed("T-3")
+    _awaiting(world, "T-4")
+    _suspended(world, "T-5")
+    _discovery(world)
+    _checkpoint(world)
+
+    html = client_for(world, ADMIN).get(f"/p/{slug}/inbox").content.decode()
+    blocked = html[html.index('id="blocked"') : html.index('id="awaiting-approval"')]
+    assert 'data-task="T-1"' in blocked and 'data-task="T-2"' in blocked
+    assert "Spec is silent on errors" in blocked and "What should happen on error?" in blocked
+    assert "Read the spec" in blocked  # attempted
+    t2 = blocked[blocked.index('data-task="T-2"') :]
+    assert "limit reached" in t2 and "coder-2, coder-3" in t2
+    assert "limit reached" not in blocked[: blocked.index('data-task="T-2"')]
+    for section, marker in (
+        ("integration-failed", 'data-task="T-3"'),
+        ("awaiting-approval", 'data-task="T-4"'),
+        ("suspended", 'data-task="T-5"'),
+        ("discoveries", 'data-discovery="disc-1"'),
+        ("checkpoints", 'data-sprint="sprint-1"'),
+    ):
+        assert f'id="{section}"' in html and marker in html, section
+    for path in (
+        "tasks/T-1/release",
+        "tasks/T-1/rescope",
+        "tasks/T-1/abandon",
+        "tasks/T-4/approve",
+        "tasks/T-4/reject",
+        "tasks/T-5/resume",
+        "discoveries/disc-1/triage",
+        "sprints/sprint-1/resume",
+        "sprints/sprint-1/abort",
+    ):
+        assert f'action="/p/{slug}/{path}"' in html, path
+
+
+def test_the_staff_inbox_spans_projects_and_links_to_each(world):
+    other = sprint_world()
+    world.blocked("A-1")
+    other.blocked("B-1")
+    client = client_for(world, STAFF)
+    html = client.get("/inbox").content.decode()
+    assert f'href="/p/{world.project.slug}/"' in html and f'href="/p/{other.project.slug}/"' in html
+    assert f'action="/p/{other.project.slug}/tasks/B-1/release"' in html
+    response = client.post(
+        f"/p/{other.project.slug}/tasks/B-1/release", {"answer": "Go", "next": "inbox-all"}
+    )
+    assert response["Location"] == "/inbox"
+    assert other.task("B-1").status == "UNCLAIMED"
+
+
+def test_a_new_task_for_the_next_claim_after_release(world):
+    """The answered task is what the next claim gets, and the note travels with it."""
+    world.blocked("T-1", sprint_scope="planned")
+    client_for(world, ADMIN).post(
+        f"/p/{world.project.slug}/tasks/T-1/release", {"answer": "Use the v2 endpoint"}
+    )
+    from boards.services.tasks import task_claim_next
+
+    task = task_claim_next(
+        project=world.project,
+        agent=world.agent("coder-2"),
+        now=timezone.now() + timedelta(seconds=1),
+        base_commit="base0002",
+    )
+    assert task.key == "T-1"
+    assert [n.message for n in task.human_notes.all()] == ["Use the v2 endpoint"]

@@ -1,0 +1,239 @@
+"""A real board in a real browser (SPEC §7): daphne in a subprocess, Debian's Chromium.
+
+The server is a separate process on a free port of 127.0.0.1, on the pytest-django test
+database (the tests' data is committed: `django_db(transaction=True)`). It gets no REDIS_URL,
+so its channel layer is the in-memory one of that single process: every live change a page
+must see is therefore made through the server (the agent HTTP API), as agents make them.
+
+Chromium is Debian's (/usr/bin/chromium; Playwright's own browser download does not work on
+these machines). `.ci/test` installs it; on CI (CI=true) a missing browser fails the run, on a
+developer's machine it skips the e2e tests with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from tests.e2e.support import ARTIFACTS, ROOT, AgentClient, Server
+
+CHROMIUM = os.environ.get("LIZA_E2E_CHROMIUM", "/usr/bin/chromium")
+# Without the background-networking flags Chromium keeps dialling Google's hosts, which this
+# machine's closed network refuses (docs: .library/env/machines/python-svc.md).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SERVER_START_TIMEOUT = 30.0
+
+
+def _on_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def _missing(reason: str) -> None:
+    """No browser: a failure on CI (the e2e proof must run there), a skip elsewhere."""
+    if _on_ci():
+        pytest.fail(f"{reason} (CI=true: the e2e tests must run; .ci/test installs it)")
+    pytest.skip(reason)
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _test_database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    assert "postgresql" in db["ENGINE"], "the e2e server runs on PostgreSQL like the suite"
+    auth = quote(db["USER"] or "", safe="")
+    if db.get("PASSWORD"):
+        auth += ":" + quote(db["PASSWORD"], safe="")
+    host = db.get("HOST") or "127.0.0.1"
+    port = db.get("PORT") or "5432"
+    return f"postgres://{auth}@{host}:{port}/{db['NAME']}"
+
+
+def _wait_until_serving(url: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url + "/login/", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"daphne did not answer within {SERVER_START_TIMEOUT}s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def server(django_db_setup, django_db_blocker) -> Iterator[Server]:
+    """daphne serving the ASGI app (HTTP and websockets) on the test database."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with django_db_blocker.unblock():
+        database_url = _test_database_url()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DJANGO_SETTINGS_MODULE": "liza_site.settings",
+        "DJANGO_DEBUG": "0",
+        "LOG_LEVEL": "WARNING",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("REDIS_URL", None)  # the in-memory layer of this one process
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    log = ARTIFACTS / f"daphne-{worker}.log"
+    for attempt in range(3):  # a free port can be taken between the probe and daphne's bind
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        with log.open("w") as out:
+            process = subprocess.Popen(
+                [
+                    *(sys.executable, "-m", "daphne"),
+                    *("-b", "127.0.0.1", "-p", str(port)),
+                    "liza_site.asgi:application",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            _wait_until_serving(url, process, log)
+            break
+        except RuntimeError:
+            process.kill()
+            process.wait(10)
+            if attempt == 2:
+                raise
+    try:
+        yield Server(url=url, log=log)
+    finally:
+        # Before pytest-django drops the test database, which refuses while connected. Killed,
+        # not terminated: it holds nothing to save, and daphne's graceful stop takes seconds.
+        process.kill()
+        process.wait(10)
+
+
+# -- the browser --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Chromium for one test module.
+
+    Playwright's sync API runs its event loop in a greenlet of this thread, so while it is up
+    Django sees a "running loop" and refuses ORM calls (SynchronousOnlyOperation) although no
+    coroutine is running here. DJANGO_ALLOW_ASYNC_UNSAFE lifts that check for as long as the
+    browser lives, and no longer: module scope keeps it away from the rest of the suite.
+    """
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        _missing(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pip install -e '.[test]')")
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+    finally:
+        playwright.stop()
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+# Recorded before any page script runs: the board keeps its websocket in a closure, and the
+# reconnect test needs to close it and to hold the next connections back for a moment. A held
+# socket goes to a board that does not exist, which the server refuses, as a dead network would.
+SOCKET_HOOK = """
+(() => {
+  const Native = window.WebSocket;
+  window.__sockets = [];
+  window.__holdSockets = false;
+  class Recorded extends Native {
+    constructor(url, protocols) {
+      const held = window.__holdSockets;
+      super(held ? String(url).replace(/\\/ws\\/p\\/[^/]+\\//, "/ws/p/held-by-test/") : url,
+            protocols);
+      window.__sockets.push({ socket: this, held });
+    }
+  }
+  window.WebSocket = Recorded;
+})();
+"""
+
+
+@pytest.fixture
+def new_context(browser, server):
+    """Open fresh browser contexts (separate cookies: separate people) on the server."""
+    contexts = []
+
+    def make():
+        context = browser.new_context(base_url=server.url, viewport={"width": 1600, "height": 900})
+        context.set_default_timeout(10_000)
+        context.add_init_script(SOCKET_HOOK)
+        contexts.append(context)
+        return context
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(new_context):
+    return new_context().new_page()
+
+
+@pytest.fixture(autouse=True)
+def no_publishing_from_the_test_process(monkeypatch):
+    """Only the server's changes can reach its pages (its layer is its own, in memory), so the
+    setup made here publishes nothing, instead of failing to reach a layer from this thread."""
+    monkeypatch.setattr("boards.events.get_channel_layer", lambda: None)
+
+
+@pytest.fixture
+def agent_client(server):
+    """An API client for `agent`, with a key issued through the service."""
+
+    def make(agent) -> AgentClient:
+        from django.utils import timezone
+
+        from agents.services import agent_key_issue
+
+        _, plain = agent_key_issue(agent=agent, now=timezone.now(), label="e2e")
+        return AgentClient(server=server, slug=agent.project.slug, key=plain)
+
+    return make
