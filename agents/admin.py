@@ -17,9 +17,14 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from agents.models import Agent, AgentKey
-from agents.services import agent_key_issue, agent_key_revoke
-from boards.admin import ServiceManagedAdmin, describe_changes
-from boards.services.common import record_event
+from agents.services import (
+    agent_key_issue,
+    agent_key_label,
+    agent_key_revoke,
+    agent_set_enabled,
+    agent_set_security_reviewer,
+)
+from boards.admin import ServiceManagedAdmin
 
 
 class AgentKeyInline(admin.TabularInline):
@@ -67,15 +72,18 @@ class AgentAdmin(ServiceManagedAdmin):
     def current_task_key(self, obj: Agent) -> str:
         return obj.current_task.key if obj.current_task_id else "—"
 
-    def after_edit(self, request: HttpRequest, obj: Agent, changes) -> None:
-        record_event(
-            project=obj.project,
-            actor=request.user,
-            action="agent_updated",
-            now=timezone.now(),
-            detail=f"{obj.agent_id}: {describe_changes(changes)}",
-            data={"agent_id": obj.agent_id, **{name: new for name, (_, new) in changes.items()}},
-        )
+    def edit(self, request: HttpRequest, obj: Agent, changes) -> None:
+        # Disabling takes back what the agent held (agent_set_enabled), like the board's button.
+        now = timezone.now()
+        if "enabled" in changes:
+            agent_set_enabled(agent=obj, actor=request.user, enabled=changes["enabled"], now=now)
+        if "security_reviewer" in changes:
+            agent_set_security_reviewer(
+                agent=obj,
+                actor=request.user,
+                security_reviewer=changes["security_reviewer"],
+                now=now,
+            )
 
     def has_issue_key_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("agents.add_agentkey")
@@ -88,6 +96,7 @@ class AgentAdmin(ServiceManagedAdmin):
         for agent in queryset:
             _, plain = agent_key_issue(
                 agent=agent,
+                actor=request.user,
                 now=timezone.now(),
                 label=f"issued in the admin by {request.user.get_username()}",
             )
@@ -104,7 +113,7 @@ class AgentAdmin(ServiceManagedAdmin):
         for agent in queryset:
             keys = list(AgentKey.objects.filter(agent=agent, revoked_at__isnull=True))
             for key in keys:
-                agent_key_revoke(key=key, now=now)
+                agent_key_revoke(key=key, actor=request.user, now=now)
             self.message_user(request, f"{agent}: {len(keys)} key(s) revoked", messages.SUCCESS)
 
     actions = ("issue_key", "revoke_keys")
@@ -143,7 +152,10 @@ class AgentKeyAdmin(ServiceManagedAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[AgentKey]) -> None:
         now = timezone.now()
         for key in queryset:
-            agent_key_revoke(key=key, now=now)
+            agent_key_revoke(key=key, actor=request.user, now=now)
             self.message_user(request, f"key {key.prefix}… revoked", messages.SUCCESS)
+
+    def edit(self, request: HttpRequest, obj: AgentKey, changes) -> None:
+        agent_key_label(key=obj, actor=request.user, label=changes["label"], now=timezone.now())
 
     actions = ("revoke",)

@@ -9,7 +9,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from agents.models import Agent, AgentKey
-from agents.services import agent_key_lookup
+from agents.selectors import agent_key_lookup
 
 # last_used_at is for humans reading the key list; writing it on every request would add a
 # write to every agent call, so it is refreshed at most once a minute.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 
 from django.db import models
@@ -110,6 +111,8 @@ class Agent(FSMModelMixin, models.Model):
 class AgentKey(models.Model):
     """An API key: generated server-side, shown once, stored hashed, found by its prefix."""
 
+    PREFIX_LEN = 12
+
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="keys")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agent_keys")
     prefix = models.CharField(max_length=16, unique=True)
@@ -130,3 +133,8 @@ class AgentKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    @staticmethod
+    def hash(plain: str) -> str:
+        # Keys are 256-bit random tokens, so a fast hash is enough: nothing to brute-force.
+        return hashlib.sha256(plain.encode()).hexdigest()

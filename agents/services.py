@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -11,7 +9,6 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from agents.models import Agent, AgentKey
-from boards import events
 from boards.errors import (
     Conflict,
     Forbidden,
@@ -19,16 +16,24 @@ from boards.errors import (
     ProtocolError,
     ProtocolValidationError,
 )
+from boards.live import outbox
 from boards.models import Handoff, Project, Review, Task
-from boards.protocol import AGENT_ID_PREFIX, agent_id_matches_role, format_timestamp
-from boards.services.common import (
+from boards.protocol import (
+    AGENT_ID_PREFIX,
+    Action,
+    TaskStatus,
+    agent_id_matches_role,
+    format_timestamp,
+)
+from boards.selectors.access import config_of
+from boards.selectors.leases import lease_alive
+from boards.selectors.work import Stop, stop_reason
+from boards.services.kernel import (
+    Actor,
     clean_string_list,
     clean_text,
-    config_of,
-    lease_alive,
     lock_agent,
     lock_task,
-    open_sprint,
     record_event,
     records_refusals,
     refusal,
@@ -36,52 +41,107 @@ from boards.services.common import (
     require_role,
     require_task_status,
 )
-
-KEY_PREFIX_LEN = 12
-
-
-def _hash_key(secret: str) -> str:
-    # Keys are 256-bit random tokens, so a fast hash is enough: there is nothing to brute-force.
-    return hashlib.sha256(secret.encode()).hexdigest()
+from boards.services.tasks.holders import release_holder, release_reviewers
+from boards.services.tasks.overrides import take_claim_back
 
 
-@transaction.atomic
-def agent_key_issue(*, agent: Agent, now: datetime, label: str = "") -> tuple[AgentKey, str]:
+@records_refusals
+def agent_key_issue(
+    *, agent: Agent, actor: Actor, now: datetime, label: str = ""
+) -> tuple[AgentKey, str]:
     """Generate a key for `agent`; the plain key is returned once and never stored."""
-    prefix = secrets.token_hex(KEY_PREFIX_LEN // 2)
-    secret = secrets.token_urlsafe(32)
-    plain = f"liza_{prefix}_{secret}"
-    key = AgentKey.objects.create(
-        agent=agent,
-        project=agent.project,
-        prefix=prefix,
-        key_hash=_hash_key(plain),
-        label=label,
-        created=now,
-    )
+    project = agent.project
+    require_role(actor, project, agent_roles=(), system=True)
+    label = clean_text(label, "label", required=False, max_length=100)
+    prefix = secrets.token_hex(AgentKey.PREFIX_LEN // 2)
+    plain = f"liza_{prefix}_{secrets.token_urlsafe(32)}"
+    with transaction.atomic():
+        key = AgentKey.objects.create(
+            agent=agent,
+            project=project,
+            prefix=prefix,
+            key_hash=AgentKey.hash(plain),
+            label=label,
+            created=now,
+        )
+        record_event(
+            project=project,
+            actor=actor,
+            action=Action.KEY_ISSUED,
+            now=now,
+            detail=f"key {prefix}… issued for {agent.agent_id}" + (f" ({label})" if label else ""),
+            data={"agent": agent.agent_id, "prefix": prefix},
+        )
     return key, plain
 
 
-def agent_key_revoke(*, key: AgentKey, now: datetime) -> AgentKey:
-    if key.revoked_at is None:
-        key.revoked_at = now
-        key.save(update_fields=["revoked_at"])
+@records_refusals
+def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
+    """Revoke a key: its next request is a 401. Revoking a revoked key changes nothing."""
+    project = key.project
+    require_role(actor, project, agent_roles=(), system=True)
+    with transaction.atomic():
+        key = AgentKey.objects.select_for_update().select_related("agent").get(pk=key.pk)
+        if key.revoked_at is None:
+            key.revoked_at = now
+            key.save(update_fields=["revoked_at"])
+            record_event(
+                project=project,
+                actor=actor,
+                action=Action.KEY_REVOKED,
+                now=now,
+                detail=f"key {key.prefix}… of {key.agent.agent_id} revoked",
+                data={"agent": key.agent.agent_id, "prefix": key.prefix},
+            )
     return key
 
 
-def agent_key_lookup(*, plain: str) -> AgentKey | None:
-    """The active key for a presented bearer token, or None (unknown, malformed or revoked)."""
-    parts = plain.split("_", 2)
-    if len(parts) != 3 or parts[0] != "liza" or len(parts[1]) != KEY_PREFIX_LEN:
-        return None
-    key = (
-        AgentKey.objects.select_related("agent", "agent__project")
-        .filter(prefix=parts[1], revoked_at__isnull=True)
-        .first()
-    )
-    if key is None or not hmac.compare_digest(key.key_hash, _hash_key(plain)):
-        return None
+@records_refusals
+def agent_key_label(*, key: AgentKey, actor: Actor, label: str, now: datetime) -> AgentKey:
+    """A human's note on a key (what it is for); nothing the protocol reads."""
+    project = key.project
+    require_role(actor, project, agent_roles=())
+    label = clean_text(label, "label", required=False, max_length=100)
+    with transaction.atomic():
+        key = AgentKey.objects.select_for_update().select_related("agent").get(pk=key.pk)
+        if key.label != label:
+            old, key.label = key.label, label
+            key.save(update_fields=["label"])
+            record_event(
+                project=project,
+                actor=actor,
+                action=Action.KEY_LABELLED,
+                now=now,
+                detail=f"key {key.prefix}… label {old or 'none'} → {label or 'none'}",
+                data={"agent": key.agent.agent_id, "prefix": key.prefix},
+            )
     return key
+
+
+@records_refusals
+def agent_set_security_reviewer(
+    *, agent: Agent, actor: Actor, security_reviewer: bool, now: datetime
+) -> Agent:
+    """Seed 001: whether the agent counts as a security reviewer (an admin's decision)."""
+    project = agent.project
+    require_role(actor, project, agent_roles=())
+    if not isinstance(security_reviewer, bool):
+        raise ProtocolValidationError("security_reviewer", "true or false")
+    with transaction.atomic():
+        agent = lock_agent(agent)
+        if agent.security_reviewer != security_reviewer:
+            agent.security_reviewer = security_reviewer
+            agent.save(update_fields=["security_reviewer"])
+            outbox.changed(project.pk, outbox.AGENT, agent.pk)
+            record_event(
+                project=project,
+                actor=actor,
+                action=Action.AGENT_UPDATED,
+                now=now,
+                detail=f"{agent.agent_id}: security_reviewer → {security_reviewer}",
+                data={"agent_id": agent.agent_id, "security_reviewer": security_reviewer},
+            )
+    return agent
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,7 +155,7 @@ class HeartbeatResult:
     task: Task | None
     reviews: list[Review]
     # "paused" / "checkpoint" when the agent must stop (exit 42) although its leases were kept.
-    stop: str | None
+    stop: Stop | None
 
 
 @records_refusals
@@ -196,9 +256,28 @@ def agent_heartbeat(
                 now=now,
                 task=lost,
             )
+        # Lock order (boards.services.kernel): the agent, then its tasks, then its reviews. The
+        # review rows' tasks are locked on their own first: a FOR UPDATE over the review join
+        # would lock review and task rows together, in no order.
+        pending = Review.objects.filter(
+            task__project=project,
+            reviewer=agent.agent_id,
+            closed_at__isnull=True,
+            verdict="",
+            lease_expires__isnull=False,
+        )
+        task_ids = set(pending.values_list("task_id", flat=True))
         if agent.current_task_id is not None:
-            task = lock_task(agent.current_task)
-            if task.status == "CLAIMED":
+            task_ids.add(agent.current_task_id)
+        locked = {
+            t.pk: t
+            for t in Task.objects.select_for_update(of=("self",))
+            .filter(pk__in=task_ids)
+            .order_by("pk")
+        }
+        if agent.current_task_id is not None:
+            task = locked[agent.current_task_id]
+            if task.status == TaskStatus.CLAIMED:
                 lost = task.assigned_to != agent.agent_id or not lease_alive(
                     task.lease_expires, now, config
                 )
@@ -216,18 +295,9 @@ def agent_heartbeat(
                     )
                 task.lease_expires = task.lease_until(now=now, config=config)
                 task.save(update_fields=["lease_expires"])
-        reviews = list(
-            Review.objects.select_for_update()
-            .filter(
-                task__project=project,
-                reviewer=agent.agent_id,
-                closed_at__isnull=True,
-                verdict="",
-                lease_expires__isnull=False,
-            )
-            .select_related("task")
-        )
+        reviews = list(pending.select_for_update(of=("self",)).order_by("pk"))
         for review in reviews:
+            review.task = locked.get(review.task_id) or review.task
             if lease_alive(review.lease_expires, now, config):
                 review.lease_expires = now + timedelta(seconds=review.task.lease_seconds(config))
                 review.save(update_fields=["lease_expires"])
@@ -243,14 +313,10 @@ def agent_heartbeat(
             agent.context_percent = context_percent
         agent.save()
         # Heartbeats write no Event, but open boards show leases and heartbeat ages.
-        events.changed(project.pk, events.AGENT, agent.pk)
+        outbox.changed(project.pk, outbox.AGENT, agent.pk)
         if task is not None:
-            events.changed(project.pk, events.TASK, task.pk)
-    stop = None
-    if project.is_paused:
-        stop = "paused"
-    elif (sprint := open_sprint(project)) is not None and sprint.status == "CHECKPOINT":
-        stop = "checkpoint"
+            outbox.changed(project.pk, outbox.TASK, task.pk)
+    stop = stop_reason(project)
     return HeartbeatResult(agent=agent, task=task, reviews=reviews, stop=stop)
 
 
@@ -275,10 +341,10 @@ def agent_handoff(
     next_action = clean_text(next_action, "next_action", max_length=500)
     config = config_of(project)
     with transaction.atomic():
+        agent = lock_agent(agent)  # agent rows before task rows (boards.services.kernel)
         task = lock_task(task)
         require_task_status(task, ["CLAIMED"], to="CLAIMED", action="handoff", actor=agent, now=now)
         require_lease_holder(task, agent, action="handoff", now=now, config=config)
-        agent = lock_agent(agent)
         handoff, _ = Handoff.objects.update_or_create(
             task=task,
             defaults={
@@ -394,9 +460,6 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
     CLAIMED task returns to the queue (override block + release, as a released stuck claim),
     pending review claims close, and the agent is told at its next request that it lost them.
     """
-    from boards.services.oversight import release_reviewers, take_claim_back
-    from boards.services.tasks import _release_agent
-
     project = agent.project
     require_role(actor, project, agent_roles=())
     if not isinstance(enabled, bool):
@@ -431,7 +494,7 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
                         answer=f"{agent.agent_id} was disabled: back to the queue",
                     )
                 else:
-                    _release_agent(agent, task, lost=lost)
+                    release_holder(agent, task, lost=lost)
                 agent = lock_agent(agent)
             for review in Review.objects.filter(
                 project=project, reviewer=agent.agent_id, closed_at__isnull=True, verdict=""
@@ -442,7 +505,7 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
             agent = lock_agent(agent)
         agent.enabled = enabled
         agent.save()
-        events.changed(project.pk, events.AGENT, agent.pk)
+        outbox.changed(project.pk, outbox.AGENT, agent.pk)
         record_event(
             project=project,
             actor=actor,
@@ -453,3 +516,27 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
             data={"agent": agent.agent_id, **({"released": released} if released else {})},
         )
     return agent
+
+
+@records_refusals
+def agent_create_with_key(
+    *,
+    project: Project,
+    actor: Actor,
+    role: str,
+    now: datetime,
+    agent_id: str = "",
+    security_reviewer: bool = False,
+    label: str = "",
+) -> tuple[Agent, tuple[AgentKey, str]]:
+    """A new identity and its first key (shown once), in one transaction."""
+    with transaction.atomic():
+        agent = agent_create.__wrapped__(
+            project=project,
+            actor=actor,
+            role=role,
+            now=now,
+            agent_id=agent_id,
+            security_reviewer=security_reviewer,
+        )
+        return agent, agent_key_issue.__wrapped__(agent=agent, actor=actor, now=now, label=label)

@@ -45,6 +45,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from boards.services.kernel import SYSTEM
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -141,7 +143,7 @@ def make_project(slug: str):
         agent_register(project=project, agent_id=f"coder-{i}", role="coder", now=now)
     agent_register(project=project, agent_id="code-reviewer-1", role="code_reviewer", now=now)
     user = get_user_model().objects.create_user(f"admin-{slug}", password="bench-pw")
-    membership_set(project=project, user=user, role="admin")
+    membership_set(project=project, user=user, role="admin", actor=SYSTEM, now=now)
     goal = goal_create(project=project, actor=planner, description="Benchmark", now=now)
     sprint = sprint_create(project=project, actor=planner, goal=goal, now=now)
     return project, planner, user, sprint
@@ -279,8 +281,8 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
 
     from boards import protocol as p
     from boards import views
-    from boards.events import AGENT, SPRINT, TASK
-    from boards.selectors import COLUMN_CARD_LIMIT
+    from boards.live.outbox import AGENT, SPRINT, TASK
+    from boards.selectors.board import COLUMN_CARD_LIMIT
 
     factory = RequestFactory()
     rows = []
@@ -484,7 +486,7 @@ def run_live(n_clients: int, duration: float, port: int, prefix: str) -> dict[st
     from django.test import Client
     from django.utils import timezone
 
-    from boards.events import current_sequence
+    from boards.live.outbox import current_sequence
     from boards.models import Task
     from boards.services.tasks import task_create, task_finalize
 
@@ -590,7 +592,7 @@ def sample_payload(n_clients: int) -> dict[str, Any]:
     """A real rendered message of the live run's size, to relay in the baseline."""
     from asgiref.sync import async_to_sync
 
-    from boards.consumers import rendered
+    from boards.live.consumers import rendered
     from boards.models import Project, Task
 
     project = Project.objects.get(slug=f"live-{n_clients}")

@@ -17,14 +17,13 @@ The shared machinery (view-only bases, the action runner) lives here; `agents/ad
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -32,8 +31,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.text import Truncator
 
-from boards import protocol as p
-from boards.errors import ProtocolError
+from boards.errors import ProtocolValidationError, as_protocol_error
 from boards.models import (
     Alert,
     Anomaly,
@@ -52,27 +50,25 @@ from boards.models import (
     Sprint,
     Task,
 )
-from boards.services.common import record_event
-from boards.services.goals import goal_abort, goal_complete
-from boards.services.projects import project_create
+from boards.operations import Operation, operation
+from boards.services.projects import (
+    config_update,
+    membership_remove,
+    membership_set,
+    project_create,
+    project_rename,
+)
 from boards.services.records import human_note_create
-from boards.services.sprints import sprint_abort, sprint_checkpoint, sprint_resume
-from boards.services.tasks import task_abandon, task_finalize, task_override_block, task_release
 
 admin.site.site_header = "Liza Board administration"
 admin.site.site_title = "Liza Board admin"
 admin.site.index_title = "Projects, boards and agents"
 
-# What a service may refuse with (errors.py): shown per row, never a 500.
-SERVICE_ERRORS = (ProtocolError, ValidationError, PermissionDenied)
 
-
-def error_text(exc: Exception) -> str:
-    if isinstance(exc, ProtocolError):
-        return exc.message
-    if isinstance(exc, ValidationError):
-        return "; ".join(exc.messages)
-    return str(exc) or "permission denied"
+def error_text(exc: Exception) -> str | None:
+    """The one message of a refusal (boards.errors); None for a real bug, which must surface."""
+    error = as_protocol_error(exc)
+    return error.message if error is not None else None
 
 
 def model_field_names(model: type[models.Model]) -> tuple[str, ...]:
@@ -149,24 +145,33 @@ class ServiceManagedAdmin(admin.ModelAdmin):
         return (*fields, *helpers_)
 
     def save_model(self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool):
-        changed = [name for name in form.changed_data if name in self.editable_fields]
-        if change and changed:
-            # Only the edited columns: services keep writing the rest of the row concurrently.
-            obj.save(update_fields=changed)
-            self.after_edit(
-                request,
-                obj,
-                {name: (form.initial.get(name), getattr(obj, name)) for name in changed},
-            )
+        """An edit goes through the model's service (`edit`), which checks, saves and audits;
+        the form never writes the row itself."""
+        changed = {
+            name: form.cleaned_data[name]
+            for name in form.changed_data
+            if name in self.editable_fields
+        }
+        if not (change and changed):
+            return
+        try:
+            self.edit(request, type(obj).objects.get(pk=obj.pk), changed)
+        except Exception as exc:
+            message = error_text(exc)
+            if message is None:
+                raise
+            request._liza_refused = True  # type: ignore[attr-defined]
+            self.message_user(request, f"{obj}: not saved: {message}", messages.ERROR)
 
-    def after_edit(
-        self, request: HttpRequest, obj: Any, changes: dict[str, tuple[Any, Any]]
-    ) -> None:
-        """Hook: audit an edit of `editable_fields` (old, new) in the event log."""
+    def edit(self, request: HttpRequest, obj: Any, changes: dict[str, Any]) -> None:
+        """Run the service that edits `changes` (field → new value) on `obj`."""
+        raise ImproperlyConfigured(f"{type(self).__name__} edits need a service")
 
-
-def describe_changes(changes: dict[str, tuple[Any, Any]]) -> str:
-    return ", ".join(f"{name} {old} → {new}" for name, (old, new) in changes.items())
+    def message_user(self, request, message, level=messages.INFO, *args, **kwargs) -> None:
+        # After a refused edit, Django's own "changed successfully" would be a lie.
+        if getattr(request, "_liza_refused", False) and level == messages.SUCCESS:
+            return
+        super().message_user(request, message, level, *args, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,90 +179,88 @@ def describe_changes(changes: dict[str, tuple[Any, Any]]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-class ReasonForm(forms.Form):
-    reason = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        max_length=2000,
-        help_text="Recorded in the event log as the detail of the transition.",
-    )
+def input_form(op: Operation) -> type[forms.Form] | None:
+    """The intermediate page's form of an operation: one field per input field, no rules of its
+    own — the operation's input validates what it sends (one definition, boards.operations)."""
+    if op.input is None:
+        return None
+    fields: dict[str, forms.Field] = {}
+    for name, field in op.input().fields.items():
+        multiple = hasattr(field, "child")
+        fields[name] = forms.CharField(
+            required=field.required and not multiple,
+            widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+            help_text=("one per line" if multiple else "") or (field.help_text or ""),
+        )
+        fields[name].multiple = multiple  # type: ignore[attr-defined]
+    return type(f"{op.name}_form", (forms.Form,), fields)
 
 
-class DecisionForm(forms.Form):
-    decision = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        max_length=2000,
-        help_text="The checkpoint decision, kept in the sprint's retrospective.",
-    )
-
-
-class OverrideBlockForm(ReasonForm):
-    questions = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        required=False,
-        help_text=(
-            f"One question per line, at most {p.MAX_BLOCKED_QUESTIONS}; "
-            "empty = “What should happen to <task>?”."
-        ),
-    )
-
-    def clean_questions(self) -> list[str]:
-        lines = [line.strip() for line in self.cleaned_data["questions"].splitlines()]
-        questions = [line for line in lines if line]
-        if len(questions) > p.MAX_BLOCKED_QUESTIONS:
-            raise ValidationError(f"at most {p.MAX_BLOCKED_QUESTIONS} questions")
-        return questions
-
-
-# apply(obj, actor=..., now=..., **form.cleaned_data) -> the object after the transition
-Apply = Callable[..., Any]
+def _input_data(form: forms.Form) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for name, field in form.fields.items():
+        value = form.cleaned_data.get(name, "")
+        if getattr(field, "multiple", False):
+            lines = [line.strip() for line in value.splitlines() if line.strip()]
+            if lines:
+                data[name] = lines
+        elif value != "":
+            data[name] = value
+    return data
 
 
 def service_action(
-    *,
-    description: str,
-    form_class: type[forms.Form] | None = None,
-    permission: str = "transition",
-) -> Callable[[Apply], Callable[..., Any]]:
-    """Turn `apply` into an admin action run on each selected row, one service call each.
+    name: str, *, action: str, description: str, permission: str = "transition"
+) -> Callable[..., Any]:
+    """An admin action running the declared operation `name` on each selected row.
 
-    With a `form_class`, the action first shows an intermediate page listing the selection and
-    asking for the form (reason, decision…); the confirmed POST carries `apply=1` and the form.
-    Each row gets its own success or error message: one refusal does not stop the others.
+    An operation with an input first shows an intermediate page listing the selection and
+    asking for it (reason, decision…); the confirmed POST carries `apply=1` and the form. Each
+    row gets its own success or error message: one refusal does not stop the others.
     """
+    op = operation(name)
+    form_class = input_form(op)
 
-    def decorator(apply: Apply) -> Callable[..., Any]:
-        @admin.action(description=description, permissions=[permission])
-        @functools.wraps(apply)
-        def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet):
-            params: dict[str, Any] = {}
-            if form_class is not None:
-                if not request.POST.get("apply"):
-                    return _action_page(modeladmin, request, queryset, action, form_class())
-                form = form_class(request.POST)
-                if not form.is_valid():
-                    return _action_page(modeladmin, request, queryset, action, form)
-                params = form.cleaned_data
-            _apply_each(modeladmin, request, queryset, apply, params)
-            return None
+    @admin.action(description=description, permissions=[permission])
+    def run(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet):
+        data: dict[str, Any] = {}
+        if form_class is not None:
+            if not request.POST.get("apply"):
+                return _action_page(modeladmin, request, queryset, run, form_class())
+            form = form_class(request.POST)
+            if not form.is_valid():
+                return _action_page(modeladmin, request, queryset, run, form)
+            data = _input_data(form)
+            try:
+                data = op.validate(data)
+            except ProtocolValidationError as exc:
+                # The operation's own rules (the same as the API's), shown on the form.
+                for field, problems in exc.details["fields"].items():
+                    form.add_error(field if field in form.fields else None, problems)
+                return _action_page(modeladmin, request, queryset, run, form)
+        _apply_each(modeladmin, request, queryset, op, data)
+        return None
 
-        return action
-
-    return decorator
+    run.__name__ = action  # the name the changelist posts
+    return run
 
 
 def _apply_each(
     modeladmin: admin.ModelAdmin,
     request: HttpRequest,
     queryset: Iterable[Any],
-    apply: Apply,
-    params: dict[str, Any],
+    op: Operation,
+    data: dict[str, Any],
 ) -> None:
     for obj in queryset:
         before = getattr(obj, "status", "")
         try:
-            after = apply(obj, actor=request.user, now=timezone.now(), **params)
-        except SERVICE_ERRORS as exc:
-            modeladmin.message_user(request, f"{obj}: {error_text(exc)}", messages.ERROR)
+            after = op.run(target=obj, actor=request.user, now=timezone.now(), data=data)
+        except Exception as exc:
+            message = error_text(exc)
+            if message is None:
+                raise
+            modeladmin.message_user(request, f"{obj}: {message}", messages.ERROR)
         else:
             modeladmin.message_user(request, f"{obj}: {before} → {after.status}", messages.SUCCESS)
 
@@ -313,7 +316,8 @@ class ProjectAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Project, form, change: bool) -> None:
         if change:
-            obj.save(update_fields=["name"])
+            if "name" in form.changed_data:
+                project_rename(project=obj, actor=request.user, name=obj.name, now=timezone.now())
             return
         # A new tenant comes with its default config and circuit breaker (the service).
         created = project_create(slug=obj.slug, name=obj.name, now=timezone.now())
@@ -323,12 +327,30 @@ class ProjectAdmin(admin.ModelAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
-    # Access control, not protocol state: fully editable (SPEC §3).
+    # Access control, not protocol state: editable, saved (and audited) by the service.
     list_display = ("user", "project", "role")
     list_filter = ("role", "project")
     search_fields = ("user__username", "user__email", "project__slug")
     autocomplete_fields = ("project", "user")
     list_select_related = ("user", "project")
+
+    def save_model(self, request: HttpRequest, obj: Membership, form, change: bool) -> None:
+        saved = membership_set(
+            project=obj.project,
+            user=obj.user,
+            role=obj.role,
+            actor=request.user,
+            now=timezone.now(),
+        )
+        obj.pk = saved.pk
+        obj._state.adding = False
+
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        membership_remove(membership=obj, actor=request.user, now=timezone.now())
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for membership in queryset:
+            self.delete_model(request, membership)
 
 
 @admin.register(ProjectConfig)
@@ -352,15 +374,10 @@ class ProjectConfigAdmin(ServiceManagedAdmin):
     list_select_related = ("project",)
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
-    def after_edit(self, request, obj: ProjectConfig, changes) -> None:
-        record_event(
-            project=obj.project,
-            actor=request.user,
-            action="config_changed",
-            now=timezone.now(),
-            detail=f"config: {describe_changes(changes)}",
-            data={name: new for name, (_, new) in changes.items()},
-        )
+    def edit(self, request, obj: ProjectConfig, changes) -> None:
+        if changes.get("escalation_webhook") == "":
+            changes["escalation_webhook"] = None
+        config_update(project=obj.project, actor=request.user, now=timezone.now(), **changes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,14 +397,12 @@ class GoalAdmin(ServiceManagedAdmin):
     def short_description(self, obj: Goal) -> str:
         return excerpt(obj.description)
 
-    @service_action(description="Complete selected goals (reason)", form_class=ReasonForm)
-    def complete_goals(goal: Goal, **kwargs: Any) -> Goal:
-        return goal_complete(goal=goal, **kwargs)
-
-    @service_action(description="Abort selected goals (reason)", form_class=ReasonForm)
-    def abort_goals(goal: Goal, **kwargs: Any) -> Goal:
-        return goal_abort(goal=goal, **kwargs)
-
+    complete_goals = service_action(
+        "goal_complete", action="complete_goals", description="Complete selected goals"
+    )
+    abort_goals = service_action(
+        "goal_abort", action="abort_goals", description="Abort selected goals"
+    )
     actions = (complete_goals, abort_goals)
 
 
@@ -422,18 +437,15 @@ class SprintAdmin(ServiceManagedAdmin):
     def stretch_tasks(self, obj: Sprint) -> str:
         return ", ".join(obj.stretch.values_list("key", flat=True)) or "—"
 
-    @service_action(description="Checkpoint selected sprints (reason)", form_class=ReasonForm)
-    def checkpoint_sprints(sprint: Sprint, **kwargs: Any) -> Sprint:
-        return sprint_checkpoint(sprint=sprint, **kwargs)
-
-    @service_action(description="Resume selected sprints (decision)", form_class=DecisionForm)
-    def resume_sprints(sprint: Sprint, **kwargs: Any) -> Sprint:
-        return sprint_resume(sprint=sprint, **kwargs)
-
-    @service_action(description="Abort selected sprints (reason)", form_class=ReasonForm)
-    def abort_sprints(sprint: Sprint, **kwargs: Any) -> Sprint:
-        return sprint_abort(sprint=sprint, **kwargs)
-
+    checkpoint_sprints = service_action(
+        "sprint_checkpoint", action="checkpoint_sprints", description="Checkpoint selected sprints"
+    )
+    resume_sprints = service_action(
+        "sprint_resume", action="resume_sprints", description="Resume selected sprints"
+    )
+    abort_sprints = service_action(
+        "sprint_abort", action="abort_sprints", description="Abort selected sprints"
+    )
     actions = (checkpoint_sprints, resume_sprints, abort_sprints)
 
 
@@ -595,28 +607,19 @@ class TaskAdmin(ServiceManagedAdmin):
     def dependencies(self, obj: Task) -> str:
         return ", ".join(obj.depends_on.values_list("key", flat=True)) or "—"
 
-    @service_action(
-        description="Override block selected tasks (reason, questions)",
-        form_class=OverrideBlockForm,
+    # SPEC §5.1: a human admin may move any non-terminal task to BLOCKED.
+    override_block = service_action(
+        "task_override_block", action="override_block", description="Override block selected tasks"
     )
-    def override_block(task: Task, **kwargs: Any) -> Task:
-        # SPEC §5.1: a human admin may move any non-terminal task to BLOCKED.
-        return task_override_block(task=task, **kwargs)
-
-    @service_action(
-        description="Release BLOCKED tasks to UNCLAIMED (reason)", form_class=ReasonForm
+    release_blocked = service_action(
+        "task_release", action="release_blocked", description="Release BLOCKED tasks to UNCLAIMED"
     )
-    def release_blocked(task: Task, **kwargs: Any) -> Task:
-        return task_release(task=task, **kwargs)
-
-    @service_action(description="Abandon BLOCKED tasks (reason)", form_class=ReasonForm)
-    def abandon_blocked(task: Task, **kwargs: Any) -> Task:
-        return task_abandon(task=task, **kwargs)
-
-    @service_action(description="Finalize DRAFT tasks to UNCLAIMED")
-    def finalize_drafts(task: Task, **kwargs: Any) -> Task:
-        return task_finalize(task=task, **kwargs)
-
+    abandon_blocked = service_action(
+        "task_abandon", action="abandon_blocked", description="Abandon BLOCKED tasks"
+    )
+    finalize_drafts = service_action(
+        "task_finalize", action="finalize_drafts", description="Finalize DRAFT tasks to UNCLAIMED"
+    )
     actions = (override_block, release_blocked, abandon_blocked, finalize_drafts)
 
 

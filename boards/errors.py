@@ -1,48 +1,109 @@
-"""The one exception vocabulary services raise (STYLE.md "API").
+"""The one error hierarchy of Liza Board (STYLE.md "API", SPEC §6 and §13 "Exit codes").
 
-Services raise `ProtocolError` for protocol refusals and Django's `ValidationError` /
-`PermissionDenied` / `Http404` for the rest; `liza_site.exceptions` maps all of them once to the
-JSON error envelope of SPEC §6.
+Every refusal is a `ProtocolError`: a code, an HTTP status and the exit code an agent process
+takes for it, from one table (`EXIT_CODES`). Services raise only these. Everything else a caller
+can meet (Django's `ValidationError`, `PermissionDenied`, `Http404`, DRF's exceptions) is turned
+into one by `as_protocol_error`, once, so the JSON envelope (liza_site.exceptions), the HTML
+message (boards.web) and the admin message (boards.admin) all say the same thing — and the
+`liza` CLI exits with the same number the envelope's `details.exit` carries.
 """
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+
+class Exit(IntEnum):
+    """What an agent process does with an answer (seed 000 "Exit Codes", SPEC §13)."""
+
+    OK = 0
+    USAGE = 2  # the CLI was called wrongly (never sent)
+    REFUSED = 3  # validation, permission, authentication: fix the call, do not retry as is
+    CONFLICT = 4  # invalid transition or a lost race: read the board again
+    NOT_FOUND = 5  # no such object (or another tenant's)
+    COLLISION = 6  # the agent id is held by a live lease: the process must exit
+    UNREACHABLE = 7  # the server did not answer (or answered 5xx): retry later
+    STOP = 42  # lease lost, paused, checkpoint, aborted: stop and restart (seed 000)
+
+
+# Protocol error code → exit code. The API puts it in every error's `details.exit`.
+EXIT_CODES: dict[str, int] = {
+    "validation_error": Exit.REFUSED,
+    "permission_denied": Exit.REFUSED,
+    "not_authenticated": Exit.REFUSED,
+    "authentication_failed": Exit.REFUSED,
+    "throttled": Exit.UNREACHABLE,
+    "unsupported_media_type": Exit.REFUSED,
+    "method_not_allowed": Exit.REFUSED,
+    "parse_error": Exit.REFUSED,
+    "bad_request": Exit.REFUSED,
+    "invalid_transition": Exit.CONFLICT,
+    "conflict": Exit.CONFLICT,
+    "not_found": Exit.NOT_FOUND,
+    "collision": Exit.COLLISION,
+    "lease_lost": Exit.STOP,
+    "paused": Exit.STOP,
+    "checkpoint": Exit.STOP,
+    "aborted": Exit.STOP,
+    "server_error": Exit.UNREACHABLE,
+}
+
+
+def exit_code(code: str) -> int:
+    return int(EXIT_CODES.get(code, Exit.REFUSED))
 
 
 class ProtocolError(Exception):
-    """A refusal by the Liza protocol, carried to the caller as `{"error": {...}}`."""
+    """A refusal, carried to the caller as `{"error": {"code", "message", "details"}}`."""
 
+    code = "error"
     status_code = 409
 
     def __init__(
         self,
-        code: str,
-        message: str,
+        code: str | None = None,
+        message: str = "",
         details: dict[str, Any] | None = None,
         *,
         status_code: int | None = None,
     ) -> None:
+        if code is not None:
+            self.code = code
         super().__init__(message)
-        self.code = code
         self.message = message
-        self.details = details or {}
+        self.details = dict(details or {})
         if status_code is not None:
             self.status_code = status_code
 
+    @property
+    def exit(self) -> int:
+        return exit_code(self.code)
+
     def as_envelope(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+        return {
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                "details": {**self.details, "exit": self.exit},
+            }
+        }
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
 
 class InvalidTransition(ProtocolError):
+    code = "invalid_transition"
+
     def __init__(
         self, *, from_status: str, to_status: str, allowed: list[str], message: str = ""
     ) -> None:
         super().__init__(
-            "invalid_transition",
+            None,
             message or f"Transition {from_status} → {to_status} is not allowed.",
             {"from": from_status, "to": to_status, "allowed": allowed},
         )
@@ -54,40 +115,123 @@ class InvalidTransition(ProtocolError):
 class Conflict(ProtocolError):
     """A lost race or a precondition on other rows that no longer holds."""
 
+    code = "conflict"
+
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__("conflict", message, details)
+        super().__init__(None, message, details)
+
+
+class Collision(ProtocolError):
+    """An agent id held by a live lease (seed 000 identity protocol): the process exits."""
+
+    code = "collision"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(None, message, details)
 
 
 class LeaseLost(ProtocolError):
-    """The caller's lease was taken over or expired: the agent must exit 42 (seed 000)."""
+    """The work was taken out of the caller's hands: the agent must exit 42 (seed 000)."""
+
+    code = "lease_lost"
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__("lease_lost", message, {**(details or {}), "exit": 42})
+        # The instruction is the refusal's meaning: it travels with it, not only on the wire.
+        super().__init__(None, message, {**(details or {}), "exit": int(Exit.STOP)})
 
 
 class StopWork(ProtocolError):
-    """Project paused or sprint at CHECKPOINT: claims refused, agents exit 42."""
+    """Project paused, sprint at CHECKPOINT, or sprint/goal aborted: agents exit 42."""
+
+    CODES = ("paused", "checkpoint", "aborted")
 
     def __init__(self, code: str, message: str) -> None:
-        assert code in ("paused", "checkpoint")
-        super().__init__(code, message, {"exit": 42})
+        assert code in self.CODES
+        super().__init__(code, message, {"exit": int(Exit.STOP)})
 
 
 class ProtocolValidationError(ProtocolError):
-    """Bad input for a protocol operation, naming the field (HTTP 400)."""
+    """Bad input for an operation, naming the field (HTTP 400)."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(
-            "validation_error",
-            f"{field}: {message}",
-            {"fields": {field: [message]}},
-            status_code=400,
-        )
+    code = "validation_error"
+    status_code = 400
+
+    def __init__(self, field: str, message: str, *, fields: dict[str, list[str]] | None = None):
+        fields = fields or {field: [message]}
+        super().__init__(None, f"{field}: {message}", {"fields": fields})
         self.field = field
 
 
-class Forbidden(ProtocolError):
-    """The actor is known but may not do this (HTTP 403)."""
+class Forbidden(ProtocolError, PermissionDenied):
+    """The actor is known but may not do this (HTTP 403; Django's own 403 on a web page)."""
+
+    code = "permission_denied"
+    status_code = 403
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__("permission_denied", message, details, status_code=403)
+        super().__init__(None, message, details)
+
+
+class NotFound(ProtocolError, Http404):
+    """Missing, or another tenant's: the same answer (SPEC §3; Django's 404 on a web page)."""
+
+    code = "not_found"
+    status_code = 404
+
+    def __init__(self) -> None:
+        # One message for every miss: a different one would tell a tenant what exists.
+        super().__init__(None, "Not found.")
+
+
+def _first_message(detail: Any) -> str:
+    if isinstance(detail, dict):
+        for field, value in detail.items():
+            return f"{field}: {_first_message(value)}"
+    if isinstance(detail, list | tuple) and detail:
+        return _first_message(detail[0])
+    return str(detail)
+
+
+def _as_lists(detail: Any) -> dict[str, Any]:
+    if isinstance(detail, dict):
+        return {str(k): v if isinstance(v, list | dict) else [str(v)] for k, v in detail.items()}
+    if isinstance(detail, list):
+        return {"non_field_errors": detail}
+    return {"non_field_errors": [str(detail)]}
+
+
+def validation_error(detail: Any) -> ProtocolValidationError:
+    """A 400 from a `{field: [messages]}` mapping (a form's or a serializer's errors)."""
+    fields = _as_lists(detail)
+    first = next(iter(fields), "non_field_errors")
+    error = ProtocolValidationError(first, "", fields=fields)
+    error.message = _first_message(fields)
+    return error
+
+
+def as_protocol_error(exc: BaseException) -> ProtocolError | None:
+    """The `ProtocolError` an exception stands for, or None for a real bug (a 500).
+
+    The one translation of Django's and DRF's own exceptions into the protocol's vocabulary.
+    """
+    from django.core.exceptions import ValidationError as DjangoValidationError
+    from rest_framework import exceptions as drf
+
+    if isinstance(exc, ProtocolError):
+        return exc
+    if isinstance(exc, DjangoValidationError):
+        detail = (
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
+        return validation_error(detail)
+    if isinstance(exc, Http404 | drf.NotFound):
+        return NotFound()
+    if isinstance(exc, PermissionDenied):
+        return Forbidden(str(exc) or "You may not do this.")
+    if isinstance(exc, drf.ValidationError):
+        return validation_error(exc.detail)
+    if isinstance(exc, drf.APIException):
+        detail = exc.detail
+        code = str(getattr(detail, "code", None) or exc.default_code)
+        return ProtocolError(code, str(detail), status_code=exc.status_code)
+    return None

@@ -478,14 +478,6 @@ class Review(models.Model):
     def __str__(self) -> str:
         return f"{self.task} by {self.reviewer}"
 
-    def is_active(self, now: datetime) -> bool:
-        return (
-            self.closed_at is None
-            and not self.verdict
-            and self.lease_expires is not None
-            and self.lease_expires > now
-        )
-
 
 class Discovery(models.Model):
     """Seed 002 `discovered[]`."""

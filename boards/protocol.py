@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from enum import StrEnum
 
 
-class TaskStatus:
+class TaskStatus(StrEnum):
+    """Seed 000 "Task State Machine", in the order of seed 000's "Validation Rules"."""
+
     DRAFT = "DRAFT"
     UNCLAIMED = "UNCLAIMED"
     CLAIMED = "CLAIMED"
@@ -19,25 +22,12 @@ class TaskStatus:
     APPROVED = "APPROVED"
     MERGED = "MERGED"
     BLOCKED = "BLOCKED"
-    SUPERSEDED = "SUPERSEDED"
     ABANDONED = "ABANDONED"
+    SUPERSEDED = "SUPERSEDED"
     INTEGRATION_FAILED = "INTEGRATION_FAILED"
 
 
-# Seed 000 "Validation Rules" task_states.valid, in the seed's order.
-TASK_STATES: tuple[str, ...] = (
-    "DRAFT",
-    "UNCLAIMED",
-    "CLAIMED",
-    "READY_FOR_REVIEW",
-    "REJECTED",
-    "APPROVED",
-    "MERGED",
-    "BLOCKED",
-    "ABANDONED",
-    "SUPERSEDED",
-    "INTEGRATION_FAILED",
-)
+TASK_STATES: tuple[str, ...] = tuple(s.value for s in TaskStatus)
 TERMINAL_TASK_STATES: frozenset[str] = frozenset({"MERGED", "ABANDONED", "SUPERSEDED"})
 NON_TERMINAL_TASK_STATES: tuple[str, ...] = tuple(
     s for s in TASK_STATES if s not in TERMINAL_TASK_STATES
@@ -81,7 +71,9 @@ def task_targets(from_status: str) -> list[str]:
     return [to for (frm, to) in TASK_EDGES if frm == from_status]
 
 
-class AgentStatus:
+class AgentStatus(StrEnum):
+    """Seed 000 "Agent State Machine"."""
+
     STARTING = "STARTING"
     IDLE = "IDLE"
     WORKING = "WORKING"
@@ -90,7 +82,7 @@ class AgentStatus:
     HANDOFF = "HANDOFF"
 
 
-AGENT_STATES: tuple[str, ...] = ("STARTING", "IDLE", "WORKING", "REVIEWING", "WAITING", "HANDOFF")
+AGENT_STATES: tuple[str, ...] = tuple(s.value for s in AgentStatus)
 # Seed 000 "Agent State Machine"; role None = every role, otherwise the only role allowed.
 AGENT_EDGES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("STARTING", "IDLE"): ("ready", None),
@@ -123,12 +115,29 @@ def agent_id_matches_role(agent_id: str, role: str) -> bool:
     return bool(match) and AGENT_ID_PREFIX.get(role) == match.group(1)
 
 
-GOAL_STATES: tuple[str, ...] = ("IN_PROGRESS", "COMPLETED", "ABORTED")
+class GoalStatus(StrEnum):
+    """Seed 000 "Goal State Machine" (no CHECKPOINT: that is a sprint concern)."""
+
+    IN_PROGRESS = "IN_PROGRESS"
+    COMPLETED = "COMPLETED"
+    ABORTED = "ABORTED"
+
+
+class SprintStatus(StrEnum):
+    """Seed 000 "Sprint State Machine"."""
+
+    IN_PROGRESS = "IN_PROGRESS"
+    CHECKPOINT = "CHECKPOINT"
+    COMPLETED = "COMPLETED"
+    ABORTED = "ABORTED"
+
+
+GOAL_STATES: tuple[str, ...] = tuple(s.value for s in GoalStatus)
 GOAL_EDGES: dict[tuple[str, str], str] = {
     ("IN_PROGRESS", "COMPLETED"): "complete",
     ("IN_PROGRESS", "ABORTED"): "abort",
 }
-SPRINT_STATES: tuple[str, ...] = ("IN_PROGRESS", "CHECKPOINT", "COMPLETED", "ABORTED")
+SPRINT_STATES: tuple[str, ...] = tuple(s.value for s in SprintStatus)
 SPRINT_EDGES: dict[tuple[str, str], str] = {
     ("IN_PROGRESS", "CHECKPOINT"): "checkpoint",
     ("IN_PROGRESS", "COMPLETED"): "complete",
@@ -137,6 +146,17 @@ SPRINT_EDGES: dict[tuple[str, str], str] = {
     ("CHECKPOINT", "ABORTED"): "abort",
 }
 TERMINAL_SPRINT_STATES: frozenset[str] = frozenset({"COMPLETED", "ABORTED"})
+OPEN_SPRINT_STATES: tuple[str, ...] = ("IN_PROGRESS", "CHECKPOINT")
+TERMINAL_GOAL_STATES: frozenset[str] = frozenset({"COMPLETED", "ABORTED"})
+
+
+def goal_targets(from_status: str) -> list[str]:
+    return [to for (frm, to) in GOAL_EDGES if frm == from_status]
+
+
+def sprint_targets(from_status: str) -> list[str]:
+    return [to for (frm, to) in SPRINT_EDGES if frm == from_status]
+
 
 # Seed 002 "Anomaly Types" and "Required Details Fields".
 ANOMALY_REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
@@ -177,8 +197,97 @@ CONFIG_DEFAULTS: dict[str, object] = {
 LEASE_GRACE_SECONDS = 60
 ARCHIVE_AFTER_DAYS = 30
 MAX_BLOCKED_QUESTIONS = 3
+PRIORITY_RANGE = (1, 5)  # 1 highest
+# Per-task overrides (seed 002 "Config Scope", "Lease Model" lease_duration_override): their
+# bounds, written once for the API, the board's forms, the admin and the services.
+TASK_LIMIT_BOUNDS: dict[str, tuple[int, int]] = {
+    "max_iterations": (1, 1000),
+    "max_review_cycles": (1, 1000),
+    "lease_duration_override": (30, 86_400),
+}
 
 TASK_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+# Seed 002's sprint.metrics "tasks_in_progress": work that a coder or reviewer holds or that
+# waits for its next step (REJECTED waits for its coder, APPROVED for its merge).
+IN_PROGRESS_TASK_STATES: tuple[str, ...] = (
+    "CLAIMED",
+    "READY_FOR_REVIEW",
+    "REJECTED",
+    "APPROVED",
+    "INTEGRATION_FAILED",
+)
+
+
+class Action(StrEnum):
+    """What the server itself writes in the event log's `action` (seed 002 log.yaml names).
+
+    Agents may log activity under other words (seed 002 "Log activity"); a refused operation is
+    logged as `<operation>_failed` (seed 002 calls a lost claim race `claim_failed`).
+    """
+
+    # tasks
+    CREATED = "created"
+    FINALIZED = "finalized"
+    DEPENDENCIES_SET = "dependencies_set"
+    CLAIMED = "claimed"
+    REASSIGNED = "reassigned"
+    READY_FOR_REVIEW = "ready_for_review"
+    BLOCKED = "blocked"
+    OVERRIDE_BLOCKED = "override_blocked"
+    RELEASED = "released"
+    ABANDONED = "abandoned"
+    RESCOPED = "rescoped"
+    MERGED = "merged"
+    INTEGRATION_FAILED = "integration_failed"
+    LIMITS_SET = "limits_set"
+    SUSPENDED = "suspended"
+    RESUMED = "resumed"
+    HANDOFF = "handoff"
+    HANDOFF_READ = "handoff_read"
+    # reviews
+    REVIEW_CLAIMED = "review_claimed"
+    REVIEW_EXTENDED = "review_extended"
+    REVIEW_RECLAIMED = "review_reclaimed"
+    REVIEW_CLAIM_RELEASED = "review_claim_released"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    AWAITING_HUMAN_APPROVAL = "awaiting_human_approval"
+    HUMAN_APPROVED = "human_approved"
+    HUMAN_REJECTED = "human_rejected"
+    # goals, sprints, the project
+    GOAL_CREATED = "goal_created"
+    GOAL_COMPLETED = "goal_completed"
+    GOAL_ABORTED = "goal_aborted"
+    SPRINT_STARTED = "sprint_started"
+    SPRINT_CHECKPOINT = "sprint_checkpoint"
+    SPRINT_RESUMED = "sprint_resumed"
+    SPRINT_COMPLETED = "sprint_completed"
+    SPRINT_ABORTED = "sprint_aborted"
+    SPRINT_DEADLINE_SET = "sprint_deadline_set"
+    PROJECT_PAUSED = "project_paused"
+    PROJECT_RESUMED = "project_resumed"
+    CONFIG_UPDATED = "config_updated"
+    MEMBERSHIP_SET = "membership_set"
+    # records
+    DISCOVERED = "discovered"
+    DISCOVERY_CONVERTED = "discovery_converted"
+    DISCOVERY_DEFERRED = "discovery_deferred"
+    DISCOVERY_REJECTED = "discovery_rejected"
+    ANOMALY = "anomaly"
+    HUMAN_NOTE = "human_note"
+    SPEC_CHANGED = "spec_changed"
+    # agents and keys
+    REGISTERED = "registered"
+    RESTARTED = "restarted"
+    AGENT_CREATED = "agent_created"
+    AGENT_UPDATED = "agent_updated"
+    AGENT_ENABLED = "agent_enabled"
+    AGENT_DISABLED = "agent_disabled"
+    KEY_ISSUED = "key_issued"
+    KEY_REVOKED = "key_revoked"
+    KEY_LABELLED = "key_labelled"
 
 
 # Seed 002 "Timestamp Format": ISO 8601 UTC with a Z suffix, to the second.

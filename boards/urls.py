@@ -1,51 +1,53 @@
+"""The board's web pages (SPEC §7); the REST API is in boards/api/urls.py."""
+
 from django.urls import path
 
-from boards import oversight_views as o
-from boards import views
+from boards.web import board, pages
+from boards.web.pages import ACTIONS as A
 
 task = "p/<slug:slug>/tasks/<str:key>"
 sprint = "p/<slug:slug>/sprints/<str:sprint_id>"
 goal = "p/<slug:slug>/goals/<str:goal_id>"
 
 urlpatterns = [
-    path("", views.project_list, name="project-list"),
-    path("p/<slug:slug>/", views.board, name="board"),
-    path("p/<slug:slug>/fragment", views.board_fragment, name="board-fragment"),
-    path("p/<slug:slug>/tasks/<str:key>/", views.task_drawer, name="task-drawer"),
-    # Human oversight (SPEC §7): pages, then POST-only actions through the services.
-    path("inbox", o.inbox_all, name="inbox-all"),
-    path("p/<slug:slug>/inbox", o.inbox, name="inbox"),
-    path("p/<slug:slug>/settings", o.project_settings, name="settings"),
-    path("p/<slug:slug>/agents", o.agent_list, name="agents"),
-    path("p/<slug:slug>/controls", o.board_controls, name="board-controls"),
-    path(task + "/release", o.task_release, name="task-release"),
-    path(task + "/rescope", o.task_rescope, name="task-rescope"),
-    path(task + "/abandon", o.task_abandon, name="task-abandon"),
-    path(task + "/override-block", o.task_override_block, name="task-override-block"),
-    path(task + "/release-claim", o.task_release_claim, name="task-release-claim"),
-    path(task + "/cancel", o.task_cancel, name="task-cancel"),
-    path(task + "/suspend", o.task_suspend, name="task-suspend"),
-    path(task + "/resume", o.task_resume, name="task-resume"),
-    path(task + "/approve", o.task_approve, name="task-approve"),
-    path(task + "/reject", o.task_reject, name="task-reject"),
-    path(task + "/limits", o.task_limits, name="task-limits"),
-    path(task + "/notes", o.task_note, name="task-note"),
-    path("p/<slug:slug>/notes", o.project_note, name="project-note"),
-    path(sprint + "/checkpoint", o.sprint_checkpoint, name="sprint-checkpoint"),
-    path(sprint + "/resume", o.sprint_resume, name="sprint-resume"),
-    path(sprint + "/abort", o.sprint_abort, name="sprint-abort"),
-    path(sprint + "/deadline", o.sprint_deadline, name="sprint-deadline"),
-    path(goal + "/complete", o.goal_complete, name="goal-complete"),
-    path(goal + "/abort", o.goal_abort, name="goal-abort"),
-    path("p/<slug:slug>/pause", o.project_pause, name="project-pause"),
-    path("p/<slug:slug>/resume", o.project_resume, name="project-resume"),
+    path("", board.project_list, name="project-list"),
+    path("p/<slug:slug>/", board.board, name="board"),
+    path("p/<slug:slug>/fragment", board.board_fragment, name="board-fragment"),
+    path("p/<slug:slug>/tasks/<str:key>/", board.task_drawer, name="task-drawer"),
+    path("p/<slug:slug>/controls", board.board_controls, name="board-controls"),
+    # Human oversight (SPEC §7): pages, then POST-only actions, each a declared operation.
+    path("inbox", pages.inbox_all, name="inbox-all"),
+    path("p/<slug:slug>/inbox", pages.inbox, name="inbox"),
+    path("p/<slug:slug>/settings", pages.project_settings, name="settings"),
+    path("p/<slug:slug>/agents", pages.agent_list_page, name="agents"),
+    path(task + "/release", A["task_release"], name="task-release"),
+    path(task + "/rescope", A["task_rescope"], name="task-rescope"),
+    path(task + "/abandon", A["task_abandon"], name="task-abandon"),
+    path(task + "/override-block", A["task_override_block"], name="task-override-block"),
+    path(task + "/release-claim", A["task_release_claim"], name="task-release-claim"),
+    path(task + "/cancel", A["task_cancel"], name="task-cancel"),
+    path(task + "/suspend", A["task_suspend"], name="task-suspend"),
+    path(task + "/resume", A["task_resume"], name="task-resume"),
+    path(task + "/approve", A["task_approve"], name="task-approve"),
+    path(task + "/reject", A["task_reject"], name="task-reject"),
+    path(task + "/limits", A["task_limits"], name="task-limits"),
+    path(task + "/notes", pages.task_note, name="task-note"),
+    path("p/<slug:slug>/notes", A["project_note"], name="project-note"),
+    path(sprint + "/checkpoint", A["sprint_checkpoint"], name="sprint-checkpoint"),
+    path(sprint + "/resume", A["sprint_resume"], name="sprint-resume"),
+    path(sprint + "/abort", A["sprint_abort"], name="sprint-abort"),
+    path(sprint + "/deadline", A["sprint_deadline"], name="sprint-deadline"),
+    path(goal + "/complete", A["goal_complete"], name="goal-complete"),
+    path(goal + "/abort", A["goal_abort"], name="goal-abort"),
+    path("p/<slug:slug>/pause", A["project_pause"], name="project-pause"),
+    path("p/<slug:slug>/resume", A["project_resume"], name="project-resume"),
     path(
         "p/<slug:slug>/discoveries/<str:disc_id>/triage",
-        o.discovery_triage,
+        A["discovery_triage"],
         name="discovery-triage",
     ),
-    path("p/<slug:slug>/agents/new", o.agent_create, name="agent-create"),
-    path("p/<slug:slug>/agents/<str:agent_id>/keys", o.agent_key_issue, name="agent-key-issue"),
-    path("p/<slug:slug>/agents/<str:agent_id>/enabled", o.agent_enable, name="agent-enable"),
-    path("p/<slug:slug>/keys/<str:prefix>/revoke", o.agent_key_revoke, name="agent-key-revoke"),
+    path("p/<slug:slug>/agents/new", pages.agent_create, name="agent-create"),
+    path("p/<slug:slug>/agents/<str:agent_id>/keys", pages.agent_key_issue, name="agent-key-issue"),
+    path("p/<slug:slug>/agents/<str:agent_id>/enabled", pages.agent_enable, name="agent-enable"),
+    path("p/<slug:slug>/keys/<str:prefix>/revoke", pages.agent_key_revoke, name="agent-key-revoke"),
 ]

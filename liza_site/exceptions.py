@@ -1,71 +1,42 @@
 """One mapping from every exception a view can meet to SPEC §6's JSON error envelope.
 
 `{"error": {"code", "message", "details"}}` for protocol refusals, validation errors, missing or
-foreign objects and authentication failures alike. Anything unexpected is still a 500, but
-tests fuzz the API so that no input reaches one.
+foreign objects and authentication failures alike; `details.exit` is the exit code an agent
+takes for it (boards.errors.EXIT_CODES). The translation itself is `boards.errors`'s, shared with
+the board's pages and the admin. Anything unexpected is still a 500, but tests fuzz every route
+so that no input reaches one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from boards.errors import ProtocolError
+from boards.errors import as_protocol_error, exit_code
 
 
 def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "details": details or {}}}
-
-
-def _validation_details(detail: Any) -> dict[str, Any]:
-    if isinstance(detail, dict):
-        return {"fields": detail}
-    if isinstance(detail, list):
-        return {"fields": {"non_field_errors": detail}}
-    return {"fields": {"non_field_errors": [str(detail)]}}
-
-
-def _first_message(detail: Any) -> str:
-    if isinstance(detail, dict):
-        for field, value in detail.items():
-            return f"{field}: {_first_message(value)}"
-    if isinstance(detail, list) and detail:
-        return _first_message(detail[0])
-    return str(detail)
+    return {
+        "error": {
+            "code": code,
+            "message": message,
+            "details": {**(details or {}), "exit": exit_code(code)},
+        }
+    }
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, ProtocolError):
-        return Response(exc.as_envelope(), status=exc.status_code)
-    if isinstance(exc, DjangoValidationError):
-        detail = (
-            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-        )
-        return Response(
-            envelope("validation_error", _first_message(detail), _validation_details(detail)),
-            status=status.HTTP_400_BAD_REQUEST,
-        )
-    if isinstance(exc, Http404):
-        exc = exceptions.NotFound()
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied(str(exc) or None)
-
-    response = exception_handler(exc, context)
-    if response is None:
+    error = as_protocol_error(exc)
+    if error is None:
         return None
-    if isinstance(exc, exceptions.ValidationError):
-        body = envelope(
-            "validation_error", _first_message(exc.detail), _validation_details(exc.detail)
-        )
-    else:
-        code = getattr(exc, "default_code", "error")
-        detail = getattr(exc, "detail", str(exc))
-        body = envelope(str(getattr(detail, "code", code) or code), str(detail))
-    response.data = body
-    return response
+    headers: dict[str, str] = {}
+    if isinstance(exc, exceptions.APIException):
+        # DRF's own answer carries the headers that go with it (WWW-Authenticate on a 401,
+        # Retry-After on a 429).
+        drf_response = exception_handler(exc, context)
+        if drf_response is not None:
+            headers = {k: v for k, v in drf_response.items() if k != "Content-Type"}
+    return Response(error.as_envelope(), status=error.status_code, headers=headers)

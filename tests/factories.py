@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from agents.models import Agent
 from agents.services import agent_register
 from boards.models import Membership, Project
+from boards.services.kernel import SYSTEM
 from boards.services.projects import membership_set, project_create
 
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
@@ -41,7 +42,7 @@ class ProjectFactory(factory.Factory):
 def member(project: Project, role: str = Membership.Role.ADMIN, **user_kwargs):
     """A user with `role` in `project`."""
     user = UserFactory(**user_kwargs)
-    membership_set(project=project, user=user, role=role)
+    membership_set(project=project, user=user, role=role, actor=SYSTEM, now=T0)
     return user
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from agents.models import Agent, AgentKey
-from boards import protocol as p
-from boards.api.serializers import InputSerializer
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -48,20 +46,6 @@ class IssuedKeySerializer(AgentKeySerializer):
         read_only_fields = fields
 
 
-class RegisterInput(InputSerializer):
-    agent_id = serializers.CharField(
-        required=False, max_length=64, help_text="must be the key's agent when given"
-    )
-    role = serializers.ChoiceField(choices=p.AGENT_ROLES, required=False)
-    terminal = serializers.CharField(required=False, allow_blank=True, max_length=200)
-
-
-class HeartbeatInput(InputSerializer):
-    context_percent = serializers.IntegerField(
-        min_value=0, max_value=100, required=False, allow_null=True
-    )
-
-
 class HeartbeatSerializer(serializers.Serializer):
     agent = AgentSerializer()
     task = serializers.CharField(allow_null=True)
@@ -73,17 +57,6 @@ class HeartbeatSerializer(serializers.Serializer):
     exit = serializers.IntegerField(allow_null=True)
 
 
-class AgentCreateInput(InputSerializer):
-    role = serializers.ChoiceField(choices=p.AGENT_ROLES)
-    agent_id = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    security_reviewer = serializers.BooleanField(required=False, default=False)
-    label = serializers.CharField(required=False, allow_blank=True, max_length=100)
-
-
 class AgentCreatedSerializer(serializers.Serializer):
     agent = AgentSerializer()
     key = IssuedKeySerializer()
-
-
-class KeyInput(InputSerializer):
-    label = serializers.CharField(required=False, allow_blank=True, max_length=100)

@@ -5,11 +5,7 @@ No business logic lives here: views pass validated data to services.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-
 from django.utils import timezone
-from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -26,6 +22,9 @@ from boards.models import (
     Sprint,
     Task,
 )
+from boards.selectors.access import config_of
+from boards.selectors.reviews import awaiting_human_approval, review_live
+from boards.selectors.sprints import sprint_metrics_current
 
 # -- the error envelope (documented once, used in every endpoint's responses) -------------------
 
@@ -108,7 +107,8 @@ class TaskSerializer(serializers.ModelSerializer):
 
     def _active_reviews(self, task: Task) -> list[Review]:
         now = self.context.get("now") or timezone.now()
-        return [r for r in task.reviews.all() if r.is_active(now)]
+        config = config_of(task.project)
+        return [r for r in task.reviews.all() if review_live(r, now, config)]
 
     def get_reviewing_by(self, task: Task) -> list[str]:
         return [r.reviewer for r in self._active_reviews(task)]
@@ -123,8 +123,6 @@ class TaskSerializer(serializers.ModelSerializer):
 
     def get_awaiting_human_approval(self, task: Task) -> bool:
         """The reviewers approved; a human's approval gate holds it (seed 004)."""
-        from boards.selectors import awaiting_human_approval
-
         return awaiting_human_approval(task)
 
 
@@ -293,208 +291,7 @@ class SprintSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_metrics(self, sprint: Sprint) -> dict:
-        from boards.selectors import sprint_metrics
-
-        # Live while the sprint is open; the snapshot taken at its end afterwards.
-        return sprint.metrics if not sprint.is_open and sprint.metrics else sprint_metrics(sprint)
-
-
-# -- inputs -----------------------------------------------------------------------------------
-
-
-class InputSerializer(serializers.Serializer):
-    """A request body: a field it does not know is a 400 naming it, never silently dropped.
-
-    DRF ignores unknown keys; for the agent protocol that would turn a misspelt `depends_on`
-    or `questions` into an operation that "succeeded" without the data (SPEC §6: validation →
-    400 naming the field).
-    """
-
-    def to_internal_value(self, data):
-        if isinstance(data, Mapping):
-            unknown = sorted(str(name) for name in data if name not in self.fields)
-            if unknown:
-                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return super().to_internal_value(data)
-
-
-class InputSerializerSchema(OpenApiSerializerExtension):
-    """Say it in the OpenAPI schema too: request bodies take no other properties."""
-
-    target_class = InputSerializer
-    match_subclasses = True
-
-    def map_serializer(self, auto_schema, direction):
-        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
-        return {**schema, "additionalProperties": False}
-
-
-COMMIT = {"max_length": 64, "allow_blank": False}
-KEY = {"max_length": 64, "allow_blank": False}
-
-
-class ClaimInput(InputSerializer):
-    base_commit = serializers.CharField(
-        required=False, allow_blank=True, max_length=64, help_text="integration HEAD at claim time"
-    )
-    worktree = serializers.CharField(required=False, allow_blank=True, max_length=500)
-
-
-class SubmitInput(InputSerializer):
-    review_commit = serializers.CharField(**COMMIT)
-    tree_clean = serializers.BooleanField(
-        help_text="attestation that `git status --porcelain` is empty (seed 002 Clean Sync)"
-    )
-
-
-class BlockInput(InputSerializer):
-    reason = serializers.CharField(max_length=2000)
-    questions = serializers.ListField(
-        child=serializers.CharField(max_length=1000),
-        min_length=1,
-        max_length=p.MAX_BLOCKED_QUESTIONS,
-    )
-    attempted = serializers.ListField(
-        child=serializers.CharField(max_length=1000), required=False, max_length=100
-    )
-
-
-class VerdictInput(InputSerializer):
-    verdict = serializers.ChoiceField(choices=Review.Verdict.values)
-    review_commit = serializers.CharField(**COMMIT)
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=5000)
-
-
-class MergeInput(InputSerializer):
-    merge_commit = serializers.CharField(**COMMIT)
-
-
-class ReasonInput(InputSerializer):
-    reason = serializers.CharField(max_length=2000)
-
-
-class OverrideBlockInput(ReasonInput):
-    questions = serializers.ListField(
-        child=serializers.CharField(max_length=1000),
-        required=False,
-        max_length=p.MAX_BLOCKED_QUESTIONS,
-    )
-
-
-class HandoffInput(InputSerializer):
-    summary = serializers.CharField(max_length=500)
-    next_action = serializers.CharField(max_length=500)
-    context_used = serializers.CharField(required=False, allow_blank=True, max_length=16)
-    approach = serializers.CharField(required=False, allow_blank=True, max_length=5000)
-    blockers = serializers.CharField(required=False, allow_blank=True, max_length=5000)
-    files_modified = serializers.ListField(
-        child=serializers.CharField(max_length=500), required=False, max_length=500
-    )
-    next_steps = serializers.ListField(
-        child=serializers.CharField(max_length=1000), required=False, max_length=100
-    )
-
-
-class DiscoveryInput(InputSerializer):
-    description = serializers.CharField(max_length=5000)
-    severity = serializers.ChoiceField(choices=p.DISCOVERY_SEVERITIES)
-    urgency = serializers.ChoiceField(
-        choices=p.DISCOVERY_URGENCIES, required=False, default="deferred"
-    )
-    during = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    recommendation = serializers.CharField(required=False, allow_blank=True, max_length=5000)
-
-
-ANOMALY_DETAILS_MAX_CHARS = 10_000
-
-
-def _holds_null_character(value: object) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_null_character(k) or _holds_null_character(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_null_character(v) for v in value)
-    return False
-
-
-class AnomalyInput(InputSerializer):
-    type = serializers.ChoiceField(choices=p.ANOMALY_TYPES)
-    details = serializers.DictField(help_text="the type's required fields (seed 002)")
-    task = serializers.CharField(required=False, allow_blank=True, max_length=64)
-
-    def validate_details(self, details: dict) -> dict:
-        # Stored as jsonb, and PostgreSQL refuses NUL in any jsonb string, key or value.
-        if _holds_null_character(details):
-            raise serializers.ValidationError("null characters are not allowed")
-        if len(json.dumps(details)) > ANOMALY_DETAILS_MAX_CHARS:
-            raise serializers.ValidationError(
-                f"at most {ANOMALY_DETAILS_MAX_CHARS} characters of JSON"
-            )
-        return details
-
-
-class LogInput(InputSerializer):
-    action = serializers.RegexField(p.TASK_KEY_RE, max_length=64)
-    detail = serializers.CharField(max_length=500)
-    task = serializers.CharField(required=False, allow_blank=True, max_length=64)
-
-
-class NewTaskInput(InputSerializer):
-    key = serializers.RegexField(p.TASK_KEY_RE, max_length=64)
-    description = serializers.CharField(max_length=10_000)
-    priority = serializers.IntegerField(min_value=1, max_value=5, required=False, default=3)
-    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
-    done_when = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
-    scope = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
-    criticality = serializers.ChoiceField(
-        choices=Task.Criticality.choices, required=False, default="standard"
-    )
-    max_iterations = serializers.IntegerField(
-        min_value=1, max_value=1000, required=False, allow_null=True
-    )
-    max_review_cycles = serializers.IntegerField(
-        min_value=1, max_value=1000, required=False, allow_null=True
-    )
-    lease_duration_override = serializers.IntegerField(
-        min_value=30, max_value=86_400, required=False, allow_null=True
-    )
-    needs_human_approval = serializers.BooleanField(
-        required=False,
-        help_text="a human approves before merge (seed 004); default: security-sensitive only",
-    )
-    depends_on = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=200
-    )
-
-
-class CreateTaskInput(NewTaskInput):
-    sprint_scope = serializers.ChoiceField(
-        choices=["planned", "stretch"], required=False, allow_null=True
-    )
-
-
-class DependenciesInput(InputSerializer):
-    depends_on = serializers.ListField(child=serializers.CharField(max_length=64), max_length=200)
-
-
-class RescopeInput(ReasonInput):
-    new_tasks = NewTaskInput(many=True, allow_empty=False)
-
-
-class GoalInput(InputSerializer):
-    description = serializers.CharField(max_length=10_000)
-    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
-
-
-class SprintInput(InputSerializer):
-    planned = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=1000
-    )
-    stretch = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=1000
-    )
-    deadline = serializers.DateTimeField(required=False, allow_null=True)
+        return sprint_metrics_current(sprint)
 
 
 class WorkSerializer(serializers.Serializer):
@@ -510,56 +307,6 @@ class WorkSerializer(serializers.Serializer):
 
 class ClaimResultSerializer(serializers.Serializer):
     task = TaskSerializer(allow_null=True)
-
-
-# -- human oversight (boards/api/oversight.py) -----------------------------------------------
-
-
-class ApprovalInput(InputSerializer):
-    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-
-
-class LimitsInput(InputSerializer):
-    """Per-task overrides; null puts a limit back to the project's setting."""
-
-    priority = serializers.IntegerField(min_value=1, max_value=5, required=False)
-    max_iterations = serializers.IntegerField(
-        min_value=1, max_value=1000, required=False, allow_null=True
-    )
-    max_review_cycles = serializers.IntegerField(
-        min_value=1, max_value=1000, required=False, allow_null=True
-    )
-    lease_duration_override = serializers.IntegerField(
-        min_value=30, max_value=86_400, required=False, allow_null=True
-    )
-    needs_human_approval = serializers.BooleanField(required=False)
-
-
-class DecisionInput(InputSerializer):
-    decision = serializers.CharField(max_length=2000, help_text="recorded in the retrospective")
-
-
-class DeadlineInput(InputSerializer):
-    deadline = serializers.DateTimeField(allow_null=True, help_text="in the future; null clears")
-
-
-class NoteInput(InputSerializer):
-    message = serializers.CharField(max_length=5000)
-    task = serializers.CharField(
-        required=False, allow_blank=True, max_length=64, help_text="omit for a project note"
-    )
-
-
-class ConvertTaskInput(CreateTaskInput):
-    description = serializers.CharField(
-        required=False, max_length=10_000, help_text="defaults to the discovery's description"
-    )
-
-
-class TriageInput(InputSerializer):
-    decision = serializers.ChoiceField(choices=["convert", "defer", "reject"])
-    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    task = ConvertTaskInput(required=False, help_text="convert only: the DRAFT task to create")
 
 
 class ConfigSerializer(serializers.ModelSerializer):
@@ -584,19 +331,6 @@ class ConfigSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_escalation_webhook(self, config) -> str | None:
         return config.escalation_webhook or None
-
-
-class ConfigInput(InputSerializer):
-    max_coder_iterations = serializers.IntegerField(required=False, min_value=1)
-    max_review_cycles = serializers.IntegerField(required=False, min_value=1)
-    heartbeat_interval = serializers.IntegerField(required=False, min_value=0)
-    lease_duration = serializers.IntegerField(required=False, min_value=1)
-    coder_poll_interval = serializers.IntegerField(required=False, min_value=0)
-    coder_max_wait = serializers.IntegerField(required=False, min_value=0)
-    integration_branch = serializers.CharField(required=False, max_length=200)
-    escalation_webhook = serializers.URLField(required=False, allow_blank=True, allow_null=True)
-    lease_grace = serializers.IntegerField(required=False, min_value=0)
-    archive_after_days = serializers.IntegerField(required=False, min_value=0)
 
 
 class ProjectStateSerializer(serializers.Serializer):

@@ -18,6 +18,7 @@ from agents.models import Agent
 from agents.services import agent_create, agent_key_issue
 from boards.models import Membership, Project, Task
 from boards.protocol import format_timestamp, parse_timestamp
+from boards.services.kernel import SYSTEM
 from boards.services.projects import membership_set
 from boards.validation import reference_time
 
@@ -75,7 +76,7 @@ def demo_build(*, slug: str, now: datetime) -> DemoResult:
     if project is None:
         project = _import_demo(slug=slug, now=now)
     admin = _demo_admin()
-    membership_set(project=project, user=admin, role=Membership.Role.ADMIN)
+    membership_set(project=project, user=admin, role=Membership.Role.ADMIN, actor=SYSTEM, now=now)
     agent = Agent.objects.filter(project=project, agent_id=DEMO_AGENT_ID).first()
     if agent is None:
         # Created, not registered: the person trying the key registers it themselves (a
@@ -84,7 +85,7 @@ def demo_build(*, slug: str, now: datetime) -> DemoResult:
         agent = agent_create(
             project=project, actor=admin, agent_id=DEMO_AGENT_ID, role=DEMO_AGENT_ROLE, now=now
         )
-    _, plain = agent_key_issue(agent=agent, now=now, label="liza_demo")
+    _, plain = agent_key_issue(agent=agent, actor=admin, now=now, label="liza_demo")
     return DemoResult(
         project=project,
         imported=imported,

@@ -31,7 +31,7 @@ from boards.models import (
     Sprint,
     Task,
 )
-from boards.selectors import sprint_metrics
+from boards.selectors.sprints import sprint_metrics
 
 from .events import SUMMARY_LENGTH, derived_actor_kind
 from .schema import (

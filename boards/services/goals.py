@@ -10,7 +10,7 @@ from django_fsm import TransitionNotAllowed
 from boards import protocol as p
 from boards.errors import InvalidTransition, ProtocolValidationError
 from boards.models import Goal, Project
-from boards.services.common import Actor, record_event, records_refusals, refusal, require_role
+from boards.services.kernel import Actor, record_event, records_refusals, refusal, require_role
 
 
 def _goal_targets(status: str) -> list[str]:

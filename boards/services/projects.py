@@ -1,33 +1,219 @@
-"""Projects, memberships and configuration (SPEC §3)."""
+"""Projects (the tenant), memberships, configuration, and pausing (SPEC §3, §7)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from boards import protocol as p
+from boards.errors import ProtocolValidationError, validation_error
 from boards.models import CircuitBreaker, Membership, Project, ProjectConfig
+from boards.protocol import Action
+from boards.services.kernel import (
+    Actor,
+    clean_text,
+    config_for_update,
+    lock_project,
+    record_event,
+    records_refusals,
+    require_role,
+)
+from boards.services.kernel import conflict as _conflict
 
 
 @transaction.atomic
 def project_create(*, slug: str, name: str, now: datetime) -> Project:
     """A new tenant with its seed 002 default config and an OK circuit breaker."""
     if Project.objects.filter(slug=slug).exists():
-        raise ValidationError({"slug": f"project {slug!r} already exists"})
+        raise ProtocolValidationError("slug", f"project {slug!r} already exists")
     project = Project(slug=slug, name=name or slug, created=now)
-    project.full_clean()
+    try:
+        project.full_clean()
+    except ValidationError as exc:
+        raise validation_error(exc.message_dict) from exc
     project.save()
     ProjectConfig.objects.create(project=project)
     CircuitBreaker.objects.create(project=project)
     return project
 
 
-def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+@records_refusals
+def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) -> Project:
+    """A new display name (the slug is fixed: it is in every URL, key and export)."""
+    require_role(actor, project, agent_roles=())
+    name = clean_text(name, "name", max_length=200)
+    with transaction.atomic():
+        locked = lock_project(project)
+        if locked.name != name:
+            old, locked.name = locked.name, name
+            locked.save(update_fields=["name"])
+            record_event(
+                project=locked,
+                actor=actor,
+                action=Action.CONFIG_UPDATED,
+                now=now,
+                detail=f"project name {old} → {name}",
+                data={"changes": {"name": {"old": old, "new": name}}},
+            )
+    project.name = name
+    return locked
+
+
+@records_refusals
+def membership_set(
+    *, project: Project, user: AbstractBaseUser, role: str, actor: Actor, now: datetime
+) -> Membership:
+    """Give `user` a role in `project` (SPEC §3), audited."""
+    require_role(actor, project, agent_roles=(), system=True)
     if role not in Membership.Role.values:
-        raise ValidationError({"role": f"one of {', '.join(Membership.Role.values)}"})
-    membership, _ = Membership.objects.update_or_create(
-        project=project, user=user, defaults={"role": role}
-    )
+        raise ProtocolValidationError("role", f"one of {', '.join(Membership.Role.values)}")
+    with transaction.atomic():
+        membership = (
+            Membership.objects.select_for_update().filter(project=project, user=user).first()
+        )
+        old = membership.role if membership else None
+        if membership is None:
+            membership = Membership.objects.create(project=project, user=user, role=role)
+        elif old != role:
+            membership.role = role
+            membership.save(update_fields=["role"])
+        if old != role:
+            record_event(
+                project=project,
+                actor=actor,
+                action=Action.MEMBERSHIP_SET,
+                now=now,
+                detail=f"{user.get_username()}: {old or 'no role'} → {role}",
+                data={"user": user.get_username(), "old": old, "role": role},
+            )
     return membership
+
+
+@records_refusals
+def membership_remove(*, membership: Membership, actor: Actor, now: datetime) -> None:
+    """Take a user's access to a project away (SPEC §3), audited."""
+    project = membership.project
+    require_role(actor, project, agent_roles=(), system=True)
+    with transaction.atomic():
+        username = membership.user.get_username()
+        old = membership.role
+        Membership.objects.filter(pk=membership.pk).delete()
+        record_event(
+            project=project,
+            actor=actor,
+            action=Action.MEMBERSHIP_SET,
+            now=now,
+            detail=f"{username}: {old} → no role",
+            data={"user": username, "old": old, "role": None},
+        )
+
+
+@records_refusals
+def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime) -> Project:
+    """Seed 000 PAUSE: claims are refused (`paused`), heartbeats answer stop / exit 42."""
+    require_role(actor, project, agent_roles=())
+    reason = clean_text(reason, "reason", max_length=500)
+    with transaction.atomic():
+        locked = Project.objects.select_for_update().get(pk=project.pk)
+        if locked.is_paused:
+            raise _conflict(
+                f"project {project.slug} is already paused since "
+                f"{p.format_timestamp(locked.paused_at)}: {locked.paused_reason}",
+                project=project,
+                actor=actor,
+                action="project_pause",
+                now=now,
+                details={"paused": True},
+            )
+        locked.paused_at = now
+        locked.paused_reason = reason
+        locked.save(update_fields=["paused_at", "paused_reason"])
+        record_event(project=locked, actor=actor, action="project_paused", now=now, detail=reason)
+    project.paused_at, project.paused_reason = locked.paused_at, locked.paused_reason
+    return locked
+
+
+@records_refusals
+def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
+    """Lift the pause: agents may claim again."""
+    require_role(actor, project, agent_roles=())
+    with transaction.atomic():
+        locked = Project.objects.select_for_update().get(pk=project.pk)
+        if not locked.is_paused:
+            raise _conflict(
+                f"project {project.slug} is not paused",
+                project=project,
+                actor=actor,
+                action="project_resume",
+                now=now,
+                details={"paused": False},
+            )
+        since, reason = locked.paused_at, locked.paused_reason
+        locked.paused_at = None
+        locked.paused_reason = ""
+        locked.save(update_fields=["paused_at", "paused_reason"])
+        record_event(
+            project=locked,
+            actor=actor,
+            action="project_resumed",
+            now=now,
+            detail=f"resumed after pause since {p.format_timestamp(since)} ({reason})",
+        )
+    project.paused_at, project.paused_reason = None, ""
+    return locked
+
+
+CONFIG_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in ProjectConfig._meta.concrete_fields if f.name not in ("id", "project")
+)
+
+
+@records_refusals
+def config_update(*, project: Project, actor: Actor, now: datetime, **fields: Any) -> ProjectConfig:
+    """Edit the project's configuration; the model's own rules decide (400 naming the field)."""
+    require_role(actor, project, agent_roles=())
+    unknown = sorted(set(fields) - set(CONFIG_FIELDS))
+    if unknown:
+        raise ProtocolValidationError(
+            unknown[0], f"not a config setting; one of {', '.join(CONFIG_FIELDS)}"
+        )
+    if not fields:
+        raise ProtocolValidationError("config", f"give at least one of {', '.join(CONFIG_FIELDS)}")
+    for name, value in fields.items():
+        if isinstance(value, bool):
+            raise ProtocolValidationError(name, "not a boolean")
+    config_for_update(project)  # created with the defaults if the project has none yet
+    with transaction.atomic():
+        config = ProjectConfig.objects.select_for_update().get(project=project)
+        old = {name: getattr(config, name) for name in fields}
+        for name, value in fields.items():
+            if value is None and name == "escalation_webhook":
+                value = ""  # null in state.yaml, blank here
+            setattr(config, name, value)
+        # Django's ValidationError names the field (400); the API and the settings form map it.
+        # The field rules first: the model's clean() compares values it assumes are numbers.
+        try:
+            config.clean_fields(exclude=["project"])
+            config.clean()
+        except ValidationError as exc:
+            raise validation_error(exc.message_dict) from exc
+        diff = {name: (old[name], getattr(config, name)) for name in fields}
+        diff = {name: pair for name, pair in diff.items() if pair[0] != pair[1]}
+        if diff:
+            config.save(update_fields=list(diff))
+            record_event(
+                project=project,
+                actor=actor,
+                action="config_updated",
+                now=now,
+                detail=", ".join(
+                    f"{name} {old or 'none'} → {new or 'none'}" for name, (old, new) in diff.items()
+                ),
+                data={"changes": {n: {"old": o, "new": v} for n, (o, v) in diff.items()}},
+            )
+    project.config = config
+    return config

@@ -21,7 +21,7 @@ from boards.models import (
     Task,
     anomaly_details_errors,
 )
-from boards.services.common import (
+from boards.services.kernel import (
     Actor,
     actor_ref,
     clean_text,
@@ -29,8 +29,13 @@ from boards.services.common import (
     records_refusals,
     require_role,
 )
+from boards.services.kernel import conflict as _conflict
+from boards.services.tasks.planning import task_create
 
 ANY_AGENT = ("planner", "coder", "code_reviewer")
+
+# Called inside the triage's transaction: its refusal is logged once, by the triage.
+_create = task_create.__wrapped__
 
 
 def _task_of(project: Project, key: str | None, field: str) -> Task | None:
@@ -209,3 +214,99 @@ def activity_log(
         return record_event(
             project=project, actor=actor, action=action, task=task_row, now=now, detail=detail
         )
+
+
+TRIAGE_DECISIONS: dict[str, str] = {
+    "convert": Discovery.Triage.CONVERTED,
+    "defer": Discovery.Triage.DEFERRED,
+    "reject": Discovery.Triage.REJECTED,
+}
+
+# What a discovery may be converted into: task_create's fields.
+CONVERT_FIELDS: frozenset[str] = frozenset(
+    {
+        "key",
+        "description",
+        "priority",
+        "spec_ref",
+        "done_when",
+        "scope",
+        "criticality",
+        "max_iterations",
+        "max_review_cycles",
+        "lease_duration_override",
+        "needs_human_approval",
+        "depends_on",
+        "sprint_scope",
+    }
+)
+
+
+@records_refusals
+def discovery_triage(
+    *,
+    discovery: Discovery,
+    actor: Actor,
+    decision: str,
+    now: datetime,
+    note: str = "",
+    task: dict[str, Any] | None = None,
+) -> Discovery:
+    """A human triages a discovery (SPEC §3, §7).
+
+    `convert` creates a DRAFT task from `task` (key, and optionally description — the
+    discovery's by default — and task_create's other fields) and needs the admin role: it
+    creates work. `defer` and `reject` need a member. Converted or rejected discoveries are
+    settled (409); a deferred one may still be converted or rejected.
+    """
+    project = discovery.project
+    if decision not in TRIAGE_DECISIONS:
+        raise ProtocolValidationError("decision", f"one of {', '.join(TRIAGE_DECISIONS)}")
+    role = Membership.Role.ADMIN if decision == "convert" else Membership.Role.MEMBER
+    require_role(actor, project, agent_roles=(), human=role)
+    note = clean_text(note, "note", required=False, max_length=2000)
+    spec: dict[str, Any] = {}
+    if decision == "convert":
+        if not isinstance(task, dict):
+            raise ProtocolValidationError("task", "the task to create (key, description, …)")
+        unknown = sorted(set(task) - CONVERT_FIELDS)
+        if unknown:
+            raise ProtocolValidationError(f"task.{unknown[0]}", "unknown field")
+        if not task.get("key"):
+            raise ProtocolValidationError("task.key", "is required to convert a discovery")
+        spec = dict(task)
+        spec.setdefault("description", discovery.description)
+    elif task:
+        raise ProtocolValidationError("task", "only a conversion creates a task")
+    with transaction.atomic():
+        discovery = Discovery.objects.select_for_update().get(pk=discovery.pk)
+        settled = discovery.triage in (Discovery.Triage.CONVERTED, Discovery.Triage.REJECTED)
+        if settled or discovery.converted_to_task or discovery.triage == TRIAGE_DECISIONS[decision]:
+            state = "converted" if discovery.converted_to_task else discovery.triage
+            raise _conflict(
+                f"{discovery.disc_id} is already {state}",
+                project=project,
+                actor=actor,
+                action="discovery_triage",
+                now=now,
+                details={"discovery": discovery.disc_id, "triage": state},
+            )
+        created: Task | None = None
+        if decision == "convert":
+            depends_on = spec.pop("depends_on", None) or ()
+            created = _create(project=project, actor=actor, now=now, depends_on=depends_on, **spec)
+            discovery.converted_to_task = created.key
+        discovery.triage = TRIAGE_DECISIONS[decision]
+        discovery.triage_note = note
+        discovery.save(update_fields=["triage", "triage_note", "converted_to_task"])
+        outcome = f"converted into {created.key}" if created else TRIAGE_DECISIONS[decision]
+        record_event(
+            project=project,
+            actor=actor,
+            action=f"discovery_{TRIAGE_DECISIONS[decision]}",
+            task=created,
+            now=now,
+            detail=f"{discovery.disc_id} {outcome}" + (f": {note}" if note else ""),
+            data={"discovery": discovery.disc_id},
+        )
+    return discovery

@@ -1,8 +1,10 @@
-"""Review claims, their leases and verdicts (seed 000 "Review Lease Lifecycle", seed 001).
+"""Review claims, their leases and verdicts (seed 000 "Review Lease Lifecycle", seed 001), and
+the human approval gate (seed 004 APPROVAL_REQUIRED).
 
 Each review claim is a `Review` row with its own lease. Criticality sets how many distinct
-approving reviewers a round needs (standard 1, complex 2, security-sensitive 2 with at least
-one security-flagged reviewer); one rejection rejects the round and counts one review cycle.
+approving reviewers a round needs; one rejection rejects the round and counts one review cycle.
+The gate sits before APPROVED: the reviewers' approvals leave a gated task READY_FOR_REVIEW
+until a human approves or rejects it.
 """
 
 from __future__ import annotations
@@ -12,146 +14,107 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from agents.models import Agent
-from boards.errors import Conflict, Forbidden, LeaseLost, ProtocolValidationError
+from boards import protocol as p
+from boards.errors import Conflict, Forbidden, InvalidTransition, LeaseLost, ProtocolValidationError
 from boards.models import Review, Task
-from boards.services.common import (
+from boards.protocol import Action, AgentStatus, TaskStatus
+from boards.selectors.access import config_of
+from boards.selectors.leases import lease_alive
+from boards.selectors.reviews import (
+    review_live,
+    review_slot_refusal,
+    round_approvals,
+    security_reviewer_ids,
+)
+from boards.selectors.tasks import limit_reached
+from boards.services.kernel import (
+    REVIEWER,
     SYSTEM,
     Actor,
+    actor_ref,
+    agent_row,
     clean_text,
-    config_of,
     is_agent,
-    lease_alive,
     lock_agent,
     lock_task,
     record_event,
     records_refusals,
     refusal,
+    refuse,
     refuse_if_stopped,
     require_role,
     require_task_status,
+    save_task,
+    task_transition_run,
 )
-from boards.services.tasks import (
-    REVIEWER,
-    _agent_row,
-    _append_failed_by,
-    _close_review_round,
-    _fsm,
-    _limit_anomaly,
-    _limit_block,
-    _release_agent,
-    _save,
-    limit_reached,
+from boards.services.kernel import conflict as _conflict
+from boards.services.tasks.holders import (
+    HolderBusy,
+    append_failed_by,
+    close_review_round,
+    lock_previous_holder,
+    lock_task_and_its_agents,
+    release_holder,
 )
+from boards.services.tasks.limits import limit_anomaly, limit_block
 
 
 def _open_reviews(task: Task) -> list[Review]:
     return list(Review.objects.select_for_update().filter(task=task, closed_at__isnull=True))
 
 
-def _approvers(reviews: list[Review]) -> list[str]:
-    return [r.reviewer for r in reviews if r.verdict == Review.Verdict.APPROVED]
-
-
-def _security_reviewers(task: Task, agent_ids: list[str]) -> set[str]:
-    return set(
-        Agent.objects.filter(
-            project_id=task.project_id, agent_id__in=agent_ids, security_reviewer=True
-        ).values_list("agent_id", flat=True)
-    )
-
-
 @records_refusals
 def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
-    """READY_FOR_REVIEW with a free review slot → a review lease for `agent`."""
+    """READY_FOR_REVIEW with a review slot open to `agent` → a review lease for it.
+
+    The slot rule is `boards.selectors.reviews.review_slot_refusal`, the one `/work` reads. A
+    claim whose lease is dead (`lease_alive`, grace included) is closed and its slot taken
+    (seed 000 "Stale review lease allows supervisor to reassign").
+    """
     project = task.project
     require_role(agent, project, agent_roles=REVIEWER, human=None)
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now, task=task)
     config = config_of(project)
     with transaction.atomic():
-        task = lock_task(task)
+        # Lock order (kernel): the agents (this one, the task's coder and pending reviewers,
+        # whose lapsed claims it may close) by primary key, then the task, then the reviews.
+        task = lock_task_and_its_agents(task, agent)
+        agent = lock_agent(agent)
         require_task_status(
             task,
-            ["READY_FOR_REVIEW"],
-            to="READY_FOR_REVIEW",
+            [TaskStatus.READY_FOR_REVIEW],
+            to=TaskStatus.READY_FOR_REVIEW,
             action="claim_review",
             actor=agent,
             now=now,
         )
-        agent = lock_agent(agent)
-
-        def refuse(message: str, details: dict | None = None) -> Conflict:
-            return refusal(
-                Conflict(message, {"task": task.key, **(details or {})}),
-                project=project,
-                actor=agent,
-                action="claim_review",
-                now=now,
-                task=task,
-            )
-
-        if task.is_suspended:
-            raise refuse(f"{task.key} is suspended: {task.suspended_reason}", {"suspended": True})
-        if agent.agent_id == task.assigned_to or agent.agent_id in task.failed_by:
-            # Seed 001: nobody reviews their own work.
-            raise refusal(
-                Forbidden(f"{agent.agent_id} coded {task.key} and cannot review it"),
-                project=project,
-                actor=agent,
-                action="claim_review",
-                now=now,
-                task=task,
-            )
-        if agent.status not in ("STARTING", "IDLE"):
-            raise refuse(f"{agent.agent_id} is {agent.status}; finish the current review first")
         reviews = _open_reviews(task)
-        # A lapsed review lease makes the slot claimable again (seed 000 table).
-        for stale in [r for r in reviews if not r.verdict and not r.is_active(now)]:
-            stale.closed_at = now
-            stale.save()
-            holder = _agent_row(project, stale.reviewer)
-            if holder is not None and holder.status == "REVIEWING":
-                holder.finish_review()
-                holder.save()
-            record_event(
-                project=project,
-                actor=agent,
-                action="review_reclaimed",
-                task=task,
-                now=now,
-                detail=f"review lease of {stale.reviewer} expired",
-                data={"previous": stale.reviewer},
+        refused = review_slot_refusal(
+            task,
+            agent,
+            reviews=reviews,
+            now=now,
+            config=config,
+            security_ids=security_reviewer_ids(project.pk),
+        )
+        if refused is not None:
+            error = (
+                Forbidden(refused.message, refused.details)
+                if refused.kind == "forbidden"
+                else Conflict(refused.message, refused.details)
             )
-            reviews.remove(stale)
-        if any(r.reviewer == agent.agent_id for r in reviews):
-            raise refuse(f"{agent.agent_id} already reviewed or is reviewing this round")
-        approvers = _approvers(reviews)
-        active = [r for r in reviews if not r.verdict]
-        free = task.required_approvals - len(approvers) - len(active)
-        if free <= 0:
-            holders = [r.reviewer for r in active]
-            raise refuse(
-                f"{task.key} is already under review by {', '.join(holders)}",
-                {"reviewing_by": holders},
-            )
-        if (
-            task.criticality == Task.Criticality.SECURITY_SENSITIVE
-            and free == 1
-            and not agent.security_reviewer
-            and not _security_reviewers(task, approvers + [r.reviewer for r in active])
-        ):
-            raise refuse(
-                f"{task.key} is security-sensitive: its last review slot needs a "
-                "security-flagged reviewer"
-            )
+            raise refuse(error, task, actor=agent, action="claim_review", now=now)
+        for stale in [r for r in reviews if not r.verdict and not review_live(r, now, config)]:
+            _close_stale_review(stale, task, actor=agent, now=now)
         review = Review.objects.create(
             project=project,
             task=task,
             reviewer=agent.agent_id,
             review_commit=task.review_commit,
             claimed_at=now,
-            lease_expires=now + _seconds(task.lease_seconds(config)),
+            lease_expires=now + timedelta(seconds=task.lease_seconds(config)),
         )
-        if agent.status == "STARTING":
+        if agent.status == AgentStatus.STARTING:
             agent.ready()
         agent.start_review()
         # Whatever it lost before (a review taken back by a human) is behind it now.
@@ -162,7 +125,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
         record_event(
             project=project,
             actor=agent,
-            action="review_claimed",
+            action=Action.REVIEW_CLAIMED,
             task=task,
             now=now,
             detail=f"reviewing {task.key} at {task.review_commit}",
@@ -171,8 +134,36 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     return review
 
 
-def _seconds(n: int) -> timedelta:
-    return timedelta(seconds=n)
+def _close_stale_review(stale: Review, task: Task, *, actor: Agent, now: datetime) -> None:
+    """A dead review claim gives its slot back; its reviewer learns it lost the review.
+
+    The lapsed reviewer's agent row is locked after the task (against the kernel's order), so
+    without waiting: busy means it is heartbeating right now; the claimer is told to try again.
+    """
+    try:
+        holder = lock_previous_holder(task.project, stale.reviewer)
+    except HolderBusy as exc:
+        raise refuse(
+            Conflict(f"{stale.reviewer} is active right now; try again", {"task": task.key}),
+            task,
+            actor=actor,
+            action="claim_review",
+            now=now,
+        ) from exc
+    stale.closed_at = now
+    stale.save()
+    if holder is not None and holder.status == AgentStatus.REVIEWING:
+        holder.finish_review()
+        holder.save()
+    record_event(
+        project=task.project,
+        actor=actor,
+        action=Action.REVIEW_RECLAIMED,
+        task=task,
+        now=now,
+        detail=f"review lease of {stale.reviewer} expired",
+        data={"previous": stale.reviewer},
+    )
 
 
 def _own_open_review(task: Task, agent: Agent, *, now: datetime, action: str, config) -> Review:
@@ -212,7 +203,7 @@ def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
             now=now,
         )
         review = _own_open_review(task, agent, now=now, action="extend_review", config=config)
-        review.lease_expires = now + _seconds(task.lease_seconds(config))
+        review.lease_expires = now + timedelta(seconds=task.lease_seconds(config))
         review.save()
         record_event(
             project=project,
@@ -240,7 +231,10 @@ def review_verdict(
     )
     config = config_of(project)
     with transaction.atomic():
-        task = lock_task(task)
+        # Lock order (kernel): the agents on the task (its coder, the round's reviewers, this
+        # one) by primary key, then the task: a coder's heartbeat locks it the same way.
+        task = lock_task_and_its_agents(task)
+        agent = lock_agent(agent)
         target = verdict
         require_task_status(
             task, ["READY_FOR_REVIEW"], to=target, action="verdict", actor=agent, now=now
@@ -259,7 +253,6 @@ def review_verdict(
                 now=now,
                 task=task,
             )
-        agent = lock_agent(agent)
         review.verdict = verdict
         review.reason = reason
         review.verdict_at = now
@@ -269,7 +262,7 @@ def review_verdict(
             agent.finish_review()
         agent.heartbeat = now
         agent.save()
-        coder = _agent_row(project, task.assigned_to)
+        coder = agent_row(project, task.assigned_to)
         if verdict == Review.Verdict.REJECTED:
             _reject(task, agent, reason, now=now, config=config, coder=coder)
         else:
@@ -293,9 +286,9 @@ def _reject(
     task.rejection_reason = reason
     task.review_cycles_current += 1
     task.review_cycles_total += 1
-    _close_review_round(task, now, except_reviewer=agent.agent_id if is_agent(agent) else "")
-    _fsm(task, "reject", actor=agent, project=project, now=now, to="REJECTED")
-    _save(task, now)
+    close_review_round(task, now, except_reviewer=agent.agent_id if is_agent(agent) else "")
+    task_transition_run(task, "reject", actor=agent, project=project, now=now, to="REJECTED")
+    save_task(task, now)
     record_event(
         project=project,
         actor=agent,
@@ -310,21 +303,11 @@ def _reject(
     limit = limit_reached(task, config)
     if limit is not None:
         # "failed_by gets the coder appended when ... a limit blocks it" (SPEC §5.1).
-        _append_failed_by(task, task.assigned_to)
-        _release_agent(coder, task, lost=f"blocked: {limit}")
-        _limit_block(task, now=now, config=config, limit=limit)
+        append_failed_by(task, task.assigned_to)
+        release_holder(coder, task, lost=f"blocked: {limit}")
+        limit_block(task, now=now, config=config, limit=limit)
         if len(set(task.failed_by)) >= 2 and limit != "hypothesis_exhaustion":
-            _limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
-
-
-def round_approvals(task: Task) -> tuple[list[str], bool]:
-    """The open round's approving reviewers, and whether they suffice (seed 001 criticality)."""
-    reviews = list(Review.objects.filter(task=task, closed_at__isnull=True))
-    approvers = _approvers(reviews)
-    enough = len(set(approvers)) >= task.required_approvals
-    if enough and task.criticality == Task.Criticality.SECURITY_SENSITIVE:
-        enough = bool(_security_reviewers(task, approvers))
-    return approvers, enough
+            limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
 
 
 def _approve_if_enough(
@@ -368,11 +351,11 @@ def _approve_if_enough(
         )
         return
     task.approved_by = approvers
-    _close_review_round(task, now)
-    _fsm(task, "approve", actor=agent, project=project, now=now, to="APPROVED")
-    _save(task, now)
+    close_review_round(task, now)
+    task_transition_run(task, "approve", actor=agent, project=project, now=now, to="APPROVED")
+    save_task(task, now)
     if coder is not None and coder.current_task_id == task.pk:
-        _release_agent(coder, task)
+        release_holder(coder, task)
     record_event(
         project=project,
         actor=agent,
@@ -384,3 +367,100 @@ def _approve_if_enough(
         detail=detail,
         data={"commit": task.review_commit, "approvals": approvers},
     )
+
+
+def _require_awaiting(task: Task, *, actor: Actor, now: datetime, action: str, to: str) -> None:
+    """The locked task must wait for a human: READY_FOR_REVIEW, gated, approvals complete."""
+    project = task.project
+    if task.status != "READY_FOR_REVIEW":
+        raise refusal(
+            InvalidTransition(
+                from_status=task.status,
+                to_status=to,
+                allowed=p.task_targets(task.status),
+                message=f"{task.key} is {task.status}; it is not awaiting human approval",
+            ),
+            project=project,
+            actor=actor,
+            action=action,
+            now=now,
+            task=task,
+            to_status=to,
+        )
+    if task.is_suspended:
+        raise _conflict(
+            f"{task.key} is suspended: {task.suspended_reason}",
+            project=project,
+            actor=actor,
+            action=action,
+            now=now,
+            task=task,
+            details={"suspended": True},
+        )
+    _, enough = round_approvals(task)
+    if not task.needs_human_approval or not enough:
+        reason = (
+            "it does not need human approval"
+            if not task.needs_human_approval
+            else "its reviewers have not approved it yet"
+        )
+        raise _conflict(
+            f"{task.key} is not awaiting human approval: {reason}",
+            project=project,
+            actor=actor,
+            action=action,
+            now=now,
+            task=task,
+            details={"awaiting_human_approval": False},
+        )
+
+
+@records_refusals
+def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "") -> Task:
+    """READY_FOR_REVIEW → APPROVED by a human, once the reviewers have approved.
+
+    `approved_by` names the approving reviewers (the merge is theirs to report); the event
+    names the human.
+    """
+    project = task.project
+    require_role(actor, project, agent_roles=())
+    note = clean_text(note, "note", required=False, max_length=2000)
+    with transaction.atomic():
+        task = lock_task_and_its_agents(task)
+        _require_awaiting(task, actor=actor, now=now, action="human_approve", to="APPROVED")
+        approvers, _ = round_approvals(task)
+        task.approved_by = approvers
+        close_review_round(task, now)
+        task_transition_run(task, "approve", actor=actor, project=project, now=now, to="APPROVED")
+        save_task(task, now)
+        coder = agent_row(project, task.assigned_to)
+        if coder is not None and coder.current_task_id == task.pk:
+            release_holder(coder, task)
+        record_event(
+            project=project,
+            actor=actor,
+            action="human_approved",
+            task=task,
+            now=now,
+            from_status="READY_FOR_REVIEW",
+            to_status="APPROVED",
+            detail=note or f"{task.key} approved for merge by {actor_ref(actor)[1]}",
+            data={"commit": task.review_commit, "approvals": approvers},
+        )
+    return task
+
+
+@records_refusals
+def task_human_reject(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
+    """READY_FOR_REVIEW → REJECTED by a human: one review cycle, and the limits apply exactly as
+    after a reviewer's rejection (review_deadlock, max iterations)."""
+    project = task.project
+    require_role(actor, project, agent_roles=())
+    reason = clean_text(reason, "reason", max_length=5000)
+    config = config_of(project)
+    with transaction.atomic():
+        task = lock_task_and_its_agents(task)
+        _require_awaiting(task, actor=actor, now=now, action="human_reject", to="REJECTED")
+        coder = agent_row(project, task.assigned_to)
+        _reject(task, actor, reason, now=now, config=config, coder=coder, action="human_rejected")
+    return task

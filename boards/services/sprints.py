@@ -11,13 +11,16 @@ from django_fsm import TransitionNotAllowed
 from boards import protocol as p
 from boards.errors import Conflict, InvalidTransition, ProtocolValidationError
 from boards.models import Goal, Project, Sprint
-from boards.services.common import (
+from boards.protocol import GoalStatus
+from boards.selectors.sprints import goal_in_progress, sprint_metrics
+from boards.services.kernel import (
     SYSTEM,
     Actor,
     record_event,
     records_refusals,
     refusal,
     require_role,
+    resolve_keys,
 )
 
 
@@ -30,18 +33,20 @@ def sprint_create(
     *,
     project: Project,
     actor: Actor,
-    goal: Goal,
     now: datetime,
+    goal: Goal | None = None,
     planned: Sequence[str] = (),
     stretch: Sequence[str] = (),
     deadline: datetime | None = None,
     sprint_id: str = "",
 ) -> Sprint:
     """Open a sprint for `goal`; at most one sprint is open per project (SPEC §4)."""
-    from boards.services.tasks import _resolve_keys
-
     require_role(actor, project, agent_roles=("planner",))
-    if goal.project_id != project.pk or goal.status != "IN_PROGRESS":
+    if goal is None:
+        goal = goal_in_progress(project=project)
+        if goal is None:
+            raise ProtocolValidationError("goal", "the project has no goal IN_PROGRESS")
+    if goal.project_id != project.pk or goal.status != GoalStatus.IN_PROGRESS:
         raise ProtocolValidationError("goal", "an IN_PROGRESS goal of this project")
     if deadline is not None and deadline <= now:
         raise ProtocolValidationError("deadline", "must be in the future")
@@ -52,8 +57,8 @@ def sprint_create(
             .exists()
         ):
             raise ProtocolValidationError("status", "the project already has an open sprint")
-        planned_tasks = _resolve_keys(project, planned, "planned") if planned else []
-        stretch_tasks = _resolve_keys(project, stretch, "stretch") if stretch else []
+        planned_tasks = resolve_keys(project, planned, "planned") if planned else []
+        stretch_tasks = resolve_keys(project, stretch, "stretch") if stretch else []
         if not sprint_id:
             sprint_id = f"sprint-{Sprint.objects.filter(project=project).count() + 1}"
         sprint = Sprint.objects.create(
@@ -114,8 +119,6 @@ def _sprint_move(
     elif method == "resume":
         sprint.checkpoint_at = None
     if target in p.TERMINAL_SPRINT_STATES:
-        from boards.selectors import sprint_metrics
-
         sprint.ended = now
         sprint.metrics = sprint_metrics(sprint)
     if retrospective:

@@ -16,7 +16,7 @@ from django.db import transaction
 from boards import protocol as p
 from boards.errors import InvalidTransition
 from boards.models import Review, Task
-from boards.services.common import Actor, is_agent, lock_task, records_refusals, refusal
+from boards.services.kernel import Actor, is_agent, lock_task, records_refusals, refusal
 from boards.services.reviews import review_verdict
 from boards.services.tasks import (
     task_abandon,

@@ -114,11 +114,11 @@
   function applyHeader(change) {
     const header = document.getElementById("board-header");
     if (header) header.replaceWith(fragment(change.html));
-    refreshControls();
+    if (change.controls) refreshControls();
   }
 
   // The oversight controls (members and admins) depend on the sprint, goal and pause state:
-  // fetched again from the server whenever the header changes, never patched here.
+  // fetched again from the server when an event says they changed, never patched here.
   async function refreshControls() {
     const controls = document.getElementById("oversight-controls");
     if (!controls) return;

@@ -15,7 +15,7 @@ from agents.models import Agent
 from agents.services import agent_heartbeat
 from boards.errors import ProtocolError
 from boards.models import Event, Task
-from boards.services.common import config_of
+from boards.selectors.access import config_of
 from boards.services.tasks import task_claim, task_claim_next
 from tests.concurrency.conftest import Outcome, run_together
 from tests.lifecycle import World

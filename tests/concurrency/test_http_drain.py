@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from agents.services import agent_key_issue
 from boards.models import Event, Task
+from boards.services.kernel import SYSTEM
 from boards.services.tasks import task_create, task_finalize
 from tests.factories import ProjectFactory, register
 
@@ -63,8 +64,8 @@ def test_32_coders_drain_1000_tasks_through_the_api(asgi_server):
         pairs.append(
             (
                 coder.agent_id,
-                agent_key_issue(agent=coder, now=now)[1],
-                agent_key_issue(agent=reviewer, now=now)[1],
+                agent_key_issue(actor=SYSTEM, agent=coder, now=now)[1],
+                agent_key_issue(actor=SYSTEM, agent=reviewer, now=now)[1],
             )
         )
     base = f"/api/v1/projects/{project.slug}"

@@ -12,7 +12,7 @@ import pytest
 from agents.services import agent_heartbeat
 from boards.errors import ProtocolError
 from boards.models import Review
-from boards.services import oversight
+from boards.services import tasks
 from tests.concurrency.conftest import run_together
 from tests.lifecycle import World
 
@@ -37,7 +37,7 @@ def test_release_claim_racing_the_holders_heartbeat():
         now = world.tick()
         heartbeat, release = run_together(
             lambda now=now: agent_heartbeat(agent=world.agent("coder-1"), now=now),
-            lambda now=now, key=key: oversight.task_release_claim(
+            lambda now=now, key=key: tasks.task_release_claim(
                 task=world.task(key), actor=world.admin, reason="Looping", now=now
             ),
         )
@@ -50,7 +50,7 @@ def test_release_claim_racing_the_holders_heartbeat():
         with pytest.raises(ProtocolError) as lost:
             agent_heartbeat(agent=world.agent("coder-1"), now=world.tick())
         assert lost.value.code == "lease_lost"
-        oversight.task_cancel(task=task, actor=world.admin, reason="Done", now=world.tick())
+        tasks.task_cancel(task=task, actor=world.admin, reason="Done", now=world.tick())
 
 
 def test_suspend_racing_the_reviewers_heartbeat():
@@ -61,7 +61,7 @@ def test_suspend_racing_the_reviewers_heartbeat():
         now = world.tick()
         heartbeat, suspend = run_together(
             lambda now=now: agent_heartbeat(agent=world.agent("code-reviewer-1"), now=now),
-            lambda now=now, key=key: oversight.task_suspend(
+            lambda now=now, key=key: tasks.task_suspend(
                 task=world.task(key), actor=world.admin, reason="Hold", now=now
             ),
         )
@@ -70,4 +70,4 @@ def test_suspend_racing_the_reviewers_heartbeat():
         assert not Review.objects.filter(task__key=key, closed_at__isnull=True).exists()
         assert world.agent("code-reviewer-1").status == "IDLE"
         # The coder's task goes: next round another coder and the same reviewer start afresh.
-        oversight.task_cancel(task=world.task(key), actor=world.admin, reason="x", now=world.tick())
+        tasks.task_cancel(task=world.task(key), actor=world.admin, reason="x", now=world.tick())

@@ -30,8 +30,9 @@ from schemathesis.specs.openapi.checks import (
 
 from agents.services import agent_key_issue
 from boards.models import Goal
-from boards.services import oversight
+from boards.services import tasks
 from boards.services.goals import goal_create
+from boards.services.kernel import SYSTEM
 from boards.services.records import anomaly_create, discovery_create
 from boards.services.sprints import sprint_create
 from liza_site.wsgi import application
@@ -198,7 +199,7 @@ class Seed:
         world.drive_to("UNCLAIMED", "t-dep", depends_on=["t-unclaimed"])
         world.drive_to("DRAFT", "t-draft")
         world.drive_to("UNCLAIMED", "t-suspended")
-        oversight.task_suspend(
+        tasks.task_suspend(
             task=world.task("t-suspended"), actor=world.admin, reason="Wait", now=world.tick()
         )
         sprint_create(
@@ -228,7 +229,7 @@ class Seed:
         # How each principal authenticates: call keyword arguments (headers, cookies).
         self.auth: dict[str, dict[str, dict[str, str]]] = {}
         for agent_id in (*AGENT_IDS, "coder-5"):
-            _, plain = agent_key_issue(agent=world.agent(agent_id), now=world.now)
+            _, plain = agent_key_issue(actor=SYSTEM, agent=world.agent(agent_id), now=world.now)
             self.auth[agent_id] = {"headers": {"Authorization": f"Bearer {plain}"}}
         browser = Client()
         browser.force_login(world.admin)
@@ -239,7 +240,8 @@ class Seed:
         }
         # Revoking a key the fuzzing authenticates with would turn the rest into 401s.
         self.revocable = [
-            agent_key_issue(agent=world.agent("coder-4"), now=world.now)[0].prefix for _ in range(2)
+            agent_key_issue(actor=SYSTEM, agent=world.agent("coder-4"), now=world.now)[0].prefix
+            for _ in range(2)
         ]
 
 

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 import pytest
 
+from boards.services.kernel import SYSTEM
 from tests.e2e.support import ARTIFACTS, ROOT, AgentClient, Server
 
 CHROMIUM = os.environ.get("LIZA_E2E_CHROMIUM", "/usr/bin/chromium")
@@ -233,7 +234,7 @@ def agent_client(server):
 
         from agents.services import agent_key_issue
 
-        _, plain = agent_key_issue(agent=agent, now=timezone.now(), label="e2e")
+        _, plain = agent_key_issue(actor=SYSTEM, agent=agent, now=timezone.now(), label="e2e")
         return AgentClient(server=server, slug=agent.project.slug, key=plain)
 
     return make

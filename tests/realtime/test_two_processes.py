@@ -30,7 +30,8 @@ import pytest
 from django.conf import settings
 
 from agents.services import agent_key_issue
-from boards import events
+from boards.live import outbox as events
+from boards.services.kernel import SYSTEM
 from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
 
@@ -166,8 +167,8 @@ def test_a_transition_through_process_a_reaches_a_board_on_process_b(shared_redi
     for key in ("task-1", "task-2"):
         world.unclaimed(key, sprint_scope="planned")
     slug, project_id = world.project.slug, world.project.pk
-    _, agent_key = agent_key_issue(agent=world.coder, now=world.now)
-    _, other_key = agent_key_issue(agent=world.agent("coder-2"), now=world.now)
+    _, agent_key = agent_key_issue(actor=SYSTEM, agent=world.coder, now=world.now)
+    _, other_key = agent_key_issue(actor=SYSTEM, agent=world.agent("coder-2"), now=world.now)
     cookie = session_cookie(world.admin)
     setup_seq = events.current_sequence(project_id)
     assert setup_seq > 0  # this process's own commits were numbered in the shared Redis

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.forms.models import model_to_dict
 
 from agents.models import Agent, AgentKey
-from agents.services import agent_key_lookup
+from agents.selectors import agent_key_lookup
 from boards.models import Event
 from tests.boards.admin.helpers import (
     KEY_RE,
@@ -105,9 +105,14 @@ def test_agents_are_not_added_nor_deleted_in_the_admin(admin_client, board):
     assert Agent.objects.filter(pk=agent.pk).exists()
 
 
-def test_disabling_an_agent_writes_only_that_field_and_logs_it(admin_client, admin_user, board):
+def test_disabling_an_agent_in_the_admin_goes_through_the_service(admin_client, admin_user, board):
+    """The admin's "enabled" checkbox disables like the board's button and the API: the agent's
+    claim is taken back (its task returns to the queue, it is told it lost it) and the change
+    is audited as `agent_disabled`. (The first release saved the field directly and left the
+    agent WORKING on its task.)"""
     agent = board.world.agent("coder-1")
-    before = model_to_dict(agent)
+    task = agent.current_task
+    assert (agent.status, task.status) == ("WORKING", "CLAIMED")
 
     page = admin_client.get(admin_url(agent))
     response = admin_client.post(
@@ -118,14 +123,13 @@ def test_disabling_an_agent_writes_only_that_field_and_logs_it(admin_client, adm
     assert sorted(page.context["adminform"].form.fields) == ["enabled", "security_reviewer"]
     assert response.status_code == 302
     agent.refresh_from_db()
+    task.refresh_from_db()
     assert agent.enabled is False
-    assert model_to_dict(agent, exclude=["enabled"]) == {
-        k: v for k, v in before.items() if k != "enabled"
-    }
-    assert agent.status == "WORKING"
-    event = Event.objects.get(action="agent_updated")
+    assert (agent.status, agent.current_task, agent.lost_task) == ("IDLE", None, task)
+    assert (task.status, task.assigned_to) == ("UNCLAIMED", "")
+    event = Event.objects.get(action="agent_disabled")
     assert (event.actor_kind, event.actor_id) == ("human", admin_user.username)
-    assert event.data == {"agent_id": "coder-1", "enabled": False}
+    assert event.data == {"agent": "coder-1", "released": [task.key]}
 
 
 def test_an_unchanged_agent_form_writes_nothing(admin_client, board):

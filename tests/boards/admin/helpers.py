@@ -13,6 +13,7 @@ from agents.models import Agent, AgentKey
 from agents.services import agent_handoff, agent_key_issue
 from boards.models import Alert, CircuitBreakerCheck, Goal, Sprint, Task
 from boards.services.goals import goal_create
+from boards.services.kernel import SYSTEM
 from boards.services.records import (
     anomaly_create,
     discovery_create,
@@ -104,7 +105,9 @@ def build_board(world: World) -> Board:
         message="task-2 is BLOCKED",
         created=world.tick(),
     )
-    key, plain = agent_key_issue(agent=world.agent("coder-1"), now=world.tick(), label="ci")
+    key, plain = agent_key_issue(
+        actor=SYSTEM, agent=world.agent("coder-1"), now=world.tick(), label="ci"
+    )
     return Board(
         world=world,
         goal=goal,

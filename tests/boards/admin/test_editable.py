@@ -71,9 +71,10 @@ def test_config_edit_is_saved_and_logged(admin_client, admin_user, board):
     assert response.status_code == 302
     config.refresh_from_db()
     assert config.lease_duration == 600
-    event = Event.objects.get(project=config.project, action="config_changed")
+    # Saved by the same service as the API and the settings page, under its event name.
+    event = Event.objects.get(project=config.project, action="config_updated")
     assert (event.actor_kind, event.actor_id) == ("human", admin_user.username)
-    assert event.data == {"lease_duration": 600}
+    assert event.data == {"changes": {"lease_duration": {"old": 300, "new": 600}}}
     assert "300 → 600" in event.detail
 
 
@@ -89,7 +90,7 @@ def test_config_edit_runs_the_model_validation(admin_client, board):
     assert "lease_duration" in response.context["adminform"].form.errors
     config.refresh_from_db()
     assert model_to_dict(config) == before
-    assert not Event.objects.filter(action="config_changed").exists()
+    assert not Event.objects.filter(action="config_updated").exists()
 
 
 def test_config_has_no_add_and_no_delete(admin_client, board):

@@ -8,6 +8,7 @@ from agents.models import Agent, AgentKey
 from agents.services import agent_key_issue, agent_key_revoke
 from boards.errors import ProtocolError
 from boards.models import Alert, Discovery, Event, Review, Task
+from boards.services.kernel import SYSTEM
 from boards.services.records import discovery_create
 from boards.services.tasks import task_claim
 from tests.boards.admin.helpers import build_board, changelist_url, result_pks
@@ -37,8 +38,8 @@ def rows(board):
     world.drive_to("UNCLAIMED", "task-7", criticality="complex", priority=1)
     world.drive_to("READY_FOR_REVIEW", "task-8", coder="coder-2")
     world.claim_review("task-8")  # an open review next to the closed ones
-    agent_key_revoke(key=board.key, now=world.tick())
-    agent_key_issue(agent=world.agent("coder-2"), now=world.tick())
+    agent_key_revoke(actor=SYSTEM, key=board.key, now=world.tick())
+    agent_key_issue(actor=SYSTEM, agent=world.agent("coder-2"), now=world.tick())
     discovery_create(
         project=world.project,
         actor=world.agent("coder-2"),

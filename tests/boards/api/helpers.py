@@ -33,6 +33,7 @@ from boards.models import (
     Sprint,
     Task,
 )
+from boards.services.kernel import SYSTEM
 
 
 def api_base(slug: str) -> str:
@@ -45,7 +46,7 @@ def http_start() -> datetime:
 
 
 def key_for(agent: Agent) -> str:
-    _, plain = agent_key_issue(agent=agent, now=timezone.now(), label="test")
+    _, plain = agent_key_issue(actor=SYSTEM, agent=agent, now=timezone.now(), label="test")
     return plain
 
 

@@ -2,12 +2,13 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.services import agent_key_issue
+from boards.services.kernel import SYSTEM
 
 
 @pytest.mark.django_db
 def test_a_coder_claims_and_submits_over_http(world):
     world.unclaimed("task-1")
-    _, plain = agent_key_issue(agent=world.coder, now=world.now)
+    _, plain = agent_key_issue(actor=SYSTEM, agent=world.coder, now=world.now)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {plain}")
     base = f"/api/v1/projects/{world.project.slug}"

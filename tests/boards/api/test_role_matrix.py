@@ -45,8 +45,9 @@ from boards.models import (
     Review,
     Sprint,
 )
-from boards.services import oversight
+from boards.services import projects, tasks
 from boards.services.goals import goal_abort, goal_create
+from boards.services.kernel import SYSTEM
 from boards.services.projects import membership_set
 from boards.services.records import discovery_create
 from boards.services.sprints import sprint_checkpoint, sprint_create
@@ -62,7 +63,7 @@ from tests.boards.api.helpers import (
     key_for,
     session_client,
 )
-from tests.factories import ProjectFactory, UserFactory, member, register
+from tests.factories import T0, ProjectFactory, UserFactory, member, register
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db
@@ -112,7 +113,7 @@ class Tenant:
         self.outsider = UserFactory()
         self.foreign = ProjectFactory()
         # The outsider is an admin next door: being admin of B must not open A.
-        membership_set(project=self.foreign, user=self.outsider, role="admin")
+        membership_set(project=self.foreign, user=self.outsider, role="admin", actor=SYSTEM, now=T0)
 
     def agent(self, agent_id: str) -> Agent:
         return self.world.agent(agent_id)
@@ -185,7 +186,7 @@ class Endpoint:
         if principal == "revoked_key":
             plain = key_for(t.agent(agent_id))
             key = AgentKey.objects.get(prefix=plain.split("_")[1])
-            agent_key_revoke(key=key, now=t.world.now)
+            agent_key_revoke(actor=SYSTEM, key=key, now=t.world.now)
             return bearer(plain)
         if principal == "unknown_key":
             return bearer(UNKNOWN_KEY)
@@ -242,7 +243,7 @@ def no_goal(t: Tenant) -> dict[str, str]:
     return {}
 
 
-def open_sprint(t: Tenant) -> dict[str, str]:
+def sprint_open(t: Tenant) -> dict[str, str]:
     t.world.unclaimed("t1")
     sprint_create(
         project=t.project,
@@ -260,7 +261,7 @@ def unregistered_coder(t: Tenant) -> dict[str, str]:
 
 
 def agent_coder_1(t: Tenant) -> dict[str, str]:
-    agent_key_issue(agent=t.agent("coder-1"), now=t.world.tick(), label="laptop")
+    agent_key_issue(actor=SYSTEM, agent=t.agent("coder-1"), now=t.world.tick(), label="laptop")
     return {"agent_id": "coder-1"}
 
 
@@ -269,7 +270,9 @@ def new_task_key(t: Tenant) -> dict[str, str]:
 
 
 def spare_key(t: Tenant) -> dict[str, str]:
-    key, _ = agent_key_issue(agent=t.agent("coder-2"), now=t.world.tick(), label="spare")
+    key, _ = agent_key_issue(
+        actor=SYSTEM, agent=t.agent("coder-2"), now=t.world.tick(), label="spare"
+    )
     return {"prefix": key.prefix}
 
 
@@ -282,21 +285,21 @@ def awaiting_human_approval(t: Tenant) -> dict[str, str]:
 
 def suspended(t: Tenant) -> dict[str, str]:
     t.world.unclaimed("t1")
-    oversight.task_suspend(
+    tasks.task_suspend(
         task=t.world.task("t1"), actor=t.world.admin, reason="Wait", now=t.world.tick()
     )
     return {"key": "t1"}
 
 
 def sprint_at_checkpoint(t: Tenant) -> dict[str, str]:
-    open_sprint(t)
+    sprint_open(t)
     sprint = Sprint.objects.get(project=t.project, status="IN_PROGRESS")
     sprint_checkpoint(sprint=sprint, actor=t.world.admin, reason="Look", now=t.world.tick())
     return {}
 
 
 def paused(t: Tenant) -> dict[str, str]:
-    oversight.project_pause(
+    projects.project_pause(
         project=t.project, actor=t.world.admin, reason="Lunch", now=t.world.tick()
     )
     return {}
@@ -507,7 +510,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("api-task", "GET", TASK, task_in("DRAFT"), **READ),
     Endpoint("api-events", "GET", "events", task_in("UNCLAIMED"), **READ),
     Endpoint("api-goal", "GET", "goal", nothing, **READ),
-    Endpoint("api-sprint", "GET", "sprint", open_sprint, **READ),
+    Endpoint("api-sprint", "GET", "sprint", sprint_open, **READ),
     Endpoint("api-work", "GET", "work", task_in("UNCLAIMED"), query="?role=coder", **READ),
     Endpoint("api-discoveries", "GET", "discoveries", nothing, **READ),
     Endpoint("api-anomalies", "GET", "anomalies", nothing, **READ),
@@ -921,7 +924,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "api-sprint-checkpoint",
         "POST",
         "sprint/checkpoint",
-        open_sprint,
+        sprint_open,
         body={"reason": "Mid-sprint look"},
         wrong="planner-1",
         humans=ADMIN,
@@ -941,7 +944,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "api-sprint-abort",
         "POST",
         "sprint/abort",
-        open_sprint,
+        sprint_open,
         body={"reason": "Wrong plan"},
         wrong="planner-1",
         humans=ADMIN,
@@ -951,7 +954,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "api-sprint-deadline",
         "PUT",
         "sprint/deadline",
-        open_sprint,
+        sprint_open,
         body={"deadline": "2099-01-01T00:00:00Z"},
         wrong="planner-1",
         humans=ADMIN,

@@ -13,7 +13,7 @@ from boards.liza_files import (
     import_project,
 )
 from boards.models import Discovery, Task
-from boards.services import oversight, records
+from boards.services import records, tasks
 from boards.services.goals import goal_create
 from boards.validation import validate_state
 
@@ -27,7 +27,7 @@ def test_the_oversight_fields_round_trip_byte_for_byte(world):
     world.unclaimed("t-plain")
     world.unclaimed("t-gated", criticality="security-sensitive")
     world.unclaimed("t-held")
-    oversight.task_suspend(
+    tasks.task_suspend(
         task=world.task("t-held"), actor=world.admin, reason="Legal review", now=world.tick()
     )
     for decision in ("defer", "reject"):
@@ -38,7 +38,7 @@ def test_the_oversight_fields_round_trip_byte_for_byte(world):
             severity="low",
             now=world.tick(),
         )
-        oversight.discovery_triage(
+        records.discovery_triage(
             discovery=discovery,
             actor=world.admin,
             decision=decision,

@@ -21,7 +21,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.utils import timezone
 
-from boards import events
+from boards.live import outbox as events
 from boards.services.goals import goal_create
 from boards.services.sprints import sprint_create
 from tests.lifecycle import World

@@ -15,8 +15,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.services import agent_key_issue
-from boards import events
-from boards.consumers import CLOSE_NOT_FOUND
+from boards.live import outbox as events
+from boards.live.consumers import CLOSE_NOT_FOUND
+from boards.services.kernel import SYSTEM
 from tests.boards.consumers.helpers import (
     board_socket,
     changes_of,
@@ -45,7 +46,7 @@ def _socket_for(kind: str, world, other_project):
     if kind == "inactive admin":
         return board_socket(slug, user=member(world.project, "admin", is_active=False))
     if kind == "agent key of this project":
-        _, plain = agent_key_issue(agent=world.coder, now=world.now)
+        _, plain = agent_key_issue(actor=SYSTEM, agent=world.coder, now=world.now)
         return board_socket(slug, headers=[(b"authorization", f"Bearer {plain}".encode())])
     if kind == "admin, missing project":
         return board_socket("no-such-project", user=member(world.project, "admin"))

@@ -14,9 +14,9 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from boards import events
-from boards.consumers import rendered
 from boards.errors import ProtocolError
+from boards.live import outbox as events
+from boards.live.consumers import rendered
 from boards.models import Event
 from boards.services import tasks
 from tests.boards.consumers.helpers import sprint_world

@@ -8,7 +8,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from boards import events
+from boards.live import outbox as events
 
 # No database row needed: the sequence is keyed by the project's id. Unique per test process,
 # so parallel workers sharing one Redis never count on the same key.

@@ -23,6 +23,7 @@ from boards.errors import (
     StopWork,
 )
 from boards.models import Anomaly, Event, Goal, HumanNote, Project, Review, Task
+from boards.selectors.work import work_for_role
 from boards.services import reviews as review_services
 from boards.services import sprints as sprint_services
 from boards.services import tasks as task_services
@@ -447,7 +448,7 @@ def test_a_coder_cannot_review(world):
         project=world.project,
         obj=task,
         exc_type=PermissionDenied,
-        logged=False,
+        logged=True,  # role refusals are audited like every refusal
     )
 
 
@@ -531,7 +532,9 @@ def test_rejected_verdict_needs_a_reason(world):
 def test_verdict_after_the_review_lease_was_reclaimed_is_lease_lost(world):
     world.ready_for_review("task-1")
     world.claim_review("task-1", "code-reviewer-1")
-    world.tick(world.project.config.lease_duration + 1)  # reviewer-1's review lease lapsed
+    # reviewer-1's review lease is dead: lapsed, and past the grace a heartbeat may still use.
+    config = world.project.config
+    world.tick(config.lease_duration + config.lease_grace + 1)
     world.claim_review("task-1", "code-reviewer-2")
     task = world.task("task-1")
     exc, _ = assert_refused_unchanged(
@@ -550,6 +553,37 @@ def test_verdict_after_the_review_lease_was_reclaimed_is_lease_lost(world):
     assert exc.details["exit"] == 42
     # reviewer-2 still holds the review and can give its verdict.
     assert world.verdict("task-1", "APPROVED", reviewer="code-reviewer-2").status == "APPROVED"
+
+
+def test_a_review_lease_lapsed_within_grace_keeps_its_slot(world):
+    """One liveness rule for every lease (`lease_alive`): a review lease that lapsed less than
+    lease_grace ago still holds its slot. Nobody reclaims it, `/work` offers it to nobody, and
+    its reviewer's heartbeat extends it."""
+    config = world.project.config
+    world.ready_for_review("task-1")
+    world.claim_review("task-1", "code-reviewer-1")
+    world.tick(config.lease_duration + config.lease_grace // 2)
+    task = world.task("task-1")
+    assert_refused_unchanged(
+        lambda: review_services.review_claim(
+            task=task, agent=world.agent("code-reviewer-2"), now=world.now
+        ),
+        project=world.project,
+        obj=task,
+        exc_type=Conflict,
+        code="conflict",
+    )
+    work = work_for_role(
+        project=world.project,
+        role="code_reviewer",
+        agent=world.agent("code-reviewer-2"),
+        now=world.now,
+    )
+    assert work["work"] is False
+    beat = agent_heartbeat(agent=world.agent("code-reviewer-1"), now=world.now)
+    (review,) = beat.reviews
+    assert review.lease_expires == world.now + timedelta(seconds=config.lease_duration)
+    assert world.verdict("task-1", "APPROVED", reviewer="code-reviewer-1").status == "APPROVED"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from boards.errors import InvalidTransition, ProtocolValidationError
 from boards.models import Event, Review, Task
 from boards.services import reviews as review_services
 from boards.services import tasks as task_services
-from boards.services.common import SYSTEM
+from boards.services.kernel import SYSTEM
 from boards.services.transitions import task_transition
 from tests.boards.services.helpers import (
     applied_events,

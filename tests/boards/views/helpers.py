@@ -14,7 +14,7 @@ from datetime import timedelta
 from html.parser import HTMLParser
 
 from boards.models import Review, Task
-from boards.services.common import open_sprint
+from boards.selectors.sprints import sprint_open
 from tests.boards.consumers.helpers import sprint_world
 from tests.lifecycle import World
 
@@ -47,7 +47,7 @@ def bulk_tasks(world: World, count: int, statuses: list[str], *, prefix: str = "
     """`count` tasks of the open sprint, cycling through `statuses`; every task after the first
     depends on its predecessor and every READY_FOR_REVIEW task has an open review claim."""
     project, now = world.project, world.now
-    sprint = open_sprint(project)
+    sprint = sprint_open(project=project)
     goal = sprint.goal if sprint else None
     cycle = itertools.cycle(statuses)
     rows = Task.objects.bulk_create(

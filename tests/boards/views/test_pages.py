@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.http import QueryDict
 from django.test import Client
 from django.utils import timezone
 
-from boards import events
+from boards.live import outbox as events
+from boards.selectors.board import BoardFilters
 from boards.models import Alert, Project
 from boards.services.records import human_note_create
 from tests.boards.views.helpers import read_columns, sprint_world
@@ -310,16 +312,26 @@ def filtered_world(world):
             "?sprint=all&open=MERGED",
             {"a-claimed", "b-claimed", "c-unclaimed", "d-stretch", "e-merged", "f-outside"},
         ),
-        # Nonsense is ignored, never a 500.
+        # Nonsense is refused by the shared filter (400 with the board, unfiltered by it), never
+        # a 500: NUL bytes, non-ASCII digits and 30-digit numbers included.
         (
             "?priority=9&status=NOPE&criticality=x&open=CLAIMED",
             {"a-claimed", "b-claimed", "c-unclaimed", "d-stretch"},
         ),
+        (
+            "?q=%00&goal=%00&sprint=%00&agent=%00",
+            {"a-claimed", "b-claimed", "c-unclaimed", "d-stretch"},
+        ),
+        ("?priority=%C2%B2", {"a-claimed", "b-claimed", "c-unclaimed", "d-stretch"}),
+        ("?priority=" + "9" * 30, {"a-claimed", "b-claimed", "c-unclaimed", "d-stretch"}),
     ],
 )
 def test_board_filters(filtered_world, query, expected):
     response = client_for(filtered_world.admin).get(f"/p/{filtered_world.project.slug}/{query}")
-    assert response.status_code == 200
+    refused = BoardFilters.from_query(QueryDict(query.lstrip("?"))).errors
+    assert response.status_code == (400 if refused else 200)
+    if refused:
+        assert "refused" in response.content.decode()
     columns = read_columns(response.content.decode())
     shown = {c["data-key"] for col in columns.values() for c in col.cards}
     assert shown == expected

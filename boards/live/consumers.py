@@ -15,7 +15,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from boards.events import board_group, current_sequence
+from boards.live.outbox import board_group, current_sequence
 
 # Close codes in the 4000 range are the application's own (RFC 6455 §7.4.2).
 CLOSE_NOT_FOUND = 4404
@@ -34,7 +34,7 @@ async def _rendering(message: dict[str, Any]) -> tuple[dict[str, Any], str]:
         while len(_rendered) > _RENDERED_CACHE_SIZE:
             _rendered.popitem(last=False)
         try:
-            from boards.views import render_changes
+            from boards.live.render import render_changes
 
             changes = await database_sync_to_async(render_changes)(
                 message["project_id"], message["changes"]
@@ -59,7 +59,7 @@ async def rendered(message: dict[str, Any]) -> dict[str, Any]:
 @database_sync_to_async
 def _project_for_member(user, slug: str) -> int | None:
     from boards.models import Project
-    from boards.services.common import human_role
+    from boards.selectors.access import human_role
 
     if user is None or not getattr(user, "is_authenticated", False):
         return None

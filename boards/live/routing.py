@@ -1,6 +1,6 @@
 from django.urls import path
 
-from boards.consumers import BoardConsumer
+from boards.live.consumers import BoardConsumer
 
 websocket_urlpatterns = [
     path("ws/p/<slug:slug>/", BoardConsumer.as_asgi()),

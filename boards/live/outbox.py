@@ -1,4 +1,4 @@
-"""Live board events (SPEC §7, STYLE.md "Realtime"): small, typed, published after commit.
+"""The outbox of live board events: small, typed, published after commit (SPEC §7).
 
 Services never publish directly and models never signal. `record_event` (and the heartbeat)
 note what changed — a task, an agent, the sprint header — in a per-thread outbox; one
@@ -7,7 +7,7 @@ sequence number, so a rolled-back change is never shown and a committed one alwa
 
 The message carries only ids. Rendering (cards, agent rows, header) happens in the websocket
 process that delivers it, once per message whatever the number of open boards (see
-`consumers.py`), so broadcasts cost a transition one INCR and one PUBLISH, not a render.
+`boards.live.consumers`), so broadcasts cost a transition one INCR and one PUBLISH, not a render.
 
 A board that sees a gap in the sequence, or reconnects, resynchronises from the server. With
 `REDIS_URL` the sequence lives in Redis, so every ASGI process numbers one stream. Publishing
@@ -104,15 +104,20 @@ def current_sequence(project_id: int) -> int:
 _outbox = threading.local()
 
 
-def _pending() -> dict[int, dict[tuple[str, int], None]]:
+def _pending() -> dict[int, dict[tuple[str, int], bool]]:
     if not hasattr(_outbox, "changes"):
         _outbox.changes = {}
     return _outbox.changes
 
 
-def changed(project_id: int, kind: str, object_id: int) -> None:
-    """Note a change to publish when the current transaction commits."""
-    _pending().setdefault(project_id, {})[(kind, object_id)] = None
+def changed(project_id: int, kind: str, object_id: int, *, controls: bool = False) -> None:
+    """Note a change to publish when the current transaction commits.
+
+    `controls`: the change moves what the header's oversight controls offer (sprint or goal
+    state, pause): only then do open boards fetch their controls again.
+    """
+    changes = _pending().setdefault(project_id, {})
+    changes[(kind, object_id)] = changes.get((kind, object_id)) or controls
     transaction.on_commit(flush)
 
 
@@ -125,7 +130,10 @@ def flush() -> list[dict[str, Any]]:
         message = {
             "type": "board.event",
             "project_id": project_id,
-            "changes": [{"kind": kind, "id": object_id} for kind, object_id in changes],
+            "changes": [
+                {"kind": kind, "id": object_id, **({"controls": True} if controls else {})}
+                for (kind, object_id), controls in changes.items()
+            ],
         }
         if send(message):
             sent.append(message)

@@ -1,0 +1,260 @@
+"""What every project endpoint shares: authentication, tenancy, the acting principal, the
+documented errors, and the adapter that turns a declared operation into an endpoint.
+
+Every view resolves the project from the URL with the tenancy rule of SPEC §3 — an agent key of
+another project, or a human without membership, gets the same 404 as a missing project — and
+passes the acting principal (Agent or User) and `now` to a service. Errors are mapped once by
+`liza_site.exceptions` to the JSON envelope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import prefetch_related_objects
+from django.utils import timezone
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents.api import serializers as agent_s
+from agents.authentication import AgentKeyAuthentication, AgentPrincipal
+from agents.models import Agent
+from agents.selectors import agent_get, key_get
+from boards.api import serializers as s
+from boards.api.parsers import JSONParser
+from boards.errors import Forbidden, NotFound, ProtocolValidationError
+from boards.models import Discovery, Project, Task
+from boards.operations import AGENT, DISCOVERY, GOAL, KEY, PROJECT, SPRINT, TASK, operation
+from boards.selectors.access import human_role, in_project
+from boards.selectors.sprints import goal_current, sprint_current
+from boards.selectors.tasks import TASK_PREFETCH, task_get, task_list
+
+ERRORS = {
+    400: OpenApiResponse(s.ErrorSerializer, description="validation_error naming the field"),
+    401: OpenApiResponse(s.ErrorSerializer, description="missing, unknown or revoked key"),
+    403: OpenApiResponse(s.ErrorSerializer, description="the role may not do this"),
+    404: OpenApiResponse(s.ErrorSerializer, description="no such project or object (or foreign)"),
+    409: OpenApiResponse(
+        s.ErrorSerializer,
+        description="invalid_transition, conflict, lease_lost / paused / checkpoint / aborted "
+        "(exit 42), collision",
+    ),
+}
+READ_ERRORS = {k: v for k, v in ERRORS.items() if k in (401, 404)}
+WRITE_ERRORS = {k: v for k, v in ERRORS.items() if k in (400, 401, 403, 404, 409)}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return {c: ERRORS[c] for c in codes}
+
+
+class ProjectSchema(AutoSchema):
+    """Every operation that takes a body also answers 415 to a body that is not JSON."""
+
+    def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        operation = super().get_operation(*args, **kwargs)
+        if operation and "requestBody" in operation:
+            operation["responses"].setdefault(
+                "415",
+                {
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                    },
+                    "description": "unsupported_media_type: the body must be application/json",
+                },
+            )
+        return operation
+
+
+class ProjectView(APIView):
+    """Base of every project endpoint: authentication, tenancy, the acting principal."""
+
+    authentication_classes = [AgentKeyAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    # The agent protocol speaks JSON (SPEC §6); form encodings only blur what a field holds.
+    parser_classes = [JSONParser]
+    schema = ProjectSchema()
+    project: Project
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self.now = timezone.now()
+        _refuse_null_characters(request, kwargs)
+        self.project = self._resolve_project(request, kwargs["slug"])
+
+    @staticmethod
+    def _resolve_project(request: Request, slug: str) -> Project:
+        project = Project.objects.select_related("config").filter(slug=slug).first()
+        if project is None:
+            raise NotFound()
+        user = request.user
+        if isinstance(user, AgentPrincipal):
+            if user.agent.project_id != project.pk:
+                raise NotFound()
+            user.agent.project = project
+        elif human_role(user, project) is None:
+            raise NotFound()
+        return project
+
+    @property
+    def actor(self):
+        user = self.request.user
+        return user.agent if isinstance(user, AgentPrincipal) else user
+
+    @property
+    def agent(self) -> Agent:
+        """The calling agent; humans get 403 on agent-only operations."""
+        user = self.request.user
+        if not isinstance(user, AgentPrincipal):
+            raise Forbidden("this operation is for agents (use an agent key)")
+        return user.agent
+
+    def task(self, key: str) -> Task:
+        return task_get(project=self.project, key=key)
+
+    def valid(self, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
+        serializer = serializer_class(data=self.request.data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def task_response(
+        self, task: Task | None, status: int = 200, *, fresh: bool = False
+    ) -> Response:
+        """The task as the protocol answers it. `fresh`: `task` is the row the service has just
+        locked and saved in this request, so it is serialised as it is instead of read again."""
+        if task is None:
+            return Response({"task": None}, status=status)
+        if fresh:
+            prefetch_related_objects([task], *TASK_PREFETCH)
+        else:
+            task = task_list(project=self.project).get(pk=task.pk)
+        return Response(
+            {"task": s.TaskSerializer(task, context={"now": self.now}).data}, status=status
+        )
+
+
+def _refuse_null_characters(request: Request, kwargs: dict[str, Any]) -> None:
+    """PostgreSQL text cannot hold NUL: no task, agent or key has one in its name (404), and a
+    query parameter holding one is a 400 naming it, rather than a database error."""
+    if any("\x00" in str(value) for value in kwargs.values()):
+        raise NotFound()
+    for name, values in request.query_params.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            raise ProtocolValidationError(
+                name.replace("\x00", ""), "null characters are not allowed"
+            )
+
+
+# -- declared operations as endpoints -----------------------------------------------------------
+
+
+def resolve_target(view: ProjectView, target: str, kwargs: dict[str, Any]) -> Any:
+    """The row an operation acts on, from the URL (SPEC §13: a goal or sprint operation acts on
+    the latest one; 404 only when the project never had one)."""
+    project = view.project
+    if target == TASK:
+        return view.task(kwargs["key"])
+    if target == PROJECT:
+        return project
+    if target == SPRINT:
+        sprint = sprint_current(project=project)
+        if sprint is None:
+            raise NotFound()
+        return sprint
+    if target == GOAL:
+        goal = goal_current(project=project)
+        if goal is None:
+            raise NotFound()
+        return goal
+    if target == DISCOVERY:
+        return in_project(
+            Discovery.objects.all(), project, what="discovery", disc_id=kwargs["disc_id"]
+        )
+    if target == AGENT:
+        return agent_get(project=project, agent_id=kwargs["agent_id"])
+    if target == KEY:
+        return key_get(project=project, prefix=kwargs["prefix"])
+    raise ValueError(target)
+
+
+# How an operation's result is answered: a serializer class, or a function of (view, result).
+Presenter = Callable[[ProjectView, Any], Any]
+
+
+def _task(view: ProjectView, task: Task | None) -> Any:
+    return view.task_response(task).data
+
+
+def _fresh_task(view: ProjectView, task: Task | None) -> Any:
+    return view.task_response(task, fresh=True).data
+
+
+def _tasks(view: ProjectView, created: list[Task]) -> Any:
+    rows = task_list(project=view.project).filter(pk__in=[t.pk for t in created])
+    return s.TaskSerializer(rows, many=True, context={"now": view.now}).data
+
+
+def _issued_key(view: ProjectView, issued: tuple[Any, str]) -> Any:
+    key, plain = issued
+    key.key = plain
+    return agent_s.IssuedKeySerializer(key).data
+
+
+PRESENTERS: dict[str, tuple[Presenter, Any]] = {
+    "task": (_task, s.ClaimResultSerializer),
+    "fresh_task": (_fresh_task, s.ClaimResultSerializer),
+    "tasks": (_tasks, s.TaskSerializer(many=True)),
+    "review": (lambda v, r: s.ReviewSerializer(r).data, s.ReviewSerializer),
+    "goal": (lambda v, g: s.GoalSerializer(g).data, s.GoalSerializer),
+    "sprint": (lambda v, r: s.SprintSerializer(r).data, s.SprintSerializer),
+    "project": (lambda v, r: s.ProjectStateSerializer(r).data, s.ProjectStateSerializer),
+    "config": (lambda v, r: s.ConfigSerializer(r).data, s.ConfigSerializer),
+    "discovery": (lambda v, r: s.DiscoverySerializer(r).data, s.DiscoverySerializer),
+    "anomaly": (lambda v, r: s.AnomalySerializer(r).data, s.AnomalySerializer),
+    "note": (lambda v, r: s.HumanNoteSerializer(r).data, s.HumanNoteSerializer),
+    "event": (lambda v, r: s.EventSerializer(r).data, s.EventSerializer),
+    "handoff": (lambda v, r: s.HandoffSerializer(r).data, s.HandoffSerializer),
+    "agent": (lambda v, r: agent_s.AgentSerializer(r).data, agent_s.AgentSerializer),
+    "key": (lambda v, r: agent_s.AgentKeySerializer(r).data, agent_s.AgentKeySerializer),
+    "issued_key": (_issued_key, agent_s.IssuedKeySerializer),
+}
+
+
+def operation_view(
+    name: str,
+    *,
+    present: str,
+    method: str = "post",
+    status: int = 200,
+    description: str = "",
+    operation_id: str = "",
+    error_codes: tuple[int, ...] = (400, 401, 403, 404, 409),
+) -> type[ProjectView]:
+    """An endpoint for the declared operation `name`: its input, its service, its answer."""
+    op = operation(name)
+    presenter, schema = PRESENTERS[present]
+
+    def handler(self: ProjectView, request: Request, slug: str, **kwargs: Any) -> Response:
+        data = op.validate(request.data) if op.input is not None else {}
+        actor = self.agent if op.principal == "agent" else self.actor
+        target = resolve_target(self, op.target, kwargs)
+        result = op.run(target=target, actor=actor, now=self.now, data=data)
+        if result is None and present == "handoff":
+            raise NotFound()
+        return Response(presenter(self, result), status=status)
+
+    codes = error_codes if op.input is not None else tuple(c for c in error_codes if c != 400)
+    handler = extend_schema(
+        operation_id=operation_id or name,
+        request=op.input,
+        description=description or (op.service.__doc__ or "").strip().split("\n\n")[0],
+        responses={status: schema, **errors(*codes)},
+    )(handler)
+    return type(f"{name}_view", (ProjectView,), {method: handler})

@@ -1,0 +1,379 @@
+"""Every operation of the protocol and of human oversight, declared once (STYLE.md).
+
+An `Operation` binds a service (boards.services, agents.services) to the row it acts on, the
+input it accepts (one serializer of `boards.operations.inputs`, whoever sends it) and the words
+that report its success. The adapters only translate in and out:
+
+- the REST API (boards.api.operations) turns each into an endpoint: JSON body → input →
+  service → the row's representation, errors through the one envelope;
+- the board's HTML actions (boards.web.actions) turn a form POST into the same input, and a
+  success into a flash message, a refusal into the page again with the error;
+- the Django admin's actions (boards.admin) run the same operation on each selected row.
+
+None of them checks a role or a state itself: the service does, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rest_framework import serializers
+
+from agents import services as agent_services
+from boards.errors import validation_error
+from boards.models import Membership
+from boards.operations import inputs as i
+from boards.services import goals, projects, records, reviews, sprints, tasks
+
+# What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
+TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY = (
+    "task",
+    "sprint",
+    "goal",
+    "project",
+    "discovery",
+    "agent",
+    "key",
+)
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    service: Callable[..., Any]
+    target: str
+    input: type[serializers.Serializer] | None = None
+    # The service's keyword for the acting principal: agents-only operations take `agent`.
+    principal: str = "actor"
+    # The human role the board offers it to (the service decides: this only picks the forms).
+    role: str = Membership.Role.ADMIN
+    # Validated input → the service's keyword arguments (default: as they are).
+    arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # The service's result → one line for a person (flash message, admin message).
+    done: Callable[[Any], str] = field(default=lambda result: "Done.")
+    # Board form field names that differ from the input's.
+    form_aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def validate(self, data: Any, *, partial: bool = False) -> dict[str, Any]:
+        """The operation's input, validated; a refusal is a 400 naming the field."""
+        if self.input is None:
+            return {}
+        serializer = self.input(data=data, partial=partial)
+        if not serializer.is_valid():
+            raise validation_error(serializer.errors)
+        return _plain(serializer.validated_data)
+
+    def run(self, *, target: Any, actor: Any, now: datetime, data: dict[str, Any]) -> Any:
+        kwargs = self.arguments(dict(data)) if self.arguments else dict(data)
+        return self.service(**{self.target: target, self.principal: actor, "now": now}, **kwargs)
+
+
+def _plain(value: Any) -> Any:
+    """Serializer output as plain dicts and lists (nested serializers give OrderedDicts)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _key(task) -> str:
+    return task.key
+
+
+def _rename(**names: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def arguments(data: dict[str, Any]) -> dict[str, Any]:
+        return {names.get(k, k): v for k, v in data.items()}
+
+    return arguments
+
+
+def _create_task_arguments(data: dict[str, Any]) -> dict[str, Any]:
+    data.setdefault("depends_on", ())
+    return data
+
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in [
+        # -- the planner (and project admins) ---------------------------------------------------
+        Operation(
+            "task_create",
+            tasks.task_create,
+            PROJECT,
+            i.CreateTaskInput,
+            arguments=_create_task_arguments,
+            done=lambda t: f"{t.key} created (DRAFT).",
+        ),
+        Operation("task_finalize", tasks.task_finalize, TASK, done=lambda t: f"{t.key} finalized."),
+        Operation(
+            "task_set_dependencies",
+            tasks.task_set_dependencies,
+            TASK,
+            i.DependenciesInput,
+            done=lambda t: f"{t.key}: dependencies set.",
+        ),
+        Operation(
+            "task_rescope",
+            tasks.task_rescope,
+            TASK,
+            i.RescopeInput,
+            done=lambda created: f"Rescoped into {', '.join(t.key for t in created)}.",
+        ),
+        Operation(
+            "task_abandon",
+            tasks.task_abandon,
+            TASK,
+            i.ReasonInput,
+            done=lambda t: f"{t.key} abandoned.",
+        ),
+        Operation(
+            "task_release",
+            tasks.task_release,
+            TASK,
+            i.ReasonInput,
+            done=lambda t: f"{t.key} answered and back in the queue (UNCLAIMED).",
+            form_aliases={"answer": "reason"},
+        ),
+        Operation(
+            "goal_create",
+            goals.goal_create,
+            PROJECT,
+            i.GoalInput,
+            done=lambda g: f"{g.goal_id} created.",
+        ),
+        Operation(
+            "goal_complete",
+            goals.goal_complete,
+            GOAL,
+            i.ReasonInput,
+            done=lambda g: f"{g.goal_id} completed.",
+        ),
+        Operation(
+            "sprint_create",
+            sprints.sprint_create,
+            PROJECT,
+            i.SprintInput,
+            done=lambda s: f"{s.sprint_id} started.",
+        ),
+        # -- the coder ------------------------------------------------------------------------
+        Operation(
+            "task_claim_next",
+            tasks.task_claim_next,
+            PROJECT,
+            i.ClaimInput,
+            principal="agent",
+        ),
+        Operation("task_claim", tasks.task_claim, TASK, i.ClaimInput, principal="agent"),
+        Operation(
+            "task_submit_for_review",
+            tasks.task_submit_for_review,
+            TASK,
+            i.SubmitInput,
+            principal="agent",
+        ),
+        Operation("task_block", tasks.task_block, TASK, i.BlockInput, principal="agent"),
+        Operation(
+            "agent_handoff", agent_services.agent_handoff, TASK, i.HandoffInput, principal="agent"
+        ),
+        Operation(
+            "agent_handoff_pickup", agent_services.agent_handoff_pickup, TASK, principal="agent"
+        ),
+        # -- the code reviewer ---------------------------------------------------------------
+        Operation("review_claim", reviews.review_claim, TASK, principal="agent"),
+        Operation("review_extend", reviews.review_extend, TASK, principal="agent"),
+        Operation(
+            "review_verdict", reviews.review_verdict, TASK, i.VerdictInput, principal="agent"
+        ),
+        Operation(
+            "task_report_merge", tasks.task_report_merge, TASK, i.MergeInput, principal="agent"
+        ),
+        Operation(
+            "task_report_integration_failure",
+            tasks.task_report_integration_failure,
+            TASK,
+            i.ReasonInput,
+            principal="agent",
+        ),
+        # -- records (agents, and members for what humans may record) ---------------------------
+        Operation(
+            "discovery_create",
+            records.discovery_create,
+            PROJECT,
+            i.DiscoveryInput,
+            role=Membership.Role.MEMBER,
+        ),
+        Operation(
+            "anomaly_create",
+            records.anomaly_create,
+            PROJECT,
+            i.AnomalyInput,
+            arguments=_rename(type="anomaly_type"),
+            role=Membership.Role.MEMBER,
+        ),
+        Operation("activity_log", records.activity_log, PROJECT, i.LogInput),
+        Operation(
+            "human_note_create",
+            records.human_note_create,
+            PROJECT,
+            i.NoteInput,
+            role=Membership.Role.MEMBER,
+            done=lambda n: f"Note added to {n.task.key}." if n.task else "Note added.",
+        ),
+        Operation(
+            "discovery_triage",
+            records.discovery_triage,
+            DISCOVERY,
+            i.TriageInput,
+            role=Membership.Role.MEMBER,
+            done=lambda d: (
+                f"{d.disc_id} converted into the DRAFT task {d.converted_to_task}."
+                if d.converted_to_task
+                else f"{d.disc_id} {d.triage}."
+            ),
+        ),
+        # -- human oversight of tasks (project admins) ---------------------------------------
+        Operation(
+            "task_override_block",
+            tasks.task_override_block,
+            TASK,
+            i.OverrideBlockInput,
+            done=lambda t: f"{t.key} blocked by override.",
+        ),
+        Operation(
+            "task_release_claim",
+            tasks.task_release_claim,
+            TASK,
+            i.ReasonInput,
+            done=lambda t: f"Claim on {t.key} released ({t.status}).",
+        ),
+        Operation(
+            "task_cancel",
+            tasks.task_cancel,
+            TASK,
+            i.ReasonInput,
+            done=lambda t: f"{t.key} cancelled ({t.status}).",
+        ),
+        Operation(
+            "task_suspend",
+            tasks.task_suspend,
+            TASK,
+            i.ReasonInput,
+            done=lambda t: f"{t.key} suspended.",
+        ),
+        Operation("task_resume", tasks.task_resume, TASK, done=lambda t: f"{t.key} resumed."),
+        Operation(
+            "task_human_approve",
+            reviews.task_human_approve,
+            TASK,
+            i.ApprovalInput,
+            done=lambda t: f"{t.key} approved for merge by a human.",
+        ),
+        Operation(
+            "task_human_reject",
+            reviews.task_human_reject,
+            TASK,
+            i.ReasonInput,
+            done=lambda t: f"{t.key} rejected by a human ({t.status}).",
+        ),
+        Operation(
+            "task_set_limits",
+            tasks.task_set_limits,
+            TASK,
+            i.LimitsInput,
+            done=lambda t: f"{t.key}: limits updated.",
+        ),
+        # -- sprints, goals, the project ------------------------------------------------------
+        Operation(
+            "sprint_checkpoint",
+            sprints.sprint_checkpoint,
+            SPRINT,
+            i.ReasonInput,
+            done=lambda s: f"{s.sprint_id} is at CHECKPOINT: agents stop until you decide.",
+        ),
+        Operation(
+            "sprint_resume",
+            sprints.sprint_resume,
+            SPRINT,
+            i.DecisionInput,
+            done=lambda s: f"{s.sprint_id} continues.",
+        ),
+        Operation(
+            "sprint_abort",
+            sprints.sprint_abort,
+            SPRINT,
+            i.ReasonInput,
+            done=lambda s: f"{s.sprint_id} aborted.",
+        ),
+        Operation(
+            "sprint_set_deadline",
+            sprints.sprint_set_deadline,
+            SPRINT,
+            i.DeadlineInput,
+            done=lambda s: (
+                f"{s.sprint_id}: deadline set to {s.deadline:%Y-%m-%d %H:%M} UTC."
+                if s.deadline
+                else f"{s.sprint_id}: deadline cleared."
+            ),
+        ),
+        Operation(
+            "goal_abort",
+            goals.goal_abort,
+            GOAL,
+            i.ReasonInput,
+            done=lambda g: f"{g.goal_id} aborted.",
+        ),
+        Operation(
+            "project_pause",
+            projects.project_pause,
+            PROJECT,
+            i.ReasonInput,
+            done=lambda p: "Project paused: agents stop and claims are refused.",
+        ),
+        Operation(
+            "project_resume", projects.project_resume, PROJECT, done=lambda p: "Project resumed."
+        ),
+        Operation(
+            "config_update",
+            projects.config_update,
+            PROJECT,
+            i.ConfigInput,
+            done=lambda c: "Settings saved.",
+        ),
+        # -- agents and keys (project admins) --------------------------------------------------
+        Operation(
+            "agent_disable",
+            agent_services.agent_set_enabled,
+            AGENT,
+            arguments=lambda data: {"enabled": False},
+            done=lambda a: f"{a.agent_id} disabled.",
+        ),
+        Operation(
+            "agent_enable",
+            agent_services.agent_set_enabled,
+            AGENT,
+            arguments=lambda data: {"enabled": True},
+            done=lambda a: f"{a.agent_id} enabled.",
+        ),
+        Operation(
+            "agent_key_issue",
+            agent_services.agent_key_issue,
+            AGENT,
+            i.KeyInput,
+            done=lambda issued: f"New key {issued[0].prefix}… issued.",
+        ),
+        Operation(
+            "agent_key_revoke",
+            agent_services.agent_key_revoke,
+            KEY,
+            done=lambda k: f"Key {k.prefix}… of {k.agent.agent_id} revoked.",
+        ),
+    ]
+}
+
+
+def operation(name: str) -> Operation:
+    return OPERATIONS[name]

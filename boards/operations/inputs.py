@@ -1,0 +1,305 @@
+"""What each operation accepts: one validation of every input, whoever sends it.
+
+The API validates request bodies with these serializers, the board's HTML forms and the Django
+admin's action forms go through the same ones (boards.operations), so a bound, a required field
+or a refused character is written once. A field a serializer does not know is a 400 naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from rest_framework import serializers
+
+from boards import protocol as p
+from boards.models import Review, Task
+
+
+class InputSerializer(serializers.Serializer):
+    """A request body: a field it does not know is a 400 naming it, never silently dropped.
+
+    DRF ignores unknown keys; for the agent protocol that would turn a misspelt `depends_on`
+    or `questions` into an operation that "succeeded" without the data (SPEC §6: validation →
+    400 naming the field).
+    """
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = sorted(str(name) for name in data if name not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class InputSerializerSchema(OpenApiSerializerExtension):
+    """Say it in the OpenAPI schema too: request bodies take no other properties."""
+
+    target_class = InputSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        return {**schema, "additionalProperties": False}
+
+
+def limit_field(name: str) -> serializers.IntegerField:
+    """A per-task limit: within `protocol.TASK_LIMIT_BOUNDS`, null = the project's setting."""
+    low, high = p.TASK_LIMIT_BOUNDS[name]
+    return serializers.IntegerField(min_value=low, max_value=high, required=False, allow_null=True)
+
+
+COMMIT = {"max_length": 64, "allow_blank": False}
+KEY = {"max_length": 64, "allow_blank": False}
+
+
+class ClaimInput(InputSerializer):
+    base_commit = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="integration HEAD at claim time"
+    )
+    worktree = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class SubmitInput(InputSerializer):
+    review_commit = serializers.CharField(**COMMIT)
+    tree_clean = serializers.BooleanField(
+        help_text="attestation that `git status --porcelain` is empty (seed 002 Clean Sync)"
+    )
+
+
+class BlockInput(InputSerializer):
+    reason = serializers.CharField(max_length=2000)
+    questions = serializers.ListField(
+        child=serializers.CharField(max_length=1000),
+        min_length=1,
+        max_length=p.MAX_BLOCKED_QUESTIONS,
+    )
+    attempted = serializers.ListField(
+        child=serializers.CharField(max_length=1000), required=False, max_length=100
+    )
+
+
+class VerdictInput(InputSerializer):
+    verdict = serializers.ChoiceField(choices=Review.Verdict.values)
+    review_commit = serializers.CharField(**COMMIT)
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+class MergeInput(InputSerializer):
+    merge_commit = serializers.CharField(**COMMIT)
+
+
+class ReasonInput(InputSerializer):
+    reason = serializers.CharField(max_length=2000)
+
+
+class OverrideBlockInput(ReasonInput):
+    questions = serializers.ListField(
+        child=serializers.CharField(max_length=1000),
+        required=False,
+        max_length=p.MAX_BLOCKED_QUESTIONS,
+    )
+
+
+class HandoffInput(InputSerializer):
+    summary = serializers.CharField(max_length=500)
+    next_action = serializers.CharField(max_length=500)
+    context_used = serializers.CharField(required=False, allow_blank=True, max_length=16)
+    approach = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    blockers = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    files_modified = serializers.ListField(
+        child=serializers.CharField(max_length=500), required=False, max_length=500
+    )
+    next_steps = serializers.ListField(
+        child=serializers.CharField(max_length=1000), required=False, max_length=100
+    )
+
+
+class DiscoveryInput(InputSerializer):
+    description = serializers.CharField(max_length=5000)
+    severity = serializers.ChoiceField(choices=p.DISCOVERY_SEVERITIES)
+    urgency = serializers.ChoiceField(
+        choices=p.DISCOVERY_URGENCIES, required=False, default="deferred"
+    )
+    during = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    recommendation = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+ANOMALY_DETAILS_MAX_CHARS = 10_000
+
+
+def _holds_null_character(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_null_character(k) or _holds_null_character(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_null_character(v) for v in value)
+    return False
+
+
+class AnomalyInput(InputSerializer):
+    type = serializers.ChoiceField(choices=p.ANOMALY_TYPES)
+    details = serializers.DictField(help_text="the type's required fields (seed 002)")
+    task = serializers.CharField(required=False, allow_blank=True, max_length=64)
+
+    def validate_details(self, details: dict) -> dict:
+        # Stored as jsonb, and PostgreSQL refuses NUL in any jsonb string, key or value.
+        if _holds_null_character(details):
+            raise serializers.ValidationError("null characters are not allowed")
+        if len(json.dumps(details)) > ANOMALY_DETAILS_MAX_CHARS:
+            raise serializers.ValidationError(
+                f"at most {ANOMALY_DETAILS_MAX_CHARS} characters of JSON"
+            )
+        return details
+
+
+class LogInput(InputSerializer):
+    action = serializers.RegexField(p.TASK_KEY_RE, max_length=64)
+    detail = serializers.CharField(max_length=500)
+    task = serializers.CharField(required=False, allow_blank=True, max_length=64)
+
+
+class NewTaskInput(InputSerializer):
+    key = serializers.RegexField(p.TASK_KEY_RE, max_length=64)
+    description = serializers.CharField(max_length=10_000)
+    priority = serializers.IntegerField(
+        min_value=p.PRIORITY_RANGE[0], max_value=p.PRIORITY_RANGE[1], required=False, default=3
+    )
+    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    done_when = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    scope = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    criticality = serializers.ChoiceField(
+        choices=Task.Criticality.choices, required=False, default="standard"
+    )
+    max_iterations = limit_field("max_iterations")
+    max_review_cycles = limit_field("max_review_cycles")
+    lease_duration_override = limit_field("lease_duration_override")
+    needs_human_approval = serializers.BooleanField(
+        required=False,
+        help_text="a human approves before merge (seed 004); default: security-sensitive only",
+    )
+    depends_on = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=200
+    )
+
+
+class CreateTaskInput(NewTaskInput):
+    sprint_scope = serializers.ChoiceField(
+        choices=["planned", "stretch"], required=False, allow_null=True
+    )
+
+
+class DependenciesInput(InputSerializer):
+    depends_on = serializers.ListField(child=serializers.CharField(max_length=64), max_length=200)
+
+
+class RescopeInput(ReasonInput):
+    new_tasks = NewTaskInput(many=True, allow_empty=False)
+
+
+class GoalInput(InputSerializer):
+    description = serializers.CharField(max_length=10_000)
+    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class SprintInput(InputSerializer):
+    planned = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=1000
+    )
+    stretch = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, max_length=1000
+    )
+    deadline = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class ApprovalInput(InputSerializer):
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+
+class LimitsInput(InputSerializer):
+    """Per-task overrides; null puts a limit back to the project's setting."""
+
+    priority = serializers.IntegerField(
+        min_value=p.PRIORITY_RANGE[0], max_value=p.PRIORITY_RANGE[1], required=False
+    )
+    max_iterations = limit_field("max_iterations")
+    max_review_cycles = limit_field("max_review_cycles")
+    lease_duration_override = limit_field("lease_duration_override")
+    needs_human_approval = serializers.BooleanField(required=False)
+
+
+class DecisionInput(InputSerializer):
+    decision = serializers.CharField(max_length=2000, help_text="recorded in the retrospective")
+
+
+class DeadlineInput(InputSerializer):
+    deadline = serializers.DateTimeField(allow_null=True, help_text="in the future; null clears")
+
+
+class NoteInput(InputSerializer):
+    message = serializers.CharField(max_length=5000)
+    task = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="omit for a project note"
+    )
+
+
+class ConvertTaskInput(CreateTaskInput):
+    description = serializers.CharField(
+        required=False, max_length=10_000, help_text="defaults to the discovery's description"
+    )
+
+
+class TriageInput(InputSerializer):
+    decision = serializers.ChoiceField(choices=["convert", "defer", "reject"])
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    task = ConvertTaskInput(required=False, help_text="convert only: the DRAFT task to create")
+
+
+class ConfigInput(InputSerializer):
+    max_coder_iterations = serializers.IntegerField(required=False, min_value=1)
+    max_review_cycles = serializers.IntegerField(required=False, min_value=1)
+    heartbeat_interval = serializers.IntegerField(required=False, min_value=0)
+    lease_duration = serializers.IntegerField(required=False, min_value=1)
+    coder_poll_interval = serializers.IntegerField(required=False, min_value=0)
+    coder_max_wait = serializers.IntegerField(required=False, min_value=0)
+    integration_branch = serializers.CharField(required=False, max_length=200)
+    escalation_webhook = serializers.URLField(required=False, allow_blank=True, allow_null=True)
+    lease_grace = serializers.IntegerField(required=False, min_value=0)
+    archive_after_days = serializers.IntegerField(required=False, min_value=0)
+
+
+class RegisterInput(InputSerializer):
+    agent_id = serializers.CharField(
+        required=False, max_length=64, help_text="must be the key's agent when given"
+    )
+    role = serializers.ChoiceField(choices=p.AGENT_ROLES, required=False)
+    terminal = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class HeartbeatInput(InputSerializer):
+    context_percent = serializers.IntegerField(
+        min_value=0, max_value=100, required=False, allow_null=True
+    )
+
+
+class AgentCreateInput(InputSerializer):
+    role = serializers.ChoiceField(choices=p.AGENT_ROLES)
+    agent_id = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    security_reviewer = serializers.BooleanField(required=False, default=False)
+    label = serializers.CharField(required=False, allow_blank=True, max_length=100)
+
+
+class KeyInput(InputSerializer):
+    label = serializers.CharField(required=False, allow_blank=True, max_length=100)
+
+
+class EventQueryInput(serializers.Serializer):
+    """The event list's query parameters (`limit` is clamped to 1–1000 by the view)."""
+
+    task = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    after = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**62)
+    limit = serializers.IntegerField(
+        required=False, default=200, min_value=-(2**62), max_value=2**62
+    )

@@ -1,0 +1,64 @@
+"""Tenancy (SPEC §3): the one way to reach a project's rows, and who may see them.
+
+"Missing" and "belongs to another project" are the same 404, whoever asks.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Model, QuerySet
+
+from boards.errors import NotFound
+from boards.models import Membership, Project, ProjectConfig
+
+M = TypeVar("M", bound=Model)
+
+
+def project_get(*, slug: str) -> Project:
+    project = Project.objects.select_related("config").filter(slug=slug).first()
+    if project is None:
+        raise NotFound()
+    return project
+
+
+def in_project(queryset: QuerySet[M], project: Project, *, what: str = "", **lookup) -> M:
+    """The one row of `queryset` in `project` matching `lookup`, or the tenant 404."""
+    if any(isinstance(v, str) and "\x00" in v for v in lookup.values()):
+        raise NotFound()  # no name holds a NUL (PostgreSQL text cannot)
+    row = queryset.filter(project=project, **lookup).first()
+    if row is None:
+        raise NotFound()
+    return row
+
+
+def config_of(project: Project) -> ProjectConfig:
+    """The project's config; seed 002's defaults for a project that has none yet (a read)."""
+    try:
+        return project.config
+    except ProjectConfig.DoesNotExist:
+        return ProjectConfig(project=project)
+
+
+def human_role(user: AbstractBaseUser | None, project: Project) -> str | None:
+    """The user's role in `project`; site staff act as admins everywhere (SPEC §3)."""
+    if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
+        return None
+    if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
+        return Membership.Role.ADMIN
+    membership = Membership.objects.filter(project=project, user=user).first()
+    return membership.role if membership else None
+
+
+def role_allows(role: str | None, needed: str) -> bool:
+    return role is not None and Membership.RANK[role] >= Membership.RANK[needed]
+
+
+def projects_of(user: AbstractBaseUser) -> list[tuple[Project, str]]:
+    """The projects a user sees, with the role held in each."""
+    if user.is_staff or user.is_superuser:
+        return [(project, Membership.Role.ADMIN) for project in Project.objects.all()]
+    return [
+        (m.project, m.role) for m in Membership.objects.filter(user=user).select_related("project")
+    ]

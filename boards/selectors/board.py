@@ -1,0 +1,395 @@
+"""The board (SPEC §7): columns of cards, in a constant number of queries whatever the count.
+
+Cards are built from plain rows (`_TaskRow`) with the model's own derived values, so a 2,000-task
+board costs three queries for its cards and no model instances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import BooleanField, Count, F, Prefetch, QuerySet, Window
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import RowNumber
+from django.http import QueryDict
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.models import Alert, Handoff, Project, Review, Task
+from boards.protocol import TaskStatus
+from boards.selectors.access import config_of, in_project
+from boards.selectors.filters import TaskFilter, filter_errors, in_sprint_q
+from boards.selectors.history import task_history, time_in_states
+from boards.selectors.reviews import (
+    approvers,
+    awaiting_human_approval,
+    review_live,
+    security_reviewer_ids,
+)
+from boards.selectors.sprints import goal_current, sprint_current, sprint_metrics_current
+
+# Cards rendered per column; beyond it the column shows its count and asks for a filter, so a
+# 5,000-task project stays usable. Terminal columns start collapsed (counts only).
+COLUMN_CARD_LIMIT = 200
+# Column order follows the flow of work; the terminal columns come last.
+BOARD_COLUMNS: tuple[str, ...] = (
+    TaskStatus.DRAFT,
+    TaskStatus.UNCLAIMED,
+    TaskStatus.CLAIMED,
+    TaskStatus.READY_FOR_REVIEW,
+    TaskStatus.REJECTED,
+    TaskStatus.APPROVED,
+    TaskStatus.INTEGRATION_FAILED,
+    TaskStatus.BLOCKED,
+    TaskStatus.MERGED,
+    TaskStatus.SUPERSEDED,
+    TaskStatus.ABANDONED,
+)
+
+
+@dataclass(frozen=True)
+class BoardFilters:
+    """The board's filters as the page shows them; validated by `TaskFilter`."""
+
+    goal: str = ""
+    sprint: str = ""  # "" = the open sprint (or everything when none is open), "all" = every task
+    status: tuple[str, ...] = ()
+    agent: str = ""
+    priority: int | None = None
+    criticality: str = ""
+    q: str = ""
+    expanded: tuple[str, ...] = ()  # terminal columns the viewer opened
+    errors: tuple[tuple[str, str], ...] = ()  # (parameter, message) of refused parameters
+
+    @classmethod
+    def from_query(cls, params: QueryDict) -> BoardFilters:
+        """Parse the board's query string through the API's own filter; a refused parameter is
+        dropped and reported (`errors`), never a database error."""
+        names = ("goal", "sprint", "status", "agent", "priority", "criticality", "q")
+        data = QueryDict(mutable=True)
+        for name in names:
+            values = [v for v in params.getlist(name) if v != ""]
+            if values:
+                data.setlist(name, values)
+        checked = TaskFilter(data=data, queryset=Task.objects.none())
+        errors = filter_errors(checked) if not checked.is_valid() else {}
+        clean = {k: v for k, v in (checked.form.cleaned_data or {}).items() if k not in errors}
+        return cls(
+            goal=clean.get("goal") or "",
+            sprint=clean.get("sprint") or "",
+            status=tuple(clean.get("status") or ()),
+            agent=clean.get("agent") or "",
+            priority=clean.get("priority") or None,
+            criticality=clean.get("criticality") or "",
+            q=clean.get("q") or "",
+            expanded=tuple(s for s in params.getlist("open") if s in p.TERMINAL_TASK_STATES),
+            errors=tuple((name, "; ".join(msgs)) for name, msgs in errors.items()),
+        )
+
+    def as_data(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "goal": self.goal,
+            "status": list(self.status),
+            "agent": self.agent,
+            "priority": str(self.priority) if self.priority else "",
+            "criticality": self.criticality,
+            "q": self.q,
+        }
+        if self.sprint:
+            data["sprint"] = self.sprint
+        return {k: v for k, v in data.items() if v not in ("", [])}
+
+
+def board_tasks(*, project: Project, filters: BoardFilters, sprint) -> QuerySet[Task]:
+    """The tasks the board shows: `filters` through the shared `TaskFilter`; with no sprint
+    chosen, the active sprint's tasks ("active sprint by default", SPEC §7)."""
+    data = QueryDict(mutable=True)
+    for name, value in filters.as_data().items():
+        if isinstance(value, list):
+            data.setlist(name, value)
+        else:
+            data[name] = value
+    qs = TaskFilter(data=data, queryset=Task.objects.filter(project=project)).qs
+    if not filters.sprint and sprint is not None:
+        qs = qs.filter(in_sprint_q(sprint_pk=sprint.pk))
+    return qs
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a board card shows (SPEC §7), built once for the page and for live events."""
+
+    key: str
+    description: str
+    status: str
+    priority: int
+    criticality: str
+    assigned_to: str
+    lease_expires: str | None
+    iteration: int | None
+    max_iterations: int
+    review_cycles_current: int
+    max_review_cycles: int
+    waiting_on: tuple[str, ...]
+    blocked_reason: str
+    reviewing_by: tuple[str, ...]
+    review_lease_expires: str | None
+    integration_fix: bool
+    handoff_pending: bool
+    terminal: bool
+    suspended: bool = False
+    awaiting_human_approval: bool = False
+
+
+def _iso(value) -> str | None:
+    return p.format_timestamp(value) if value else None
+
+
+@dataclass(frozen=True, slots=True)
+class _ReviewRow:
+    """An open review claim as a card reads it (a plain row, no model instance)."""
+
+    reviewer: str
+    verdict: str
+    lease_expires: object  # datetime | None
+    closed_at: None = None
+
+
+def card_for(task: Task, config, now) -> Card:
+    """One card from a Task; needs `depends_on` and open `reviews` (see `card_tasks`)."""
+    return _card(
+        task,
+        waiting_on=[d.key for d in task.depends_on.all() if d.status != TaskStatus.MERGED],
+        open_reviews=[
+            _ReviewRow(r.reviewer, r.verdict, r.lease_expires)
+            for r in task.reviews.all()
+            if r.closed_at is None
+        ],
+        config=config,
+        now=now,
+        security_ids=security_reviewer_ids(task.project_id),
+    )
+
+
+def _card(
+    task, *, waiting_on, open_reviews: list[_ReviewRow], config, now, security_ids: set[str]
+) -> Card:
+    """The card of `task` (a Task or a `_TaskRow`): the rules are the selectors' own."""
+    active = [r for r in open_reviews if review_live(r, now, config)]
+    review_leases = [r.lease_expires for r in active]
+    return Card(
+        key=task.key,
+        description=task.description,
+        status=task.status,
+        priority=task.priority,
+        criticality=task.criticality,
+        assigned_to=task.assigned_to,
+        lease_expires=_iso(task.lease_expires) if task.status == TaskStatus.CLAIMED else None,
+        iteration=task.iteration,
+        max_iterations=task.effective_max_iterations(config),
+        review_cycles_current=task.review_cycles_current,
+        max_review_cycles=task.effective_max_review_cycles(config),
+        waiting_on=tuple(sorted(waiting_on)),
+        blocked_reason=task.blocked_reason if task.status == TaskStatus.BLOCKED else "",
+        reviewing_by=tuple(r.reviewer for r in active),
+        review_lease_expires=_iso(min(review_leases)) if review_leases else None,
+        integration_fix=task.integration_fix,
+        handoff_pending=task.handoff_pending,
+        terminal=task.is_terminal,
+        suspended=task.is_suspended,
+        awaiting_human_approval=awaiting_human_approval(
+            task, approvers(open_reviews), security_ids
+        ),
+    )
+
+
+@dataclass(slots=True)
+class _TaskRow:
+    """The columns a card reads, fetched as a plain row.
+
+    A board shows up to COLUMN_CARD_LIMIT cards per column; building a Task and two prefetched
+    related managers for each one cost more than everything else on the page. The derived
+    values are the model's own methods, so the rules are not copied.
+    """
+
+    id: int
+    key: str
+    description: str
+    status: str
+    priority: int
+    criticality: str
+    assigned_to: str
+    lease_expires: object
+    iteration: int | None
+    max_iterations: int | None
+    review_cycles_current: int
+    max_review_cycles: int | None
+    blocked_reason: str
+    integration_fix: bool
+    handoff_pending: bool
+    suspended_at: object
+    needs_human_approval: bool
+    project_id: int
+
+    is_terminal = Task.is_terminal
+    is_suspended = Task.is_suspended
+    required_approvals = Task.required_approvals
+    effective_max_iterations = Task.effective_max_iterations
+    effective_max_review_cycles = Task.effective_max_review_cycles
+
+
+_TASK_ROW_FIELDS = tuple(_TaskRow.__dataclass_fields__)
+
+
+def _among(model, column: str, ids: list[int]) -> RawSQL:
+    """`column IN (ids)` with the ids written into the SQL.
+
+    They are integers just read from the database. As parameters, each of up to 1,600 ids
+    goes through Django's lookup and the driver's binding, which cost more than the query.
+    A subquery re-running the board's selection instead is at the mercy of the planner: on a
+    freshly loaded table (no statistics yet) PostgreSQL re-ran it for every review row, 5 s.
+    """
+    from django.db import connection
+
+    table = connection.ops.quote_name(model._meta.db_table)
+    listed = ",".join(str(int(i)) for i in ids)
+    return RawSQL(f"{table}.{column} IN ({listed})", [], output_field=BooleanField())
+
+
+def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
+    """The cards of `queryset`'s tasks, in its order: three queries whatever their number."""
+    rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
+    waiting: dict[int, list[str]] = {}
+    reviews: dict[int, list[_ReviewRow]] = {}
+    if rows:
+        ids = [row.id for row in rows]
+        Edge = Task.depends_on.through
+        edges = Edge.objects.filter(_among(Edge, "from_task_id", ids)).exclude(
+            to_task__status=TaskStatus.MERGED
+        )
+        for task_id, key in edges.values_list("from_task_id", "to_task__key"):
+            waiting.setdefault(task_id, []).append(key)
+        open_reviews = Review.objects.filter(_among(Review, "task_id", ids), closed_at__isnull=True)
+        for task_id, *review in open_reviews.values_list(
+            "task_id", "reviewer", "verdict", "lease_expires"
+        ):
+            reviews.setdefault(task_id, []).append(_ReviewRow(*review))
+    security = security_reviewer_ids(rows[0].project_id) if rows else set()
+    return [
+        _card(
+            row,
+            waiting_on=waiting.get(row.id, ()),
+            open_reviews=reviews.get(row.id, []),
+            config=config,
+            now=now,
+            security_ids=security,
+        )
+        for row in rows
+    ]
+
+
+def card_tasks(queryset: QuerySet) -> QuerySet:
+    return queryset.prefetch_related(
+        Prefetch("depends_on", queryset=Task.objects.only("id", "key", "status")),
+        Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True)),
+    )
+
+
+@dataclass
+class Column:
+    status: str
+    count: int
+    cards: list[Card]
+    terminal: bool
+    expanded: bool
+    cards_html: str = ""  # the cards' markup, filled in by the view (boards.views.card_html)
+
+    @property
+    def hidden(self) -> int:
+        return self.count - len(self.cards)
+
+
+def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, object]:
+    """Everything the board page shows, in a constant number of queries."""
+    header = board_header(project=project)
+    config = header["config"]
+    # "Active sprint by default": the open sprint's tasks, or every task when none is open.
+    active = header["sprint"] if header["sprint"] is not None and header["sprint"].is_open else None
+    tasks = board_tasks(project=project, filters=filters, sprint=active)
+    counts = dict(tasks.order_by().values_list("status").annotate(n=Count("id")))
+    shown = [s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded]
+    ranked = tasks.filter(status__in=shown).annotate(
+        rank=Window(
+            RowNumber(),
+            partition_by=[F("status")],
+            order_by=[F("priority").asc(), F("created").asc(), F("id").asc()],
+        )
+    )
+    cards = board_cards(
+        ranked.filter(rank__lte=COLUMN_CARD_LIMIT).order_by("priority", "created", "id"),
+        config=config,
+        now=now,
+    )
+    by_status: dict[str, list[Card]] = {s: [] for s in p.TASK_STATES}
+    for card in cards:
+        by_status[card.status].append(card)
+    columns = [
+        Column(
+            status=s,
+            count=counts.get(s, 0),
+            cards=by_status[s],
+            terminal=s in p.TERMINAL_TASK_STATES,
+            expanded=s not in p.TERMINAL_TASK_STATES or s in filters.expanded,
+        )
+        for s in BOARD_COLUMNS
+    ]
+    agents = list(
+        Agent.objects.filter(project=project)
+        .select_related("current_task")
+        .order_by("role", "agent_id")
+    )
+    alerts = list(Alert.objects.filter(project=project, resolved_at__isnull=True)[:20])
+    return {
+        **header,
+        "columns": columns,
+        "agents": agents,
+        "alerts": alerts,
+        "filters": filters,
+        "total": sum(counts.values()),
+    }
+
+
+def board_header(*, project: Project, metrics: bool = True) -> dict[str, object]:
+    """The board header: goal, sprint status and deadline, live metrics (seed 002)."""
+    sprint = sprint_current(project=project)
+    return {
+        "project": project,
+        "config": config_of(project),
+        "goal": goal_current(project=project),
+        "sprint": sprint,
+        "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,
+    }
+
+
+def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
+    """Everything the task drawer shows (SPEC §7): every field, the timeline, time in each
+    state, notes, discoveries, anomalies, the handoff and every review round."""
+    task = in_project(
+        card_tasks(Task.objects.select_related("goal", "project")), project, what="task", key=key
+    )
+    config = config_of(project)
+    return {
+        "project": project,
+        "task": task,
+        "card": card_for(task, config, now),
+        "history": task_history(task=task),
+        "time_in_states": time_in_states(task=task, now=now),
+        "notes": task.human_notes.select_related("author").order_by("timestamp", "id"),
+        "discoveries": project.discoveries.filter(during=task.key).order_by("created", "id"),
+        "anomalies": task.anomalies.order_by("timestamp", "id"),
+        "handoff": Handoff.objects.filter(task=task).first(),
+        "depends_on": task.depends_on.order_by("key"),
+        # Every round, closed ones too: `task.reviews` is the card's prefetch (open reviews only).
+        "reviews": Review.objects.filter(project=project, task=task).order_by("claimed_at", "id"),
+        "now": now,
+    }

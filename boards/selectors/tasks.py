@@ -1,0 +1,198 @@
+"""Task reads: lookups, the claim queue, dependencies and limits (seed 000, seed 002)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+
+from boards import protocol as p
+from boards.models import Project, ProjectConfig, Review, Task
+from boards.protocol import AgentStatus, TaskStatus
+from boards.selectors.access import in_project
+from boards.selectors.leases import lease_alive, lease_stale_before
+
+# What a task's API representation reads besides the row: dependencies and the open reviews.
+TASK_PREFETCH = (
+    "depends_on",
+    Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True)),
+)
+
+
+def task_get(*, project: Project, key: str) -> Task:
+    """The task `key` of `project`; another project's task is as missing as a non-existent one."""
+    return in_project(Task.objects.select_related("project"), project, what="task", key=key)
+
+
+def task_list(*, project: Project) -> QuerySet[Task]:
+    return Task.objects.filter(project=project).prefetch_related(*TASK_PREFETCH)
+
+
+def tasks_by_keys(*, project: Project, keys: list[str]) -> tuple[list[Task], list[str]]:
+    """The tasks named by `keys`, in that order, and the keys that name none."""
+    found = {t.key: t for t in Task.objects.filter(project=project, key__in=keys)}
+    return [found[k] for k in keys if k in found], [k for k in keys if k not in found]
+
+
+# -- the claim queue (SPEC §6 claim next) -------------------------------------------------------
+
+
+def _unmet_dependency():
+    return Task.depends_on.through.objects.filter(from_task_id=OuterRef("pk")).exclude(
+        to_task__status=TaskStatus.MERGED
+    )
+
+
+CLAIM_ORDER = ("priority", "created", "id")
+
+
+def claim_candidates(
+    project: Project, agent_id: str, now: datetime, config: ProjectConfig
+) -> list[QuerySet[Task]]:
+    """Claimable tasks, as querysets in seed order: the coder's own REJECTED, then
+    INTEGRATION_FAILED, then UNCLAIMED whose dependencies are all MERGED, then CLAIMED tasks
+    whose lease is dead (`lease_alive`), each by priority then age.
+
+    A suspended task (seed 004 SUSPENDED, an overlay) is claimable by nobody until resumed.
+    """
+    base = Task.objects.filter(project=project, suspended_at__isnull=True)
+    deps_met = ~Exists(_unmet_dependency())
+    return [
+        base.filter(status=TaskStatus.REJECTED, assigned_to=agent_id).order_by(*CLAIM_ORDER),
+        base.filter(status=TaskStatus.INTEGRATION_FAILED).order_by(*CLAIM_ORDER),
+        base.filter(status=TaskStatus.UNCLAIMED).filter(deps_met).order_by(*CLAIM_ORDER),
+        base.filter(status=TaskStatus.CLAIMED, lease_expires__lt=lease_stale_before(now, config))
+        .filter(deps_met)
+        .order_by(*CLAIM_ORDER),
+    ]
+
+
+def holder_task(*, project_id: int, agent_id: str) -> Task | None:
+    """The task a coder holds: one at a time among CLAIMED, READY_FOR_REVIEW and REJECTED
+    (seed 000 agent machine; "No two agents assigned to same task")."""
+    return (
+        Task.objects.filter(
+            project_id=project_id, assigned_to=agent_id, status__in=p.ACTIVE_CODER_STATES
+        )
+        .only("key", "status", "lease_expires")
+        .first()
+    )
+
+
+def takeover_exhausts(task: Task, agent_id: str) -> bool:
+    """Taking `task` from its previous holder adds that holder to failed_by; when two distinct
+    coders are then there, the claim blocks the task instead (hypothesis exhaustion, SPEC §5.1)."""
+    previous = task.assigned_to
+    if not previous or previous == agent_id:
+        return False
+    if task.status not in (TaskStatus.REJECTED, TaskStatus.CLAIMED):
+        return False
+    return len({*task.failed_by, previous}) >= 2
+
+
+def claimer_refusal(
+    agent, held: Task | None, *, task: Task | None, now: datetime, config: ProjectConfig
+) -> str | None:
+    """Why `agent` may not claim `task` (claim-next when None) now, or None when it may.
+
+    One task at a time (seed 000 agent machine): a coder holding a task (`holder_task`) claims
+    nothing else, except that claim-next gives it back its own REJECTED task, or its own CLAIMED
+    task under a live lease (a restarted session goes on with it); a coder that handed off
+    registers again first.
+    """
+    if agent.status == AgentStatus.HANDOFF:
+        return f"{agent.agent_id} handed off; register again to start fresh"
+    if held is None or (task is not None and held.pk == task.pk):
+        return None
+    if task is None and (
+        held.status == TaskStatus.REJECTED
+        or (held.status == TaskStatus.CLAIMED and lease_alive(held.lease_expires, now, config))
+    ):
+        return None
+    return f"{agent.agent_id} already holds {held.key} ({held.status})"
+
+
+def claim_next_available(*, project: Project, agent, now: datetime, config: ProjectConfig) -> bool:
+    """Whether `task_claim_next` would now give `agent` a task: its own checks, read-only (what
+    `/work` answers). A stop (pause, checkpoint, abort) is the caller's to check."""
+    held = holder_task(project_id=project.pk, agent_id=agent.agent_id)
+    if claimer_refusal(agent, held, task=None, now=now, config=config) is not None:
+        return False
+    if held is not None and held.status == TaskStatus.CLAIMED:
+        return True  # its own live claim, handed back
+    candidates = claim_candidates(project, agent.agent_id, now, config)
+    for queryset in candidates[:1] if held is not None else candidates[1:]:
+        # Only a takeover that exhausts the task is passed over (the claim blocks it instead),
+        # so this reads at most those rows and one more.
+        for task in queryset.only("id", "status", "assigned_to", "failed_by").iterator():
+            if not takeover_exhausts(task, agent.agent_id):
+                return True
+    return False
+
+
+def waiting_on(task: Task) -> list[str]:
+    """The keys of the dependencies of `task` that are not MERGED yet (seed 002)."""
+    return list(task.depends_on.exclude(status=TaskStatus.MERGED).values_list("key", flat=True))
+
+
+def role_may_still_get_work(project: Project, agent_id: str) -> bool:
+    """Seed 000 exit 0 for coders: "No UNCLAIMED tasks AND no REJECTED tasks assigned to this
+    agent" — an UNCLAIMED task still waiting on a dependency keeps the coder polling, and so does
+    an INTEGRATION_FAILED one (any coder may take it)."""
+    return (
+        Task.objects.filter(project=project)
+        .filter(
+            Q(status__in=(TaskStatus.UNCLAIMED, TaskStatus.INTEGRATION_FAILED))
+            | Q(status=TaskStatus.REJECTED, assigned_to=agent_id)
+        )
+        .exists()
+    )
+
+
+# -- limits (SPEC §5.1) -------------------------------------------------------------------------
+
+
+def hypothesis_exhausted(task: Task) -> bool:
+    """Two distinct coders failed the same task (SPEC §5.1)."""
+    return len(set(task.failed_by)) >= 2
+
+
+def limit_reached(task: Task, config: ProjectConfig) -> str | None:
+    """Which limit a just-rejected task hit, if any."""
+    if task.review_cycles_current >= task.effective_max_review_cycles(config):
+        return "review_deadlock"
+    if (task.iteration or 0) >= task.effective_max_iterations(config):
+        return "max_iterations"
+    return None
+
+
+def is_limit_blocked(task: Task, config: ProjectConfig) -> bool:
+    """An exhausted BLOCKED task leaves only by rescope, abandon or a human's written release."""
+    return hypothesis_exhausted(task) or limit_reached(task, config) is not None
+
+
+def dependency_cycle(task: Task, deps: list[Task]) -> list[str] | None:
+    """The loop `task → deps` would close, as task keys, or None (seed 002 "no circular
+    dependencies")."""
+    target = task.pk
+    stack = [d.pk for d in deps]
+    seen: set[int] = set()
+    parents: dict[int, int | None] = {d.pk: None for d in deps}
+    edges = Task.depends_on.through.objects
+    while stack:
+        current = stack.pop()
+        if current == target:
+            keys = dict(Task.objects.filter(pk__in=[*parents, target]).values_list("pk", "key"))
+            chain = []
+            node: int | None = current
+            while node is not None:
+                chain.append(keys.get(node, "?"))
+                node = parents.get(node)
+            return [task.key, *reversed(chain)]
+        if current in seen:
+            continue
+        seen.add(current)
+        for nxt in edges.filter(from_task_id=current).values_list("to_task_id", flat=True):
+            parents.setdefault(nxt, current)
+            stack.append(nxt)
+    return None

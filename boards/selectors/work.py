@@ -1,0 +1,134 @@
+"""Whether an agent should work, wait or stop (seed 000 "Exit Codes", SPEC §5.4, §13).
+
+`stop_reason` is the one stop-work rule, read by claims (refused), heartbeats (`stop`) and
+`/work` (exit 42); `work_for_role` answers "is there work for my role" with the same predicates
+the claims enforce, so `/work` never sends an agent to a claim that is then refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from agents.models import Agent
+from boards.models import Discovery, Goal, Project, Task
+from boards.protocol import GoalStatus, SprintStatus, TaskStatus
+from boards.selectors.access import config_of
+from boards.selectors.reviews import reviewable_tasks
+from boards.selectors.sprints import goal_current, sprint_current
+from boards.selectors.tasks import (
+    claim_candidates,
+    claim_next_available,
+    holder_task,
+    role_may_still_get_work,
+)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Agents must stop (exit 42): `code` is the protocol error code a claim is refused with."""
+
+    code: str  # paused | checkpoint | aborted
+    message: str
+
+
+def stop_reason(project: Project) -> Stop | None:
+    """Seed 000's graceful-abort triggers that the board owns: PAUSE, CHECKPOINT and ABORT.
+
+    - the project is paused (seed 000 PAUSE file);
+    - its open sprint is at CHECKPOINT (seed 000 CHECKPOINT file);
+    - its latest sprint was ABORTED and no sprint has opened since, or its latest goal was
+      ABORTED and no goal is in progress (seed 000 ABORT file): the work of an aborted sprint or
+      goal must not go on until a human or the planner starts the next one.
+    """
+    if project.is_paused:
+        return Stop("paused", f"project {project.slug} is paused; exit 42")
+    sprint = sprint_current(project=project)
+    if sprint is not None and sprint.status == SprintStatus.CHECKPOINT:
+        return Stop("checkpoint", f"sprint {sprint.sprint_id} is at CHECKPOINT; exit 42")
+    if sprint is not None and sprint.status == SprintStatus.ABORTED:
+        return Stop("aborted", f"sprint {sprint.sprint_id} was aborted; exit 42")
+    goal = goal_current(project=project)
+    if goal is not None and goal.status == GoalStatus.ABORTED:
+        return Stop("aborted", f"goal {goal.goal_id} was aborted; exit 42")
+    return None
+
+
+def work_for_role(
+    *, project: Project, role: str, agent: Agent | None, now: datetime
+) -> dict[str, object]:
+    """Seed 000 "Exit Code 0 Semantics" and "DRAFT Task Waiting" for one role.
+
+    `exit` is 0 when the role is complete, 42 when the agent must stop (`stop_reason`), None
+    while work may still come; `retry_after` says when to ask again. `agent` is the asking
+    agent (None for a human asking about a role): the answer is then about the role as a whole.
+    """
+    config = config_of(project)
+    tasks = Task.objects.filter(project=project)
+    drafts = tasks.filter(status=TaskStatus.DRAFT).count()
+    result: dict[str, object] = {
+        "role": role,
+        "work": False,
+        "exit": None,
+        "waiting_for_drafts": drafts,
+        "retry_after": None,
+        "reason": "",
+    }
+    stop = stop_reason(project)
+    if stop is not None:
+        return {**result, "exit": 42, "stop": stop.code, "reason": stop.message}
+    agent_id = agent.agent_id if agent is not None else ""
+    if role == Agent.Role.CODER:
+        if agent is not None:
+            work = claim_next_available(project=project, agent=agent, now=now, config=config)
+            held = holder_task(project_id=project.pk, agent_id=agent_id)
+        else:
+            work, held = (
+                any(qs.exists() for qs in claim_candidates(project, "", now, config)[1:]),
+                None,
+            )
+        complete = not work and held is None and not role_may_still_get_work(project, agent_id)
+    elif role == Agent.Role.CODE_REVIEWER:
+        if agent is not None:
+            work = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
+        else:
+            work = tasks.filter(
+                status=TaskStatus.READY_FOR_REVIEW, suspended_at__isnull=True
+            ).exists()
+        # A reviewer is not done while a task it approved still awaits its merge report.
+        awaiting_merge = bool(agent_id) and any(
+            agent_id in (approved or [])
+            for approved in tasks.filter(status=TaskStatus.APPROVED).values_list(
+                "approved_by", flat=True
+            )
+        )
+        complete = (
+            not work
+            and not awaiting_merge
+            and not tasks.filter(status=TaskStatus.READY_FOR_REVIEW).exists()
+        )
+    elif role == Agent.Role.PLANNER:
+        work = (
+            drafts > 0
+            or tasks.filter(status=TaskStatus.BLOCKED).exists()
+            or Discovery.objects.filter(
+                project=project,
+                urgency=Discovery.Urgency.IMMEDIATE,
+                converted_to_task="",
+                triage=Discovery.Triage.OPEN,
+            ).exists()
+        )
+        goal_open = Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).exists()
+        complete = not work and not goal_open and not tasks.non_terminal().exists()
+    else:
+        raise ValueError(role)
+    if work:
+        return {**result, "work": True, "reason": "work is available"}
+    if complete and not (drafts and role != Agent.Role.PLANNER):
+        return {**result, "exit": 0, "reason": "role complete"}
+    reason = (
+        f"{drafts} DRAFT task(s) may be finalized soon"
+        if drafts
+        else "work is in progress elsewhere"
+    )
+    return {**result, "retry_after": config.coder_poll_interval, "reason": reason}

@@ -1,0 +1,337 @@
+"""Claims (seed 000 "Transition Requirements"; SPEC §5.1, §6): a named claim and claim-next
+under `FOR UPDATE SKIP LOCKED`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.errors import (
+    Conflict,
+    ProtocolValidationError,
+)
+from boards.models import (
+    Project,
+    ProjectConfig,
+    Task,
+)
+from boards.protocol import TaskStatus
+from boards.selectors.access import config_of
+from boards.selectors.leases import lease_alive
+from boards.selectors.tasks import (
+    claim_candidates,
+    claimer_refusal,
+    holder_task,
+    takeover_exhausts,
+    waiting_on,
+)
+from boards.services.kernel import (
+    CODER,
+    clean_text,
+    lock_agent,
+    lock_task,
+    record_event,
+    records_refusals,
+    refusal,
+    refuse_if_stopped,
+    require_role,
+    require_task_status,
+    save_task,
+    task_transition_run,
+)
+from boards.services.tasks.holders import (
+    HolderBusy,
+    append_failed_by,
+    lock_previous_holder,
+    release_holder,
+)
+from boards.services.tasks.limits import limit_block
+
+
+def _claim_locked(
+    task: Task,
+    agent: Agent,
+    *,
+    now: datetime,
+    config: ProjectConfig,
+    worktree: str,
+    base_commit: str,
+) -> Task | None:
+    """Claim `task` (already row-locked) for `agent`. None when a limit blocked it instead."""
+    project = task.project
+    previous = task.assigned_to
+    same_coder = previous == agent.agent_id
+    from_status = task.status
+
+    # Raises HolderBusy before anything is changed.
+    old_holder = lock_previous_holder(project, previous) if previous and not same_coder else None
+    if from_status == "REJECTED" and not same_coder:
+        # SPEC §5.1: another coder may take a REJECTED task only once its coder's lease is dead.
+        owner = old_holder
+        if owner is not None and lease_alive(owner.lease_expires, now, config):
+            raise refusal(
+                Conflict(f"{task.key} is being reworked by {previous}", {"task": task.key}),
+                project=project,
+                actor=agent,
+                action="claim",
+                now=now,
+                task=task,
+                to_status="CLAIMED",
+            )
+
+    takeover = bool(previous) and not same_coder and from_status in ("REJECTED", "CLAIMED")
+    if takeover:
+        exhausted = takeover_exhausts(task, agent.agent_id)
+        # "failed_by gets the coder appended when ... another coder takes it over" (SPEC §5.1).
+        append_failed_by(task, previous)
+        if exhausted:
+            release_holder(old_holder, task, lost="blocked: hypothesis exhaustion")
+            limit_block(task, now=now, config=config, limit="hypothesis_exhaustion")
+            return None
+
+    if same_coder and from_status in ("REJECTED", "INTEGRATION_FAILED"):
+        # Same coder continues: worktree and review counters kept, one more iteration.
+        task.iteration = (task.iteration or 0) + 1
+        if not task.worktree:
+            task.worktree = worktree or f".worktrees/{task.key}"
+    else:
+        # New holder (seed 000): review_cycles_current reset, iteration 1, fresh worktree —
+        # except INTEGRATION_FAILED, which keeps the worktree to resolve the failed merge.
+        task.assigned_to = agent.agent_id
+        task.review_cycles_current = 0
+        task.iteration = 1
+        if from_status != "INTEGRATION_FAILED" or not task.worktree:
+            task.worktree = worktree or f".worktrees/{task.key}"
+
+    if from_status == "INTEGRATION_FAILED":
+        task.integration_fix = True
+    if base_commit:
+        task.base_commit = base_commit
+    if not task.integration_fix and not task.base_commit:
+        raise refusal(
+            ProtocolValidationError("base_commit", "integration HEAD at claim time is required"),
+            project=project,
+            actor=agent,
+            action="claim",
+            now=now,
+            task=task,
+            to_status="CLAIMED",
+        )
+    task.lease_expires = task.lease_until(now=now, config=config)
+
+    if from_status != "CLAIMED":
+        method = {
+            "UNCLAIMED": "claim",
+            "REJECTED": "reclaim",
+            "INTEGRATION_FAILED": "claim_integration_fix",
+        }[from_status]
+        task_transition_run(task, method, actor=agent, project=project, now=now, to="CLAIMED")
+    save_task(task, now)
+
+    if old_holder is not None:
+        release_holder(old_holder, task, lost=f"taken over by {agent.agent_id}")
+    if agent.status == "STARTING":
+        agent.ready()
+    if agent.status == "WAITING":
+        agent.resume_work()
+    elif agent.status == "IDLE":
+        agent.start_work()
+    # WORKING stays WORKING: the coder lost its previous task and goes straight on.
+    agent.current_task = task
+    agent.lost_task, agent.lost_reason = None, ""
+    agent.iterations_total += 1
+    agent.lease_expires = max(filter(None, [agent.lease_expires, task.lease_expires]))
+    agent.heartbeat = now
+    agent.save()
+
+    action = "claimed" if from_status != "CLAIMED" else "reassigned"
+    detail = f"{task.key}: {task.description}"
+    if takeover:
+        detail = f"{task.key} taken over from {previous} (lease expired)"
+    elif task.integration_fix and from_status == "INTEGRATION_FAILED":
+        detail = f"{task.key}: integration fix"
+    record_event(
+        project=project,
+        actor=agent,
+        action=action,
+        task=task,
+        now=now,
+        from_status=from_status,
+        to_status="CLAIMED",
+        detail=detail,
+        data={
+            "iteration": task.iteration,
+            "lease_expires": p.format_timestamp(task.lease_expires),
+            **({"previous": previous} if takeover else {}),
+        },
+    )
+    return task
+
+
+def _check_claimer(
+    project: Project, agent: Agent, now: datetime, *, task: Task | None, config: ProjectConfig
+) -> Task | None:
+    """Who may claim now (`claimer_refusal`, the rule `/work` reads). For claim-next (`task`
+    None), returns what the coder already holds and goes on with: its own REJECTED task, or its
+    own live CLAIMED task."""
+    require_role(agent, project, agent_roles=CODER, human=None)
+    refuse_if_stopped(project, actor=agent, action="claim", now=now, task=task)
+    held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
+    refused = claimer_refusal(agent, held, task=task, now=now, config=config)
+    if refused is not None:
+        raise refusal(
+            Conflict(refused, {} if held is None else {"task": held.key}),
+            project=project,
+            actor=agent,
+            action="claim",
+            now=now,
+            task=task,
+        )
+    return held if task is None else None
+
+
+@records_refusals
+def task_claim(
+    *, task: Task, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""
+) -> Task:
+    """Claim a named task: UNCLAIMED (deps MERGED), own/orphaned REJECTED, INTEGRATION_FAILED,
+    or a CLAIMED task whose lease lapsed more than lease_grace ago."""
+    project = task.project
+    worktree = clean_text(worktree, "worktree", required=False, max_length=500)
+    base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
+    config = config_of(project)
+    blocked = False
+    with transaction.atomic():
+        # The agent row first: a second claim by the same coder waits here, then sees the
+        # task the first one took (one task at a time, seed 000).
+        agent = lock_agent(agent)
+        _check_claimer(project, agent, now, task=task, config=config)
+        task = lock_task(task)
+        if task.is_suspended:
+            raise refusal(
+                Conflict(
+                    f"{task.key} is suspended: {task.suspended_reason}",
+                    {"task": task.key, "suspended": True},
+                ),
+                project=project,
+                actor=agent,
+                action="claim",
+                now=now,
+                task=task,
+                to_status="CLAIMED",
+            )
+        if task.status == "CLAIMED":
+            if task.assigned_to == agent.agent_id or lease_alive(task.lease_expires, now, config):
+                raise refusal(
+                    Conflict(
+                        f"{task.key} is already claimed by {task.assigned_to}", {"task": task.key}
+                    ),
+                    project=project,
+                    actor=agent,
+                    action="claim",
+                    now=now,
+                    task=task,
+                    to_status="CLAIMED",
+                )
+        else:
+            require_task_status(
+                task,
+                ["UNCLAIMED", "REJECTED", "INTEGRATION_FAILED"],
+                to="CLAIMED",
+                action="claim",
+                actor=agent,
+                now=now,
+            )
+        if task.status in (TaskStatus.UNCLAIMED, TaskStatus.CLAIMED):
+            waiting = waiting_on(task)
+            if waiting:
+                raise refusal(
+                    Conflict(
+                        f"{task.key} waits on {', '.join(waiting)}",
+                        {"task": task.key, "waiting_on": waiting},
+                    ),
+                    project=project,
+                    actor=agent,
+                    action="claim",
+                    now=now,
+                    task=task,
+                    to_status="CLAIMED",
+                )
+        task.project = project  # already loaded: spare _claim_locked a query
+        try:
+            claimed = _claim_locked(
+                task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit
+            )
+        except HolderBusy as exc:
+            raise refusal(
+                Conflict(
+                    f"{task.key}: its holder {task.assigned_to} is active right now; try again",
+                    {"task": task.key},
+                ),
+                project=project,
+                actor=agent,
+                action="claim",
+                now=now,
+                task=task,
+                to_status="CLAIMED",
+            ) from exc
+        blocked = claimed is None
+    if blocked:
+        # The limit's block is committed; the caller still did not get the task.
+        raise Conflict(
+            f"{task.key} was blocked: hypothesis exhaustion (two coders failed)",
+            {"task": task.key, "status": "BLOCKED"},
+        )
+    return claimed
+
+
+@records_refusals
+def task_claim_next(
+    *, project: Project, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""
+) -> Task | None:
+    """The best claimable task under `FOR UPDATE SKIP LOCKED`, or None when there is none.
+
+    Concurrent claimers never see the same row: a row another transaction has locked is
+    skipped, not waited for (SPEC §6).
+    """
+    worktree = clean_text(worktree, "worktree", required=False, max_length=500)
+    base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
+    config = config_of(project)
+    with transaction.atomic():
+        agent = lock_agent(agent)  # before the holder check, as in task_claim
+        held = _check_claimer(project, agent, now, task=None, config=config)
+        if held is not None and held.status == TaskStatus.CLAIMED:
+            return lock_task(held)  # its own live claim: go on with it
+        querysets = claim_candidates(project, agent.agent_id, now, config)
+        # Seed 000: REJECTED goes back to its own coder before it takes anything else; a coder
+        # that holds nothing has no REJECTED task of its own, so that query is skipped.
+        querysets = querysets[:1] if held is not None else querysets[1:]
+        busy: list[int] = []  # rows whose previous holder is mid-heartbeat: not this time
+        for queryset in querysets:
+            while True:
+                if busy:
+                    queryset = queryset.exclude(pk__in=busy)
+                task = queryset.select_for_update(skip_locked=True, of=("self",)).first()
+                if task is None:
+                    break
+                task.project = project  # already loaded: spare _claim_locked a query
+                try:
+                    claimed = _claim_locked(
+                        task,
+                        agent,
+                        now=now,
+                        config=config,
+                        worktree=worktree,
+                        base_commit=base_commit,
+                    )
+                except HolderBusy:
+                    busy.append(task.pk)
+                    continue
+                if claimed is not None:
+                    return claimed
+                # A limit blocked that one; it left the queryset, try the next.
+    return None

@@ -1,0 +1,481 @@
+"""The planner's task operations (SPEC §6): create, dependencies, finalize, and resolving
+BLOCKED — release, rescope, abandon (seed 000 edges out of DRAFT and BLOCKED).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from boards import protocol as p
+from boards.errors import (
+    Conflict,
+    Forbidden,
+    ProtocolValidationError,
+)
+from boards.models import (
+    Goal,
+    HumanNote,
+    Project,
+    Sprint,
+    Task,
+)
+from boards.protocol import TaskStatus
+from boards.selectors.access import config_of
+from boards.selectors.sprints import sprint_open
+from boards.selectors.tasks import (
+    dependency_cycle,
+    is_limit_blocked,
+)
+from boards.services.kernel import (
+    PLANNER,
+    Actor,
+    agent_row,
+    clean_text,
+    is_human,
+    lock_task,
+    record_event,
+    records_refusals,
+    refusal,
+    require_role,
+    require_task_status,
+    resolve_keys,
+    save_task,
+    task_transition_run,
+)
+from boards.services.sprints import sprint_complete_if_done
+from boards.services.tasks.holders import (
+    release_holder,
+)
+from boards.services.tasks.limits import clean_limit
+
+
+def new_task(
+    *,
+    project: Project,
+    key: str,
+    description: str,
+    now: datetime,
+    priority: Any = 3,
+    spec_ref: str = "",
+    done_when: str = "",
+    scope: str = "",
+    criticality: str = Task.Criticality.STANDARD,
+    max_iterations: int | None = None,
+    max_review_cycles: int | None = None,
+    lease_duration_override: int | None = None,
+    supersedes: str = "",
+    needs_human_approval: bool | None = None,
+) -> Task:
+    key = clean_text(key, "key", max_length=64)
+    if not p.TASK_KEY_RE.match(key):
+        raise ProtocolValidationError("key", "letters, digits, '.', '_' or '-' (at most 64)")
+    if Task.objects.filter(project=project, key=key).exists():
+        raise Conflict(f"task {key} already exists", {"field": "key"})
+    priority = clean_limit("priority", priority)
+    if criticality not in p.CRITICALITIES:
+        raise ProtocolValidationError("criticality", f"one of {', '.join(p.CRITICALITIES)}")
+    max_iterations = clean_limit("max_iterations", max_iterations)
+    max_review_cycles = clean_limit("max_review_cycles", max_review_cycles)
+    lease_duration_override = clean_limit("lease_duration_override", lease_duration_override)
+    if needs_human_approval is None:
+        # Seed 004 APPROVAL_REQUIRED: security-sensitive work waits for a human by default.
+        needs_human_approval = criticality == Task.Criticality.SECURITY_SENSITIVE
+    elif not isinstance(needs_human_approval, bool):
+        raise ProtocolValidationError("needs_human_approval", "true or false")
+    goal = Goal.objects.filter(project=project, status="IN_PROGRESS").first()
+    try:
+        with transaction.atomic():
+            return _insert_task(
+                project,
+                goal,
+                key,
+                description,
+                priority,
+                now,
+                spec_ref,
+                done_when,
+                scope,
+                criticality,
+                max_iterations,
+                max_review_cycles,
+                lease_duration_override,
+                supersedes,
+                needs_human_approval,
+            )
+    except IntegrityError as exc:
+        # Two planners racing for one key: the loser gets the same answer as a late one.
+        raise Conflict(f"task {key} already exists", {"field": "key"}) from exc
+
+
+def _insert_task(
+    project,
+    goal,
+    key,
+    description,
+    priority,
+    now,
+    spec_ref,
+    done_when,
+    scope,
+    criticality,
+    max_iterations,
+    max_review_cycles,
+    lease_duration_override,
+    supersedes,
+    needs_human_approval=False,
+) -> Task:
+    return Task.objects.create(
+        project=project,
+        goal=goal,
+        key=key,
+        description=clean_text(description, "description"),
+        priority=priority,
+        created=now,
+        updated=now,
+        spec_ref=clean_text(spec_ref, "spec_ref", required=False, max_length=500),
+        done_when=clean_text(done_when, "done_when", required=False),
+        scope=clean_text(scope, "scope", required=False),
+        criticality=criticality,
+        max_iterations=max_iterations,
+        max_review_cycles=max_review_cycles,
+        lease_duration_override=lease_duration_override,
+        supersedes=supersedes,
+        needs_human_approval=needs_human_approval,
+    )
+
+
+def check_dependencies(task: Task, deps: Sequence[Task]) -> None:
+    """`task` may depend on `deps`: not itself, no cycle (seed 002), and a CLAIMED task only on
+    MERGED work (seed 002 "CLAIMED task must have all depends_on tasks in MERGED status")."""
+    if any(d.pk == task.pk for d in deps):
+        raise ProtocolValidationError("depends_on", f"{task.key} cannot depend on itself")
+    if task.status == TaskStatus.CLAIMED and any(d.status != TaskStatus.MERGED for d in deps):
+        raise ProtocolValidationError(
+            "depends_on", "a CLAIMED task's dependencies must all be MERGED"
+        )
+    cycle = dependency_cycle(task, list(deps))
+    if cycle:
+        raise ProtocolValidationError(
+            "depends_on", f"creates a dependency cycle: {' → '.join(cycle)}"
+        )
+
+
+@records_refusals
+def task_create(
+    *,
+    project: Project,
+    actor: Actor,
+    key: str,
+    description: str,
+    now: datetime,
+    depends_on: Sequence[str] = (),
+    sprint_scope: str | None = None,
+    **fields: Any,
+) -> Task:
+    """The planner writes a new DRAFT task (coders must ignore it until it is finalized)."""
+    require_role(actor, project, agent_roles=PLANNER)
+    if sprint_scope not in (None, "planned", "stretch"):
+        raise ProtocolValidationError("sprint_scope", "planned, stretch or null")
+    with transaction.atomic():
+        task = new_task(project=project, key=key, description=description, now=now, **fields)
+        if depends_on:
+            deps = resolve_keys(project, depends_on, "depends_on")
+            check_dependencies(task, deps)
+            task.depends_on.set(deps)
+        if sprint_scope:
+            sprint = sprint_open(project=project)
+            if sprint is None:
+                raise ProtocolValidationError("sprint_scope", "the project has no open sprint")
+            getattr(sprint, sprint_scope).add(task)
+        record_event(
+            project=project,
+            actor=actor,
+            action="created",
+            task=task,
+            now=now,
+            to_status=task.status,
+            detail=f"{task.key}: {task.description}",
+        )
+    return task
+
+
+@records_refusals
+def task_set_dependencies(
+    *, task: Task, actor: Actor, depends_on: Sequence[str], now: datetime
+) -> Task:
+    """Replace depends_on; cycles and unknown keys are refused with 400 naming the field."""
+    project = task.project
+    require_role(actor, project, agent_roles=PLANNER)
+    with transaction.atomic():
+        # Dependency edits serialize per project: two concurrent edits could each pass the
+        # cycle check against the other's uncommitted graph and close a loop together.
+        Project.objects.select_for_update().get(pk=project.pk)
+        task = lock_task(task)
+        if task.is_terminal:
+            raise ProtocolValidationError("depends_on", f"{task.key} is {task.status}")
+        deps = resolve_keys(project, depends_on, "depends_on")
+        check_dependencies(task, deps)
+        task.depends_on.set(deps)
+        save_task(task, now)
+        record_event(
+            project=project,
+            actor=actor,
+            action="dependencies_set",
+            task=task,
+            now=now,
+            detail=f"{task.key} depends on {', '.join(d.key for d in deps) or 'nothing'}",
+            data={"depends_on": [d.key for d in deps]},
+        )
+    return task
+
+
+@records_refusals
+def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
+    """DRAFT → UNCLAIMED: needs done_when and spec_ref (seed 002)."""
+    project = task.project
+    require_role(actor, project, agent_roles=PLANNER)
+    with transaction.atomic():
+        task = lock_task(task)
+        require_task_status(
+            task, ["DRAFT"], to="UNCLAIMED", action="finalize", actor=actor, now=now
+        )
+        for field in ("done_when", "spec_ref"):
+            if not getattr(task, field):
+                raise ProtocolValidationError(field, "is required to finalize a DRAFT task")
+        task_transition_run(task, "finalize", actor=actor, project=project, now=now, to="UNCLAIMED")
+        save_task(task, now)
+        record_event(
+            project=project,
+            actor=actor,
+            action="finalized",
+            task=task,
+            now=now,
+            from_status="DRAFT",
+            to_status="UNCLAIMED",
+            detail=f"{task.key} ready to claim",
+        )
+    return task
+
+
+@records_refusals
+def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
+    """BLOCKED → UNCLAIMED: failed_by kept, worktree deleted (seed 000 requirements).
+
+    A task blocked by a limit returns only by a human's written release (SPEC §5.1).
+    """
+    project = task.project
+    require_role(actor, project, agent_roles=PLANNER)
+    reason = clean_text(reason, "reason", max_length=2000)
+    config = config_of(project)
+    with transaction.atomic():
+        task = lock_task(task)
+        require_task_status(
+            task, ["BLOCKED"], to="UNCLAIMED", action="release", actor=actor, now=now
+        )
+        if is_limit_blocked(task, config) and not is_human(actor):
+            raise refusal(
+                Forbidden(
+                    f"{task.key} reached a limit ({task.blocked_reason}); only rescope, "
+                    "abandon or a human's written release can move it"
+                ),
+                project=project,
+                actor=actor,
+                action="release",
+                now=now,
+                task=task,
+                to_status="UNCLAIMED",
+            )
+        previous = task.assigned_to
+        task.worktree = ""
+        task.base_commit = ""
+        task.assigned_to = ""
+        task.lease_expires = None
+        task.integration_fix = False
+        task.blocked_reason = ""
+        task.blocked_questions = []
+        task_transition_run(task, "release", actor=actor, project=project, now=now, to="UNCLAIMED")
+        save_task(task, now)
+        holder = agent_row(project, previous)
+        if holder is not None and holder.current_task_id == task.pk:
+            release_holder(holder, task, lost="released to UNCLAIMED")
+        if is_human(actor):
+            # The answer is what the next coder needs: it travels with the task (seed 002).
+            HumanNote.objects.create(
+                project=project, task=task, timestamp=now, message=reason, author=actor
+            )
+        record_event(
+            project=project,
+            actor=actor,
+            action="released",
+            task=task,
+            now=now,
+            from_status="BLOCKED",
+            to_status="UNCLAIMED",
+            detail=reason,
+        )
+    return task
+
+
+@records_refusals
+def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
+    """BLOCKED → ABANDONED with a rationale."""
+    project = task.project
+    require_role(actor, project, agent_roles=PLANNER)
+    reason = clean_text(reason, "reason", max_length=2000)
+    with transaction.atomic():
+        task = lock_task(task)
+        require_task_status(
+            task, ["BLOCKED"], to="ABANDONED", action="abandon", actor=actor, now=now
+        )
+        task.worktree = ""
+        task.lease_expires = None
+        task_transition_run(task, "abandon", actor=actor, project=project, now=now, to="ABANDONED")
+        save_task(task, now)
+        record_event(
+            project=project,
+            actor=actor,
+            action="abandoned",
+            task=task,
+            now=now,
+            from_status="BLOCKED",
+            to_status="ABANDONED",
+            detail=reason,
+        )
+        sprint_complete_if_done(project=task.project, now=now)
+    return task
+
+
+@records_refusals
+def task_rescope(
+    *, task: Task, actor: Actor, reason: str, new_tasks: Sequence[dict[str, Any]], now: datetime
+) -> list[Task]:
+    """BLOCKED → SUPERSEDED, replaced by new tasks (seed 002 Rescope task).
+
+    The new tasks carry `supersedes`, inherit the old task's dependencies unless they name
+    their own, take its place in every dependent's depends_on and in the sprint scope, and the
+    goal's alignment_history records the change.
+    """
+    project = task.project
+    require_role(actor, project, agent_roles=PLANNER)
+    reason = clean_text(reason, "reason", max_length=2000)
+    if not isinstance(new_tasks, list | tuple) or not new_tasks:
+        raise ProtocolValidationError("new_tasks", "at least one replacement task is required")
+    with transaction.atomic():
+        task = lock_task(task)
+        require_task_status(
+            task, ["BLOCKED"], to="SUPERSEDED", action="rescope", actor=actor, now=now
+        )
+        old_deps = list(task.depends_on.all())
+        created: list[Task] = []
+        for index, spec in enumerate(new_tasks):
+            if not isinstance(spec, dict):
+                raise ProtocolValidationError(f"new_tasks[{index}]", "must be an object")
+            spec = dict(spec)
+            deps = spec.pop("depends_on", None)
+            allowed = {
+                "key",
+                "description",
+                "priority",
+                "spec_ref",
+                "done_when",
+                "scope",
+                "criticality",
+                "max_iterations",
+                "max_review_cycles",
+                "lease_duration_override",
+                "needs_human_approval",
+            }
+            unknown = sorted(set(spec) - allowed)
+            if unknown:
+                raise ProtocolValidationError(
+                    f"new_tasks[{index}]", f"unknown field(s) {', '.join(unknown)}"
+                )
+            spec.setdefault("priority", task.priority)
+            spec.setdefault("spec_ref", task.spec_ref)
+            spec.setdefault("criticality", task.criticality)
+            if task.needs_human_approval:
+                # The human gate travels to the replacements (seed 004 APPROVAL_REQUIRED).
+                spec.setdefault("needs_human_approval", True)
+            try:
+                new = new_task(project=project, now=now, supersedes=task.key, **spec)
+            except TypeError as exc:
+                raise ProtocolValidationError(
+                    f"new_tasks[{index}]", "key and description are required"
+                ) from exc
+            record_event(
+                project=project,
+                actor=actor,
+                action="created",
+                task=new,
+                now=now,
+                to_status=new.status,
+                detail=f"{new.key} (rescoped from {task.key})",
+            )
+            dep_tasks = (
+                old_deps
+                if deps is None
+                else resolve_keys(
+                    project,
+                    [d for d in deps if d not in {c.key for c in created}],
+                    f"new_tasks[{index}].depends_on",
+                )
+                + [c for c in created if c.key in (deps or [])]
+            )
+            new.depends_on.set(dep_tasks)
+            if new.done_when and new.spec_ref:
+                new.finalize()
+                save_task(new, now)
+                record_event(
+                    project=project,
+                    actor=actor,
+                    action="finalized",
+                    task=new,
+                    now=now,
+                    from_status="DRAFT",
+                    to_status="UNCLAIMED",
+                    detail=f"{new.key} ready to claim",
+                )
+            created.append(new)
+        for dependent in task.dependents.all():
+            dependent.depends_on.remove(task)
+            dependent.depends_on.add(*created)
+        for sprint in Sprint.objects.filter(project=project, planned=task):
+            sprint.planned.add(*created)
+        for sprint in Sprint.objects.filter(project=project, stretch=task):
+            sprint.stretch.add(*created)
+        task.superseded_by = [c.key for c in created]
+        task.rescope_reason = reason
+        task.worktree = ""
+        task.lease_expires = None
+        task_transition_run(
+            task, "supersede", actor=actor, project=project, now=now, to="SUPERSEDED"
+        )
+        save_task(task, now)
+        keys = ", ".join(task.superseded_by)
+        goal = task.goal or Goal.objects.filter(project=project, status="IN_PROGRESS").first()
+        if goal is not None:
+            from boards.services.goals import goal_record_alignment
+
+            goal_record_alignment(
+                goal=goal,
+                event=f"rescope_{task.key}",
+                summary=f"{task.key} split into {keys}: {reason}",
+                now=now,
+            )
+        record_event(
+            project=project,
+            actor=actor,
+            action="rescoped",
+            task=task,
+            now=now,
+            from_status="BLOCKED",
+            to_status="SUPERSEDED",
+            detail=f"SUPERSEDED → {keys} ({reason})",
+            data={"superseded_by": task.superseded_by},
+        )
+        sprint_complete_if_done(project=task.project, now=now)
+    return created

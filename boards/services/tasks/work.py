@@ -1,0 +1,145 @@
+"""The coder's operations on its claim: request review (seed 002 Clean Sync) and block."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import transaction
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.errors import (
+    ProtocolValidationError,
+)
+from boards.models import (
+    Task,
+)
+from boards.selectors.access import config_of
+from boards.selectors.tasks import (
+    hypothesis_exhausted,
+)
+from boards.services.kernel import (
+    CODER,
+    clean_string_list,
+    clean_text,
+    lock_agent,
+    lock_task,
+    record_event,
+    records_refusals,
+    require_lease_holder,
+    require_role,
+    require_task_status,
+    save_task,
+    task_transition_run,
+)
+from boards.services.tasks.holders import (
+    append_failed_by,
+    release_holder,
+)
+from boards.services.tasks.limits import limit_anomaly
+
+
+@records_refusals
+def task_submit_for_review(
+    *, task: Task, agent: Agent, review_commit: str, now: datetime, tree_clean: bool = True
+) -> Task:
+    """CLAIMED → READY_FOR_REVIEW with the commit under review (seed 002 Clean Sync)."""
+    project = task.project
+    require_role(agent, project, agent_roles=CODER, human=None)
+    review_commit = clean_text(review_commit, "review_commit", max_length=64)
+    if tree_clean is not True:
+        raise ProtocolValidationError(
+            "tree_clean", "the worktree must be clean before review (seed 002 Clean Sync)"
+        )
+    config = config_of(project)
+    with transaction.atomic():
+        # Lock order (kernel): the agent, then its task.
+        agent = lock_agent(agent)
+        task = lock_task(task)
+        require_task_status(
+            task,
+            ["CLAIMED"],
+            to="READY_FOR_REVIEW",
+            action="submit_for_review",
+            actor=agent,
+            now=now,
+        )
+        require_lease_holder(task, agent, action="submit_for_review", now=now, config=config)
+        task.review_commit = review_commit
+        # "When task transitions to READY_FOR_REVIEW, the coder's lease becomes inactive."
+        task.lease_expires = None
+        task_transition_run(
+            task, "submit_for_review", actor=agent, project=project, now=now, to="READY_FOR_REVIEW"
+        )
+        save_task(task, now)
+        if agent.status == "WORKING":
+            agent.wait_for_review()
+            agent.save()
+        record_event(
+            project=project,
+            actor=agent,
+            action="ready_for_review",
+            task=task,
+            now=now,
+            from_status="CLAIMED",
+            to_status="READY_FOR_REVIEW",
+            detail=f"Iteration {task.iteration or 1}, commit {review_commit}",
+            data={"commit": review_commit, "iteration": task.iteration},
+        )
+    return task
+
+
+@records_refusals
+def task_block(
+    *,
+    task: Task,
+    agent: Agent,
+    reason: str,
+    questions: Sequence[str],
+    now: datetime,
+    attempted: Sequence[str] = (),
+) -> Task:
+    """The coder cannot proceed: CLAIMED → BLOCKED with a diagnosis (seed 002 Mark blocked)."""
+    project = task.project
+    require_role(agent, project, agent_roles=CODER, human=None)
+    reason = clean_text(reason, "reason", max_length=2000)
+    questions = clean_string_list(
+        list(questions or []), "questions", min_items=1, max_items=p.MAX_BLOCKED_QUESTIONS
+    )
+    attempted = clean_string_list(list(attempted or []), "attempted")
+    config = config_of(project)
+    with transaction.atomic():
+        # Lock order (kernel): the agent, then its task.
+        agent = lock_agent(agent)
+        task = lock_task(task)
+        require_task_status(task, ["CLAIMED"], to="BLOCKED", action="block", actor=agent, now=now)
+        require_lease_holder(task, agent, action="block", now=now, config=config)
+        task.blocked_reason = reason
+        task.blocked_questions = questions
+        task.attempted = [*task.attempted, *attempted]
+        task.lease_expires = None
+        append_failed_by(task, agent.agent_id)
+        exhausted = hypothesis_exhausted(task)
+        if exhausted:
+            task.blocked_reason = (
+                f"Hypothesis exhaustion: {len(set(task.failed_by))} coders failed "
+                f"({', '.join(task.failed_by)}). Last: {reason}"
+            )
+        task_transition_run(task, "block", actor=agent, project=project, now=now, to="BLOCKED")
+        save_task(task, now)
+        release_holder(agent, task)
+        record_event(
+            project=project,
+            actor=agent,
+            action="blocked",
+            task=task,
+            now=now,
+            from_status="CLAIMED",
+            to_status="BLOCKED",
+            detail=reason,
+            data={"questions": questions},
+        )
+        if exhausted:
+            limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
+    return task

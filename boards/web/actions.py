@@ -1,0 +1,204 @@
+"""The board's POST forms (SPEC §7 "Human actions"): each one a declared operation.
+
+`action` turns an operation of boards.operations into a view: the form's fields become the
+operation's input (validated by the same serializer as the API: a NUL byte, `²` for a number or
+a 30-digit limit is a 400 naming the field, never a database error), the row comes from the URL,
+the service checks the role and the state. A view never writes a domain row itself.
+
+How outcomes reach the person:
+- success → a flash message and a redirect (POST-redirect-GET) to the page the form came from;
+- a refusal by the protocol → that page again, rendered with the error and the refusal's status
+  (409, 400, …), never a 500;
+- a missing or foreign object → 404; a role that may not → 403.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+from rest_framework import serializers
+
+from agents.selectors import agent_get, key_get
+from boards.errors import Forbidden, NotFound, ProtocolError, as_protocol_error
+from boards.models import Discovery, Project
+from boards.operations import (
+    AGENT,
+    DISCOVERY,
+    GOAL,
+    KEY,
+    PROJECT,
+    SPRINT,
+    TASK,
+    Operation,
+    operation,
+)
+from boards.selectors.access import in_project
+from boards.selectors.sprints import goal_get, sprint_get
+from boards.selectors.tasks import task_get
+from boards.web.access import project_for_role
+
+# A form names the page it came from (`next`); a name, never a URL, so nothing can redirect
+# elsewhere.
+RETURN_PAGES = ("board", "inbox", "inbox-all", "settings", "agents")
+
+
+def return_page(request: HttpRequest, default: str) -> str:
+    page = request.POST.get("next", "")
+    if page == "inbox-all" and not request.user.is_staff:
+        page = "inbox"
+    return page if page in RETURN_PAGES else default
+
+
+def return_url(page: str, project: Project, task_key: str | None) -> str:
+    if page == "board":
+        url = reverse("board", args=[project.slug])
+        # Back to the board with the task's drawer open again.
+        return f"{url}?task={task_key}" if task_key else url
+    if page == "inbox-all":
+        return reverse("inbox-all")
+    return reverse(page, args=[project.slug])
+
+
+def target_of(project: Project, target: str, kwargs: dict[str, Any]) -> Any:
+    """The row a board form acts on, named in its URL (404 for missing or foreign)."""
+    if target == TASK:
+        return task_get(project=project, key=kwargs["key"])
+    if target == SPRINT:
+        return sprint_get(project=project, sprint_id=kwargs["sprint_id"])
+    if target == GOAL:
+        return goal_get(project=project, goal_id=kwargs["goal_id"])
+    if target == PROJECT:
+        return project
+    if target == DISCOVERY:
+        return in_project(
+            Discovery.objects.all(), project, what="discovery", disc_id=kwargs["disc_id"]
+        )
+    if target == AGENT:
+        return agent_get(project=project, agent_id=kwargs["agent_id"])
+    if target == KEY:
+        return key_get(project=project, prefix=kwargs["prefix"])
+    raise ValueError(target)
+
+
+def form_data(op: Operation, post: QueryDict, *, checkboxes: tuple[str, ...] = ()) -> dict:
+    """An HTML form as the operation's input: lists from repeated fields, an empty optional
+    field left out (or null where null means "the project's setting"), `checkboxes` true when
+    present and false when absent."""
+    if op.input is None:
+        return {}
+    aliases = {name: alias for alias, name in op.form_aliases.items()}
+    data: dict[str, Any] = {}
+    for name, field in op.input().fields.items():
+        key = aliases.get(name, name)
+        if name in checkboxes:
+            data[name] = post.get(key, "") not in ("", "0", "false", "off")
+        elif isinstance(field, serializers.ListField):
+            values = [v.strip() for v in post.getlist(key) if v.strip()]
+            if values or field.required:
+                data[name] = values
+        elif isinstance(field, serializers.Serializer):
+            continue  # nested input: the action's own form adapter builds it
+        elif key in post:
+            value = post.get(key, "").strip()
+            if value:
+                data[name] = value
+            elif getattr(field, "allow_null", False):
+                data[name] = None
+            elif field.required or getattr(field, "allow_blank", False):
+                data[name] = ""
+    return data
+
+
+# refused(request, project, role, page, status, task_key) -> the page again, with the error
+Refused = Callable[..., HttpResponse]
+
+
+def _render_refusal(request, page, project, role, *, status, task_key=None) -> HttpResponse:
+    from boards.web.pages import render_page
+
+    return render_page(request, page, project, role, status=status, task_key=task_key)
+
+
+def run(
+    request: HttpRequest,
+    project: Project,
+    role: str,
+    op: Operation,
+    *,
+    target: Any,
+    data: Any,
+    page: str,
+    task_key: str | None,
+) -> HttpResponse | Any:
+    """Validate and run `op`; a refusal is the page again with the error (never a 500)."""
+    try:
+        result = op.run(
+            target=target, actor=request.user, now=timezone.now(), data=op.validate(data)
+        )
+    except (Forbidden, NotFound):
+        raise  # Django's own 403 and 404 pages
+    except Exception as exc:
+        error = as_protocol_error(exc)
+        if error is None:
+            raise
+        messages.error(request, error.message)
+        return _render_refusal(
+            request, page, project, role, status=error.status_code, task_key=task_key
+        )
+    return result
+
+
+def action(
+    name: str,
+    *,
+    returns_to: str = "board",
+    form: Callable[[HttpRequest, dict[str, Any]], Any] | None = None,
+    checkboxes: tuple[str, ...] = (),
+    respond: Callable[..., HttpResponse] | None = None,
+) -> Callable[..., HttpResponse]:
+    """A POST-only view running the declared operation `name` on the row its URL names.
+
+    `form(request, url_kwargs)` builds the input where the form's shape differs from the API's
+    (rescope rows, a triage's task); `respond(request, project, result)` answers instead of
+    the flash-and-redirect (a new key is shown once, on the response itself).
+    """
+    op = operation(name)
+
+    @functools.wraps(op.service)
+    def view(request: HttpRequest, slug: str, **kwargs: Any) -> HttpResponse:
+        project, role = project_for_role(request, slug, op.role)
+        page = return_page(request, returns_to)
+        task_key = kwargs.get("key") or request.POST.get("task") or None
+        target = target_of(project, op.target, kwargs)
+        try:
+            data = (
+                form(request, kwargs)
+                if form
+                else form_data(op, request.POST, checkboxes=checkboxes)
+            )
+        except ProtocolError as exc:
+            messages.error(request, exc.message)
+            return _render_refusal(
+                request, page, project, role, status=exc.status_code, task_key=task_key
+            )
+        result = run(
+            request, project, role, op, target=target, data=data, page=page, task_key=task_key
+        )
+        if isinstance(result, HttpResponse):
+            return result
+        if respond is not None:
+            return respond(request, project, result)
+        messages.success(request, op.done(result))
+        return redirect(return_url(page, project, task_key))
+
+    view.__name__ = f"{name}_action"
+    return login_required(require_POST(view))

@@ -1,0 +1,377 @@
+"""The oversight pages (SPEC §7): the inbox, project settings, agents and keys — and the few
+forms whose shape differs from their API input (rescope rows, a discovery's new task, a task
+note, enabling an agent, a key shown once).
+
+Every form runs a declared operation (boards.operations) through `boards.web.actions`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from agents.models import Agent
+from agents.selectors import agent_list
+from agents.services import agent_create_with_key
+from boards import protocol as p
+from boards.errors import ProtocolError, as_protocol_error
+from boards.models import Membership, Project
+from boards.operations import inputs as i
+from boards.operations import operation
+from boards.selectors.access import config_of
+from boards.selectors.inbox import inbox as inbox_items
+from boards.web.access import project_for_role
+from boards.web.actions import action, form_data, return_page, run
+from boards.web.board import board_page
+
+ADMIN = Membership.Role.ADMIN
+MEMBER = Membership.Role.MEMBER
+
+
+def render_page(
+    request: HttpRequest,
+    page: str,
+    project: Project,
+    role: str,
+    *,
+    status: int,
+    task_key: str | None = None,
+) -> HttpResponse:
+    """The page a form came from, rendered in answer to the POST (after a refusal)."""
+    if page == "inbox" and role == ADMIN:
+        response = _inbox_page(request, project)
+    elif page == "inbox-all" and request.user.is_staff:
+        response = _inbox_page(request, None)
+    elif page == "settings" and role == ADMIN:
+        response = _settings_page(request, project, config_of(project))
+    elif page == "agents" and role == ADMIN:
+        response = _agents_page(request, project)
+    else:
+        response = board_page(request, project, role, open_task=task_key or "")
+    response.status_code = status
+    return response
+
+
+# -- the inbox ---------------------------------------------------------------------------------
+
+
+def _inbox_page(request: HttpRequest, project: Project | None) -> HttpResponse:
+    """One project's inbox, or (project None, site staff) every project's."""
+    now = timezone.now()
+    context = {
+        "project": project,
+        "inbox": inbox_items(project=project, now=now),
+        "next_page": "inbox" if project is not None else "inbox-all",
+        "role": ADMIN,
+        "now": now,
+        "canonical_url": reverse("inbox", args=[project.slug])
+        if project is not None
+        else reverse("inbox-all"),
+    }
+    return render(request, "boards/oversight/inbox.html", context)
+
+
+@login_required
+def inbox(request: HttpRequest, slug: str) -> HttpResponse:
+    """What waits for a human in one project (SPEC §7), with the forms that resolve it."""
+    project, _ = project_for_role(request, slug, ADMIN)
+    return _inbox_page(request, project)
+
+
+@login_required
+def inbox_all(request: HttpRequest) -> HttpResponse:
+    """Site staff: every project's inbox on one page, each item linking to its board."""
+    if not request.user.is_staff:
+        raise PermissionDenied("the cross-project inbox is for site staff")
+    return _inbox_page(request, None)
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+SETTINGS_FIELDS: tuple[str, ...] = (
+    "max_coder_iterations",
+    "max_review_cycles",
+    "heartbeat_interval",
+    "lease_duration",
+    "lease_grace",
+    "coder_poll_interval",
+    "coder_max_wait",
+    "integration_branch",
+    "escalation_webhook",
+    "archive_after_days",
+)
+
+
+def _input_type(field: Any) -> str:
+    from rest_framework import serializers
+
+    if isinstance(field, serializers.IntegerField):
+        return "number"
+    if isinstance(field, serializers.URLField):
+        return "url"
+    return "text"
+
+
+def _settings_page(
+    request: HttpRequest,
+    project: Project,
+    values: Any,
+    errors: dict[str, list[str]] | None = None,
+) -> HttpResponse:
+    """`values`: the config, or the submitted form's values when it was refused."""
+    fields = [
+        {
+            "name": name,
+            "value": (values.get(name, "") if isinstance(values, dict) else getattr(values, name))
+            or "",
+            "errors": (errors or {}).get(name, []),
+            "help": i.ConfigInput().fields[name].help_text or "",
+            "type": _input_type(i.ConfigInput().fields[name]),
+        }
+        for name in SETTINGS_FIELDS
+    ]
+    return render(
+        request,
+        "boards/oversight/settings.html",
+        {
+            "project": project,
+            "fields": fields,
+            "role": ADMIN,
+            "next_page": "settings",
+            "canonical_url": reverse("settings", args=[project.slug]),
+        },
+    )
+
+
+@login_required
+def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    """Seed 002 `config`: shown, and saved through the `config_update` operation."""
+    project, _ = project_for_role(request, slug, ADMIN)
+    config = config_of(project)
+    if request.method != "POST":
+        return _settings_page(request, project, config)
+    op = operation("config_update")
+    submitted = {name: request.POST.get(name, "").strip() for name in SETTINGS_FIELDS}
+    # Only what the person changed: an untouched field is not re-validated or re-saved.
+    changes = {
+        name: value
+        for name, value in submitted.items()
+        if value != str(getattr(config, name) if getattr(config, name) is not None else "")
+    }
+    if "escalation_webhook" in changes and not changes["escalation_webhook"]:
+        changes["escalation_webhook"] = None
+    if not changes:
+        messages.info(request, "Nothing changed.")
+        return redirect("settings", project.slug)
+    try:
+        op.run(target=project, actor=request.user, now=timezone.now(), data=op.validate(changes))
+    except Exception as exc:
+        error = as_protocol_error(exc)
+        if error is None or error.status_code in (403, 404):
+            raise
+        messages.error(request, "The settings were not saved: correct the fields marked below.")
+        response = _settings_page(
+            request, project, submitted, (error.details or {}).get("fields", {})
+        )
+        response.status_code = error.status_code
+        return response
+    messages.success(request, "Settings saved: " + ", ".join(sorted(changes)) + ".")
+    return redirect("settings", project.slug)
+
+
+# -- agents and keys ---------------------------------------------------------------------------
+
+
+def _agents_page(request: HttpRequest, project: Project) -> HttpResponse:
+    agents = agent_list(project=project).prefetch_related("keys").order_by("role", "agent_id")
+    return render(
+        request,
+        "boards/oversight/agents.html",
+        {
+            "project": project,
+            "agents": agents,
+            "roles": Agent.Role.choices,
+            "role": ADMIN,
+            "next_page": "agents",
+            "now": timezone.now(),
+            "canonical_url": reverse("agents", args=[project.slug]),
+        },
+    )
+
+
+@login_required
+def agent_list_page(request: HttpRequest, slug: str) -> HttpResponse:
+    project, _ = project_for_role(request, slug, ADMIN)
+    return _agents_page(request, project)
+
+
+def _key_shown(request: HttpRequest, project: Project, agent, key, plain: str, *, created):
+    response = render(
+        request,
+        "boards/oversight/key_shown.html",
+        {
+            "project": project,
+            "agent": agent,
+            "key": key,
+            "plain": plain,
+            "created": created,
+            "role": ADMIN,
+            "next_page": "agents",
+            # Reloading must not post again (a second agent, a second key): the address bar
+            # shows the agents page.
+            "canonical_url": reverse("agents", args=[project.slug]),
+        },
+        status=201,
+    )
+    # The only copy of the key: no cache, no history entry worth keeping.
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def agent_create(request: HttpRequest, slug: str) -> HttpResponse:
+    """A new agent and its first key, shown once on this response."""
+    project, role = project_for_role(request, slug, ADMIN)
+    post = request.POST
+    data: dict[str, Any] = {
+        "role": post.get("role", ""),
+        "security_reviewer": post.get("security_reviewer", "") not in ("", "0", "false", "off"),
+    }
+    if post.get("label", "").strip():
+        data["label"] = post["label"].strip()
+    serializer = i.AgentCreateInput(data=data)
+    try:
+        if not serializer.is_valid():
+            from boards.errors import validation_error
+
+            raise validation_error(serializer.errors)
+        agent, (key, plain) = agent_create_with_key(
+            project=project, actor=request.user, now=timezone.now(), **serializer.validated_data
+        )
+    except ProtocolError as exc:
+        if exc.status_code in (403, 404):
+            raise
+        messages.error(request, exc.message)
+        return render_page(request, "agents", project, role, status=exc.status_code)
+    return _key_shown(request, project, agent, key, plain, created=True)
+
+
+def _issued(request: HttpRequest, project: Project, issued) -> HttpResponse:
+    key, plain = issued
+    return _key_shown(request, project, key.agent, key, plain, created=False)
+
+
+agent_key_issue = action("agent_key_issue", returns_to="agents", respond=_issued)
+agent_key_revoke = action("agent_key_revoke", returns_to="agents")
+
+
+@login_required
+@require_POST
+def agent_enable(request: HttpRequest, slug: str, agent_id: str) -> HttpResponse:
+    """One form, two operations: `enabled=1` enables, anything else disables."""
+    name = "agent_enable" if request.POST.get("enabled") == "1" else "agent_disable"
+    return action(name, returns_to="agents")(request, slug, agent_id=agent_id)
+
+
+# -- forms whose shape differs from the API's --------------------------------------------------
+
+
+def _rescope_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The new-task rows of a rescope form; a row without key, description and done_when is
+    ignored (its priority field comes pre-filled)."""
+    columns = {
+        name: request.POST.getlist(f"new_{name}")
+        for name in ("key", "description", "done_when", "spec_ref", "priority")
+    }
+    count = max((len(v) for v in columns.values()), default=0)
+    rows = []
+    for index in range(count):
+        row = {
+            name: (values[index].strip() if index < len(values) else "")
+            for name, values in columns.items()
+        }
+        if not (row["key"] or row["description"] or row["done_when"]):
+            continue
+        rows.append({name: value for name, value in row.items() if value or name == "key"})
+    return {"reason": request.POST.get("reason", "").strip(), "new_tasks": rows}
+
+
+def _triage_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Members defer or reject; converting into a task creates work, so the service asks for an
+    admin (SPEC §3) and a member gets its 403. The new task: key required; description (the
+    discovery's by default), done_when, spec_ref and priority optional."""
+    post = request.POST
+    data: dict[str, Any] = {"decision": post.get("decision", "").strip()}
+    if post.get("note", "").strip():
+        data["note"] = post["note"].strip()
+    if data["decision"] == "convert":
+        task = {"key": post.get("new_key", "").strip()}
+        for name in ("description", "done_when", "spec_ref", "priority"):
+            if value := post.get(f"new_{name}", "").strip():
+                task[name] = value
+        data["task"] = task
+    return data
+
+
+def _task_note_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {**form_data(operation("human_note_create"), request.POST), "task": kwargs["key"]}
+
+
+@login_required
+@require_POST
+def task_note(request: HttpRequest, slug: str, key: str) -> HttpResponse:
+    """A member's note on a task (a foreign or missing task is a 404, not a 400)."""
+    from boards.selectors.tasks import task_get
+
+    project, _ = project_for_role(request, slug, MEMBER)
+    task_get(project=project, key=key)
+    return _task_note(request, slug, key=key)
+
+
+_task_note = action("human_note_create", form=_task_note_form)
+
+
+def _limits_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return form_data(
+        operation("task_set_limits"), request.POST, checkboxes=("needs_human_approval",)
+    )
+
+
+ACTIONS: dict[str, Any] = {
+    # resolving BLOCKED
+    "task_release": action("task_release"),
+    "task_rescope": action("task_rescope", form=_rescope_form),
+    "task_abandon": action("task_abandon"),
+    # overrides on any task
+    "task_override_block": action("task_override_block"),
+    "task_release_claim": action("task_release_claim"),
+    "task_cancel": action("task_cancel"),
+    "task_suspend": action("task_suspend"),
+    "task_resume": action("task_resume"),
+    "task_approve": action("task_human_approve"),
+    "task_reject": action("task_human_reject"),
+    "task_limits": action("task_set_limits", form=_limits_form),
+    # notes and discoveries
+    "project_note": action("human_note_create"),
+    "discovery_triage": action("discovery_triage", returns_to="inbox", form=_triage_form),
+    # sprint, goal, project
+    "sprint_checkpoint": action("sprint_checkpoint"),
+    "sprint_resume": action("sprint_resume"),
+    "sprint_abort": action("sprint_abort"),
+    "sprint_deadline": action("sprint_set_deadline"),
+    "goal_complete": action("goal_complete"),
+    "goal_abort": action("goal_abort"),
+    "project_pause": action("project_pause"),
+    "project_resume": action("project_resume"),
+}
+
+__all__ = ["ACTIONS", "p", "return_page", "run"]
