@@ -65,7 +65,13 @@ def _command(server: str, fd: int) -> list[str]:
 
 
 class LiveServer:
-    """One server subprocess: `launch()` starts it, `wait_ready()` waits for it, `stop()`."""
+    """One server subprocess, started when made; `wait_ready()` waits for it, `stop()` ends it.
+
+    `redis_url`: the channels-redis layer on that Redis; without it the in-memory layer of this
+    one process, so a board connected to it sees exactly the changes made through it. `env`
+    adds to (or overrides) the server's environment; `log` keeps its output there (else in a
+    temporary file, removed by `stop()`).
+    """
 
     def __init__(
         self,
@@ -99,8 +105,6 @@ class LiveServer:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
             **(env or {}),
         }
-        # No REDIS_URL: the in-memory channel layer of this one process, so a board connected
-        # to it sees exactly the changes made through it.
         full_env.pop("REDIS_URL", None)
         if redis_url:
             full_env["REDIS_URL"] = redis_url
