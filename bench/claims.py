@@ -66,11 +66,14 @@ SERVERS: dict[str, list[str]] = {
     "uvicorn": [
         "-m", "uvicorn", APP, "--host", HOST, "--port", "{port}", "--no-access-log",
         "--log-level", "warning", "--loop", "uvloop", "--http", "httptools", "--lifespan", "off",
+        # bench/http_drain.py's clients pause between requests: a connection closed under a
+        # client reusing it would fail that request.
+        "--timeout-keep-alive", "300",
     ],
     "uvicorn-2w": [
         "-m", "uvicorn", APP, "--host", HOST, "--port", "{port}", "--no-access-log",
         "--log-level", "warning", "--loop", "uvloop", "--http", "httptools", "--lifespan", "off",
-        "--workers", "2",
+        "--workers", "2", "--timeout-keep-alive", "300",
     ],
     "gunicorn-uvicorn-2w": [
         "-m", "gunicorn", APP, "-k", "uvicorn.workers.UvicornWorker", "-w", "2",

@@ -7,6 +7,19 @@ from django.conf import settings
 
 from tests.factories import T0
 
+SUITE_SETTINGS = "tests.settings"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    """The suite's settings even under an exported DJANGO_SETTINGS_MODULE=liza_site.settings,
+    which pytest-django prefers to pyproject's `tests.settings`: the fast password hasher.
+    (Servers started by tests/live_server.py load tests.settings themselves.)"""
+    if settings.configured and settings.SETTINGS_MODULE != SUITE_SETTINGS:
+        from tests import settings as suite
+
+        settings.PASSWORD_HASHERS = suite.PASSWORD_HASHERS
+
 
 def pytest_collection_modifyitems(config, items):
     uses_db = any("django_db" in item.keywords for item in items)

@@ -6,34 +6,16 @@ server process read it through connections of their own.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    # World() makes a human admin; PBKDF2 would cost ~0.3 s per test for a password nobody uses.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
+from tests.live_server import LiveServer, live_server, suite_database_url
 
 # ---------------------------------------------------------------------------------------------
 # threads released together
@@ -86,92 +68,29 @@ def run_together(*calls: Callable[[], Any], timeout: float = 60) -> list[Outcome
 # ---------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _database_url(settings_dict: dict[str, Any]) -> str:
-    user = quote(settings_dict.get("USER") or "")
-    password = settings_dict.get("PASSWORD") or ""
-    auth = f"{user}:{quote(password)}@" if password else (f"{user}@" if user else "")
-    host = settings_dict.get("HOST") or "127.0.0.1"
-    port = settings_dict.get("PORT") or 5432
-    return f"postgres://{auth}{host}:{port}/{settings_dict['NAME']}"
-
-
-def _server_command(port: int) -> list[str]:
-    app = "liza_site.asgi:application"
+def _server_kind() -> str:
     try:
         import uvicorn  # noqa: F401
     except ImportError:
-        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app]
-    # A keep-alive longer than any pause of a test client: a connection the server closes
-    # just as the client reuses it for a POST would fail that request.
-    return [
-        sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
-        "--no-access-log", "--log-level", "warning", "--lifespan", "off",
-        "--timeout-keep-alive", "300",
-    ]  # fmt: skip
-
-
-@dataclass
-class LiveServer:
-    url: str
-    log: Path
-
-    def log_tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:]
+        return "daphne"
+    return "uvicorn"
 
 
 @pytest.fixture(scope="session")
-def asgi_server(django_db_setup, django_db_blocker):
+def asgi_server(django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
     """The product served by a separate ASGI process (uvicorn, else daphne) on 127.0.0.1.
 
     It reads the pytest-django test database, so tests using it must commit their data
     (`django_db(transaction=True)`). Unlike `live_server` (a thread of this process), it has
     its own interpreter, GIL and connections, as in production.
     """
-    port = _free_port()
-    env = dict(os.environ)
-    env["DATABASE_URL"] = _database_url(connection.settings_dict)
-    env["DJANGO_SETTINGS_MODULE"] = "liza_site.settings"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    log = Path(tempfile.mkstemp(prefix="liza-asgi-", suffix=".log")[1])
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            _server_command(port),
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    server = LiveServer(url=f"http://127.0.0.1:{port}", log=log)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the ASGI server exited:\n{server.log_tail()}")
-            try:
-                urllib.request.urlopen(f"{server.url}/api/v1/projects/none/tasks", timeout=2)
-                break
-            except urllib.error.HTTPError:
-                break  # Django answered (401/404)
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the ASGI server did not answer in 60 s:\n{server.log_tail()}")
-                time.sleep(0.2)
+    with django_db_blocker.unblock():
+        database_url = suite_database_url()
+    with live_server(
+        name="concurrency",
+        database_url=database_url,
+        server=_server_kind(),
+        # Publishing its board events to Redis, as a production server does.
+        redis_url=os.environ.get("REDIS_URL"),
+    ) as server:
         yield server
-    finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
-        log.unlink(missing_ok=True)

@@ -13,20 +13,14 @@ developer's machine it skips the e2e tests with the reason.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
 from boards.services.kernel import SYSTEM
-from tests.e2e.support import ARTIFACTS, ROOT, AgentClient, Server
+from tests.ci import unavailable
+from tests.e2e.support import ARTIFACTS, AgentClient, Server
+from tests.live_server import live_server, suite_database_url
 
 CHROMIUM = os.environ.get("LIZA_E2E_CHROMIUM", "/usr/bin/chromium")
 # Without the background-networking flags Chromium keeps dialling Google's hosts, which this
@@ -40,104 +34,25 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SERVER_START_TIMEOUT = 30.0
-
-
-def _on_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-def _missing(reason: str) -> None:
-    """No browser: a failure on CI (the e2e proof must run there), a skip elsewhere."""
-    if _on_ci():
-        pytest.fail(f"{reason} (CI=true: the e2e tests must run; .ci/test installs it)")
-    pytest.skip(reason)
 
 
 # -- the server ---------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _test_database_url() -> str:
-    from django.db import connection
-
-    db = connection.settings_dict
-    assert "postgresql" in db["ENGINE"], "the e2e server runs on PostgreSQL like the suite"
-    auth = quote(db["USER"] or "", safe="")
-    if db.get("PASSWORD"):
-        auth += ":" + quote(db["PASSWORD"], safe="")
-    host = db.get("HOST") or "127.0.0.1"
-    port = db.get("PORT") or "5432"
-    return f"postgres://{auth}@{host}:{port}/{db['NAME']}"
-
-
-def _wait_until_serving(url: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"daphne exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(url + "/login/", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"daphne did not answer within {SERVER_START_TIMEOUT}s:\n{log.read_text()}")
-
-
 @pytest.fixture(scope="session")
 def server(django_db_setup, django_db_blocker) -> Iterator[Server]:
     """daphne serving the ASGI app (HTTP and websockets) on the test database."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with django_db_blocker.unblock():
-        database_url = _test_database_url()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "DJANGO_SETTINGS_MODULE": "liza_site.settings",
-        "DJANGO_DEBUG": "0",
-        "LOG_LEVEL": "WARNING",
-        "PYTHONUNBUFFERED": "1",
-    }
-    env.pop("REDIS_URL", None)  # the in-memory layer of this one process
+        database_url = suite_database_url()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    log = ARTIFACTS / f"daphne-{worker}.log"
-    for attempt in range(3):  # a free port can be taken between the probe and daphne's bind
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        with log.open("w") as out:
-            process = subprocess.Popen(
-                [
-                    *(sys.executable, "-m", "daphne"),
-                    *("-b", "127.0.0.1", "-p", str(port)),
-                    "liza_site.asgi:application",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            _wait_until_serving(url, process, log)
-            break
-        except RuntimeError:
-            process.kill()
-            process.wait(10)
-            if attempt == 2:
-                raise
-    try:
-        yield Server(url=url, log=log)
-    finally:
-        # Before pytest-django drops the test database, which refuses while connected. Killed,
-        # not terminated: it holds nothing to save, and daphne's graceful stop takes seconds.
-        process.kill()
-        process.wait(10)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with live_server(  # no redis_url: the in-memory layer of this one process
+        name=f"e2e-{worker}",
+        database_url=database_url,
+        server="daphne",
+        log=ARTIFACTS / f"daphne-{worker}.log",
+    ) as live:
+        yield Server(url=live.url, log=live.log)
 
 
 # -- the browser --------------------------------------------------------------------------------
@@ -153,11 +68,13 @@ def browser():
     browser lives, and no longer: module scope keeps it away from the rest of the suite.
     """
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        _missing(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+        unavailable(
+            f"no Chromium at {CHROMIUM} (apt-get install chromium)", ci_hint=".ci/test installs it"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("the playwright package is not installed (pip install -e '.[test]')")
+        unavailable("the playwright package is not installed (pip install -e '.[test]')")
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     playwright = sync_playwright().start()

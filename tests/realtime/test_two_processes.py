@@ -14,123 +14,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from django.conf import settings
+from websockets.asyncio.client import connect
 
 from agents.services import agent_key_issue
 from boards.live import outbox as events
 from boards.services.kernel import SYSTEM
 from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
-
-websockets = pytest.importorskip("websockets")
-from websockets.asyncio.client import connect  # noqa: E402
+from tests.live_server import LiveServer, live_servers, suite_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/14"
-START_TIMEOUT = 60  # seconds for a server to answer (Django's import under a loaded CI box)
 LIVE_WITHIN = 1.0  # SPEC §7: "within a second"
 
 
-class Server:
-    def __init__(self, name: str, env: dict[str, str]) -> None:
-        self.name = name
-        # Bound here and handed over (daphne --fd): no window for another process to take it.
-        self._socket = socket.socket()
-        self._socket.bind(("127.0.0.1", 0))
-        self._socket.listen(128)
-        self.port = self._socket.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in kill())
-            "w+", prefix=f"liza-rt-{name}-", suffix=".log"
-        )
-        self.process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "daphne"),
-                *("--fd", str(self._socket.fileno())),
-                "liza_site.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            pass_fds=[self._socket.fileno()],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        self._socket.close()
-
-    def wait_ready(self, deadline: float) -> None:
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{self.name} exited:\n{self.output()}")
-            with (
-                contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError),
-                urllib.request.urlopen(self.url + "/login/", timeout=2) as response,
-            ):
-                if response.status == 200:
-                    return
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.name} did not answer in {START_TIMEOUT} s:\n{self.output()}")
-
-    def output(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()[-4000:]
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(10)
-        self.log.close()
-
-
 @contextlib.contextmanager
-def two_servers(prefix: str) -> Iterator[tuple[Server, Server]]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": _test_database_url(),
-        "REDIS_URL": REDIS_URL,
-        "DJANGO_SETTINGS_MODULE": "tests.realtime.settings",
-        "LIZA_TEST_CHANNEL_PREFIX": prefix,
-        "LOG_LEVEL": "WARNING",
-        "PYTHONPATH": str(ROOT),
-    }
-    servers: list[Server] = []
-    try:
-        servers = [Server("A", env), Server("B", env)]  # started together: boot in parallel
-        deadline = time.monotonic() + START_TIMEOUT
-        for server in servers:
-            server.wait_ready(deadline)
-        yield servers[0], servers[1]
-    except Exception:
-        for server in servers:
-            print(f"--- server {server.name} ---\n{server.output()}")
-        raise
-    finally:
-        for server in servers:
-            server.kill()
-
-
-def _test_database_url() -> str:
-    db = settings.DATABASES["default"]
-    user = db.get("USER") or "postgres"
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    host = db.get("HOST") or "127.0.0.1"
-    port = db.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+def two_servers(prefix: str) -> Iterator[tuple[LiveServer, LiveServer]]:
+    """Servers A and B on the test database, the shared Redis and this test's channel prefix."""
+    with live_servers(
+        ["A", "B"],
+        database_url=suite_database_url(),
+        server="daphne",
+        redis_url=REDIS_URL,
+        env={"LIZA_TEST_CHANNEL_PREFIX": prefix},
+    ) as (a, b):
+        yield a, b
 
 
 def _http(method: str, url: str, *, headers: dict[str, str], body: dict | None = None):

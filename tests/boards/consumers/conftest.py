@@ -12,12 +12,6 @@ import pytest
 from tests.boards.consumers.helpers import in_memory_layer_settings, redis_layer_settings
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    # Worlds make human users; PBKDF2 would cost ~0.3 s per test for passwords nobody types.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def in_memory_layer(settings):
     with in_memory_layer_settings(settings):

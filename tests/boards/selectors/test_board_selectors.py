@@ -32,11 +32,6 @@ from tests.lifecycle import World
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 # -- filters from the query string ------------------------------------------------------------
 
 

@@ -4,12 +4,6 @@ from tests.boards.consumers.helpers import in_memory_layer_settings
 
 
 @pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    # Worlds make human users; PBKDF2 would cost ~0.3 s per test for passwords nobody types.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
 def _in_memory_layer(settings):
     # The pages read the board sequence; with CI's REDIS_URL they would read another suite's
     # Redis database. The page tests never commit, so nothing is published either way.

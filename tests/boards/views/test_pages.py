@@ -11,8 +11,8 @@ from django.test import Client
 from django.utils import timezone
 
 from boards.live import outbox as events
-from boards.selectors.board import BoardFilters
 from boards.models import Alert, Project
+from boards.selectors.board import BoardFilters
 from boards.services.records import human_note_create
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
