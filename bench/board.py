@@ -45,8 +45,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from boards.services.kernel import SYSTEM
-
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -143,6 +141,8 @@ def make_project(slug: str):
         agent_register(project=project, agent_id=f"coder-{i}", role="coder", now=now)
     agent_register(project=project, agent_id="code-reviewer-1", role="code_reviewer", now=now)
     user = get_user_model().objects.create_user(f"admin-{slug}", password="bench-pw")
+    from boards.services.kernel import SYSTEM
+
     membership_set(project=project, user=user, role="admin", actor=SYSTEM, now=now)
     goal = goal_create(project=project, actor=planner, description="Benchmark", now=now)
     sprint = sprint_create(project=project, actor=planner, goal=goal, now=now)
