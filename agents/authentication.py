@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from agents.models import Agent, AgentKey
+from agents.models import Agent
 from agents.selectors import agent_key_lookup
-
-# last_used_at is for humans reading the key list; writing it on every request would add a
-# write to every agent call, so it is refreshed at most once a minute.
-LAST_USED_RESOLUTION = timedelta(seconds=60)
+from agents.services import agent_key_used
 
 
 class AgentPrincipal:
@@ -51,9 +46,7 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         key = agent_key_lookup(plain=plain)
         if key is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
-        now = timezone.now()
-        if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
-            AgentKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        agent_key_used(key=key, now=timezone.now())
         return AgentPrincipal(key.agent), key
 
     def authenticate_header(self, request) -> str:

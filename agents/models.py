@@ -22,7 +22,9 @@ class Agent(FSMModelMixin, models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agents")
     agent_id = models.CharField(max_length=64, help_text="planner-N, coder-N or code-reviewer-N")
     role = models.CharField(max_length=20, choices=Role.choices)
-    status = FSMField(default="STARTING", choices=[(s, s) for s in p.AGENT_STATES], protected=True)
+    status = FSMField(
+        default=p.AgentStatus.STARTING, choices=[(s, s) for s in p.AGENT_STATES], protected=True
+    )
     current_task = models.ForeignKey(
         Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -71,39 +73,73 @@ class Agent(FSMModelMixin, models.Model):
     def _is_reviewer(self) -> bool:
         return self.role == self.Role.CODE_REVIEWER
 
-    @transition(field=status, source="STARTING", target="IDLE")
+    @transition(field=status, source=p.AgentStatus.STARTING, target=p.AgentStatus.IDLE)
     def ready(self) -> None:
         """Registration complete."""
 
-    @transition(field=status, source="IDLE", target="WORKING", conditions=[_is_coder])
+    @transition(
+        field=status,
+        source=p.AgentStatus.IDLE,
+        target=p.AgentStatus.WORKING,
+        conditions=[_is_coder],
+    )
     def start_work(self) -> None:
         """A coder was assigned a task."""
 
-    @transition(field=status, source="IDLE", target="REVIEWING", conditions=[_is_reviewer])
+    @transition(
+        field=status,
+        source=p.AgentStatus.IDLE,
+        target=p.AgentStatus.REVIEWING,
+        conditions=[_is_reviewer],
+    )
     def start_review(self) -> None:
         """A code reviewer was assigned a review."""
 
-    @transition(field=status, source="WORKING", target="WAITING", conditions=[_is_coder])
+    @transition(
+        field=status,
+        source=p.AgentStatus.WORKING,
+        target=p.AgentStatus.WAITING,
+        conditions=[_is_coder],
+    )
     def wait_for_review(self) -> None:
         """Submitted for review."""
 
-    @transition(field=status, source="WAITING", target="WORKING", conditions=[_is_coder])
+    @transition(
+        field=status,
+        source=p.AgentStatus.WAITING,
+        target=p.AgentStatus.WORKING,
+        conditions=[_is_coder],
+    )
     def resume_work(self) -> None:
         """Continue after feedback."""
 
-    @transition(field=status, source=["WORKING", "WAITING"], target="IDLE", conditions=[_is_coder])
+    @transition(
+        field=status,
+        source=[p.AgentStatus.WORKING, p.AgentStatus.WAITING],
+        target=p.AgentStatus.IDLE,
+        conditions=[_is_coder],
+    )
     def stop_work(self) -> None:
         """Task done, blocked, or lost."""
 
-    @transition(field=status, source="REVIEWING", target="IDLE", conditions=[_is_reviewer])
+    @transition(
+        field=status,
+        source=p.AgentStatus.REVIEWING,
+        target=p.AgentStatus.IDLE,
+        conditions=[_is_reviewer],
+    )
     def finish_review(self) -> None:
         """Verdict given, or the review was lost."""
 
-    @transition(field=status, source=["WORKING", "REVIEWING"], target="HANDOFF")
+    @transition(
+        field=status,
+        source=[p.AgentStatus.WORKING, p.AgentStatus.REVIEWING],
+        target=p.AgentStatus.HANDOFF,
+    )
     def hand_off(self) -> None:
         """Context exhaustion: handoff notes written, the process terminates."""
 
-    @transition(field=status, source=list(p.AGENT_RESTART_SOURCES), target="STARTING")
+    @transition(field=status, source=list(p.AGENT_RESTART_SOURCES), target=p.AgentStatus.STARTING)
     def restart(self) -> None:
         """The supervisor restarts the id fresh (after HANDOFF, or once its lease is dead)."""
 

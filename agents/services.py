@@ -21,6 +21,7 @@ from boards.models import Handoff, Project, Review, Task
 from boards.protocol import (
     AGENT_ID_PREFIX,
     Action,
+    AgentStatus,
     TaskStatus,
     agent_id_matches_role,
     format_timestamp,
@@ -73,6 +74,18 @@ def agent_key_issue(
             data={"agent": agent.agent_id, "prefix": prefix},
         )
     return key, plain
+
+
+# last_used_at is for humans reading the key list; writing it on every request would add a
+# write to every agent call, so it is refreshed at most once a minute.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+def agent_key_used(*, key: AgentKey, now: datetime) -> None:
+    """Note that `key` authenticated a request (no event: it is not an action of the protocol)."""
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        AgentKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
 
 
 @records_refusals
@@ -301,7 +314,7 @@ def agent_heartbeat(
             if lease_alive(review.lease_expires, now, config):
                 review.lease_expires = now + timedelta(seconds=review.task.lease_seconds(config))
                 review.save(update_fields=["lease_expires"])
-        if agent.status == "STARTING":
+        if agent.status == AgentStatus.STARTING:
             agent.ready()
         agent.heartbeat = now
         agent.lease_expires = max(
@@ -343,7 +356,14 @@ def agent_handoff(
     with transaction.atomic():
         agent = lock_agent(agent)  # agent rows before task rows (boards.services.kernel)
         task = lock_task(task)
-        require_task_status(task, ["CLAIMED"], to="CLAIMED", action="handoff", actor=agent, now=now)
+        require_task_status(
+            task,
+            [TaskStatus.CLAIMED],
+            to=TaskStatus.CLAIMED,
+            action="handoff",
+            actor=agent,
+            now=now,
+        )
         require_lease_holder(task, agent, action="handoff", now=now, config=config)
         handoff, _ = Handoff.objects.update_or_create(
             task=task,
@@ -366,7 +386,7 @@ def agent_handoff(
         )
         task.handoff_pending = True
         task.save(update_fields=["handoff_pending"])
-        if agent.status in ("WORKING", "REVIEWING"):
+        if agent.status in (AgentStatus.WORKING, AgentStatus.REVIEWING):
             agent.hand_off()
             agent.save()
         record_event(
@@ -389,7 +409,12 @@ def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff 
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(
-            task, ["CLAIMED"], to="CLAIMED", action="handoff_pickup", actor=agent, now=now
+            task,
+            [TaskStatus.CLAIMED],
+            to=TaskStatus.CLAIMED,
+            action="handoff_pickup",
+            actor=agent,
+            now=now,
         )
         require_lease_holder(task, agent, action="handoff_pickup", now=now, config=config)
         handoff = Handoff.objects.filter(task=task).first()
@@ -484,7 +509,7 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
             if agent.current_task_id is not None:
                 task = lock_task(agent.current_task)
                 released.append(task.key)
-                if task.status == "CLAIMED" and task.assigned_to == agent.agent_id:
+                if task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id:
                     take_claim_back(
                         task,
                         actor=actor,

@@ -5,7 +5,7 @@
 Creates its own throwaway PostgreSQL database (`liza_bench_board`, dropped at the end) and uses
 Redis database 13 with a channel prefix of its own, then measures:
 
-(a) render  server time of the board view (`boards.views.board`, in-process, RequestFactory)
+(a) render  server time of the board view (`boards.web.board.board`, in-process, RequestFactory)
             at 100 / 500 / 2,000 / 5,000 tasks of the open sprint, next to the bare SQL
             (psycopg, prepared) fetching the same rows: the cards the board shows (per-column
             limit), their waiting-on dependency keys, their open reviews, and the per-column
@@ -280,9 +280,10 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
     from django.test import RequestFactory
 
     from boards import protocol as p
-    from boards import views
     from boards.live.outbox import AGENT, SPRINT, TASK
+    from boards.live.render import render_changes
     from boards.selectors.board import COLUMN_CARD_LIMIT
+    from boards.web import board as views
 
     factory = RequestFactory()
     rows = []
@@ -340,7 +341,7 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
         event_ms = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            views.render_changes(project.pk, changes)
+            render_changes(project.pk, changes)
             event_ms.append((time.perf_counter() - t0) * 1000)
 
         row = {

@@ -121,7 +121,7 @@ class Goal(FSMModelMixin, models.Model):
     spec_ref = models.CharField(max_length=500, blank=True)
     created = models.DateTimeField()
     status = FSMField(
-        default="IN_PROGRESS",
+        default=p.GoalStatus.IN_PROGRESS,
         choices=[(s, s) for s in p.GOAL_STATES],
         protected=True,
     )
@@ -136,7 +136,7 @@ class Goal(FSMModelMixin, models.Model):
             models.UniqueConstraint(fields=["project", "goal_id"], name="goal_unique_id"),
             models.UniqueConstraint(
                 fields=["project"],
-                condition=Q(status="IN_PROGRESS"),
+                condition=Q(status=p.GoalStatus.IN_PROGRESS),
                 name="goal_one_in_progress",
             ),
         ]
@@ -144,11 +144,11 @@ class Goal(FSMModelMixin, models.Model):
     def __str__(self) -> str:
         return f"{self.project}/{self.goal_id}"
 
-    @transition(field=status, source="IN_PROGRESS", target="COMPLETED")
+    @transition(field=status, source=p.GoalStatus.IN_PROGRESS, target=p.GoalStatus.COMPLETED)
     def complete(self) -> None:
         """All planned work done."""
 
-    @transition(field=status, source="IN_PROGRESS", target="ABORTED")
+    @transition(field=status, source=p.GoalStatus.IN_PROGRESS, target=p.GoalStatus.ABORTED)
     def abort(self) -> None:
         """A human stopped the goal."""
 
@@ -166,7 +166,7 @@ class Sprint(FSMModelMixin, models.Model):
     checkpoint_at = models.DateTimeField(null=True, blank=True)
     ended = models.DateTimeField(null=True, blank=True)
     status = FSMField(
-        default="IN_PROGRESS",
+        default=p.SprintStatus.IN_PROGRESS,
         choices=[(s, s) for s in p.SPRINT_STATES],
         protected=True,
     )
@@ -183,7 +183,7 @@ class Sprint(FSMModelMixin, models.Model):
             models.UniqueConstraint(fields=["project", "sprint_id"], name="sprint_unique_id"),
             models.UniqueConstraint(
                 fields=["project"],
-                condition=Q(status__in=["IN_PROGRESS", "CHECKPOINT"]),
+                condition=Q(status__in=[p.SprintStatus.IN_PROGRESS, p.SprintStatus.CHECKPOINT]),
                 name="sprint_one_open",
             ),
         ]
@@ -195,19 +195,23 @@ class Sprint(FSMModelMixin, models.Model):
     def is_open(self) -> bool:
         return self.status not in p.TERMINAL_SPRINT_STATES
 
-    @transition(field=status, source="IN_PROGRESS", target="CHECKPOINT")
+    @transition(field=status, source=p.SprintStatus.IN_PROGRESS, target=p.SprintStatus.CHECKPOINT)
     def checkpoint(self) -> None:
         """Deadline reached, human request or circuit breaker: a human decides."""
 
-    @transition(field=status, source="CHECKPOINT", target="IN_PROGRESS")
+    @transition(field=status, source=p.SprintStatus.CHECKPOINT, target=p.SprintStatus.IN_PROGRESS)
     def resume(self) -> None:
         """The human chose to continue."""
 
-    @transition(field=status, source="IN_PROGRESS", target="COMPLETED")
+    @transition(field=status, source=p.SprintStatus.IN_PROGRESS, target=p.SprintStatus.COMPLETED)
     def complete(self) -> None:
         """All planned tasks terminal (checked by the service)."""
 
-    @transition(field=status, source=["IN_PROGRESS", "CHECKPOINT"], target="ABORTED")
+    @transition(
+        field=status,
+        source=[p.SprintStatus.IN_PROGRESS, p.SprintStatus.CHECKPOINT],
+        target=p.SprintStatus.ABORTED,
+    )
     def abort(self) -> None:
         """Human or circuit breaker stopped the sprint."""
 
@@ -236,7 +240,10 @@ class Task(FSMModelMixin, models.Model):
     key = models.CharField(max_length=64, help_text="the seed's task id, e.g. task-4a")
     description = models.TextField()
     status = FSMField(
-        default="DRAFT", choices=[(s, s) for s in p.TASK_STATES], protected=True, db_index=True
+        default=p.TaskStatus.DRAFT,
+        choices=[(s, s) for s in p.TASK_STATES],
+        protected=True,
+        db_index=True,
     )
     priority = models.PositiveSmallIntegerField(default=3, help_text="1 highest … 5")
     created = models.DateTimeField()
@@ -362,69 +369,100 @@ class Task(FSMModelMixin, models.Model):
 
     # -- seed 000's 13 edges -------------------------------------------------------------------
 
-    @transition(field=status, source="DRAFT", target="UNCLAIMED", conditions=[_ready_to_finalize])
+    @transition(
+        field=status,
+        source=p.TaskStatus.DRAFT,
+        target=p.TaskStatus.UNCLAIMED,
+        conditions=[_ready_to_finalize],
+    )
     def finalize(self) -> None:
         """The planner finished the definition (done_when and spec_ref present)."""
 
     @transition(
         field=status,
-        source="UNCLAIMED",
-        target="CLAIMED",
+        source=p.TaskStatus.UNCLAIMED,
+        target=p.TaskStatus.CLAIMED,
         conditions=[_dependencies_merged, _holds_claim],
     )
     def claim(self) -> None:
         """A coder takes an UNCLAIMED task whose dependencies are all MERGED."""
 
-    @transition(field=status, source="REJECTED", target="CLAIMED", conditions=[_holds_claim])
+    @transition(
+        field=status,
+        source=p.TaskStatus.REJECTED,
+        target=p.TaskStatus.CLAIMED,
+        conditions=[_holds_claim],
+    )
     def reclaim(self) -> None:
         """The coder (or, after its lease lapsed, another coder) resumes a rejected task."""
 
     @transition(
-        field=status, source="INTEGRATION_FAILED", target="CLAIMED", conditions=[_holds_claim]
+        field=status,
+        source=p.TaskStatus.INTEGRATION_FAILED,
+        target=p.TaskStatus.CLAIMED,
+        conditions=[_holds_claim],
     )
     def claim_integration_fix(self) -> None:
         """Any coder takes the failed merge, keeping the worktree."""
 
     @transition(
-        field=status, source="CLAIMED", target="READY_FOR_REVIEW", conditions=[_has_review_commit]
+        field=status,
+        source=p.TaskStatus.CLAIMED,
+        target=p.TaskStatus.READY_FOR_REVIEW,
+        conditions=[_has_review_commit],
     )
     def submit_for_review(self) -> None:
         """The coder requests review of a clean, committed tree."""
 
-    @transition(field=status, source="CLAIMED", target="BLOCKED", conditions=[_has_block_diagnosis])
+    @transition(
+        field=status,
+        source=p.TaskStatus.CLAIMED,
+        target=p.TaskStatus.BLOCKED,
+        conditions=[_has_block_diagnosis],
+    )
     def block(self) -> None:
         """The coder cannot proceed."""
 
-    @transition(field=status, source="READY_FOR_REVIEW", target="APPROVED")
+    @transition(field=status, source=p.TaskStatus.READY_FOR_REVIEW, target=p.TaskStatus.APPROVED)
     def approve(self) -> None:
         """Enough distinct reviewers approved the round (seed 001 criticality)."""
 
     @transition(
         field=status,
-        source="READY_FOR_REVIEW",
-        target="REJECTED",
+        source=p.TaskStatus.READY_FOR_REVIEW,
+        target=p.TaskStatus.REJECTED,
         conditions=[_has_rejection_reason],
     )
     def reject(self) -> None:
         """One rejection rejects the round."""
 
-    @transition(field=status, source="APPROVED", target="MERGED", conditions=[_worktree_cleared])
+    @transition(
+        field=status,
+        source=p.TaskStatus.APPROVED,
+        target=p.TaskStatus.MERGED,
+        conditions=[_worktree_cleared],
+    )
     def merge(self) -> None:
         """Merged to the integration branch."""
 
-    @transition(field=status, source="APPROVED", target="INTEGRATION_FAILED")
+    @transition(field=status, source=p.TaskStatus.APPROVED, target=p.TaskStatus.INTEGRATION_FAILED)
     def fail_integration(self) -> None:
         """Merge conflict or integration test failure."""
 
-    @transition(field=status, source="BLOCKED", target="UNCLAIMED")
+    @transition(field=status, source=p.TaskStatus.BLOCKED, target=p.TaskStatus.UNCLAIMED)
     def release(self) -> None:
         """Escalation answered: back to the queue (failed_by kept, worktree cleared)."""
 
-    @transition(field=status, source="BLOCKED", target="SUPERSEDED", conditions=[_has_rescope])
+    @transition(
+        field=status,
+        source=p.TaskStatus.BLOCKED,
+        target=p.TaskStatus.SUPERSEDED,
+        conditions=[_has_rescope],
+    )
     def supersede(self) -> None:
         """Rescoped into new tasks."""
 
-    @transition(field=status, source="BLOCKED", target="ABANDONED")
+    @transition(field=status, source=p.TaskStatus.BLOCKED, target=p.TaskStatus.ABANDONED)
     def abandon(self) -> None:
         """Killed by the planner or a human."""
 
@@ -433,7 +471,7 @@ class Task(FSMModelMixin, models.Model):
     @transition(
         field=status,
         source=list(p.OVERRIDE_BLOCK_SOURCES),
-        target="BLOCKED",
+        target=p.TaskStatus.BLOCKED,
         conditions=[_has_block_diagnosis],
     )
     def override_block(self) -> None:
@@ -448,8 +486,8 @@ class Review(models.Model):
     """
 
     class Verdict(models.TextChoices):
-        APPROVED = "APPROVED"
-        REJECTED = "REJECTED"
+        APPROVED = p.TaskStatus.APPROVED
+        REJECTED = p.TaskStatus.REJECTED
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="reviews")
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reviews")

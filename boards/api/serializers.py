@@ -22,6 +22,7 @@ from boards.models import (
     Sprint,
     Task,
 )
+from boards.protocol import TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.reviews import awaiting_human_approval, review_live
 from boards.selectors.sprints import sprint_metrics_current
@@ -103,7 +104,7 @@ class TaskSerializer(serializers.ModelSerializer):
         return sorted(d.key for d in task.depends_on.all())
 
     def get_waiting_on(self, task: Task) -> list[str]:
-        return sorted(d.key for d in task.depends_on.all() if d.status != "MERGED")
+        return sorted(d.key for d in task.depends_on.all() if d.status != TaskStatus.MERGED)
 
     def _active_reviews(self, task: Task) -> list[Review]:
         now = self.context.get("now") or timezone.now()

@@ -20,6 +20,7 @@ from boards.api.base import READ_ERRORS, ProjectView, errors, operation_view
 from boards.errors import NotFound, ProtocolValidationError
 from boards.models import Event
 from boards.operations import inputs as i
+from boards.protocol import TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.filters import TaskFilter, filter_errors
 from boards.selectors.inbox import inbox
@@ -256,7 +257,11 @@ class HeartbeatView(ProjectView):
         result = agent_services.agent_heartbeat(
             agent=self.agent, now=self.now, context_percent=data.get("context_percent")
         )
-        task = result.task if result.task is not None and result.task.status == "CLAIMED" else None
+        task = (
+            result.task
+            if result.task is not None and result.task.status == TaskStatus.CLAIMED
+            else None
+        )
         body = {
             "agent": result.agent,
             "task": task.key if task else None,

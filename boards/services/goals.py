@@ -10,6 +10,7 @@ from django_fsm import TransitionNotAllowed
 from boards import protocol as p
 from boards.errors import InvalidTransition, ProtocolValidationError
 from boards.models import Goal, Project
+from boards.protocol import GoalStatus
 from boards.services.kernel import Actor, record_event, records_refusals, refusal, require_role
 
 
@@ -33,7 +34,11 @@ def goal_create(
     if not description:
         raise ProtocolValidationError("description", "is required")
     with transaction.atomic():
-        if Goal.objects.select_for_update().filter(project=project, status="IN_PROGRESS").exists():
+        if (
+            Goal.objects.select_for_update()
+            .filter(project=project, status=GoalStatus.IN_PROGRESS)
+            .exists()
+        ):
             raise ProtocolValidationError("status", "the project already has a goal IN_PROGRESS")
         if not goal_id:
             goal_id = f"goal-{Goal.objects.filter(project=project).count() + 1}"
@@ -81,7 +86,7 @@ def _goal_transition(
     reason = (reason or "").strip()
     if not reason:
         raise ProtocolValidationError("reason", "is required")
-    target = {"complete": "COMPLETED", "abort": "ABORTED"}[method]
+    target = {"complete": GoalStatus.COMPLETED, "abort": GoalStatus.ABORTED}[method]
     with transaction.atomic():
         goal = Goal.objects.select_for_update().get(pk=goal.pk)
         try:
@@ -111,7 +116,7 @@ def _goal_transition(
             actor=actor,
             action=action,
             now=now,
-            from_status="IN_PROGRESS",
+            from_status=GoalStatus.IN_PROGRESS,
             to_status=target,
             detail=reason,
             data={"goal": goal.goal_id},

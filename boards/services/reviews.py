@@ -196,8 +196,8 @@ def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
         task = lock_task(task)
         require_task_status(
             task,
-            ["READY_FOR_REVIEW"],
-            to="READY_FOR_REVIEW",
+            [TaskStatus.READY_FOR_REVIEW],
+            to=TaskStatus.READY_FOR_REVIEW,
             action="extend_review",
             actor=agent,
             now=now,
@@ -237,7 +237,7 @@ def review_verdict(
         agent = lock_agent(agent)
         target = verdict
         require_task_status(
-            task, ["READY_FOR_REVIEW"], to=target, action="verdict", actor=agent, now=now
+            task, [TaskStatus.READY_FOR_REVIEW], to=target, action="verdict", actor=agent, now=now
         )
         review = _own_open_review(task, agent, now=now, action="verdict", config=config)
         if review_commit != task.review_commit:
@@ -258,7 +258,7 @@ def review_verdict(
         review.verdict_at = now
         review.lease_expires = None
         review.save()
-        if agent.status == "REVIEWING":
+        if agent.status == AgentStatus.REVIEWING:
             agent.finish_review()
         agent.heartbeat = now
         agent.save()
@@ -287,7 +287,9 @@ def _reject(
     task.review_cycles_current += 1
     task.review_cycles_total += 1
     close_review_round(task, now, except_reviewer=agent.agent_id if is_agent(agent) else "")
-    task_transition_run(task, "reject", actor=agent, project=project, now=now, to="REJECTED")
+    task_transition_run(
+        task, "reject", actor=agent, project=project, now=now, to=TaskStatus.REJECTED
+    )
     save_task(task, now)
     record_event(
         project=project,
@@ -295,8 +297,8 @@ def _reject(
         action=action,
         task=task,
         now=now,
-        from_status="READY_FOR_REVIEW",
-        to_status="REJECTED",
+        from_status=TaskStatus.READY_FOR_REVIEW,
+        to_status=TaskStatus.REJECTED,
         detail=reason,
         data={"commit": task.review_commit, "review_cycles_current": task.review_cycles_current},
     )
@@ -352,7 +354,9 @@ def _approve_if_enough(
         return
     task.approved_by = approvers
     close_review_round(task, now)
-    task_transition_run(task, "approve", actor=agent, project=project, now=now, to="APPROVED")
+    task_transition_run(
+        task, "approve", actor=agent, project=project, now=now, to=TaskStatus.APPROVED
+    )
     save_task(task, now)
     if coder is not None and coder.current_task_id == task.pk:
         release_holder(coder, task)
@@ -362,8 +366,8 @@ def _approve_if_enough(
         action="approved",
         task=task,
         now=now,
-        from_status="READY_FOR_REVIEW",
-        to_status="APPROVED",
+        from_status=TaskStatus.READY_FOR_REVIEW,
+        to_status=TaskStatus.APPROVED,
         detail=detail,
         data={"commit": task.review_commit, "approvals": approvers},
     )
@@ -372,7 +376,7 @@ def _approve_if_enough(
 def _require_awaiting(task: Task, *, actor: Actor, now: datetime, action: str, to: str) -> None:
     """The locked task must wait for a human: READY_FOR_REVIEW, gated, approvals complete."""
     project = task.project
-    if task.status != "READY_FOR_REVIEW":
+    if task.status != TaskStatus.READY_FOR_REVIEW:
         raise refusal(
             InvalidTransition(
                 from_status=task.status,
@@ -427,11 +431,15 @@ def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "
     note = clean_text(note, "note", required=False, max_length=2000)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
-        _require_awaiting(task, actor=actor, now=now, action="human_approve", to="APPROVED")
+        _require_awaiting(
+            task, actor=actor, now=now, action="human_approve", to=TaskStatus.APPROVED
+        )
         approvers, _ = round_approvals(task)
         task.approved_by = approvers
         close_review_round(task, now)
-        task_transition_run(task, "approve", actor=actor, project=project, now=now, to="APPROVED")
+        task_transition_run(
+            task, "approve", actor=actor, project=project, now=now, to=TaskStatus.APPROVED
+        )
         save_task(task, now)
         coder = agent_row(project, task.assigned_to)
         if coder is not None and coder.current_task_id == task.pk:
@@ -442,8 +450,8 @@ def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "
             action="human_approved",
             task=task,
             now=now,
-            from_status="READY_FOR_REVIEW",
-            to_status="APPROVED",
+            from_status=TaskStatus.READY_FOR_REVIEW,
+            to_status=TaskStatus.APPROVED,
             detail=note or f"{task.key} approved for merge by {actor_ref(actor)[1]}",
             data={"commit": task.review_commit, "approvals": approvers},
         )
@@ -460,7 +468,7 @@ def task_human_reject(*, task: Task, actor: Actor, reason: str, now: datetime) -
     config = config_of(project)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
-        _require_awaiting(task, actor=actor, now=now, action="human_reject", to="REJECTED")
+        _require_awaiting(task, actor=actor, now=now, action="human_reject", to=TaskStatus.REJECTED)
         coder = agent_row(project, task.assigned_to)
         _reject(task, actor, reason, now=now, config=config, coder=coder, action="human_rejected")
     return task

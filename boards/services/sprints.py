@@ -11,7 +11,7 @@ from django_fsm import TransitionNotAllowed
 from boards import protocol as p
 from boards.errors import Conflict, InvalidTransition, ProtocolValidationError
 from boards.models import Goal, Project, Sprint
-from boards.protocol import GoalStatus
+from boards.protocol import GoalStatus, SprintStatus
 from boards.selectors.sprints import goal_in_progress, sprint_metrics
 from boards.services.kernel import (
     SYSTEM,
@@ -53,7 +53,7 @@ def sprint_create(
     with transaction.atomic():
         if (
             Sprint.objects.select_for_update()
-            .filter(project=project, status__in=["IN_PROGRESS", "CHECKPOINT"])
+            .filter(project=project, status__in=[SprintStatus.IN_PROGRESS, SprintStatus.CHECKPOINT])
             .exists()
         ):
             raise ProtocolValidationError("status", "the project already has an open sprint")
@@ -71,7 +71,7 @@ def sprint_create(
             actor=actor,
             action="sprint_started",
             now=now,
-            to_status="IN_PROGRESS",
+            to_status=SprintStatus.IN_PROGRESS,
             detail=f"{sprint_id}: {len(planned_tasks)} planned, {len(stretch_tasks)} stretch",
             data={"sprint": sprint_id},
         )
@@ -90,10 +90,10 @@ def _sprint_move(
 ) -> Sprint:
     project = sprint.project
     target = {
-        "checkpoint": "CHECKPOINT",
-        "resume": "IN_PROGRESS",
-        "complete": "COMPLETED",
-        "abort": "ABORTED",
+        "checkpoint": SprintStatus.CHECKPOINT,
+        "resume": SprintStatus.IN_PROGRESS,
+        "complete": SprintStatus.COMPLETED,
+        "abort": SprintStatus.ABORTED,
     }[method]
     sprint = Sprint.objects.select_for_update().get(pk=sprint.pk)
     from_status = sprint.status
@@ -255,7 +255,7 @@ def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
             raise refusal(
                 InvalidTransition(
                     from_status=sprint.status,
-                    to_status="COMPLETED",
+                    to_status=SprintStatus.COMPLETED,
                     allowed=_sprint_targets(sprint.status),
                     message=f"planned tasks not terminal: {', '.join(open_keys)}",
                 ),
@@ -264,7 +264,7 @@ def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
                 action="sprint_completed",
                 now=now,
                 from_status=sprint.status,
-                to_status="COMPLETED",
+                to_status=SprintStatus.COMPLETED,
             )
         return _sprint_move(
             sprint,
@@ -278,7 +278,7 @@ def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
 
 def sprint_complete_if_done(*, project: Project, now: datetime) -> Sprint | None:
     """Seed 000 trigger "All planned tasks terminal → COMPLETED" (called inside a transaction)."""
-    sprint = Sprint.objects.filter(project=project, status="IN_PROGRESS").first()
+    sprint = Sprint.objects.filter(project=project, status=SprintStatus.IN_PROGRESS).first()
     if sprint is None or not sprint.planned.exists():
         return None
     if sprint.planned.exclude(status__in=p.TERMINAL_TASK_STATES).exists():

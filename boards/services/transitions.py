@@ -16,6 +16,7 @@ from django.db import transaction
 from boards import protocol as p
 from boards.errors import InvalidTransition
 from boards.models import Review, Task
+from boards.protocol import TaskStatus
 from boards.services.kernel import Actor, is_agent, lock_task, records_refusals, refusal
 from boards.services.reviews import review_verdict
 from boards.services.tasks import (
@@ -55,7 +56,7 @@ def task_transition(*, task: Task, actor: Actor, target: str, now: datetime, **p
     with transaction.atomic():
         locked = lock_task(task)
     current = locked.status
-    if target == "BLOCKED" and not is_agent(actor) and current in p.OVERRIDE_BLOCK_SOURCES:
+    if target == TaskStatus.BLOCKED and not is_agent(actor) and current in p.OVERRIDE_BLOCK_SOURCES:
         return task_override_block(task=task, actor=actor, now=now, **params)
     edge = p.TASK_EDGES.get((current, target))
     if edge is None:

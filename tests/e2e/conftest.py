@@ -139,7 +139,7 @@ def page(new_context):
 def no_publishing_from_the_test_process(monkeypatch):
     """Only the server's changes can reach its pages (its layer is its own, in memory), so the
     setup made here publishes nothing, instead of failing to reach a layer from this thread."""
-    monkeypatch.setattr("boards.events.get_channel_layer", lambda: None)
+    monkeypatch.setattr("boards.live.outbox.get_channel_layer", lambda: None)
 
 
 @pytest.fixture

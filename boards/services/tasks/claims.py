@@ -19,7 +19,7 @@ from boards.models import (
     ProjectConfig,
     Task,
 )
-from boards.protocol import TaskStatus
+from boards.protocol import AgentStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.leases import lease_alive
 from boards.selectors.tasks import (
@@ -69,7 +69,7 @@ def _claim_locked(
 
     # Raises HolderBusy before anything is changed.
     old_holder = lock_previous_holder(project, previous) if previous and not same_coder else None
-    if from_status == "REJECTED" and not same_coder:
+    if from_status == TaskStatus.REJECTED and not same_coder:
         # SPEC §5.1: another coder may take a REJECTED task only once its coder's lease is dead.
         owner = old_holder
         if owner is not None and lease_alive(owner.lease_expires, now, config):
@@ -80,10 +80,14 @@ def _claim_locked(
                 action="claim",
                 now=now,
                 task=task,
-                to_status="CLAIMED",
+                to_status=TaskStatus.CLAIMED,
             )
 
-    takeover = bool(previous) and not same_coder and from_status in ("REJECTED", "CLAIMED")
+    takeover = (
+        bool(previous)
+        and not same_coder
+        and from_status in (TaskStatus.REJECTED, TaskStatus.CLAIMED)
+    )
     if takeover:
         exhausted = takeover_exhausts(task, agent.agent_id)
         # "failed_by gets the coder appended when ... another coder takes it over" (SPEC §5.1).
@@ -93,7 +97,7 @@ def _claim_locked(
             limit_block(task, now=now, config=config, limit="hypothesis_exhaustion")
             return None
 
-    if same_coder and from_status in ("REJECTED", "INTEGRATION_FAILED"):
+    if same_coder and from_status in (TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED):
         # Same coder continues: worktree and review counters kept, one more iteration.
         task.iteration = (task.iteration or 0) + 1
         if not task.worktree:
@@ -104,10 +108,10 @@ def _claim_locked(
         task.assigned_to = agent.agent_id
         task.review_cycles_current = 0
         task.iteration = 1
-        if from_status != "INTEGRATION_FAILED" or not task.worktree:
+        if from_status != TaskStatus.INTEGRATION_FAILED or not task.worktree:
             task.worktree = worktree or f".worktrees/{task.key}"
 
-    if from_status == "INTEGRATION_FAILED":
+    if from_status == TaskStatus.INTEGRATION_FAILED:
         task.integration_fix = True
     if base_commit:
         task.base_commit = base_commit
@@ -119,26 +123,28 @@ def _claim_locked(
             action="claim",
             now=now,
             task=task,
-            to_status="CLAIMED",
+            to_status=TaskStatus.CLAIMED,
         )
     task.lease_expires = task.lease_until(now=now, config=config)
 
-    if from_status != "CLAIMED":
+    if from_status != TaskStatus.CLAIMED:
         method = {
-            "UNCLAIMED": "claim",
-            "REJECTED": "reclaim",
-            "INTEGRATION_FAILED": "claim_integration_fix",
+            TaskStatus.UNCLAIMED: "claim",
+            TaskStatus.REJECTED: "reclaim",
+            TaskStatus.INTEGRATION_FAILED: "claim_integration_fix",
         }[from_status]
-        task_transition_run(task, method, actor=agent, project=project, now=now, to="CLAIMED")
+        task_transition_run(
+            task, method, actor=agent, project=project, now=now, to=TaskStatus.CLAIMED
+        )
     save_task(task, now)
 
     if old_holder is not None:
         release_holder(old_holder, task, lost=f"taken over by {agent.agent_id}")
-    if agent.status == "STARTING":
+    if agent.status == AgentStatus.STARTING:
         agent.ready()
-    if agent.status == "WAITING":
+    if agent.status == AgentStatus.WAITING:
         agent.resume_work()
-    elif agent.status == "IDLE":
+    elif agent.status == AgentStatus.IDLE:
         agent.start_work()
     # WORKING stays WORKING: the coder lost its previous task and goes straight on.
     agent.current_task = task
@@ -148,11 +154,11 @@ def _claim_locked(
     agent.heartbeat = now
     agent.save()
 
-    action = "claimed" if from_status != "CLAIMED" else "reassigned"
+    action = "claimed" if from_status != TaskStatus.CLAIMED else "reassigned"
     detail = f"{task.key}: {task.description}"
     if takeover:
         detail = f"{task.key} taken over from {previous} (lease expired)"
-    elif task.integration_fix and from_status == "INTEGRATION_FAILED":
+    elif task.integration_fix and from_status == TaskStatus.INTEGRATION_FAILED:
         detail = f"{task.key}: integration fix"
     record_event(
         project=project,
@@ -161,7 +167,7 @@ def _claim_locked(
         task=task,
         now=now,
         from_status=from_status,
-        to_status="CLAIMED",
+        to_status=TaskStatus.CLAIMED,
         detail=detail,
         data={
             "iteration": task.iteration,
@@ -222,9 +228,9 @@ def task_claim(
                 action="claim",
                 now=now,
                 task=task,
-                to_status="CLAIMED",
+                to_status=TaskStatus.CLAIMED,
             )
-        if task.status == "CLAIMED":
+        if task.status == TaskStatus.CLAIMED:
             if task.assigned_to == agent.agent_id or lease_alive(task.lease_expires, now, config):
                 raise refusal(
                     Conflict(
@@ -235,13 +241,13 @@ def task_claim(
                     action="claim",
                     now=now,
                     task=task,
-                    to_status="CLAIMED",
+                    to_status=TaskStatus.CLAIMED,
                 )
         else:
             require_task_status(
                 task,
-                ["UNCLAIMED", "REJECTED", "INTEGRATION_FAILED"],
-                to="CLAIMED",
+                [TaskStatus.UNCLAIMED, TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED],
+                to=TaskStatus.CLAIMED,
                 action="claim",
                 actor=agent,
                 now=now,
@@ -259,7 +265,7 @@ def task_claim(
                     action="claim",
                     now=now,
                     task=task,
-                    to_status="CLAIMED",
+                    to_status=TaskStatus.CLAIMED,
                 )
         task.project = project  # already loaded: spare _claim_locked a query
         try:
@@ -277,14 +283,14 @@ def task_claim(
                 action="claim",
                 now=now,
                 task=task,
-                to_status="CLAIMED",
+                to_status=TaskStatus.CLAIMED,
             ) from exc
         blocked = claimed is None
     if blocked:
         # The limit's block is committed; the caller still did not get the task.
         raise Conflict(
             f"{task.key} was blocked: hypothesis exhaustion (two coders failed)",
-            {"task": task.key, "status": "BLOCKED"},
+            {"task": task.key, "status": TaskStatus.BLOCKED},
         )
     return claimed
 

@@ -21,6 +21,7 @@ from boards.models import (
     Review,
     Task,
 )
+from boards.protocol import AgentStatus
 from boards.selectors.access import config_of
 from boards.selectors.reviews import review_live
 from boards.services.kernel import (
@@ -73,7 +74,10 @@ def release_holder(agent: Agent | None, task: Task, *, lost: str = "") -> None:
     if lost:
         agent.lost_task = task
         agent.lost_reason = lost[:200]
-    if agent.status in ("WORKING", "WAITING") and agent.role == Agent.Role.CODER:
+    if (
+        agent.status in (AgentStatus.WORKING, AgentStatus.WAITING)
+        and agent.role == Agent.Role.CODER
+    ):
         agent.stop_work()
     agent.save()
 
@@ -90,7 +94,7 @@ def close_review_round(task: Task, now: datetime, *, except_reviewer: str = "") 
         review.save()
         if review.reviewer != except_reviewer and not review.verdict:
             reviewer = agent_row(task.project, review.reviewer)
-            if reviewer is not None and reviewer.status == "REVIEWING":
+            if reviewer is not None and reviewer.status == AgentStatus.REVIEWING:
                 reviewer.finish_review()
                 reviewer.save()
 
@@ -119,7 +123,7 @@ def release_reviewers(
         holder = agent_row(task.project, review.reviewer)
         if holder is None or not live:
             continue  # a lapsed claim: its reviewer may already be reviewing something else
-        if holder.status == "REVIEWING":
+        if holder.status == AgentStatus.REVIEWING:
             holder.finish_review()
         holder.lost_task = task
         holder.lost_reason = lost[:200]

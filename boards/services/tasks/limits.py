@@ -21,6 +21,7 @@ from boards.models import (
     ProjectConfig,
     Task,
 )
+from boards.protocol import TaskStatus
 from boards.selectors.reviews import round_approvals
 from boards.services.kernel import (
     SYSTEM,
@@ -100,7 +101,7 @@ def limit_block(task: Task, *, now: datetime, config: ProjectConfig, limit: str)
     task.blocked_questions = LIMIT_QUESTIONS[limit]
     task.lease_expires = None
     task_transition_run(
-        task, "override_block", actor=SYSTEM, project=task.project, now=now, to="BLOCKED"
+        task, "override_block", actor=SYSTEM, project=task.project, now=now, to=TaskStatus.BLOCKED
     )
     save_task(task, now)
     record_event(
@@ -110,7 +111,7 @@ def limit_block(task: Task, *, now: datetime, config: ProjectConfig, limit: str)
         task=task,
         now=now,
         from_status=from_status,
-        to_status="BLOCKED",
+        to_status=TaskStatus.BLOCKED,
         detail=task.blocked_reason,
         data={"limit": limit},
     )
@@ -219,5 +220,7 @@ def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) 
 
 def _awaiting(task: Task) -> bool:
     return (
-        task.status == "READY_FOR_REVIEW" and task.needs_human_approval and round_approvals(task)[1]
+        task.status == TaskStatus.READY_FOR_REVIEW
+        and task.needs_human_approval
+        and round_approvals(task)[1]
     )

@@ -13,6 +13,7 @@ from boards.errors import (
 from boards.models import (
     Task,
 )
+from boards.protocol import TaskStatus
 from boards.services.kernel import (
     REVIEWER,
     clean_text,
@@ -36,13 +37,17 @@ def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datet
     merge_commit = clean_text(merge_commit, "merge_commit", max_length=64)
     with transaction.atomic():
         task = lock_task(task)
-        require_task_status(task, ["APPROVED"], to="MERGED", action="merge", actor=agent, now=now)
+        require_task_status(
+            task, [TaskStatus.APPROVED], to=TaskStatus.MERGED, action="merge", actor=agent, now=now
+        )
         _require_approver(task, agent, now=now, action="merge")
         task.merge_commit = merge_commit
         task.worktree = ""
         task.lease_expires = None
         task.handoff_pending = False
-        task_transition_run(task, "merge", actor=agent, project=project, now=now, to="MERGED")
+        task_transition_run(
+            task, "merge", actor=agent, project=project, now=now, to=TaskStatus.MERGED
+        )
         save_task(task, now)
         record_event(
             project=project,
@@ -50,8 +55,8 @@ def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datet
             action="merged",
             task=task,
             now=now,
-            from_status="APPROVED",
-            to_status="MERGED",
+            from_status=TaskStatus.APPROVED,
+            to_status=TaskStatus.MERGED,
             detail=f"{task.key} merged as {merge_commit}",
             data={"merge_commit": merge_commit},
         )
@@ -71,15 +76,20 @@ def task_report_integration_failure(
         task = lock_task(task)
         require_task_status(
             task,
-            ["APPROVED"],
-            to="INTEGRATION_FAILED",
+            [TaskStatus.APPROVED],
+            to=TaskStatus.INTEGRATION_FAILED,
             action="integration_failure",
             actor=agent,
             now=now,
         )
         _require_approver(task, agent, now=now, action="integration_failure")
         task_transition_run(
-            task, "fail_integration", actor=agent, project=project, now=now, to="INTEGRATION_FAILED"
+            task,
+            "fail_integration",
+            actor=agent,
+            project=project,
+            now=now,
+            to=TaskStatus.INTEGRATION_FAILED,
         )
         save_task(task, now)
         record_event(
@@ -88,8 +98,8 @@ def task_report_integration_failure(
             action="integration_failed",
             task=task,
             now=now,
-            from_status="APPROVED",
-            to_status="INTEGRATION_FAILED",
+            from_status=TaskStatus.APPROVED,
+            to_status=TaskStatus.INTEGRATION_FAILED,
             detail=reason,
         )
     return task

@@ -20,6 +20,7 @@ from boards.errors import (
 from boards.models import (
     Task,
 )
+from boards.protocol import TaskStatus
 from boards.services.kernel import (
     Actor,
     actor_ref,
@@ -60,7 +61,7 @@ def task_override_block(
         raise refusal(
             InvalidTransition(
                 from_status=task.status,
-                to_status="BLOCKED",
+                to_status=TaskStatus.BLOCKED,
                 allowed=p.task_targets(task.status),
                 message="agents cannot override-block a task",
             ),
@@ -69,7 +70,7 @@ def task_override_block(
             action="override_block",
             now=now,
             task=task,
-            to_status="BLOCKED",
+            to_status=TaskStatus.BLOCKED,
         )
     require_role(actor, project, agent_roles=(), system=True)
     reason = clean_text(reason, "reason", max_length=2000)
@@ -81,7 +82,7 @@ def task_override_block(
         require_task_status(
             task,
             p.OVERRIDE_BLOCK_SOURCES,
-            to="BLOCKED",
+            to=TaskStatus.BLOCKED,
             action="override_block",
             actor=actor,
             now=now,
@@ -90,10 +91,10 @@ def task_override_block(
         task.blocked_reason = reason
         task.blocked_questions = questions or [f"What should happen to {task.key}?"]
         task.lease_expires = None
-        if from_status == "READY_FOR_REVIEW":
+        if from_status == TaskStatus.READY_FOR_REVIEW:
             close_review_round(task, now)
         task_transition_run(
-            task, "override_block", actor=actor, project=project, now=now, to="BLOCKED"
+            task, "override_block", actor=actor, project=project, now=now, to=TaskStatus.BLOCKED
         )
         save_task(task, now)
         holder = agent_row(project, task.assigned_to)
@@ -106,7 +107,7 @@ def task_override_block(
             task=task,
             now=now,
             from_status=from_status,
-            to_status="BLOCKED",
+            to_status=TaskStatus.BLOCKED,
             detail=reason,
             data={"questions": task.blocked_questions},
         )
@@ -165,7 +166,7 @@ def task_release_claim(*, task: Task, actor: Actor, reason: str, now: datetime) 
     who = _who(actor)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
-        if task.status == "CLAIMED":
+        if task.status == TaskStatus.CLAIMED:
             holder = task.assigned_to
             return take_claim_back(
                 task,
@@ -175,7 +176,7 @@ def task_release_claim(*, task: Task, actor: Actor, reason: str, now: datetime) 
                 block_reason=f"Claim of {holder} released by {who}: {reason}",
                 answer=f"Claim of {holder} released: {reason}",
             )
-        if task.status == "READY_FOR_REVIEW":
+        if task.status == TaskStatus.READY_FOR_REVIEW:
             released = release_reviewers(task, now=now, lost=f"review released by {who}: {reason}")
             if released:
                 save_task(task, now)
@@ -215,7 +216,7 @@ def task_cancel(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task
             raise refusal(
                 InvalidTransition(
                     from_status=task.status,
-                    to_status="ABANDONED",
+                    to_status=TaskStatus.ABANDONED,
                     allowed=[],
                     message=f"{task.key} is {task.status}; a terminal task cannot be cancelled",
                 ),
@@ -224,17 +225,17 @@ def task_cancel(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task
                 action="cancel",
                 now=now,
                 task=task,
-                to_status="ABANDONED",
+                to_status=TaskStatus.ABANDONED,
             )
         lost = f"cancelled by {_who(actor)}: {reason}"
         if task.is_suspended:
             _clear_suspension(task)  # seed 004: SUSPENDED → cancel → CANCELED
             save_task(task, now)
-        if task.status == "READY_FOR_REVIEW":
+        if task.status == TaskStatus.READY_FOR_REVIEW:
             release_reviewers(task, now=now, lost=lost)
-        elif task.status == "CLAIMED":
+        elif task.status == TaskStatus.CLAIMED:
             release_holder(agent_row(project, task.assigned_to), task, lost=lost)
-        if task.status != "BLOCKED":
+        if task.status != TaskStatus.BLOCKED:
             task = _override_block(
                 task=task, actor=actor, reason=_reason(f"Cancelled: {reason}"), now=now
             )
@@ -285,7 +286,7 @@ def task_suspend(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
             )
         lost = f"suspended: {reason}"
         released: list[str] = []
-        if task.status == "CLAIMED":
+        if task.status == TaskStatus.CLAIMED:
             released = [task.assigned_to]
             task = take_claim_back(
                 task,
@@ -295,7 +296,7 @@ def task_suspend(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
                 block_reason=f"Suspended by {who}: {reason}",
                 answer=f"Suspended by {who}: {reason}",
             )
-        elif task.status == "READY_FOR_REVIEW":
+        elif task.status == TaskStatus.READY_FOR_REVIEW:
             released = release_reviewers(task, now=now, lost=lost)
         task.suspended_at = now
         task.suspended_by = who
@@ -339,7 +340,7 @@ def task_resume(*, task: Task, actor: Actor, now: datetime) -> Task:
         reason = task.suspended_reason
         _clear_suspension(task)
         save_task(task, now)
-        if task.status == "CLAIMED":
+        if task.status == TaskStatus.CLAIMED:
             task = take_claim_back(
                 task,
                 actor=actor,

@@ -23,7 +23,7 @@ from boards.models import (
     Sprint,
     Task,
 )
-from boards.protocol import TaskStatus
+from boards.protocol import GoalStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.sprints import sprint_open
 from boards.selectors.tasks import (
@@ -86,7 +86,7 @@ def new_task(
         needs_human_approval = criticality == Task.Criticality.SECURITY_SENSITIVE
     elif not isinstance(needs_human_approval, bool):
         raise ProtocolValidationError("needs_human_approval", "true or false")
-    goal = Goal.objects.filter(project=project, status="IN_PROGRESS").first()
+    goal = Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
     try:
         with transaction.atomic():
             return _insert_task(
@@ -241,12 +241,19 @@ def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(
-            task, ["DRAFT"], to="UNCLAIMED", action="finalize", actor=actor, now=now
+            task,
+            [TaskStatus.DRAFT],
+            to=TaskStatus.UNCLAIMED,
+            action="finalize",
+            actor=actor,
+            now=now,
         )
         for field in ("done_when", "spec_ref"):
             if not getattr(task, field):
                 raise ProtocolValidationError(field, "is required to finalize a DRAFT task")
-        task_transition_run(task, "finalize", actor=actor, project=project, now=now, to="UNCLAIMED")
+        task_transition_run(
+            task, "finalize", actor=actor, project=project, now=now, to=TaskStatus.UNCLAIMED
+        )
         save_task(task, now)
         record_event(
             project=project,
@@ -254,8 +261,8 @@ def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
             action="finalized",
             task=task,
             now=now,
-            from_status="DRAFT",
-            to_status="UNCLAIMED",
+            from_status=TaskStatus.DRAFT,
+            to_status=TaskStatus.UNCLAIMED,
             detail=f"{task.key} ready to claim",
         )
     return task
@@ -274,7 +281,12 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(
-            task, ["BLOCKED"], to="UNCLAIMED", action="release", actor=actor, now=now
+            task,
+            [TaskStatus.BLOCKED],
+            to=TaskStatus.UNCLAIMED,
+            action="release",
+            actor=actor,
+            now=now,
         )
         if is_limit_blocked(task, config) and not is_human(actor):
             raise refusal(
@@ -287,7 +299,7 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
                 action="release",
                 now=now,
                 task=task,
-                to_status="UNCLAIMED",
+                to_status=TaskStatus.UNCLAIMED,
             )
         previous = task.assigned_to
         task.worktree = ""
@@ -297,7 +309,9 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
         task.integration_fix = False
         task.blocked_reason = ""
         task.blocked_questions = []
-        task_transition_run(task, "release", actor=actor, project=project, now=now, to="UNCLAIMED")
+        task_transition_run(
+            task, "release", actor=actor, project=project, now=now, to=TaskStatus.UNCLAIMED
+        )
         save_task(task, now)
         holder = agent_row(project, previous)
         if holder is not None and holder.current_task_id == task.pk:
@@ -313,8 +327,8 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
             action="released",
             task=task,
             now=now,
-            from_status="BLOCKED",
-            to_status="UNCLAIMED",
+            from_status=TaskStatus.BLOCKED,
+            to_status=TaskStatus.UNCLAIMED,
             detail=reason,
         )
     return task
@@ -329,11 +343,18 @@ def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(
-            task, ["BLOCKED"], to="ABANDONED", action="abandon", actor=actor, now=now
+            task,
+            [TaskStatus.BLOCKED],
+            to=TaskStatus.ABANDONED,
+            action="abandon",
+            actor=actor,
+            now=now,
         )
         task.worktree = ""
         task.lease_expires = None
-        task_transition_run(task, "abandon", actor=actor, project=project, now=now, to="ABANDONED")
+        task_transition_run(
+            task, "abandon", actor=actor, project=project, now=now, to=TaskStatus.ABANDONED
+        )
         save_task(task, now)
         record_event(
             project=project,
@@ -341,8 +362,8 @@ def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
             action="abandoned",
             task=task,
             now=now,
-            from_status="BLOCKED",
-            to_status="ABANDONED",
+            from_status=TaskStatus.BLOCKED,
+            to_status=TaskStatus.ABANDONED,
             detail=reason,
         )
         sprint_complete_if_done(project=task.project, now=now)
@@ -367,7 +388,12 @@ def task_rescope(
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(
-            task, ["BLOCKED"], to="SUPERSEDED", action="rescope", actor=actor, now=now
+            task,
+            [TaskStatus.BLOCKED],
+            to=TaskStatus.SUPERSEDED,
+            action="rescope",
+            actor=actor,
+            now=now,
         )
         old_deps = list(task.depends_on.all())
         created: list[Task] = []
@@ -435,8 +461,8 @@ def task_rescope(
                     action="finalized",
                     task=new,
                     now=now,
-                    from_status="DRAFT",
-                    to_status="UNCLAIMED",
+                    from_status=TaskStatus.DRAFT,
+                    to_status=TaskStatus.UNCLAIMED,
                     detail=f"{new.key} ready to claim",
                 )
             created.append(new)
@@ -452,11 +478,13 @@ def task_rescope(
         task.worktree = ""
         task.lease_expires = None
         task_transition_run(
-            task, "supersede", actor=actor, project=project, now=now, to="SUPERSEDED"
+            task, "supersede", actor=actor, project=project, now=now, to=TaskStatus.SUPERSEDED
         )
         save_task(task, now)
         keys = ", ".join(task.superseded_by)
-        goal = task.goal or Goal.objects.filter(project=project, status="IN_PROGRESS").first()
+        goal = (
+            task.goal or Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
+        )
         if goal is not None:
             from boards.services.goals import goal_record_alignment
 
@@ -472,8 +500,8 @@ def task_rescope(
             action="rescoped",
             task=task,
             now=now,
-            from_status="BLOCKED",
-            to_status="SUPERSEDED",
+            from_status=TaskStatus.BLOCKED,
+            to_status=TaskStatus.SUPERSEDED,
             detail=f"SUPERSEDED → {keys} ({reason})",
             data={"superseded_by": task.superseded_by},
         )

@@ -15,6 +15,7 @@ from boards.errors import (
 from boards.models import (
     Task,
 )
+from boards.protocol import AgentStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.tasks import (
     hypothesis_exhausted,
@@ -59,8 +60,8 @@ def task_submit_for_review(
         task = lock_task(task)
         require_task_status(
             task,
-            ["CLAIMED"],
-            to="READY_FOR_REVIEW",
+            [TaskStatus.CLAIMED],
+            to=TaskStatus.READY_FOR_REVIEW,
             action="submit_for_review",
             actor=agent,
             now=now,
@@ -70,10 +71,15 @@ def task_submit_for_review(
         # "When task transitions to READY_FOR_REVIEW, the coder's lease becomes inactive."
         task.lease_expires = None
         task_transition_run(
-            task, "submit_for_review", actor=agent, project=project, now=now, to="READY_FOR_REVIEW"
+            task,
+            "submit_for_review",
+            actor=agent,
+            project=project,
+            now=now,
+            to=TaskStatus.READY_FOR_REVIEW,
         )
         save_task(task, now)
-        if agent.status == "WORKING":
+        if agent.status == AgentStatus.WORKING:
             agent.wait_for_review()
             agent.save()
         record_event(
@@ -82,8 +88,8 @@ def task_submit_for_review(
             action="ready_for_review",
             task=task,
             now=now,
-            from_status="CLAIMED",
-            to_status="READY_FOR_REVIEW",
+            from_status=TaskStatus.CLAIMED,
+            to_status=TaskStatus.READY_FOR_REVIEW,
             detail=f"Iteration {task.iteration or 1}, commit {review_commit}",
             data={"commit": review_commit, "iteration": task.iteration},
         )
@@ -113,7 +119,9 @@ def task_block(
         # Lock order (kernel): the agent, then its task.
         agent = lock_agent(agent)
         task = lock_task(task)
-        require_task_status(task, ["CLAIMED"], to="BLOCKED", action="block", actor=agent, now=now)
+        require_task_status(
+            task, [TaskStatus.CLAIMED], to=TaskStatus.BLOCKED, action="block", actor=agent, now=now
+        )
         require_lease_holder(task, agent, action="block", now=now, config=config)
         task.blocked_reason = reason
         task.blocked_questions = questions
@@ -126,7 +134,9 @@ def task_block(
                 f"Hypothesis exhaustion: {len(set(task.failed_by))} coders failed "
                 f"({', '.join(task.failed_by)}). Last: {reason}"
             )
-        task_transition_run(task, "block", actor=agent, project=project, now=now, to="BLOCKED")
+        task_transition_run(
+            task, "block", actor=agent, project=project, now=now, to=TaskStatus.BLOCKED
+        )
         save_task(task, now)
         release_holder(agent, task)
         record_event(
@@ -135,8 +145,8 @@ def task_block(
             action="blocked",
             task=task,
             now=now,
-            from_status="CLAIMED",
-            to_status="BLOCKED",
+            from_status=TaskStatus.CLAIMED,
+            to_status=TaskStatus.BLOCKED,
             detail=reason,
             data={"questions": questions},
         )

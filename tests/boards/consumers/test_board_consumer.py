@@ -18,7 +18,7 @@ from agents.services import agent_key_issue
 from boards.live import outbox as events
 from boards.live.consumers import CLOSE_NOT_FOUND
 from boards.services.kernel import SYSTEM
-from tests.boards.consumers.helpers import (
+from tests.boards.live.consumers.helpers import (
     board_socket,
     changes_of,
     next_changes,

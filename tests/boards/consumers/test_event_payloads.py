@@ -1,4 +1,4 @@
-"""The message contract of `boards.events` (STYLE.md "Realtime") and the payload boards receive.
+"""The message contract of `boards.live.outbox` (STYLE.md "Realtime") and what boards receive.
 
 Nothing of ours is patched: a test channel joins the project's group on the in-memory layer,
 the service runs inside `django_capture_on_commit_callbacks(execute=True)` (standing in for the
@@ -19,7 +19,7 @@ from boards.live import outbox as events
 from boards.live.consumers import rendered
 from boards.models import Event
 from boards.services import tasks
-from tests.boards.consumers.helpers import sprint_world
+from tests.boards.live.consumers.helpers import sprint_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_memory_layer")]
 

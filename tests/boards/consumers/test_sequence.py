@@ -1,4 +1,4 @@
-"""The per-project sequence boards use to notice a missed event (boards.events)."""
+"""The per-project sequence boards use to notice a missed event (boards.live.outbox)."""
 
 from __future__ import annotations
 
