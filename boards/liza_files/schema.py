@@ -64,6 +64,10 @@ TASK_FIELDS: dict[str, Kind] = {
     "suspended_reason": Kind.TEXT,
     "created": Kind.TIME_REQUIRED,
 }
+# Seed 001 quorum: every approving reviewer, written only when there are several. Seed 002's
+# `approved_by` stays one reviewer id, the one whose supervisor merges (original-liza.md T10);
+# the original ignores this key.
+QUORUM_APPROVED_BY = "quorum_approved_by"
 # Written even when empty: seed 002 gives every task these.
 TASK_ALWAYS: frozenset[str] = frozenset({"description", "priority", "created"})
 # Where export puts the keys that are not plain fields (after the key named).

@@ -30,13 +30,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--lenient",
             action="store_true",
-            help="import even if the state breaks invariants, listing them as INVALID lines",
+            help=(
+                "import even if the state breaks invariants (listed as INVALID lines) and read "
+                "what the original Liza's scripts leave out with defaults (WARNING lines)"
+            ),
         )
 
     def handle(self, *args, **options) -> None:
         slug = options["project"]
         try:
-            state, log = read_liza_dir(options["path"])
+            state, log = read_liza_dir(options["path"], lenient=options["lenient"])
             result = import_project(
                 slug=slug,
                 name=options["name"],
@@ -68,6 +71,8 @@ class Command(BaseCommand):
             f"Imported {counts[0]} tasks, {counts[1]} agents, {counts[2]} events "
             f"into project {project.slug}"
         )
+        for warning in result.warnings:
+            self.stdout.write(f"WARNING: {warning}")
         for violation in result.violations:
             self.stdout.write(f"INVALID: {violation}")
 

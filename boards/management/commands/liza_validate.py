@@ -13,11 +13,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.liza_files import export_state
+from boards.liza_files import export_refusals, export_state
 from boards.liza_files.yaml_io import load_yaml_file
 from boards.models import Project
 from boards.protocol import parse_timestamp
-from boards.validation import validate_state
+from boards.validation import NOT_YET_EXPORTABLE, validate_state
 
 
 class Command(BaseCommand):
@@ -34,13 +34,25 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         now = _parse_now(options["now"])
+        not_yet: list[str] = []
         if options["project"]:
             state = self._project_state(options["project"])
+            # A live project with no goal or sprint yet is young, not broken: say so instead.
+            not_yet, _ = export_refusals(state)
         else:
             state = self._file_state(Path(options["file"]))
-        violations = validate_state(state, now=now)
+        young = {f"{section} is missing" for section in NOT_YET_EXPORTABLE} if not_yet else set()
+        violations = [
+            v
+            for v in validate_state(state, now=now)
+            if not (v.rule == "required_fields" and v.detail in young)
+        ]
         if not violations:
             self.stdout.write("VALID")
+            for why in not_yet:
+                self.stdout.write(
+                    f"NOT EXPORTABLE YET: {why} (the original Liza needs a goal and a sprint)"
+                )
             return
         for violation in violations:
             self.stdout.write(f"INVALID: {violation}")
