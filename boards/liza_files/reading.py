@@ -116,8 +116,23 @@ def read_liza_dir(path: str | Path, *, lenient: bool = False) -> tuple[dict, lis
     log = load_yaml_file(directory / LOG_FILE, problems)
     if problems:
         raise LizaFileError(problems)
-    plan_import(state, log, lenient=lenient)
+    try:
+        plan_import(state, log, lenient=lenient)
+    except LizaFileError as exc:
+        raise LizaFileError(with_paths(exc.messages, directory)) from exc
     return state, [] if log is None else log
+
+
+def with_paths(messages: list[str], directory: Path) -> list[str]:
+    """The reader's messages ("state.yaml: task t-1: ...") naming the files by their path."""
+    named = []
+    for message in messages:
+        for name in (STATE_FILE, LOG_FILE):
+            if message.startswith(f"{name}: "):
+                message = f"{directory / name}{message[len(name) :]}"
+                break
+        named.append(message)
+    return named
 
 
 # ---------------------------------------------------------------------------------------------

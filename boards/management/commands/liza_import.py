@@ -14,6 +14,8 @@ from boards.liza_files import (
     import_project,
     read_liza_dir,
 )
+from boards.liza_files.reading import with_paths
+from boards.liza_files.yaml_io import liza_dir
 from boards.models import Event, Task
 
 
@@ -71,7 +73,7 @@ class Command(BaseCommand):
             f"Imported {counts[0]} tasks, {counts[1]} agents, {counts[2]} events "
             f"into project {project.slug}"
         )
-        for warning in result.warnings:
+        for warning in with_paths(result.warnings, liza_dir(options["path"])):
             self.stdout.write(f"WARNING: {warning}")
         for violation in result.violations:
             self.stdout.write(f"INVALID: {violation}")
