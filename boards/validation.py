@@ -546,6 +546,8 @@ def _check_agent(agent_id: str, agent: Mapping[str, Any], now: datetime) -> list
     if status is None:
         found.append(_violation("agent_status_valid", subject, f"status {agent.get('status')!r}"))
     role = agent.get("role")
+    if role == "code-reviewer":  # how liza-agent.sh spells code_reviewer (original-liza.md)
+        role = "code_reviewer"
     if not (isinstance(role, str) and agent_id_matches_role(agent_id, role)):
         found.append(_violation("agent_id_role", subject, f"role {role!r}"))
     if status == AgentStatus.WORKING:

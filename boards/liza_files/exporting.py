@@ -52,6 +52,7 @@ from .schema import (
     LOG_FILE,
     LOG_RESERVED,
     QUORUM_APPROVED_BY,
+    REVIEW_KEYS,
     SPRINT_METRIC_KEYS,
     STATE_FILE,
     TASK_ALWAYS,
@@ -232,25 +233,32 @@ def _keep(name: str, value: Any, task: Task) -> bool:
 
 def _task(task: Task) -> dict[str, Any]:
     entry: dict[str, Any] = {"id": task.key}
+    empty = task.file_empty_keys if isinstance(task.file_empty_keys, dict) else {}
+
+    def put(values: dict[str, Any], *names: str) -> None:
+        """`values`, then each of `names` they lack that the imported file wrote empty."""
+        entry.update(values)
+        for name in names:
+            if name not in entry and name in empty:
+                entry[name] = empty[name]
+
     for name, kind in TASK_FIELDS.items():
         value = getattr(task, name)
         if kind in (Kind.TIME, Kind.TIME_REQUIRED):
             value = _ts(value)
         if name == "approved_by":
-            entry.update(_approvers(task))
-        elif _keep(name, value, task):
-            entry[name] = value
+            put(_approvers(task), name)
+        else:
+            put({name: value} if _keep(name, value, task) else {}, name)
         if name == "description":
             entry["status"] = task.status
         elif name == TASK_REVIEW_KEYS_AFTER:
-            entry.update(_review_keys(task))
+            put(_review_keys(task), *REVIEW_KEYS)
         elif name == TASK_DEPENDS_ON_AFTER:
             deps = sorted((d.key for d in task.depends_on.all()), key=natural_key)
-            if deps:
-                entry["depends_on"] = deps
+            put({"depends_on": deps} if deps else {}, "depends_on")
     history = [_history_entry(event) for event in task.events.all() if in_history(event)]
-    if history:
-        entry["history"] = history
+    put({"history": history} if history else {}, "history")
     return entry
 
 

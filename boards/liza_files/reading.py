@@ -51,6 +51,7 @@ from .events import (
 )
 from .schema import (
     AGENT_FIELDS,
+    AGENT_KEYS_HANDLED,
     ANOMALY_FIELDS,
     BREAKER_CHECK_RESERVED,
     DISCOVERY_FIELDS,
@@ -64,6 +65,7 @@ from .schema import (
     SPRINT_TIMELINE,
     STATE_FILE,
     TASK_FIELDS,
+    TASK_KEYS,
     Kind,
 )
 from .yaml_io import LizaFileError, liza_dir, load_yaml_file
@@ -225,6 +227,15 @@ class _Reader:
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(f"{where}: {message}")
+
+    def warn(self, where: str, message: str) -> None:
+        """Something read differently from the file that loses nothing protocol-relevant."""
+        self.warnings.append(f"{where}: {message}")
+
+    def unknown_keys(self, entry: dict, known: Any, where: str) -> None:
+        for name in entry:
+            if name not in known:
+                self.warn(f"{where}: {name}", "not a key Liza Board keeps; left out")
 
     def gap(self, where: str, message: str, reading: str) -> bool:
         """Something the original's scripts write that our model has no place for as is.
@@ -427,6 +438,7 @@ class _Reader:
     def config(self, raw: dict | None) -> dict[str, Any]:
         """Seed 002 `config` (+ lease_grace, archive_after_days); unknown keys are ignored."""
         where = f"{STATE_FILE}: config"
+        self.unknown_keys(raw or {}, CONFIG_FIELDS, where)
         values = {
             name: self.convert(raw[name], kind, f"{where}: {name}", None)
             for name, kind in CONFIG_FIELDS.items()
@@ -507,13 +519,22 @@ class _Reader:
 
     def task(self, entry: dict, key: str, where: str, plan: ImportPlan) -> Task:
         status = self.enum(entry.get("status"), p.TASK_STATES, f"{where}: status")
-        values = self.fields(entry, TASK_FIELDS, Task, where)
+        # approved_by is one id in seed 002, read by `approvers`, not as a list field.
+        fields = {name: value for name, value in entry.items() if name != "approved_by"}
+        values = self.fields(fields, TASK_FIELDS, Task, where)
         values["approved_by"] = self.approvers(entry, where)
         problem = worktree_problem(values["worktree"])
         if problem:
             self.problem(f"{where}: worktree", problem)
         if isinstance(values["priority"], int) and not 1 <= values["priority"] <= 5:
             self.problem(f"{where}: priority", f"{values['priority']} is not 1 (highest) to 5")
+        # Keys the file wrote empty (`worktree: null`, `depends_on: []`) are written back so.
+        values["file_empty_keys"] = {
+            name: jsonable(value)
+            for name, value in entry.items()
+            if name in TASK_KEYS and name != "id" and value in (None, "", [], {})
+        }
+        self.unknown_keys(entry, TASK_KEYS, where)
         task = Task(key=key, status=status or "DRAFT", **values)
         self.clean(task, where, ("project", "goal", "key"))
         plan.depends_on[key] = self.key_list(entry.get("depends_on"), f"{where}: depends_on")
@@ -623,6 +644,7 @@ class _Reader:
             status = self.enum(entry.get("status"), p.AGENT_STATES, f"{where}: status")
             values = self.fields(entry, AGENT_FIELDS, Agent, where)
             values["role"] = self.role(values["role"], agent_id, where)
+            self.unknown_keys(entry, AGENT_FIELDS.keys() | AGENT_KEYS_HANDLED, where)
             agent = Agent(agent_id=agent_id, status=status or "STARTING", **values)
             self.clean(agent, where, ("project", "current_task"), {"agent_id": "id"})
             # Seed 002 spells the planner's task `task`, the others' `current_task`.
