@@ -11,6 +11,7 @@ from .exporting import (
     export_log,
     export_refusals,
     export_state,
+    project_violations,
     write_liza_dir,
 )
 from .importing import ImportResult, LizaImportRefused, import_project
@@ -29,6 +30,7 @@ __all__ = [
     "export_state",
     "import_project",
     "plan_import",
+    "project_violations",
     "read_liza_dir",
     "write_liza_dir",
 ]

@@ -113,6 +113,22 @@ def export_refusals(state: dict[str, Any]) -> tuple[list[str], list[Violation]]:
     return missing, violations
 
 
+def project_violations(
+    project: Project, *, now: datetime | None = None
+) -> tuple[list[Violation], list[str]]:
+    """The invariants `project` breaks, judged on its export at `now`, and why it is not
+    exportable yet: a live project with no goal or sprint yet is young, not broken."""
+    state = export_state(project)
+    missing, _ = export_refusals(state)
+    young = {f"{section} is missing" for section in NOT_YET_EXPORTABLE} if missing else set()
+    violations = [
+        v
+        for v in validate_state(state, now=now)
+        if not (v.rule == "required_fields" and v.detail in young)
+    ]
+    return violations, missing
+
+
 def write_liza_dir(project: Project, path: str | Path) -> list[Path]:
     """Write `<path>/.liza/state.yaml` and `log.yaml` (`path` may be the `.liza` dir itself).
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.liza_files import export_refusals, export_state
+from boards.liza_files import project_violations
 from boards.liza_files.yaml_io import load_yaml_file
 from boards.models import Project
 from boards.protocol import parse_timestamp
-from boards.validation import NOT_YET_EXPORTABLE, validate_state
+from boards.validation import validate_state
 
 
 class Command(BaseCommand):
@@ -36,33 +36,23 @@ class Command(BaseCommand):
         now = _parse_now(options["now"])
         not_yet: list[str] = []
         if options["project"]:
-            state = self._project_state(options["project"])
-            # A live project with no goal or sprint yet is young, not broken: say so instead.
-            not_yet, _ = export_refusals(state)
+            project = Project.objects.filter(slug=options["project"]).first()
+            if project is None:
+                raise CommandError(f"no project {options['project']!r}")
+            violations, not_yet = project_violations(project, now=now)
         else:
-            state = self._file_state(Path(options["file"]))
-        young = {f"{section} is missing" for section in NOT_YET_EXPORTABLE} if not_yet else set()
-        violations = [
-            v
-            for v in validate_state(state, now=now)
-            if not (v.rule == "required_fields" and v.detail in young)
-        ]
+            violations = validate_state(self._file_state(Path(options["file"])), now=now)
         if not violations:
             self.stdout.write("VALID")
+            # Not a violation: said beside the verdict, which stays the original's one word.
             for why in not_yet:
-                self.stdout.write(
+                self.stderr.write(
                     f"NOT EXPORTABLE YET: {why} (the original Liza needs a goal and a sprint)"
                 )
             return
         for violation in violations:
             self.stdout.write(f"INVALID: {violation}")
         sys.exit(1)
-
-    def _project_state(self, slug: str) -> dict[str, Any]:
-        project = Project.objects.filter(slug=slug).first()
-        if project is None:
-            raise CommandError(f"no project {slug!r}")
-        return export_state(project)
 
     def _file_state(self, path: Path) -> Any:
         if not path.exists():

@@ -168,9 +168,8 @@ def test_a_project_not_yet_exportable_says_so(manage, world, tmp_path):
 
     assert export.code == 1 and "not exportable yet: the project has no goal yet" in export.err
     assert "nothing was written" in export.err and not (tmp_path / "out").exists()
-    assert validate.code == 0
-    assert validate.out_lines == [
-        "VALID",
+    assert (validate.code, validate.out_lines) == (0, ["VALID"])
+    assert validate.err_lines == [
         "NOT EXPORTABLE YET: the project has no goal yet (the original Liza needs a goal and a "
         "sprint)",
         "NOT EXPORTABLE YET: the project has no sprint yet (the original Liza needs a goal and a "
