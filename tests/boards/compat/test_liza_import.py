@@ -408,3 +408,23 @@ def test_missing_directory_and_missing_log_are_named(manage, tmp_path):
     assert missing.code == 1 and "nowhere: no such directory" in missing.err
     assert no_log.code == 1 and "log.yaml: missing" in no_log.err
     assert Project.objects.count() == 0
+
+
+def test_an_agent_on_a_task_the_file_lacks_is_a_gap_lenient_reads(manage, tmp_path):
+    # The fork's planner supervisor writes `current_task: planning`, which names no task.
+    state = base_state()
+    state["agents"]["coder-1"]["current_task"] = "planning"
+    root = write_liza(tmp_path, state)
+
+    strict = manage("liza_import", str(root), project="strict")
+    lenient = manage("liza_import", str(root), project="lenient", lenient=True)
+
+    where = f"{root / '.liza' / 'state.yaml'}: agent coder-1: current_task"
+    assert strict.code == 1
+    assert f"{where}: names planning, which is not a task in state.yaml (--lenient:" in strict.err
+    assert lenient.code == 0
+    assert (
+        f"WARNING: {where}: names planning, which is not a task in state.yaml; the agent is "
+        "imported holding no task" in lenient.out_lines
+    )
+    assert Agent.objects.get(project__slug="lenient").current_task is None
