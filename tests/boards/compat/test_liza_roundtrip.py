@@ -11,6 +11,8 @@ from boards.liza_files import dump_yaml, export_log, export_state, read_liza_dir
 from boards.models import Project
 from boards.protocol import parse_timestamp
 from boards.validation import validate_state
+from tests.boards.compat.test_liza_import import base_state, write_liza
+from tests.boards.compat.test_liza_import import task as task_entry
 
 pytestmark = pytest.mark.django_db
 
@@ -131,3 +133,38 @@ def test_a_state_the_original_rejects_is_not_exported(manage, example_dir, tmp_p
     ]
     assert "export refused" in run.err and "nothing was written" in run.err
     assert not (tmp_path / "out").exists()
+
+
+def test_history_and_log_keep_append_order_not_time_order(manage, tmp_path):
+    # Two agents' clocks disagree: entries were appended out of time order. The file's order
+    # is the record; sorting it by time would rewrite history.
+    state = base_state()
+    task_entry(state, "t-1")["history"] = [
+        {"time": "2025-01-17T14:09:00Z", "event": "claimed", "agent": "coder-1"},
+        {"time": "2025-01-17T14:07:00Z", "event": "pre_execution_checkpoint", "agent": "coder-1"},
+        {"time": "2025-01-17T14:08:00Z", "event": "note", "agent": "coder-1"},
+    ]
+    log = [
+        {
+            "timestamp": "2025-01-17T14:09:00Z",
+            "agent": "coder-1",
+            "action": "claimed",
+            "task": "t-1",
+            "detail": "Claimed",
+        },
+        {
+            "timestamp": "2025-01-17T14:01:00Z",
+            "agent": "planner-1",
+            "action": "goal_created",
+            "detail": "Goal",
+        },
+    ]
+    manage("liza_import", str(write_liza(tmp_path / "in", state, log)), project="one")
+
+    manage("liza_export", str(tmp_path / "out"), project="one")
+
+    exported = yaml.safe_load((tmp_path / "out" / ".liza" / "state.yaml").read_text())
+    history = next(t for t in exported["tasks"] if t["id"] == "t-1")["history"]
+    assert [e["event"] for e in history] == ["claimed", "pre_execution_checkpoint", "note"]
+    exported_log = yaml.safe_load((tmp_path / "out" / ".liza" / "log.yaml").read_text())
+    assert [e["action"] for e in exported_log] == ["claimed", "goal_created"]
