@@ -372,7 +372,8 @@ def _check_task_fields(task: _Task) -> list[Violation]:
     found: list[Violation] = []
     if status is None:  # already reported; nothing else can be judged on an unknown status
         return found
-    if status == TaskStatus.DRAFT and _present(data.get("assigned_to")):
+    # "Cannot have" is judged as the original does (`!= null`): even an empty value is had.
+    if status == TaskStatus.DRAFT and data.get("assigned_to") is not None:
         detail = f"assigned_to {data['assigned_to']!r}"
         found.append(_violation("draft_no_assignee", subject, detail))
     if status not in _DEFINITION_EXEMPT:
@@ -388,7 +389,7 @@ def _check_task_fields(task: _Task) -> list[Violation]:
     if status == TaskStatus.BLOCKED and too_many:
         detail = f"{len(questions)} given"
         found.append(_violation("blocked_questions_max", subject, detail))
-    if status == TaskStatus.MERGED and _present(data.get("worktree")):
+    if status == TaskStatus.MERGED and data.get("worktree") is not None:
         found.append(_violation("merged_no_worktree", subject, f"worktree {data['worktree']!r}"))
     if _present(data.get("worktree")) and (problem := worktree_problem(data["worktree"])):
         found.append(_violation("worktree_inside_project", subject, problem))
@@ -551,7 +552,8 @@ def _check_agent(agent_id: str, agent: Mapping[str, Any], now: datetime) -> list
     if not (isinstance(role, str) and agent_id_matches_role(agent_id, role)):
         found.append(_violation("agent_id_role", subject, f"role {role!r}"))
     if status == AgentStatus.WORKING:
-        if not _present(_agent_task(agent)):
+        # The original reads `current_task` here (WORKING is a coder's state, SPEC §5.2).
+        if not _present(agent.get("current_task")):
             found.append(_violation("working_has_task", subject, "current_task is missing"))
         lease = agent.get("lease_expires")
         if not _present(lease):
@@ -612,11 +614,12 @@ def _check_agents(raw: Any, index: _Tasks, now: datetime) -> list[Violation]:
 
 
 def _check_top_level(state: Mapping[str, Any]) -> list[Violation]:
-    # An empty `tasks: []` or `agents: {}` is a legitimate new project: only absence counts.
+    # An empty `tasks: []` or `agents: {}` is a legitimate new project: only absence counts,
+    # and `false`, which the original's `yq -e` also takes for absence.
     return [
         _violation("required_fields", "state", f"{name} is missing")
         for name in _REQUIRED_TOP_LEVEL
-        if state.get(name) is None
+        if state.get(name) is None or state.get(name) is False
     ]
 
 

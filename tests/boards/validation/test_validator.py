@@ -373,8 +373,8 @@ CASES: list[Case] = [
         "working_has_task",
         "agent coder-1",
         {("agents", "coder-1", "current_task"): None},
-        # Seed 002's planner entry spells the field `task`.
-        {("agents", "coder-1", "current_task"): DELETE, ("agents", "coder-1", "task"): "task-2"},
+        # The original reads `current_task`: seed 002's planner spelling `task` does not count.
+        {("agents", "planner-1", "task"): "task-3"},
     ),
     Case(
         "working_lease_missing",
@@ -1038,3 +1038,40 @@ def test_validator_imports_no_django() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, check=False)
     assert result.returncode == 0
+
+
+# --- judged as the original liza-validate.sh judges them ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        # `!= null`: an empty value is still had.
+        ({("tasks", "task-3", "assigned_to"): ""}, ("draft_no_assignee", "task-3")),
+        ({("tasks", "task-1", "worktree"): ""}, ("merged_no_worktree", "task-1")),
+        # `yq -e` takes false for absence.
+        ({("version",): False}, ("required_fields", "state")),
+        ({("goal",): None}, ("required_fields", "state")),
+        ({("sprint",): DELETE}, ("required_fields", "state")),
+        # A WORKING agent's task is read from `current_task` only.
+        (
+            {
+                ("agents", "coder-1", "current_task"): DELETE,
+                ("agents", "coder-1", "task"): "task-2",
+            },
+            ("working_has_task", "agent coder-1"),
+        ),
+    ],
+    ids=[
+        "draft-empty-assignee",
+        "merged-empty-worktree",
+        "version-false",
+        "goal-null",
+        "no-sprint",
+        "working-task-key",
+    ],
+)
+def test_what_the_original_rejects_we_reject(changes, expected) -> None:
+    violations = validate_state(patched(changes), now=NOW)
+    assert rules(violations)[0] == expected
+    assert all(v.original for v in violations)  # the original would stop at the first
