@@ -23,6 +23,7 @@ from boards import protocol as p
 from boards.models import Event, Project, Task
 
 from .importing import ImportResult, import_project
+from .schema import STATE_FILE
 from .yaml_io import LizaFileError, load_yaml_file
 
 CODEAGENT = "codeagent"
@@ -158,7 +159,16 @@ def import_foreign(
     state, log = convert(document, reader, now=now, re_execute=re_execute)
     if reader.problems:
         raise LizaFileError(reader.problems)
-    return import_project(slug=slug, name=name, state=state, log=log, lenient=False, now=now)
+    try:
+        return import_project(slug=slug, name=name, state=state, log=log, lenient=False, now=now)
+    except LizaFileError as exc:  # the converted state's problems, named after this file
+        prefix = f"{STATE_FILE}: "
+        raise LizaFileError(
+            [
+                f"{path} (as {STATE_FILE}): {m.removeprefix(prefix)}" if m.startswith(prefix) else m
+                for m in exc.messages
+            ]
+        ) from exc
 
 
 def _project_state(

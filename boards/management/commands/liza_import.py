@@ -101,9 +101,11 @@ class Command(BaseCommand):
             f"Imported {counts[0]} tasks, {counts[1]} agents, {counts[2]} events "
             f"into project {project.slug}"
         )
-        if result.warnings:
-            for warning in with_paths(result.warnings, liza_dir(options["path"])):
-                self.stdout.write(f"WARNING: {warning}")
+        warnings = result.warnings
+        if warnings and not options["source"]:
+            warnings = with_paths(warnings, liza_dir(options["path"]))
+        for warning in warnings:
+            self.stdout.write(f"WARNING: {warning}")
         for violation in result.violations:
             self.stdout.write(f"INVALID: {violation}")
 

@@ -80,7 +80,10 @@ def test_re_execute_imports_a_run_in_progress_unclaimed(manage):
         (lambda d: d["tasks"][0].update(status="done"), 'tasks #1: status: "done" is not a'),
         (lambda d: d["tasks"][1].update(criticality="high"), 'tasks #2: criticality: "high"'),
         (lambda d: d["tasks"][2].pop("task_id"), "tasks #3: task_id: missing"),
-        (lambda d: d["tasks"][1].update(dependencies=["9"]), "depends_on: names 9"),
+        (
+            lambda d: d["tasks"][1].update(dependencies=["9"]),
+            "(as state.yaml): task 2: depends_on: names 9",
+        ),
         (lambda d: d.update(tasks={"1": {}}), "tasks: must be a list"),
     ],
     ids=["unknown status", "unknown criticality", "no task id", "unknown dependency", "shape"],
