@@ -108,9 +108,15 @@ def export_refusals(state: dict[str, Any]) -> tuple[list[str], list[Violation]]:
     violations = [
         v
         for v in validate_state(state)
-        if v.original and not (v.rule == "required_fields" and missing)
+        if (v.original or v.rule in EXPORT_ALSO_REFUSED)
+        and not (v.rule == "required_fields" and missing)
     ]
     return missing, violations
+
+
+# Ours, but an export breaking it would be hostile to whoever reads it: a worktree outside the
+# project is a path the original's scripts would create or delete (`rm -rf` of a worktree).
+EXPORT_ALSO_REFUSED = frozenset({"worktree_inside_project"})
 
 
 def project_violations(
@@ -142,7 +148,10 @@ def write_liza_dir(project: Project, path: str | Path) -> list[Path]:
                 f"not exportable yet: {why} (the original Liza needs a goal and a sprint)"
                 for why in missing
             ),
-            *(f"INVALID for the original Liza: {v}" for v in violations),
+            *(
+                f"INVALID for the original Liza: {v}" if v.original else f"INVALID: {v}"
+                for v in violations
+            ),
         ]
         raise LizaExportRefused(reasons, not_yet=not violations)
     path = Path(path)

@@ -26,6 +26,9 @@ from boards.liza_files.yaml_io import (
     MAX_NODES,
     MAX_SCALAR_CHARS,
 )
+from boards.services.goals import goal_create
+from boards.services.sprints import sprint_create
+from boards.services.tasks import task_claim
 from tests.boards.compat.test_liza_import import base_state, row_counts, task
 
 pytestmark = pytest.mark.django_db
@@ -317,3 +320,30 @@ def test_manage_py_works_on_a_fresh_clone_without_var(tmp_path, command):
     assert database.parent.is_dir()
     if command[0] == "migrate":
         assert database.is_file()
+
+
+@pytest.mark.parametrize("worktree", ["../../../../etc", "/etc/passwd"])
+def test_a_worktree_outside_the_project_is_never_exported(manage, world, tmp_path, worktree):
+    # The services take the worktree an agent gives at claim; whatever got in, export does not
+    # write it back out (the original's scripts create and delete worktree directories).
+    goal = goal_create(
+        project=world.project, actor=world.planner, description="x", now=world.tick()
+    )
+    sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
+    world.unclaimed("t-1")
+    task_claim(
+        task=world.task("t-1"),
+        agent=world.coder,
+        now=world.tick(),
+        worktree=worktree,
+        base_commit="base0001",
+    )
+
+    run = manage("liza_export", str(tmp_path / "out"), project=world.project.slug)
+
+    assert run.code == 1
+    assert (
+        f"INVALID: t-1: Task worktree must be a relative path inside the project ('{worktree}'"
+        in run.err
+    )
+    assert not (tmp_path / "out").exists()
