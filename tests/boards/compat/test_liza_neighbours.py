@@ -121,6 +121,7 @@ LOGIST_EXPECTED = {
     "reviewing-job": ("BLOCKED", False, False, "INTERVENTION_REQUIRED"),
     "review-required-job": ("BLOCKED", False, False, "INTERVENTION_REQUIRED"),
     "failed-job": ("ABANDONED", False, False, "CANCELED"),
+    "halted-job": ("BLOCKED", False, False, "INTERVENTION_REQUIRED"),  # the old budget halt
 }
 
 
@@ -128,7 +129,8 @@ def test_the_fixtures_cover_every_logist_state_but_the_step_phases():
     statuses = {json.loads(manifest(job).read_text())["status"] for job in LOGIST_EXPECTED}
     step_phases = {"PROVISIONING", "RECOVERING", "HARVESTING"}  # mapped like EXECUTING
     assert statuses | step_phases >= set(LOGIST_STATES)
-    assert set(LOGIST_DEPRECATED) - statuses == {"HALTED_COST", "HALTED_TIME", "HALTED_ITERATION"}
+    # HALTED_TIME and HALTED_ITERATION take HALTED_COST's path.
+    assert set(LOGIST_DEPRECATED) - statuses == {"HALTED_TIME", "HALTED_ITERATION"}
 
 
 @pytest.mark.parametrize("job", list(LOGIST_EXPECTED))
@@ -145,6 +147,8 @@ def test_a_logist_manifest_imports_by_the_table_and_is_valid(manage, job):
         suspended,
     )
     assert manage("liza_validate", project="job").out_lines == ["VALID"]
+    if job == "halted-job":
+        assert task.blocked_reason == "budget_cost"
 
 
 @pytest.mark.parametrize("job", list(LOGIST_EXPECTED))
