@@ -3,9 +3,12 @@
 `plan_import` converts every section of seed 002's schema into model instances that are not yet
 saved, and collects every reason the files cannot be stored at all: wrong shapes, unknown
 statuses and enum values, bad timestamps, references to tasks the file does not have,
-dependency cycles. Those are `LizaFileError`s, whatever `--lenient` says. Breaches of the
-protocol's invariants that can be stored (a CLAIMED task without a lease, ...) are not judged
-here: that is `boards.validation.validate_state`, and strict mode refuses them.
+dependency cycles, ids that are not text, unknown sections, worktrees outside the project.
+Those are `LizaFileError`s, whatever `--lenient` says. The gaps the original Liza's own scripts
+leave (`gap`: an agent without role, an empty goal description, a lone id for a list) are
+problems too, unless `--lenient`, which reads them with a default and a warning each. Breaches
+of the protocol's invariants that can be stored (a CLAIMED task without a lease, ...) are not
+judged here: that is `boards.validation.validate_state`, and strict mode refuses them.
 """
 
 from __future__ import annotations
