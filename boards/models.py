@@ -291,6 +291,10 @@ class Task(FSMModelMixin, models.Model):
     suspended_by = models.CharField(max_length=150, blank=True)
     suspended_reason = models.TextField(blank=True)
     updated = models.DateTimeField(null=True, blank=True)
+    # The keys an imported state.yaml wrote for this task with an empty value (`worktree: null`,
+    # `depends_on: []`, as the original's scripts write them), and that value: export writes
+    # them back where it would otherwise leave the key out (original-liza.md §2.1).
+    file_empty_keys = models.JSONField(default=dict, blank=True)
 
     objects = models.Manager.from_queryset(TaskQuerySet)()
 

@@ -8,8 +8,13 @@ run it on the state they are about to commit (SPEC §5.1, §8).
 Malformed input never raises: a section or entry of the wrong shape is itself a violation, and
 the rules that cannot be judged on it are skipped.
 
+Every check of the original `liza-validate.sh` v0.1.1 is here (ORIGINAL_RULES names them; an
+export breaking one of them is refused, SPEC §13), plus rules the original lacks.
+
 Not checked, on purpose:
-- "CLAIMED task worktree path must exist" (seed 002): paths live on agent machines (SPEC §5.1).
+- "CLAIMED task worktree path must exist" (seed 002): paths live on agent machines (SPEC §5.1);
+  a worktree must however be a relative path that stays inside the project.
+- The original's spec_ref file check: the spec files are not part of the blackboard.
 - The "Transition invariants" of seed 002: the seed itself says they need history analysis and
   are enforced at runtime, by the services here.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import PurePosixPath
 from typing import Any
 
 from boards.protocol import (
@@ -46,6 +52,11 @@ class Violation:
     message: str  # the seed's wording of the rule (INVARIANTS[rule])
     detail: str = ""  # what exactly is wrong here, e.g. "missing: error_pattern"
 
+    @property
+    def original(self) -> bool:
+        """Whether the original liza-validate.sh rejects this too."""
+        return self.rule in ORIGINAL_RULES
+
     def __str__(self) -> str:
         text = f"{self.subject}: {self.message}"
         return f"{text} ({self.detail})" if self.detail else text
@@ -60,7 +71,7 @@ def _one_of(values: Iterable[str]) -> str:
 # invariants, which repeat seed 000's); the other rules come from the seeds' schemas and tables.
 INVARIANTS: dict[str, str] = {
     # Seed 002 "Validation Rules" required_fields.state.
-    "required_fields": "state.yaml must have version, goal, tasks, agents and config",
+    "required_fields": "state.yaml must have version, goal, tasks, agents, config and sprint",
     # Seed 002 "state.yaml Schema": tasks and anomalies are lists, agents a mapping by agent id.
     "section_shape": "Section must have the shape of seed 002's state.yaml schema",
     "entry_shape": "Each task, agent and anomaly must be a mapping of fields",
@@ -76,6 +87,8 @@ INVARIANTS: dict[str, str] = {
     "spec_ref_required": "Non-DRAFT task (except SUPERSEDED, ABANDONED) must have spec_ref",
     "claimed_assigned_to": "CLAIMED task must have assigned_to",
     "claimed_worktree": "CLAIMED task must have worktree",
+    "claimed_lease_missing": "CLAIMED task must have lease_expires",
+    # Ours beyond the original, which checks only that the lease is there.
     "claimed_lease_expires": "CLAIMED task must have valid lease_expires",
     "claimed_base_commit": (
         "CLAIMED task must have base_commit "
@@ -90,6 +103,9 @@ INVARIANTS: dict[str, str] = {
     ),
     "superseded_fields": "SUPERSEDED task must have superseded_by and rescope_reason",
     "merged_no_worktree": "MERGED task must not have worktree",
+    # Ours: import is an admin operation on any file; a worktree names a directory of the
+    # project (the original resolves it under the project root), never one outside it.
+    "worktree_inside_project": "Task worktree must be a relative path inside the project",
     "depends_on_exists": "depends_on must reference existing task IDs",
     "depends_on_acyclic": "depends_on must not create circular dependencies",
     "claimed_depends_merged": "CLAIMED task must have all depends_on tasks in MERGED status",
@@ -102,6 +118,8 @@ INVARIANTS: dict[str, str] = {
     # SPEC §4 Agent: ids planner-N, coder-N, code-reviewer-N, the prefix matching the role.
     "agent_id_role": "Agent id must be planner-N, coder-N or code-reviewer-N, matching its role",
     "working_has_task": "Agent WORKING must have task",
+    "working_lease_missing": "Agent WORKING must have lease_expires",
+    # Ours: the original only warns about an expired lease.
     "working_lease": (
         "Agent WORKING must have lease_expires in future "
         f"(or within grace period of {LEASE_GRACE_SECONDS}s)"
@@ -114,16 +132,65 @@ INVARIANTS: dict[str, str] = {
         "No two agents assigned to same task: an agent may hold at most one "
         f"{'/'.join(s for s in TASK_STATES if s in ACTIVE_CODER_STATES)} task"
     ),
+    # Seed 002 "Handoff Fields": summary and next_action are required.
+    "handoff_fields": "Handoff entry must have summary and next_action",
+    "discovery_urgency": "Discovered item urgency must be 'deferred' or 'immediate'",
     "anomaly_type": f"Anomaly type must be one of: {_one_of(ANOMALY_TYPES)}",
     # Seed 002 "Required Details Fields (validated by liza-validate.sh)".
     "anomaly_details": "Anomaly details must contain the required fields for its type",
     # Seed 000 "Sprint State Machine".
     "sprint_status_valid": f"Sprint status must be one of: {_one_of(SPRINT_STATES)}",
     "sprint_scope_exists": "Sprint scope planned and stretch must reference existing task IDs",
+    "sprint_goal_ref": "sprint.goal_ref must equal goal.id",
+    "sprint_started": "sprint.timeline.started is required",
+}
+
+# The rules liza-validate.sh v0.1.1 checks as well (its checks, one by one, in
+# original-liza.md §2.10); the others are ours. "Agent WORKING with an expired lease" is only a
+# WARNING there.
+ORIGINAL_RULES: frozenset[str] = frozenset(
+    {
+        "required_fields",
+        "task_status_valid",
+        "draft_no_assignee",
+        "done_when_required",
+        "spec_ref_required",
+        "claimed_assigned_to",
+        "claimed_worktree",
+        "claimed_lease_missing",
+        "claimed_base_commit",
+        "ready_for_review_commit",
+        "rejected_reason",
+        "blocked_diagnosis",
+        "superseded_fields",
+        "merged_no_worktree",
+        "depends_on_exists",
+        "depends_on_acyclic",
+        "claimed_depends_merged",
+        "integration_fix_history",
+        "failed_by_unique",
+        "working_has_task",
+        "working_lease_missing",
+        "coder_single_active_task",
+        "handoff_fields",
+        "discovery_urgency",
+        "anomaly_type",
+        "anomaly_details",
+        "sprint_status_valid",
+        "sprint_scope_exists",
+        "sprint_goal_ref",
+        "sprint_started",
+    }
+)
+# What a live project lacks before it can be written for the original (SPEC §13): reported as
+# "not exportable yet" for a project, INVALID for a file.
+NOT_YET_EXPORTABLE: dict[str, str] = {
+    "goal": "the project has no goal yet",
+    "sprint": "the project has no sprint yet",
 }
 
 _RULE_ORDER: dict[str, int] = {rule: index for index, rule in enumerate(INVARIANTS)}
-_REQUIRED_TOP_LEVEL: tuple[str, ...] = ("version", "goal", "tasks", "agents", "config")
+_REQUIRED_TOP_LEVEL: tuple[str, ...] = ("version", "goal", "tasks", "agents", "config", "sprint")
 _LEASE_GRACE = timedelta(seconds=LEASE_GRACE_SECONDS)
 # Seed 002: done_when and spec_ref are owed by every task the planner has finalized, except
 # the two terminal states a task can reach without ever being worked on.
@@ -183,13 +250,11 @@ def _status(entry: Mapping[str, Any], known: Iterable[str]) -> str | None:
 
 
 def _lease_problem(value: Any, now: datetime) -> str | None:
-    """Why `value` is not a lease still valid at `now` (grace included), or None when it is.
+    """Why a lease that is there is not valid at `now` (grace included), or None when it is.
 
     Seed 000/002: "in future (or within grace period of 60s)"; seed 002 "Lease Model" gives the
     watcher the same 60 s grace before a lease counts as lost.
     """
-    if not _present(value):
-        return "lease_expires is missing"
     expires = _parse(value)
     if expires is None:
         return f"lease_expires {value!r} is not an ISO 8601 timestamp"
@@ -198,6 +263,23 @@ def _lease_problem(value: Any, now: datetime) -> str | None:
             f"lease_expires {format_timestamp(expires)} is more than {LEASE_GRACE_SECONDS}s "
             f"before {format_timestamp(now)}"
         )
+    return None
+
+
+def worktree_problem(value: Any) -> str | None:
+    """Why `value` cannot be a task's worktree, or None: a relative path (POSIX, like the
+    original's `.worktrees/<task>`) that stays inside the project. Empty is no worktree."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        return f"expected a path as text, found {type(value).__name__}"
+    if "\0" in value or "\\" in value:
+        return f"{value!r} holds a NUL or a backslash"
+    path = PurePosixPath(value)
+    if path.is_absolute() or value.startswith("~"):
+        return f"{value!r} is absolute; it must be relative to the project, like .worktrees/<task>"
+    if ".." in path.parts:
+        return f"{value!r} leaves the project ('..'); it must stay inside it"
     return None
 
 
@@ -290,7 +372,8 @@ def _check_task_fields(task: _Task) -> list[Violation]:
     found: list[Violation] = []
     if status is None:  # already reported; nothing else can be judged on an unknown status
         return found
-    if status == TaskStatus.DRAFT and _present(data.get("assigned_to")):
+    # "Cannot have" is judged as the original does (`!= null`): even an empty value is had.
+    if status == TaskStatus.DRAFT and data.get("assigned_to") is not None:
         detail = f"assigned_to {data['assigned_to']!r}"
         found.append(_violation("draft_no_assignee", subject, detail))
     if status not in _DEFINITION_EXEMPT:
@@ -306,8 +389,10 @@ def _check_task_fields(task: _Task) -> list[Violation]:
     if status == TaskStatus.BLOCKED and too_many:
         detail = f"{len(questions)} given"
         found.append(_violation("blocked_questions_max", subject, detail))
-    if status == TaskStatus.MERGED and _present(data.get("worktree")):
+    if status == TaskStatus.MERGED and data.get("worktree") is not None:
         found.append(_violation("merged_no_worktree", subject, f"worktree {data['worktree']!r}"))
+    if _present(data.get("worktree")) and (problem := worktree_problem(data["worktree"])):
+        found.append(_violation("worktree_inside_project", subject, problem))
     return found
 
 
@@ -316,8 +401,11 @@ def _check_claim(task: _Task, now: datetime) -> list[Violation]:
     if task.status != TaskStatus.CLAIMED:
         return []
     found: list[Violation] = []
-    problem = _lease_problem(task.data.get("lease_expires"), now)
-    if problem:
+    lease = task.data.get("lease_expires")
+    problem = _lease_problem(lease, now) if _present(lease) else None
+    if not _present(lease):
+        found.append(_violation("claimed_lease_missing", task.subject, "lease_expires is missing"))
+    elif problem:
         found.append(_violation("claimed_lease_expires", task.subject, problem))
     # An integration fix reuses the failed worktree (seed 000 "Transition Requirements"), so
     # its base is that worktree's, not a fresh integration HEAD.
@@ -327,18 +415,12 @@ def _check_claim(task: _Task, now: datetime) -> list[Violation]:
 
 
 def _has_integration_failure(history: Any) -> bool:
-    """Whether a history entry records INTEGRATION_FAILED (seed 002 task-7's history shape)."""
-    for entry in _as_list(history):
-        if not isinstance(entry, Mapping):
-            continue
-        event = entry.get("event")
-        if isinstance(event, str) and event.lower() == "integration_failed":
-            return True
-        for name in ("status", "to"):
-            value = entry.get(name)
-            if isinstance(value, str) and value.upper() == TaskStatus.INTEGRATION_FAILED:
-                return True
-    return False
+    """Whether a history entry records the integration failure: `event: integration_failed`,
+    exactly what the original validator looks for (and what the services write)."""
+    return any(
+        isinstance(entry, Mapping) and entry.get("event") == "integration_failed"
+        for entry in _as_list(history)
+    )
 
 
 def _check_task_history(task: _Task) -> list[Violation]:
@@ -465,13 +547,18 @@ def _check_agent(agent_id: str, agent: Mapping[str, Any], now: datetime) -> list
     if status is None:
         found.append(_violation("agent_status_valid", subject, f"status {agent.get('status')!r}"))
     role = agent.get("role")
+    if role == "code-reviewer":  # how liza-agent.sh spells code_reviewer (original-liza.md)
+        role = "code_reviewer"
     if not (isinstance(role, str) and agent_id_matches_role(agent_id, role)):
         found.append(_violation("agent_id_role", subject, f"role {role!r}"))
     if status == AgentStatus.WORKING:
-        if not _present(_agent_task(agent)):
+        # The original reads `current_task` here (WORKING is a coder's state, SPEC §5.2).
+        if not _present(agent.get("current_task")):
             found.append(_violation("working_has_task", subject, "current_task is missing"))
-        problem = _lease_problem(agent.get("lease_expires"), now)
-        if problem:
+        lease = agent.get("lease_expires")
+        if not _present(lease):
+            found.append(_violation("working_lease_missing", subject, "lease_expires is missing"))
+        elif problem := _lease_problem(lease, now):
             found.append(_violation("working_lease", subject, problem))
     return found
 
@@ -527,11 +614,12 @@ def _check_agents(raw: Any, index: _Tasks, now: datetime) -> list[Violation]:
 
 
 def _check_top_level(state: Mapping[str, Any]) -> list[Violation]:
-    # An empty `tasks: []` or `agents: {}` is a legitimate new project: only absence counts.
+    # An empty `tasks: []` or `agents: {}` is a legitimate new project: only absence counts,
+    # and `false`, which the original's `yq -e` also takes for absence.
     return [
         _violation("required_fields", "state", f"{name} is missing")
         for name in _REQUIRED_TOP_LEVEL
-        if state.get(name) is None
+        if state.get(name) is None or state.get(name) is False
     ]
 
 
@@ -576,8 +664,8 @@ def _check_anomalies(raw: Any) -> list[Violation]:
     return found
 
 
-def _check_sprint(raw: Any, index: _Tasks) -> list[Violation]:
-    if raw is None:  # optional section
+def _check_sprint(raw: Any, index: _Tasks, goal: Any) -> list[Violation]:
+    if raw is None:  # required_fields reports it
         return []
     if not isinstance(raw, Mapping):
         detail = f"sprint is {type(raw).__name__}, not a mapping"
@@ -598,6 +686,48 @@ def _check_sprint(raw: Any, index: _Tasks) -> list[Violation]:
         ]
         if unknown:
             found.append(_violation("sprint_scope_exists", "sprint", "; ".join(unknown)))
+    goal_ref = raw.get("goal_ref")
+    goal_id = goal.get("id") if isinstance(goal, Mapping) else None
+    if _present(goal_ref) and goal_ref != goal_id:
+        detail = f"goal_ref {goal_ref!r}, goal.id {goal_id!r}"
+        found.append(_violation("sprint_goal_ref", "sprint", detail))
+    timeline = raw.get("timeline")
+    if not (isinstance(timeline, Mapping) and _present(timeline.get("started"))):
+        found.append(_violation("sprint_started", "sprint", "timeline.started is missing"))
+    return found
+
+
+def _check_handoffs(raw: Any) -> list[Violation]:
+    if raw is None:  # optional section
+        return []
+    if not isinstance(raw, Mapping):
+        return [_violation("section_shape", "handoff", f"handoff is {type(raw).__name__}")]
+    found: list[Violation] = []
+    for task, entry in raw.items():
+        subject = f"handoff {task}"
+        if not isinstance(entry, Mapping):
+            found.append(_violation("entry_shape", subject, type(entry).__name__))
+            continue
+        missing = [name for name in ("summary", "next_action") if not _present(entry.get(name))]
+        if missing:
+            found.append(_violation("handoff_fields", subject, f"missing: {', '.join(missing)}"))
+    return found
+
+
+def _check_discoveries(raw: Any) -> list[Violation]:
+    if raw is None:  # optional section
+        return []
+    if not isinstance(raw, list):
+        return [_violation("section_shape", "discovered", f"discovered is {type(raw).__name__}")]
+    found: list[Violation] = []
+    for position, entry in enumerate(raw, start=1):
+        if not isinstance(entry, Mapping):
+            found.append(_violation("entry_shape", f"discovery #{position}", type(entry).__name__))
+            continue
+        urgency = entry.get("urgency")
+        if urgency is not None and urgency not in ("deferred", "immediate"):
+            subject = _key(entry.get("id")) or f"discovery #{position}"
+            found.append(_violation("discovery_urgency", subject, f"urgency {urgency!r}"))
     return found
 
 
@@ -626,8 +756,10 @@ def validate_state(state: Mapping[str, Any], *, now: datetime | None = None) -> 
         _check_goal(state.get("goal")),
         _check_tasks(index, moment),
         _check_agents(state.get("agents"), index, moment),
+        _check_discoveries(state.get("discovered")),
+        _check_handoffs(state.get("handoff")),
         _check_anomalies(state.get("anomalies")),
-        _check_sprint(state.get("sprint"), index),
+        _check_sprint(state.get("sprint"), index, state.get("goal")),
         _check_config(state.get("config")),
     )
     # sorted() is stable: within a rule, the order of the file is kept.

@@ -77,6 +77,10 @@ if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
 else:
+    # A fresh clone has no var/ (it is git-ignored) and SQLite does not create directories:
+    # without this, `manage.py migrate` fails with "unable to open database file".
+    if SQLITE_PATH != ":memory:":
+        Path(SQLITE_PATH).parent.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",

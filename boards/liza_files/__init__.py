@@ -6,21 +6,31 @@ schema, read into a project and written back from one.
 - `export_state` / `export_log` / `write_liza_dir` write a project back; `dump_yaml` formats.
 """
 
-from .exporting import export_log, export_state, write_liza_dir
+from .exporting import (
+    LizaExportRefused,
+    export_log,
+    export_refusals,
+    export_state,
+    project_violations,
+    write_liza_dir,
+)
 from .importing import ImportResult, LizaImportRefused, import_project
 from .reading import plan_import, read_liza_dir
 from .yaml_io import LizaFileError, LizaImportError, dump_yaml
 
 __all__ = [
     "ImportResult",
+    "LizaExportRefused",
     "LizaFileError",
     "LizaImportError",
     "LizaImportRefused",
     "dump_yaml",
     "export_log",
+    "export_refusals",
     "export_state",
     "import_project",
     "plan_import",
+    "project_violations",
     "read_liza_dir",
     "write_liza_dir",
 ]

@@ -7,14 +7,42 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from boards import protocol as p
 from boards.models import Event
 
 SUMMARY_LENGTH = Event._meta.get_field("detail").max_length
-_NEVER = datetime.min.replace(tzinfo=UTC)  # sorts entries whose time was a problem
+# Event.data keys of an imported event (merge_events): VIEW_KEY marks an event only one of the
+# two files had; ONLY_KEY lists, per view, the keys of a merged event that only that file had.
+VIEW_KEY = "liza:view"
+ONLY_KEY = "liza:only"
+MARKERS = frozenset({VIEW_KEY, ONLY_KEY})
+
+
+class View(StrEnum):
+    HISTORY = "history"  # only in its task's `history`
+    LOG = "log"  # only in log.yaml
+
+
+def in_history(event: Event) -> bool:
+    return (event.data or {}).get(VIEW_KEY) != View.LOG
+
+
+def in_log(event: Event) -> bool:
+    return (event.data or {}).get(VIEW_KEY) != View.HISTORY
+
+
+def event_data(event: Event, view: View) -> dict[str, Any]:
+    """What the event adds to its entry in `view`: without the markers, and without the keys
+    only the other file had."""
+    data = event.data or {}
+    only = data.get(ONLY_KEY)
+    other = View.LOG if view is View.HISTORY else View.HISTORY
+    hidden = set(only.get(other, [])) if isinstance(only, dict) else set()
+    return {k: v for k, v in data.items() if k not in MARKERS and k not in hidden}
 
 
 @dataclass
@@ -52,7 +80,8 @@ def history_summary(action: str, data: dict[str, Any]) -> str:
 
 
 def merge_events(log: list[PlannedEvent], history: list[PlannedEvent]) -> list[PlannedEvent]:
-    """One event per fact: a history entry that log.yaml also has becomes no second event.
+    """One event per fact, in append order: a history entry that log.yaml also has becomes no
+    second event.
 
     Export writes every task event in both views, so a history entry matches the log entry with
     the same (timestamp, task, action, agent). Seed 002's own history often leaves `agent` out
@@ -60,42 +89,71 @@ def merge_events(log: list[PlannedEvent], history: list[PlannedEvent]) -> list[P
     same (timestamp, task, action) whoever wrote it. A history entry's extra keys (commit,
     note, ...) are added to the matched event's data. Counts are kept, so two identical entries
     match two log entries, not one.
+
+    An entry found in one view only is marked so (VIEW_KEY) and exported to that view only:
+    an export never writes what nobody wrote. The result keeps log.yaml's order and each
+    task's history order (the ids of the created events are the append order export follows):
+    a history-only entry comes right before the next entry of its history that the log has.
+    `history` is given task by task, each in its file order.
     """
     by_key: dict[tuple, list[PlannedEvent]] = defaultdict(list)
     by_loose_key: dict[tuple, list[PlannedEvent]] = defaultdict(list)
     for planned in log:
         by_key[planned.match_key].append(planned)
         by_loose_key[planned.match_key[:3]].append(planned)
-    matched: set[int] = set()
+    twin_of: dict[int, PlannedEvent] = {}  # id(history entry) → its log entry
 
-    def take(candidates: list[PlannedEvent]) -> PlannedEvent | None:
+    def take(candidates: list[PlannedEvent], entry: PlannedEvent) -> bool:
         for candidate in candidates:
             if id(candidate) not in matched:
                 matched.add(id(candidate))
-                return candidate
-        return None
+                twin_of[id(entry)] = candidate
+                _merge_data(candidate, entry)
+                return True
+        return False
 
-    unmatched: list[PlannedEvent] = []
-    for planned in history:
-        twin = take(by_key[planned.match_key])
-        if twin is None:
-            unmatched.append(planned)
-        else:
-            _merge_data(twin, planned)
-    history_only: list[PlannedEvent] = []
+    matched: set[int] = set()
+    unmatched = [planned for planned in history if not take(by_key[planned.match_key], planned)]
     for planned in unmatched:
-        twin = take(by_loose_key[planned.match_key[:3]]) if not planned.event.actor_id else None
+        if not planned.event.actor_id:
+            take(by_loose_key[planned.match_key[:3]], planned)
+
+    # Per task, the history-only entries waiting for the next matched entry of that history.
+    waiting: dict[tuple[str | None, int], list[PlannedEvent]] = {}
+    pending: dict[str | None, list[PlannedEvent]] = defaultdict(list)
+    for planned in history:
+        twin = twin_of.get(id(planned))
         if twin is None:
-            history_only.append(planned)
+            planned.event.data[VIEW_KEY] = View.HISTORY
+            pending[planned.task_key].append(planned)
         else:
-            _merge_data(twin, planned)
-    # Created in time order (log first on ties), so ids follow the file's chronology.
-    return sorted(log + history_only, key=lambda e: e.event.timestamp or _NEVER)
+            waiting[(planned.task_key, id(twin))] = pending.pop(planned.task_key, [])
+    ordered: list[PlannedEvent] = []
+    for planned in log:
+        if id(planned) not in matched:
+            if planned.task_key is not None:
+                planned.event.data[VIEW_KEY] = View.LOG
+        else:
+            ordered.extend(waiting.pop((planned.task_key, id(planned)), []))
+        ordered.append(planned)
+    for entries in waiting.values():  # matched out of order: keep them all the same
+        ordered.extend(entries)
+    for entries in pending.values():
+        ordered.extend(entries)
+    return ordered
 
 
 def _merge_data(into: PlannedEvent, source: PlannedEvent) -> None:
-    for name, value in source.event.data.items():
-        into.event.data.setdefault(name, value)
+    """The history entry's keys join its log entry's; each file keeps only its own keys."""
+    log_data, history_data = into.event.data, source.event.data
+    log_only = [name for name in log_data if name not in history_data]
+    history_only = [name for name in history_data if name not in log_data]
+    for name in history_only:
+        log_data[name] = history_data[name]
+    only = {view: names for view, names in ((View.HISTORY, history_only), (View.LOG, log_only))}
+    only = {str(view): names for view, names in only.items() if names}
+    if only:
+        log_data[ONLY_KEY] = only
 
 
 def _one_line(text: str) -> str:

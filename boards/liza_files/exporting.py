@@ -4,6 +4,10 @@ Values are plain Python (timestamps as UTC datetimes to the second), so the same
 `validate_state` and `dump_yaml`. Optional task fields are left out when empty, so a file looks
 like the seed's; whatever is written is read back to the same rows, which keeps
 export → import → export byte-stable.
+
+The original Liza reads what we write (SPEC §13): every field keeps the original's type
+(`approved_by` is one reviewer id), history and log.yaml keep append order and hold only what
+was recorded, and a state the original validator would reject is refused, never written.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from django.db.models import Prefetch
 
 from agents.models import Agent
 from boards import protocol as p
@@ -32,8 +38,9 @@ from boards.models import (
     Task,
 )
 from boards.selectors.sprints import sprint_metrics
+from boards.validation import NOT_YET_EXPORTABLE, Violation, validate_state
 
-from .events import SUMMARY_LENGTH, derived_actor_kind
+from .events import SUMMARY_LENGTH, View, derived_actor_kind, event_data, in_history, in_log
 from .schema import (
     ALIGNMENT_KEYS,
     BREAKER_CHECK_RESERVED,
@@ -44,6 +51,8 @@ from .schema import (
     LIZA_DIR,
     LOG_FILE,
     LOG_RESERVED,
+    QUORUM_APPROVED_BY,
+    REVIEW_KEYS,
     SPRINT_METRIC_KEYS,
     STATE_FILE,
     TASK_ALWAYS,
@@ -52,7 +61,7 @@ from .schema import (
     TASK_REVIEW_KEYS_AFTER,
     Kind,
 )
-from .yaml_io import dump_yaml
+from .yaml_io import dump_yaml, write_files
 
 
 def export_state(project: Project) -> dict[str, Any]:
@@ -76,23 +85,79 @@ def export_state(project: Project) -> dict[str, Any]:
 
 
 def export_log(project: Project) -> list[dict[str, Any]]:
-    """Seed 002's log.yaml: every event of the project, oldest first (SPEC §4.1)."""
+    """Seed 002's log.yaml: the project's events in the order they were appended (SPEC §4.1),
+    except those an imported file had in a task's history only."""
     keys = set(Task.objects.filter(project=project).values_list("key", flat=True))
-    events = (
-        Event.objects.filter(project=project).select_related("task").order_by("timestamp", "id")
-    )
-    return [_log_entry(event, keys) for event in events]
+    events = Event.objects.filter(project=project).select_related("task").order_by("id")
+    return [_log_entry(event, keys) for event in events if in_log(event)]
 
 
-def write_liza_dir(project: Project, path: str | Path) -> tuple[Path, Path]:
-    """Write `<path>/.liza/state.yaml` and `log.yaml` (`path` may be the `.liza` dir itself)."""
+class LizaExportRefused(Exception):
+    """The project cannot be written for the original Liza yet; `reasons` says why."""
+
+    def __init__(self, reasons: list[str], *, not_yet: bool) -> None:
+        self.reasons = list(reasons)
+        self.not_yet = not_yet  # only a goal or sprint is missing: a young project, not a fault
+        super().__init__("\n".join(self.reasons))
+
+
+def export_refusals(state: dict[str, Any]) -> tuple[list[str], list[Violation]]:
+    """What stops `state` from being written: (missing goal/sprint, violations the original
+    validator would also report). Both empty: exportable."""
+    missing = [why for section, why in NOT_YET_EXPORTABLE.items() if state.get(section) is None]
+    violations = [
+        v
+        for v in validate_state(state)
+        if (v.original or v.rule in EXPORT_ALSO_REFUSED)
+        and not (v.rule == "required_fields" and missing)
+    ]
+    return missing, violations
+
+
+# Ours, but an export breaking it would be hostile to whoever reads it: a worktree outside the
+# project is a path the original's scripts would create or delete (`rm -rf` of a worktree).
+EXPORT_ALSO_REFUSED = frozenset({"worktree_inside_project"})
+
+
+def project_violations(
+    project: Project, *, now: datetime | None = None
+) -> tuple[list[Violation], list[str]]:
+    """The invariants `project` breaks, judged on its export at `now`, and why it is not
+    exportable yet: a live project with no goal or sprint yet is young, not broken."""
+    state = export_state(project)
+    missing, _ = export_refusals(state)
+    young = {f"{section} is missing" for section in NOT_YET_EXPORTABLE} if missing else set()
+    violations = [
+        v
+        for v in validate_state(state, now=now)
+        if not (v.rule == "required_fields" and v.detail in young)
+    ]
+    return violations, missing
+
+
+def write_liza_dir(project: Project, path: str | Path) -> list[Path]:
+    """Write `<path>/.liza/state.yaml` and `log.yaml` (`path` may be the `.liza` dir itself).
+
+    LizaExportRefused, with nothing written, when the original Liza would reject the state.
+    """
+    state = export_state(project)
+    missing, violations = export_refusals(state)
+    if missing or violations:
+        reasons = [
+            *(
+                f"not exportable yet: {why} (the original Liza needs a goal and a sprint)"
+                for why in missing
+            ),
+            *(
+                f"INVALID for the original Liza: {v}" if v.original else f"INVALID: {v}"
+                for v in violations
+            ),
+        ]
+        raise LizaExportRefused(reasons, not_yet=not violations)
     path = Path(path)
     directory = path if path.name == LIZA_DIR else path / LIZA_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    state_path, log_path = directory / STATE_FILE, directory / LOG_FILE
-    state_path.write_text(dump_yaml(export_state(project)), encoding="utf-8")
-    log_path.write_text(dump_yaml(export_log(project)), encoding="utf-8")
-    return state_path, log_path
+    texts = {STATE_FILE: dump_yaml(state), LOG_FILE: dump_yaml(export_log(project))}
+    return write_files(directory, texts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,7 +239,9 @@ def _alignment_entry(item: Any) -> Any:
 
 
 def _tasks_in_order(project: Project) -> list[Task]:
-    tasks = Task.objects.filter(project=project).prefetch_related("depends_on", "reviews", "events")
+    # History in append order (Event's default ordering is by time).
+    events = Prefetch("events", queryset=Event.objects.order_by("id"))
+    tasks = Task.objects.filter(project=project).prefetch_related("depends_on", "reviews", events)
     return sorted(tasks, key=lambda t: (t.created, natural_key(t.key)))
 
 
@@ -191,23 +258,44 @@ def _keep(name: str, value: Any, task: Task) -> bool:
 
 def _task(task: Task) -> dict[str, Any]:
     entry: dict[str, Any] = {"id": task.key}
+    empty = task.file_empty_keys if isinstance(task.file_empty_keys, dict) else {}
+
+    def put(values: dict[str, Any], *names: str) -> None:
+        """`values`, then each of `names` they lack that the imported file wrote empty."""
+        entry.update(values)
+        for name in names:
+            if name not in entry and name in empty:
+                entry[name] = empty[name]
+
     for name, kind in TASK_FIELDS.items():
         value = getattr(task, name)
         if kind in (Kind.TIME, Kind.TIME_REQUIRED):
             value = _ts(value)
-        if _keep(name, value, task):
-            entry[name] = value
+        if name == "approved_by":
+            put(_approvers(task), name)
+        else:
+            put({name: value} if _keep(name, value, task) else {}, name)
         if name == "description":
             entry["status"] = task.status
         elif name == TASK_REVIEW_KEYS_AFTER:
-            entry.update(_review_keys(task))
+            put(_review_keys(task), *REVIEW_KEYS)
         elif name == TASK_DEPENDS_ON_AFTER:
             deps = sorted((d.key for d in task.depends_on.all()), key=natural_key)
-            if deps:
-                entry["depends_on"] = deps
-    history = [_history_entry(event) for event in task.events.all()]
-    if history:
-        entry["history"] = history
+            put({"depends_on": deps} if deps else {}, "depends_on")
+    history = [_history_entry(event) for event in task.events.all() if in_history(event)]
+    put({"history": history} if history else {}, "history")
+    return entry
+
+
+def _approvers(task: Task) -> dict[str, Any]:
+    """`approved_by` as the original writes and reads it: one reviewer id, the first approver
+    (the merge query compares it to a string); a quorum's approvers all in QUORUM_APPROVED_BY."""
+    approvers = list(task.approved_by or [])
+    if not approvers:
+        return {}
+    entry: dict[str, Any] = {"approved_by": approvers[0]}
+    if len(approvers) > 1:
+        entry[QUORUM_APPROVED_BY] = approvers
     return entry
 
 
@@ -246,7 +334,7 @@ def _history_entry(event: Event) -> dict[str, Any]:
     entry: dict[str, Any] = {"time": _ts(event.timestamp), "event": event.action}
     if event.actor_id:
         entry["agent"] = event.actor_id
-    _put_data(entry, event.data or {}, HISTORY_RESERVED)
+    _put_data(entry, event_data(event, View.HISTORY), HISTORY_RESERVED)
     return entry
 
 
@@ -256,7 +344,7 @@ def _log_entry(event: Event, task_keys: set[str]) -> dict[str, Any]:
     if event.actor_id:
         entry["agent"] = event.actor_id
     entry["action"] = event.action
-    data = dict(event.data or {})
+    data = event_data(event, View.LOG)
     if event.task is not None:
         entry["task"] = event.task.key
     elif isinstance(data.get("task"), str) and data["task"] not in task_keys:

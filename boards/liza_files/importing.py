@@ -45,6 +45,7 @@ class LizaImportRefused(LizaImportError):
 class ImportResult:
     project: Project
     violations: list[Violation]  # empty unless the import was lenient
+    warnings: list[str]  # what a lenient import read differently from the file
 
 
 def import_project(
@@ -56,7 +57,7 @@ def import_project(
     an invariant and `lenient` is false. Time rules are judged at the file's own reference
     time (its latest heartbeat), so an old but consistent blackboard imports strictly.
     """
-    plan = plan_import(state, log)
+    plan = plan_import(state, log, lenient=lenient)
     violations = validate_state(state)
     if violations and not lenient:
         raise LizaImportRefused(violations)
@@ -70,7 +71,7 @@ def import_project(
                 [f"project {name}: {m}" for name, ms in exc.message_dict.items() for m in ms]
             ) from exc
         _store(plan, project)
-    return ImportResult(project=project, violations=violations)
+    return ImportResult(project=project, violations=violations, warnings=plan.warnings)
 
 
 def _store(plan: ImportPlan, project: Project) -> None:

@@ -3,9 +3,12 @@
 `plan_import` converts every section of seed 002's schema into model instances that are not yet
 saved, and collects every reason the files cannot be stored at all: wrong shapes, unknown
 statuses and enum values, bad timestamps, references to tasks the file does not have,
-dependency cycles. Those are `LizaFileError`s, whatever `--lenient` says. Breaches of the
-protocol's invariants that can be stored (a CLAIMED task without a lease, ...) are not judged
-here: that is `boards.validation.validate_state`, and strict mode refuses them.
+dependency cycles, ids that are not text, unknown sections, worktrees outside the project.
+Those are `LizaFileError`s, whatever `--lenient` says. The gaps the original Liza's own scripts
+leave (`gap`: an agent without role, an empty goal description, a lone id for a list) are
+problems too, unless `--lenient`, which reads them with a default and a warning each. Breaches
+of the protocol's invariants that can be stored (a CLAIMED task without a lease, ...) are not
+judged here: that is `boards.validation.validate_state`, and strict mode refuses them.
 """
 
 from __future__ import annotations
@@ -39,11 +42,19 @@ from boards.models import (
     Sprint,
     Task,
 )
-from boards.validation import reference_time
+from boards.validation import reference_time, worktree_problem
 
-from .events import SUMMARY_LENGTH, PlannedEvent, derived_actor_kind, history_summary, merge_events
+from .events import (
+    MARKERS,
+    SUMMARY_LENGTH,
+    PlannedEvent,
+    derived_actor_kind,
+    history_summary,
+    merge_events,
+)
 from .schema import (
     AGENT_FIELDS,
+    AGENT_KEYS_HANDLED,
     ANOMALY_FIELDS,
     BREAKER_CHECK_RESERVED,
     DISCOVERY_FIELDS,
@@ -52,10 +63,12 @@ from .schema import (
     HISTORY_RESERVED,
     LOG_FILE,
     LOG_RESERVED,
+    QUORUM_APPROVED_BY,
     SPEC_CHANGE_FIELDS,
     SPRINT_TIMELINE,
     STATE_FILE,
     TASK_FIELDS,
+    TASK_KEYS,
     Kind,
 )
 from .yaml_io import LizaFileError, liza_dir, load_yaml_file
@@ -96,10 +109,11 @@ SECTION_SHAPES: dict[str, type] = {
 PROJECT_WIDE_NOTE = "project"  # seed 002 human_notes `for:` naming no task
 
 
-def read_liza_dir(path: str | Path) -> tuple[dict, list]:
+def read_liza_dir(path: str | Path, *, lenient: bool = False) -> tuple[dict, list]:
     """Parse `<path>/.liza/{state,log}.yaml` (or `path` itself when it is the `.liza` dir).
 
-    Raises LizaFileError listing every problem that makes the files impossible to store.
+    Raises LizaFileError listing every problem that makes the files impossible to store
+    (`lenient` turns the gaps the original Liza's own scripts leave into warnings).
     """
     directory = liza_dir(path)
     problems: list[str] = []
@@ -107,8 +121,23 @@ def read_liza_dir(path: str | Path) -> tuple[dict, list]:
     log = load_yaml_file(directory / LOG_FILE, problems)
     if problems:
         raise LizaFileError(problems)
-    plan_import(state, log)
+    try:
+        plan_import(state, log, lenient=lenient)
+    except LizaFileError as exc:
+        raise LizaFileError(with_paths(exc.messages, directory)) from exc
     return state, [] if log is None else log
+
+
+def with_paths(messages: list[str], directory: Path) -> list[str]:
+    """The reader's messages ("state.yaml: task t-1: ...") naming the files by their path."""
+    named = []
+    for message in messages:
+        for name in (STATE_FILE, LOG_FILE):
+            if message.startswith(f"{name}: "):
+                message = f"{directory / name}{message[len(name) :]}"
+                break
+        named.append(message)
+    return named
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,15 +164,23 @@ class ImportPlan:
     breaker: CircuitBreaker | None = None
     breaker_checks: list[CircuitBreakerCheck] = field(default_factory=list)
     events: list[PlannedEvent] = field(default_factory=list)
+    # What a lenient import read differently from the file, one line per item.
+    warnings: list[str] = field(default_factory=list)
 
 
-def plan_import(state: Any, log: Any) -> ImportPlan:
-    """Unsaved rows for `state` and `log`, or LizaFileError naming every problem."""
-    reader = _Reader()
+def plan_import(state: Any, log: Any, *, lenient: bool = False) -> ImportPlan:
+    """Unsaved rows for `state` and `log`, or LizaFileError naming every problem.
+
+    With `lenient`, the gaps the original Liza's own scripts leave (an agent entry written by a
+    claim, without `role`; a goal with no description; ...) are read with a default and listed
+    in `plan.warnings`; without it they are problems that say what --lenient would do.
+    """
+    reader = _Reader(lenient=lenient)
     plan = reader.plan(state, [] if log is None else log)
     if reader.problems:
         raise LizaFileError(reader.problems)
     assert plan is not None
+    plan.warnings = reader.warnings
     return plan
 
 
@@ -184,13 +221,35 @@ def _shape(value: Any) -> str:
 class _Reader:
     """Builds an ImportPlan, collecting problems instead of stopping at the first."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, lenient: bool = False) -> None:
+        self.lenient = lenient
         self.problems: list[str] = []
+        self.warnings: list[str] = []
         self.task_keys: dict[str, int] = {}  # key → position in the tasks list
         self.histories: list[tuple[str, Any, str]] = []  # task key, history, where
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(f"{where}: {message}")
+
+    def warn(self, where: str, message: str) -> None:
+        """Something read differently from the file that loses nothing protocol-relevant."""
+        self.warnings.append(f"{where}: {message}")
+
+    def unknown_keys(self, entry: dict, known: Any, where: str) -> None:
+        for name in entry:
+            if name not in known:
+                self.warn(f"{where}: {name}", "not a key Liza Board keeps; left out")
+
+    def gap(self, where: str, message: str, reading: str) -> bool:
+        """Something the original's scripts write that our model has no place for as is.
+
+        Lenient: a warning saying how it is read (True: go ahead). Strict: a problem.
+        """
+        if self.lenient:
+            self.warnings.append(f"{where}: {message}; {reading}")
+            return True
+        self.problem(where, f"{message} (--lenient: {reading})")
+        return False
 
     # -- scalars --------------------------------------------------------------------------------
 
@@ -212,10 +271,13 @@ class _Reader:
                 return default
             return raw
         if kind is Kind.LIST:
-            if isinstance(raw, dict):
-                self.problem(where, "expected a list, found a mapping")
+            if isinstance(raw, list):
+                return jsonable(raw)
+            if isinstance(raw, dict) or not self.gap(
+                where, f"expected a list, found {_shape(raw)}", "read as a one-item list"
+            ):
                 return default
-            return jsonable(raw if isinstance(raw, list) else [raw])
+            return jsonable([raw])
         if kind is Kind.JSON:
             return jsonable(raw)
         return self.time(raw, where)
@@ -241,21 +303,29 @@ class _Reader:
             return None
 
     def key(self, raw: Any, where: str, *, required: bool = False) -> str | None:
-        """An id (task, goal, sprint, discovery): text, or a number YAML read as one."""
+        """An id (task, goal, sprint, discovery, agent): text, never coerced from a number
+        (`id: 7` and `id: "7"` would become the same task)."""
         if raw is None or raw == "":
             if required:
                 self.problem(where, "missing")
             return None
-        if isinstance(raw, bool) or not isinstance(raw, str | int):
-            self.problem(where, f"expected an id, found {_shape(raw)}")
+        if not isinstance(raw, str):
+            hint = " (write it in quotes)" if isinstance(raw, int | float | date) else ""
+            self.problem(where, f"expected an id as text, found {_shape(raw)}{hint}")
             return None
-        return str(raw)
+        return raw
 
     def key_list(self, raw: Any, where: str) -> list[str]:
+        """A list of ids (depends_on, sprint scope); a lone id is not silently a list."""
         if raw is None:
             return []
-        items = raw if isinstance(raw, list) else [raw]
-        keys = [self.key(item, where) for item in items]
+        if not isinstance(raw, list):
+            if isinstance(raw, dict) or not self.gap(
+                where, f"expected a list of ids, found {_shape(raw)}", "read as a one-item list"
+            ):
+                return []
+            raw = [raw]
+        keys = [self.key(item, where) for item in raw]
         return list(dict.fromkeys(k for k in keys if k is not None))
 
     def task_ref(self, raw: Any, where: str) -> str | None:
@@ -343,6 +413,13 @@ class _Reader:
             )
         if self.problems:
             return None
+        for name in state:
+            if name not in SECTION_SHAPES and name != "version":
+                self.problem(
+                    f"{STATE_FILE}: {name}",
+                    "not a section of seed 002's state.yaml "
+                    f"(known: version, {', '.join(SECTION_SHAPES)})",
+                )
         version = state.get("version")
         if version is not None and version != 1:
             self.problem(f"{STATE_FILE}: version", f"{_shape(version)} is not 1 (seed 002)")
@@ -364,6 +441,7 @@ class _Reader:
     def config(self, raw: dict | None) -> dict[str, Any]:
         """Seed 002 `config` (+ lease_grace, archive_after_days); unknown keys are ignored."""
         where = f"{STATE_FILE}: config"
+        self.unknown_keys(raw or {}, CONFIG_FIELDS, where)
         values = {
             name: self.convert(raw[name], kind, f"{where}: {name}", None)
             for name, kind in CONFIG_FIELDS.items()
@@ -393,7 +471,13 @@ class _Reader:
             alignment_history=self.alignment(raw.get("alignment_history"), where),
             **self.fields(raw, GOAL_FIELDS, Goal, where),
         )
-        self.clean(goal, where, ("project",), {"goal_id": "id"})
+        exclude: tuple[str, ...] = ("project",)
+        # liza-init.sh writes the goal it was given, and may be given none.
+        if not goal.description.strip() and self.gap(
+            f"{where}: description", "empty", "imported with an empty description"
+        ):
+            exclude = ("project", "description")
+        self.clean(goal, where, exclude, {"goal_id": "id"})
         return goal
 
     def alignment(self, raw: Any, where: str) -> list[dict]:
@@ -438,9 +522,22 @@ class _Reader:
 
     def task(self, entry: dict, key: str, where: str, plan: ImportPlan) -> Task:
         status = self.enum(entry.get("status"), p.TASK_STATES, f"{where}: status")
-        values = self.fields(entry, TASK_FIELDS, Task, where)
+        # approved_by is one id in seed 002, read by `approvers`, not as a list field.
+        fields = {name: value for name, value in entry.items() if name != "approved_by"}
+        values = self.fields(fields, TASK_FIELDS, Task, where)
+        values["approved_by"] = self.approvers(entry, where)
+        problem = worktree_problem(values["worktree"])
+        if problem:
+            self.problem(f"{where}: worktree", problem)
         if isinstance(values["priority"], int) and not 1 <= values["priority"] <= 5:
             self.problem(f"{where}: priority", f"{values['priority']} is not 1 (highest) to 5")
+        # Keys the file wrote empty (`worktree: null`, `depends_on: []`) are written back so.
+        values["file_empty_keys"] = {
+            name: jsonable(value)
+            for name, value in entry.items()
+            if name in TASK_KEYS and name != "id" and value in (None, "", [], {})
+        }
+        self.unknown_keys(entry, TASK_KEYS, where)
         task = Task(key=key, status=status or "DRAFT", **values)
         self.clean(task, where, ("project", "goal", "key"))
         plan.depends_on[key] = self.key_list(entry.get("depends_on"), f"{where}: depends_on")
@@ -449,6 +546,29 @@ class _Reader:
         if reviews:
             plan.reviews[key] = reviews
         return task
+
+    def approvers(self, entry: dict, where: str) -> list[str]:
+        """Seed 002 `approved_by` is one reviewer id (the original's merge query compares it
+        to a string); a quorum (seed 001) lists every approver in `quorum_approved_by`."""
+        raw, quorum = entry.get("approved_by"), entry.get(QUORUM_APPROVED_BY)
+        if isinstance(raw, list) and self.gap(
+            f"{where}: approved_by",
+            "a list (seed 002 names one reviewer)",
+            "read as the list of approving reviewers",
+        ):
+            approvers = self.key_list(raw, f"{where}: approved_by")
+        else:
+            approver = None if isinstance(raw, list) else self.key(raw, f"{where}: approved_by")
+            approvers = [approver] if approver else []
+        if quorum is not None:
+            listed = self.key_list(quorum, f"{where}: {QUORUM_APPROVED_BY}")
+            if approvers and approvers[0] not in listed:
+                self.problem(
+                    f"{where}: {QUORUM_APPROVED_BY}",
+                    f"does not list approved_by ({approvers[0]})",
+                )
+            approvers = list(dict.fromkeys([*approvers, *listed]))
+        return approvers
 
     def task_reviews(self, entry: dict, task: Task, where: str) -> list[Review]:
         """The open review round: `reviewing_by` / `review_lease_expires` (seed 002 "Code
@@ -519,23 +639,34 @@ class _Reader:
     def agents(self, raw: dict | None, plan: ImportPlan) -> None:
         holders: dict[str, list[str]] = defaultdict(list)
         for raw_id, entry in (raw or {}).items():
-            agent_id = str(raw_id)
+            agent_id = self.key(raw_id, f"{STATE_FILE}: agents: {raw_id!r}") or str(raw_id)
             where = f"{STATE_FILE}: agent {agent_id}"
             if not isinstance(entry, dict):
                 self.problem(where, f"must be a mapping of fields, found {_shape(entry)}")
                 continue
             status = self.enum(entry.get("status"), p.AGENT_STATES, f"{where}: status")
-            agent = Agent(
-                agent_id=agent_id,
-                status=status or "STARTING",
-                **self.fields(entry, AGENT_FIELDS, Agent, where),
-            )
+            values = self.fields(entry, AGENT_FIELDS, Agent, where)
+            values["role"] = self.role(values["role"], agent_id, where)
+            self.unknown_keys(entry, AGENT_FIELDS.keys() | AGENT_KEYS_HANDLED, where)
+            agent = Agent(agent_id=agent_id, status=status or "STARTING", **values)
             self.clean(agent, where, ("project", "current_task"), {"agent_id": "id"})
             # Seed 002 spells the planner's task `task`, the others' `current_task`.
             raw_task = entry.get("current_task")
             if raw_task is None:
                 raw_task = entry.get("task")
-            task_key = self.task_ref(raw_task, f"{where}: current_task")
+            here = f"{where}: current_task"
+            if (
+                isinstance(raw_task, str)
+                and raw_task
+                and raw_task not in self.task_keys
+                and self.gap(
+                    here,
+                    f"names {raw_task}, which is not a task in {STATE_FILE}",
+                    "the agent is imported holding no task",
+                )
+            ):
+                raw_task = None
+            task_key = self.task_ref(raw_task, here)
             if task_key is not None:
                 holders[task_key].append(agent_id)
             plan.agents.append((agent, task_key))
@@ -547,6 +678,19 @@ class _Reader:
                     "only one agent can hold a task (seed 002)",
                 )
 
+    def role(self, role: str, agent_id: str, where: str) -> str:
+        """The agent's role in our spelling. liza-agent.sh stores `code-reviewer` where the
+        spec says `code_reviewer`; a claim on an agent the file no longer lists writes an entry
+        with no role at all (original-liza.md §2.1, T4), which the id still tells."""
+        if role == "code-reviewer":
+            return Agent.Role.CODE_REVIEWER
+        match = p.AGENT_ID_RE.match(agent_id)
+        if not role and match:
+            derived = next(r for r, prefix in p.AGENT_ID_PREFIX.items() if prefix == match[1])
+            if self.gap(f"{where}: role", "missing", f"read as {derived}, from the agent id"):
+                return derived
+        return role
+
     def discoveries(self, raw: list | None) -> list[Discovery]:
         found: list[Discovery] = []
         seen: set[str] = set()
@@ -555,9 +699,10 @@ class _Reader:
             if disc_id in seen:
                 self.problem(where, f"duplicate id {disc_id}")
             seen.add(disc_id)
-            discovery = Discovery(
-                disc_id=disc_id, **self.fields(entry, DISCOVERY_FIELDS, Discovery, where)
-            )
+            values = self.fields(entry, DISCOVERY_FIELDS, Discovery, where)
+            if entry.get("urgency") is None:  # seed 002: `deferred` unless said otherwise
+                values["urgency"] = Discovery.Urgency.DEFERRED
+            discovery = Discovery(disc_id=disc_id, **values)
             self.clean(discovery, where, ("project",), {"disc_id": "id"})
             found.append(discovery)
         return found
@@ -689,7 +834,7 @@ class _Reader:
             if not isinstance(entry, dict):
                 self.problem(where, f"must be a mapping, found {_shape(entry)}")
                 continue
-            data = self.event_data(entry, LOG_RESERVED)
+            data = self.event_data(entry, LOG_RESERVED, where)
             task_ref = self.key(entry.get("task"), f"{where}: task")
             task_key = task_ref if task_ref in self.task_keys else None
             if task_ref is not None and task_key is None:
@@ -718,14 +863,14 @@ class _Reader:
                 if not isinstance(entry, dict):
                     self.problem(where, f"must be a mapping, found {_shape(entry)}")
                     continue
-                data = self.event_data(entry, HISTORY_RESERVED)
+                data = self.event_data(entry, HISTORY_RESERVED, where)
                 action = self.text(entry.get("event"), f"{where}: event")
                 detail = history_summary(action, data)
                 event = self.event(entry, "time", action, detail, data, where)
                 found.append(PlannedEvent(event, task_key))
         return found
 
-    def event_data(self, entry: dict, reserved: frozenset[str]) -> dict[str, Any]:
+    def event_data(self, entry: dict, reserved: frozenset[str], where: str) -> dict[str, Any]:
         nested = entry.get("data")
         data: dict[str, Any] = {}
         if isinstance(nested, dict):
@@ -733,6 +878,9 @@ class _Reader:
         elif nested is not None:
             data["data"] = jsonable(nested)
         data.update({str(k): jsonable(v) for k, v in entry.items() if k not in reserved})
+        for name in MARKERS & data.keys():  # ours alone: which file an imported event came from
+            del data[name]
+            self.problem(where, f"{name} is a reserved key")
         return data
 
     def event(

@@ -64,11 +64,34 @@ TASK_FIELDS: dict[str, Kind] = {
     "suspended_reason": Kind.TEXT,
     "created": Kind.TIME_REQUIRED,
 }
+# Seed 001 quorum: every approving reviewer, written only when there are several. Seed 002's
+# `approved_by` stays one reviewer id, the one whose supervisor merges (original-liza.md T10);
+# the original ignores this key.
+QUORUM_APPROVED_BY = "quorum_approved_by"
 # Written even when empty: seed 002 gives every task these.
 TASK_ALWAYS: frozenset[str] = frozenset({"description", "priority", "created"})
 # Where export puts the keys that are not plain fields (after the key named).
 TASK_REVIEW_KEYS_AFTER = "review_commit"
+# Seed 002 "Code Reviewer Lease Fields", derived from the open review round.
+REVIEW_KEYS: tuple[str, ...] = ("reviewing_by", "review_lease_expires")
+# Every key export may write in a task entry: an imported task keeps the ones its file wrote
+# empty (Task.file_empty_keys); any other key of a task entry is not kept, with a warning.
+TASK_KEYS: frozenset[str] = frozenset(
+    {
+        "id",
+        "status",
+        "depends_on",
+        "history",
+        "review_round",
+        QUORUM_APPROVED_BY,
+        *REVIEW_KEYS,
+        *TASK_FIELDS,
+    }
+)
 TASK_DEPENDS_ON_AFTER = "scope"
+
+# An agent entry's keys beyond AGENT_FIELDS (the planner's task is spelled `task`).
+AGENT_KEYS_HANDLED: frozenset[str] = frozenset({"status", "current_task", "task"})
 
 # Seed 002 `agents.<id>` (plus `enabled` and seed 001's `security_reviewer`, written only when
 # not the default). `current_task` (`task` for the planner) and `status` are handled on their own.

@@ -26,6 +26,8 @@ WRITERS = ("boards/services/", "agents/services.py", "boards/liza_files/importin
 NOT_DOMAIN = {
     # The demo's Django user (auth, not the Liza domain); its memberships go through services.
     ("boards/liza_files/demo.py", "admin.save"),
+    # A Python set of the mapping keys seen so far (duplicate-key detection), not Agent.keys.
+    ("boards/liza_files/yaml_io.py", "parent.keys.add"),
 }
 
 ALWAYS = {"save", "delete", "create", "bulk_create", "bulk_update", "get_or_create"}

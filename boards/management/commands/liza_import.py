@@ -14,6 +14,9 @@ from boards.liza_files import (
     import_project,
     read_liza_dir,
 )
+from boards.liza_files.neighbours import SOURCES, import_foreign
+from boards.liza_files.reading import with_paths
+from boards.liza_files.yaml_io import liza_dir
 from boards.models import Event, Task
 
 
@@ -24,27 +27,57 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="a directory holding .liza/, or the .liza directory")
+        parser.add_argument(
+            "path",
+            help="a directory holding .liza/, or the .liza directory; with --from, the file",
+        )
+        parser.add_argument(
+            "--from",
+            dest="source",
+            choices=SOURCES,
+            help="import a codeagent-wrapper AGENT_STATE.json (seed 001) or a Logist "
+            "job_manifest.json (seed 004) instead; states mapped as docs/liza-files.md says",
+        )
+        parser.add_argument(
+            "--re-execute",
+            action="store_true",
+            help="with --from: a run in progress is imported UNCLAIMED instead of BLOCKED",
+        )
         parser.add_argument("--project", required=True, help="slug of the new project")
         parser.add_argument("--name", default="", help="project name (default: the slug)")
         parser.add_argument(
             "--lenient",
             action="store_true",
-            help="import even if the state breaks invariants, listing them as INVALID lines",
+            help=(
+                "import even if the state breaks invariants (listed as INVALID lines) and read "
+                "what the original Liza's scripts leave out with defaults (WARNING lines)"
+            ),
         )
 
     def handle(self, *args, **options) -> None:
         slug = options["project"]
         try:
-            state, log = read_liza_dir(options["path"])
-            result = import_project(
-                slug=slug,
-                name=options["name"],
-                state=state,
-                log=log,
-                lenient=options["lenient"],
-                now=timezone.now(),
-            )
+            if options["source"]:
+                if options["lenient"]:
+                    raise CommandError("--lenient applies to .liza/ files, not with --from")
+                result = import_foreign(
+                    source=options["source"],
+                    path=options["path"],
+                    slug=slug,
+                    name=options["name"],
+                    now=timezone.now(),
+                    re_execute=options["re_execute"],
+                )
+            else:
+                state, log = read_liza_dir(options["path"], lenient=options["lenient"])
+                result = import_project(
+                    slug=slug,
+                    name=options["name"],
+                    state=state,
+                    log=log,
+                    lenient=options["lenient"],
+                    now=timezone.now(),
+                )
         except LizaImportRefused as exc:
             for violation in exc.violations:
                 self.stderr.write(f"INVALID: {violation}")
@@ -68,6 +101,11 @@ class Command(BaseCommand):
             f"Imported {counts[0]} tasks, {counts[1]} agents, {counts[2]} events "
             f"into project {project.slug}"
         )
+        warnings = result.warnings
+        if warnings and not options["source"]:
+            warnings = with_paths(warnings, liza_dir(options["path"]))
+        for warning in warnings:
+            self.stdout.write(f"WARNING: {warning}")
         for violation in result.violations:
             self.stdout.write(f"INVALID: {violation}")
 

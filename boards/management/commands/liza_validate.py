@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.liza_files import export_state
+from boards.liza_files import project_violations
 from boards.liza_files.yaml_io import load_yaml_file
 from boards.models import Project
 from boards.protocol import parse_timestamp
@@ -34,23 +34,25 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         now = _parse_now(options["now"])
+        not_yet: list[str] = []
         if options["project"]:
-            state = self._project_state(options["project"])
+            project = Project.objects.filter(slug=options["project"]).first()
+            if project is None:
+                raise CommandError(f"no project {options['project']!r}")
+            violations, not_yet = project_violations(project, now=now)
         else:
-            state = self._file_state(Path(options["file"]))
-        violations = validate_state(state, now=now)
+            violations = validate_state(self._file_state(Path(options["file"])), now=now)
         if not violations:
             self.stdout.write("VALID")
+            # Not a violation: said beside the verdict, which stays the original's one word.
+            for why in not_yet:
+                self.stderr.write(
+                    f"NOT EXPORTABLE YET: {why} (the original Liza needs a goal and a sprint)"
+                )
             return
         for violation in violations:
             self.stdout.write(f"INVALID: {violation}")
         sys.exit(1)
-
-    def _project_state(self, slug: str) -> dict[str, Any]:
-        project = Project.objects.filter(slug=slug).first()
-        if project is None:
-            raise CommandError(f"no project {slug!r}")
-        return export_state(project)
 
     def _file_state(self, path: Path) -> Any:
         if not path.exists():

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 
 import pytest
+import yaml
 from django.core.management import CommandError, call_command
 
 from tests.ci import unavailable
@@ -72,3 +75,73 @@ def run_command(command: str, *args: str, **options) -> Run:
 @pytest.fixture
 def manage():
     return run_command
+
+
+# -- the original Liza's validator, the external judge of our exports ------------------------
+
+ORIGINAL_VALIDATOR = SHARED_FIXTURES.parent / "liza-v0.1.1" / "liza-validate.sh"
+
+
+@dataclass(frozen=True)
+class OriginalLiza:
+    """Runs the file-based Liza's own tools (README of liza-v0.1.1) on an export directory."""
+
+    shim: Path  # a `yq` that always passes -r, as the original's scripts expect
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+        env["PATH"] = f"{self.shim}{os.pathsep}{env.get('PATH', '')}"
+        env["SKIP_SPEC_FILE_CHECK"] = "true"  # the spec files are not part of the blackboard
+        return env
+
+    def validate(self, root: Path) -> subprocess.CompletedProcess[str]:
+        """liza-validate.sh on `root/.liza/state.yaml`, as the original runs it: from a git
+        checkout whose CLAIMED tasks' worktrees exist (they live on the agents' machine)."""
+        state = yaml.safe_load((root / ".liza" / "state.yaml").read_text(encoding="utf-8"))
+        for task in state.get("tasks") or []:
+            if task.get("status") == "CLAIMED" and task.get("worktree"):
+                (root / task["worktree"]).mkdir(parents=True, exist_ok=True)
+        if not (root / ".git").exists():
+            subprocess.run(["git", "init", "-q", str(root)], check=True)
+        return subprocess.run(
+            ["bash", str(ORIGINAL_VALIDATOR), str(root / ".liza" / "state.yaml")],
+            cwd=root,
+            env=self._env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    def query(self, expression: str, path: Path) -> str:
+        """A yq query exactly as the original's scripts write them (e.g. the merge query)."""
+        done = subprocess.run(
+            [str(self.shim / "yq"), expression, str(path)],
+            env=self._env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return done.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def original_liza(tmp_path_factory) -> OriginalLiza:
+    """The original validator and the tools it needs (bash, git, yq with jq).
+
+    .ci/test installs them; in CI (CI=true) a missing one fails the test instead of skipping it,
+    so the external judge can never silently stop judging.
+    """
+    missing = [tool for tool in ("bash", "git", "yq", "jq") if shutil.which(tool) is None]
+    if not ORIGINAL_VALIDATOR.is_file():
+        missing.append(str(ORIGINAL_VALIDATOR))
+    if missing:
+        message = f"the original Liza validator cannot run: missing {', '.join(missing)}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (.ci/test installs them)")
+        pytest.skip(message)
+    shim = tmp_path_factory.mktemp("yq-shim")
+    (shim / "yq").write_text(f'#!/bin/bash\nexec {shutil.which("yq")} -r "$@"\n', encoding="utf-8")
+    (shim / "yq").chmod(0o755)
+    return OriginalLiza(shim=shim)

@@ -15,18 +15,22 @@ from boards.liza_files import (
 from boards.models import Discovery, Task
 from boards.services import records, tasks
 from boards.services.goals import goal_create
+from boards.services.sprints import sprint_create
 from boards.validation import validate_state
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_oversight_fields_round_trip_byte_for_byte(world):
-    goal_create(
+    goal = goal_create(
         project=world.project, actor=world.planner, description="Ship retries", now=world.tick()
     )
     world.unclaimed("t-plain")
     world.unclaimed("t-gated", criticality="security-sensitive")
     world.unclaimed("t-held")
+    sprint_create(
+        project=world.project, actor=world.planner, goal=goal, now=world.tick(), planned=["t-plain"]
+    )
     tasks.task_suspend(
         task=world.task("t-held"), actor=world.admin, reason="Legal review", now=world.tick()
     )

@@ -20,7 +20,7 @@ def test_the_seed_example_is_invalid_line_by_line(manage, example_dir):
     assert run.code == 1
     assert len(run.out_lines) == 2
     assert run.out_lines[0] == (
-        "INVALID: task-7: CLAIMED task must have valid lease_expires (lease_expires is missing)"
+        "INVALID: task-7: CLAIMED task must have lease_expires (lease_expires is missing)"
     )
     assert run.out_lines[1].startswith("INVALID: agent coder-1: No two agents assigned")
 
