@@ -51,6 +51,10 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         key = agent_key_lookup(plain=plain)
         if key is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
+        if not key.agent.enabled:
+            # Refused on every request, reads included (README): the key is genuine, so 403,
+            # not 401; the agent's admin enables it again.
+            raise exceptions.PermissionDenied(f"agent {key.agent.agent_id} is disabled")
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
             AgentKey.objects.filter(pk=key.pk).update(last_used_at=now)
