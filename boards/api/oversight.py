@@ -20,9 +20,9 @@ from agents.services import agent_set_enabled
 from boards import selectors
 from boards.api import serializers as s
 from boards.api.views import READ_ERRORS, TASK_OUT, ProjectView, errors
-from boards.models import Discovery, Goal, Sprint
+from boards.models import Discovery, Goal, Membership, Sprint
 from boards.services import goals, oversight, records, sprints
-from boards.services.common import config_of, require_role
+from boards.services.common import config_of, human_role, require_role
 
 WRITE_ERRORS = errors(400, 401, 403, 404, 409)
 
@@ -267,7 +267,14 @@ class ConfigView(ProjectView):
         operation_id="config_retrieve", responses={200: s.ConfigSerializer, **READ_ERRORS}
     )
     def get(self, request: Request, slug: str) -> Response:
-        return Response(s.ConfigSerializer(config_of(self.project)).data)
+        return Response(self.config_data(config_of(self.project)))
+
+    def config_data(self, config) -> dict:
+        # The escalation webhook is for the project's admins only (docs/security.md).
+        show = not isinstance(self.actor, Agent) and (
+            human_role(self.actor, self.project) == Membership.Role.ADMIN
+        )
+        return s.ConfigSerializer(config, context={"show_webhook": show}).data
 
     @extend_schema(
         operation_id="config_update",
@@ -280,7 +287,7 @@ class ConfigView(ProjectView):
         config = oversight.config_update(
             project=self.project, actor=self.actor, now=self.now, **data
         )
-        return Response(s.ConfigSerializer(config).data)
+        return Response(self.config_data(config))
 
 
 # -- records and agents --------------------------------------------------------------------------

@@ -563,7 +563,12 @@ class TriageInput(InputSerializer):
 
 
 class ConfigSerializer(serializers.ModelSerializer):
-    escalation_webhook = serializers.SerializerMethodField()
+    """The project's config. `escalation_webhook` only with `show_webhook=True` in the context
+    (project admins): webhook URLs often carry a token, and agents never need it."""
+
+    escalation_webhook = serializers.SerializerMethodField(
+        help_text="present for project admins only (never for agents)"
+    )
 
     class Meta:
         model = ProjectConfig
@@ -584,6 +589,12 @@ class ConfigSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_escalation_webhook(self, config) -> str | None:
         return config.escalation_webhook or None
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if not self.context.get("show_webhook", False):
+            data.pop("escalation_webhook", None)
+        return data
 
 
 class ConfigInput(InputSerializer):
