@@ -31,6 +31,7 @@ from boards.api.parsers import JSONParser
 from boards.models import Event, Goal, Project, Review, Task
 from boards.services import goals, records, reviews, sprints, tasks
 from boards.services.common import human_role
+from liza_site.throttling import count_address_first
 
 ERRORS = {
     400: OpenApiResponse(s.ErrorSerializer, description="validation_error naming the field"),
@@ -51,10 +52,22 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 class ProjectSchema(AutoSchema):
-    """Every operation that takes a body also answers 415 to a body that is not JSON."""
+    """Every operation may answer 429 (rate limits); one that takes a body also answers 415 to
+    a body that is not JSON."""
 
     def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         operation = super().get_operation(*args, **kwargs)
+        if operation:
+            operation["responses"].setdefault(
+                "429",
+                {
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                    },
+                    "description": "throttled: over the rate limit of the key or the address; "
+                    "Retry-After says when to try again",
+                },
+            )
         if operation and "requestBody" in operation:
             operation["responses"].setdefault(
                 "415",
@@ -77,6 +90,11 @@ class ProjectView(APIView):
     parser_classes = [JSONParser]
     schema = ProjectSchema()
     project: Project
+
+    def perform_authentication(self, request: Request) -> None:
+        # Requests with a wrong or missing key count against their address's rate limit too.
+        count_address_first(self, request)
+        super().perform_authentication(request)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
