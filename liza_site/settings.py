@@ -202,8 +202,8 @@ STORAGES = {
 # `collectstatic` (tests, a developer's shell) still has its CSS and JS.
 WHITENOISE_USE_FINDERS = True
 
-# Messages live in the session, not a cookie: an agent key shown once after an admin action must
-# not travel back to the browser in a cookie.
+# Messages live in the session, not a cookie, which a client could read or replay. (A new API
+# key is never a message: it is shown on the issuing action's own no-store response.)
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
