@@ -51,7 +51,7 @@ def test_issue_key_shows_the_plain_key_once_and_it_authenticates(admin_client, b
     # ... and nowhere else: not a message, not in the session, not on any later page.
     assert not any(shown[0] in message for message in page_messages(response))
     session = admin_client.session
-    assert all(shown[0] not in str(session[name]) for name in session)
+    assert all(shown[0] not in str(value) for value in session.values())
     for url in (changelist_url(AgentKey), changelist_url(Agent), "/"):
         assert shown[0] not in admin_client.get(url).content.decode()
     assert not AgentKey.objects.filter(key_hash__contains=shown[0]).exists()
