@@ -36,7 +36,9 @@ from liza_site.throttling import count_address_first
 ERRORS = {
     400: OpenApiResponse(s.ErrorSerializer, description="validation_error naming the field"),
     401: OpenApiResponse(s.ErrorSerializer, description="missing, unknown or revoked key"),
-    403: OpenApiResponse(s.ErrorSerializer, description="the role may not do this"),
+    403: OpenApiResponse(
+        s.ErrorSerializer, description="the role may not do this, or the agent is disabled"
+    ),
     404: OpenApiResponse(s.ErrorSerializer, description="no such project or object (or foreign)"),
     409: OpenApiResponse(
         s.ErrorSerializer,
@@ -44,7 +46,8 @@ ERRORS = {
         "collision",
     ),
 }
-READ_ERRORS = {k: v for k, v in ERRORS.items() if k in (401, 404)}
+# A read is open to every principal of the project, but a disabled agent's key gets 403.
+READ_ERRORS = {k: v for k, v in ERRORS.items() if k in (401, 403, 404)}
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
