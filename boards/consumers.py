@@ -82,8 +82,14 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
         user = self.scope.get("user")
+        if getattr(user, "is_authenticated", False):
+            # The user's group before the check: a revocation committed after the check can
+            # then not slip between the check and the join.
+            self.own_group = user_group(user.pk)
+            await self.channel_layer.group_add(self.own_group, self.channel_name)
         project_id = await _project_for_member(user, slug)
         if project_id is None:
+            await self._leave_groups()
             # Refused before the handshake completes: the browser sees the socket fail, exactly
             # as for a project that does not exist.
             await self.close(code=CLOSE_NOT_FOUND)
@@ -92,9 +98,6 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
         self.user_id = user.pk
         session = self.scope.get("session")
         self.session_key = getattr(session, "session_key", None)
-        # The user's group first: a revocation published from now on reaches this socket.
-        self.own_group = user_group(user.pk)
-        await self.channel_layer.group_add(self.own_group, self.channel_name)
         self.group = board_group(project_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -115,7 +118,7 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
 
         Messages reach a consumer one at a time, so no board event is sent while this runs.
         """
-        if self.access_ended:
+        if self.access_ended or self.group is None:  # closed, or refused at connect
             return
         ended = message.get("ended_session")
         if ended is None or ended != self.session_key:
