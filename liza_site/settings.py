@@ -230,17 +230,21 @@ REST_FRAMEWORK = {
         "principal": env.str("LIZA_API_RATE_PER_KEY", default="12000/min"),
         "address": env.str("LIZA_API_RATE_PER_IP", default="120000/min"),
     },
-    "NUM_PROXIES": NUM_PROXIES,
 }
 
 # The OpenAPI schema and Swagger UI: public by default (an open-source product's API is no
 # secret); LIZA_PUBLIC_API_SCHEMA=false serves them to signed-in people and agents only.
 PUBLIC_API_SCHEMA = env.bool("LIZA_PUBLIC_API_SCHEMA", default=True)
+SCHEMA_AUTHENTICATION = [
+    "agents.authentication.AgentKeyAuthentication",
+    "rest_framework.authentication.SessionAuthentication",
+]
 
 # -- Content-Security-Policy (django-csp) -----------------------------------------------------
-# Everything the board, the drawer, the charts and the admin load comes from this origin: no
-# inline script or style, no other host. `'self'` in connect-src covers the board's websocket
-# (ws:/wss: to the same host, CSP Level 3). tests/e2e/test_csp.py counts violations in Chromium.
+# Everything the board, the drawer, the oversight pages, the admin and the API docs load comes
+# from this origin: no inline script or style, no other host. `'self'` in connect-src covers the
+# board's websocket (ws:/wss: to the same host, CSP Level 3). tests/e2e/test_csp.py counts
+# violations in Chromium.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -267,10 +271,9 @@ SPECTACULAR_SETTINGS = {
         if PUBLIC_API_SCHEMA
         else "rest_framework.permissions.IsAuthenticated"
     ],
-    "SERVE_AUTHENTICATION": [
-        "agents.authentication.AgentKeyAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
-    ],
+    # Private: a session or an agent key. Public: no key is even looked at (a bad one is no
+    # reason to refuse a public document).
+    "SERVE_AUTHENTICATION": None if PUBLIC_API_SCHEMA else SCHEMA_AUTHENTICATION,
     # Swagger UI assets come from the sidecar package: the docs work with no network.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
