@@ -3,17 +3,22 @@
 Agents register themselves through the identity protocol (`agent_register`): the admin never
 adds one, and their status, leases and task are read-only. What an admin manages here is
 whether an agent may act (`enabled`), whether it counts as a security reviewer (seed 001), and
-its keys: issued through `agent_key_issue` (the plain key is shown once, then only its hash
-exists) and revoked through `agent_key_revoke`. A key's hash is never shown nor editable.
+its keys: issued through `agent_key_issue` (the plain key is shown once, on the action's own
+no-store response, then only its hash exists) and revoked through `agent_key_revoke`. A key's
+hash is never shown nor editable. The sign-in audit of humans (django-axes) is registered here
+too, read-only.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from axes import admin as axes_admin
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from agents.models import Agent, AgentKey
@@ -92,20 +97,30 @@ class AgentAdmin(ServiceManagedAdmin):
         return request.user.has_perm("agents.change_agentkey")
 
     @admin.action(description="Issue a new API key (shown once)", permissions=["issue_key"])
-    def issue_key(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+    def issue_key(self, request: HttpRequest, queryset: QuerySet[Agent]) -> TemplateResponse:
+        issued = []
         for agent in queryset:
-            _, plain = agent_key_issue(
+            key, plain = agent_key_issue(
                 agent=agent,
                 actor=request.user,
                 now=timezone.now(),
                 label=f"issued in the admin by {request.user.get_username()}",
             )
-            # The only time the plain key exists: it is not stored, only its hash is.
-            self.message_user(
-                request,
-                f"New API key for {agent}: {plain} — copy it now, it will not be shown again.",
-                messages.SUCCESS,
-            )
+            issued.append((agent, key, plain))
+        # The only time the plain keys exist: shown on this response alone — never put in the
+        # messages or the session, whose next page (a board, cached or not) would show them.
+        response = TemplateResponse(
+            request,
+            "admin/liza/keys_issued.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "title": "New API keys",
+                "issued": issued,
+            },
+        )
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.action(description="Revoke every active key", permissions=["revoke_key"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
@@ -159,3 +174,35 @@ class AgentKeyAdmin(ServiceManagedAdmin):
         agent_key_label(key=obj, actor=request.user, label=changes["label"], now=timezone.now())
 
     actions = ("revoke",)
+
+
+# -- sign-ins of humans (django-axes) ----------------------------------------------------------
+# Logins belong to no project, so they are not Events: axes' own tables are their audit — every
+# sign-in and sign-out (AccessLog), every failure and whether it was locked out
+# (AccessFailureLog), and the failure counters (AccessAttempt). The two logs are read-only; a
+# counter can be deleted, which is how a staff member unlocks an account or an address early.
+
+
+class _ViewOnly:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AccessAttempt)
+class AccessAttemptAdmin(_ViewOnly, axes_admin.AccessAttemptAdmin):
+    pass
+
+
+@admin.register(AccessLog)
+class AccessLogAdmin(_ViewOnly, axes_admin.AccessLogAdmin):
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AccessFailureLog)
+class AccessFailureLogAdmin(_ViewOnly, axes_admin.AccessFailureLogAdmin):
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

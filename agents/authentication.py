@@ -46,6 +46,10 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         key = agent_key_lookup(plain=plain)
         if key is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
+        if not key.agent.enabled:
+            # Refused on every request, reads included (README): the key is genuine, so 403,
+            # not 401; the agent's admin enables it again.
+            raise exceptions.PermissionDenied(f"agent {key.agent.agent_id} is disabled")
         agent_key_used(key=key, now=timezone.now())
         return AgentPrincipal(key.agent), key
 

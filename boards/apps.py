@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class BoardsConfig(AppConfig):
     name = "boards"
     verbose_name = "Liza boards"
+
+    def ready(self) -> None:
+        from boards.live import access
+
+        access.connect()

@@ -1,8 +1,9 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
-Websockets are authenticated by the Django session (AuthMiddlewareStack) and must come from
-an allowed host (AllowedHostsOriginValidator), so another site cannot open a board socket with
-a visitor's cookies.
+Websockets are authenticated by the Django session (AuthMiddlewareStack) and must come from a
+page of this site or of an origin on the allow-list, scheme, host and port alike
+(liza_site/websocket_origin.py), so another site cannot open a board socket with a visitor's
+cookies.
 """
 
 import os
@@ -15,15 +16,13 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from boards.live.routing import websocket_urlpatterns  # noqa: E402
+from liza_site.websocket_origin import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -5,9 +5,12 @@ embedded default: SQLite in IMMEDIATE transaction mode plus the in-memory channe
 process. `DATABASE_URL` switches to PostgreSQL, `REDIS_URL` to the channels-redis layer.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+
+from liza_site.secret_key import secret_key_from_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -18,10 +21,37 @@ if env_file.exists():
     environ.Env.read_env(env_file)
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
-# The embedded default is for one machine; a deployment sets its own key.
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="liza-board-insecure-embedded-default-key")
+# Never a key that is public: without DJANGO_SECRET_KEY, one is generated into var/ (0600) on
+# the first run and reused after (docs/security.md).
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or secret_key_from_file(
+    Path(env.str("LIZA_SECRET_KEY_FILE", default=str(VAR_DIR / "secret_key")))
+)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+# Origins (scheme://host[:port]) whose pages may open a board websocket besides the server's
+# own origin; scheme, host and port must all match (liza_site/websocket_origin.py).
+WEBSOCKET_ALLOWED_ORIGINS = env.list(
+    "LIZA_WEBSOCKET_ALLOWED_ORIGINS", default=list(CSRF_TRUSTED_ORIGINS)
+)
+
+# -- HTTPS and proxies (docs/security.md "Production environment") ---------------------------
+# LIZA_HTTPS=true is the one switch for a site served over HTTPS: redirect, secure cookies and
+# a year of HSTS. Each setting below can still be set on its own.
+HTTPS = env.bool("LIZA_HTTPS", default=False)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=HTTPS)
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=HTTPS)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=HTTPS)
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=HTTPS)
+# Preloading is a promise to browsers' built-in lists that is slow to take back: opt in.
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+# Behind a TLS-terminating proxy: the header it sets, e.g. "HTTP_X_FORWARDED_PROTO" (the value
+# "https" is implied). Only set it when the proxy strips that header from clients' requests.
+_proxy_ssl_header = env.str("DJANGO_SECURE_PROXY_SSL_HEADER", default="")
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
+# How many proxies append to X-Forwarded-For in front of the server: 0 trusts only the socket's
+# address, so a client cannot pick the IP that lockouts and rate limits count (security.py).
+NUM_PROXIES = env.int("LIZA_NUM_PROXIES", default=0)
 
 INSTALLED_APPS = [
     "daphne",
@@ -37,6 +67,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "axes",
+    "csp",
     "boards",
     "agents",
 ]
@@ -50,6 +82,15 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes requires: it turns a lockout flagged during the view into the 429.
+    "axes.middleware.AxesMiddleware",
+]
+
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username or address before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "liza_site.urls"
@@ -107,10 +148,46 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The cache holds the API's rate-limit counters: in Redis when there is one, so every ASGI
+# process counts the same requests; in process memory on the embedded default (one process).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "liza",
+            # A rate limit must not hang a request when Redis is slow: it fails open instead
+            # (liza_site/throttling.py).
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# -- brute force on /login/ and /admin/login/ (django-axes) -----------------------------------
+# A username that failed LIZA_LOGIN_FAILURE_LIMIT times (from any address), or an address that
+# failed that often (whatever the usernames), is refused with a 429 for the cool-off, even with
+# the right password. Attempts, lockouts and every sign-in/out are recorded in axes' tables,
+# shown read-only in the admin (agents/admin.py); deleting an attempt there unlocks.
+AXES_FAILURE_LIMIT = env.int("LIZA_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LIZA_LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Not reset by a success: axes would then forget the failures of the success's username *and*
+# of its address, so an attacker signing in to an account of their own between guesses would
+# never be locked. Failures older than the cool-off no longer count.
+AXES_RESET_ON_SUCCESS = False
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_CLIENT_IP_CALLABLE = "liza_site.security.client_ip"
+AXES_LOCKOUT_CALLABLE = "liza_site.security.lockout_response"
+# Our read-only registrations replace axes' own (agents/admin.py).
+AXES_ENABLE_ADMIN = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -129,8 +206,8 @@ STORAGES = {
 # `collectstatic` (tests, a developer's shell) still has its CSS and JS.
 WHITENOISE_USE_FINDERS = True
 
-# Messages live in the session, not a cookie: an agent key shown once after an admin action must
-# not travel back to the browser in a cookie.
+# Messages live in the session, not a cookie, which a client could read or replay. (A new API
+# key is never a message: it is shown on the issuing action's own no-store response.)
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -146,6 +223,45 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "EXCEPTION_HANDLER": "liza_site.exceptions.api_exception_handler",
+    # 429 + Retry-After in the error envelope; per agent key (or signed-in user) and per client
+    # address. High defaults (docs/security.md): an agent's loop makes about one call a second,
+    # but the schema fuzzing and the claim benchmark send hundreds a second with one key.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "liza_site.throttling.PrincipalRateThrottle",
+        "liza_site.throttling.ClientAddressRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "principal": env.str("LIZA_API_RATE_PER_KEY", default="12000/min"),
+        "address": env.str("LIZA_API_RATE_PER_IP", default="120000/min"),
+    },
+}
+
+# The OpenAPI schema and Swagger UI: public by default (an open-source product's API is no
+# secret); LIZA_PUBLIC_API_SCHEMA=false serves them to signed-in people and agents only.
+PUBLIC_API_SCHEMA = env.bool("LIZA_PUBLIC_API_SCHEMA", default=True)
+SCHEMA_AUTHENTICATION = [
+    "agents.authentication.AgentKeyAuthentication",
+    "rest_framework.authentication.SessionAuthentication",
+]
+
+# -- Content-Security-Policy (django-csp) -----------------------------------------------------
+# Everything the board, the drawer, the oversight pages, the admin and the API docs load comes
+# from this origin: no inline script or style, no other host. `'self'` in connect-src covers the
+# board's websocket (ws:/wss: to the same host, CSP Level 3). tests/e2e/test_csp.py counts
+# violations in Chromium.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
 }
 
 SPECTACULAR_SETTINGS = {
@@ -153,6 +269,15 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "The Liza multi-agent coding protocol as a service.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # PUBLIC_API_SCHEMA (above) decides who may read the schema and the docs.
+    "SERVE_PERMISSIONS": [
+        "rest_framework.permissions.AllowAny"
+        if PUBLIC_API_SCHEMA
+        else "rest_framework.permissions.IsAuthenticated"
+    ],
+    # Private: a session or an agent key. Public: no key is even looked at (a bad one is no
+    # reason to refuse a public document).
+    "SERVE_AUTHENTICATION": None if PUBLIC_API_SCHEMA else SCHEMA_AUTHENTICATION,
     # Swagger UI assets come from the sidecar package: the docs work with no network.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -35,11 +35,14 @@ from boards.operations import AGENT, DISCOVERY, GOAL, KEY, PROJECT, SPRINT, TASK
 from boards.selectors.access import human_role, in_project
 from boards.selectors.sprints import goal_current, sprint_current
 from boards.selectors.tasks import TASK_PREFETCH, task_get, task_list
+from liza_site.throttling import count_address_first
 
 ERRORS = {
     400: OpenApiResponse(s.ErrorSerializer, description="validation_error naming the field"),
     401: OpenApiResponse(s.ErrorSerializer, description="missing, unknown or revoked key"),
-    403: OpenApiResponse(s.ErrorSerializer, description="the role may not do this"),
+    403: OpenApiResponse(
+        s.ErrorSerializer, description="the role may not do this, or the agent is disabled"
+    ),
     404: OpenApiResponse(s.ErrorSerializer, description="no such project or object (or foreign)"),
     409: OpenApiResponse(
         s.ErrorSerializer,
@@ -47,7 +50,8 @@ ERRORS = {
         "(exit 42), collision",
     ),
 }
-READ_ERRORS = {k: v for k, v in ERRORS.items() if k in (401, 404)}
+# A read is open to every principal of the project, but a disabled agent's key gets 403.
+READ_ERRORS = {k: v for k, v in ERRORS.items() if k in (401, 403, 404)}
 WRITE_ERRORS = {k: v for k, v in ERRORS.items() if k in (400, 401, 403, 404, 409)}
 
 
@@ -56,10 +60,22 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 class ProjectSchema(AutoSchema):
-    """Every operation that takes a body also answers 415 to a body that is not JSON."""
+    """Every operation may answer 429 (rate limits); one that takes a body also answers 415 to
+    a body that is not JSON."""
 
     def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         operation = super().get_operation(*args, **kwargs)
+        if operation:
+            operation["responses"].setdefault(
+                "429",
+                {
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                    },
+                    "description": "throttled: over the rate limit of the key or the address; "
+                    "Retry-After says when to try again",
+                },
+            )
         if operation and "requestBody" in operation:
             operation["responses"].setdefault(
                 "415",
@@ -82,6 +98,11 @@ class ProjectView(APIView):
     parser_classes = [JSONParser]
     schema = ProjectSchema()
     project: Project
+
+    def perform_authentication(self, request: Request) -> None:
+        # Requests with a wrong or missing key count against their address's rate limit too.
+        count_address_first(self, request)
+        super().perform_authentication(request)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -115,6 +136,11 @@ class ProjectView(APIView):
         if not isinstance(user, AgentPrincipal):
             raise Forbidden("this operation is for agents (use an agent key)")
         return user.agent
+
+    def shows_webhook(self) -> bool:
+        """The escalation webhook is for the project's admins only (docs/security.md)."""
+        actor = self.actor
+        return not isinstance(actor, Agent) and human_role(actor, self.project) == "admin"
 
     def task(self, key: str) -> Task:
         return task_get(project=self.project, key=key)
@@ -215,7 +241,10 @@ PRESENTERS: dict[str, tuple[Presenter, Any]] = {
     "goal": (lambda v, g: s.GoalSerializer(g).data, s.GoalSerializer),
     "sprint": (lambda v, r: s.SprintSerializer(r).data, s.SprintSerializer),
     "project": (lambda v, r: s.ProjectStateSerializer(r).data, s.ProjectStateSerializer),
-    "config": (lambda v, r: s.ConfigSerializer(r).data, s.ConfigSerializer),
+    "config": (
+        lambda v, r: s.ConfigSerializer(r, context={"show_webhook": v.shows_webhook()}).data,
+        s.ConfigSerializer,
+    ),
     "discovery": (lambda v, r: s.DiscoverySerializer(r).data, s.DiscoverySerializer),
     "anomaly": (lambda v, r: s.AnomalySerializer(r).data, s.AnomalySerializer),
     "note": (lambda v, r: s.HumanNoteSerializer(r).data, s.HumanNoteSerializer),

@@ -311,7 +311,16 @@ class ClaimResultSerializer(serializers.Serializer):
 
 
 class ConfigSerializer(serializers.ModelSerializer):
-    escalation_webhook = serializers.SerializerMethodField()
+    """The project's config. `escalation_webhook` only with `show_webhook=True` in the context
+    (project admins): webhook URLs often carry a token, and agents never need it."""
+
+    # An output field, but not read-only: drf-spectacular lists every read-only field as
+    # required, and this one is absent for everyone but admins.
+    escalation_webhook = serializers.URLField(
+        required=False,
+        allow_null=True,
+        help_text="project admins only (absent for everyone else); null when none is set",
+    )
 
     class Meta:
         model = ProjectConfig
@@ -327,11 +336,15 @@ class ConfigSerializer(serializers.ModelSerializer):
             "lease_grace",
             "archive_after_days",
         ]
-        read_only_fields = fields
+        read_only_fields = [name for name in fields if name != "escalation_webhook"]
 
-    @extend_schema_field(serializers.URLField(allow_null=True))
-    def get_escalation_webhook(self, config) -> str | None:
-        return config.escalation_webhook or None
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if self.context.get("show_webhook", False):
+            data["escalation_webhook"] = instance.escalation_webhook or None
+        else:
+            data.pop("escalation_webhook", None)
+        return data
 
 
 class ProjectStateSerializer(serializers.Serializer):

@@ -210,7 +210,10 @@ class ConfigView(
         operation_id="config_retrieve", responses={200: s.ConfigSerializer, **READ_ERRORS}
     )
     def get(self, request: Request, slug: str) -> Response:
-        return Response(s.ConfigSerializer(config_of(self.project)).data)
+        config = config_of(self.project)
+        return Response(
+            s.ConfigSerializer(config, context={"show_webhook": self.shows_webhook()}).data
+        )
 
 
 # ----------------------------------------------------------------------------------------------

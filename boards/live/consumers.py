@@ -1,7 +1,7 @@
 """The board websocket (SPEC §7): one per open board, joined only after a membership check.
 
 A client never names a group: the server derives it from the project it checked the session's
-user against. Messages from `boards.events` carry ids; each websocket process renders a message
+user against. Messages from `boards.live.outbox` carry ids; each websocket process renders a message
 once (cards, agent rows, header) and hands the same payload to every board it serves.
 """
 
@@ -15,10 +15,14 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from boards.live.outbox import board_group, current_sequence
+from boards.live.access import board_access_holds
+from boards.live.outbox import board_group, current_sequence, user_group
 
 # Close codes in the 4000 range are the application's own (RFC 6455 §7.4.2).
 CLOSE_NOT_FOUND = 4404
+# Access ended while the socket was open (boards.live.access): signed out, membership removed, user
+# deactivated. The board does not reconnect on its own; a reload shows the login or a 404.
+CLOSE_ACCESS_ENDED = 4403
 
 _RENDERED_CACHE_SIZE = 512
 _rendered: OrderedDict[tuple[int, int], asyncio.Future] = OrderedDict()
@@ -71,16 +75,29 @@ def _project_for_member(user, slug: str) -> int | None:
 
 class BoardConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
+    # The user's own group: `access.changed` reaches every socket of the user, in any process.
+    own_group: str | None = None
+    access_ended = False
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
-        project_id = await _project_for_member(self.scope.get("user"), slug)
+        user = self.scope.get("user")
+        if getattr(user, "is_authenticated", False):
+            # The user's group before the check: a revocation committed after the check can
+            # then not slip between the check and the join.
+            self.own_group = user_group(user.pk)
+            await self.channel_layer.group_add(self.own_group, self.channel_name)
+        project_id = await _project_for_member(user, slug)
         if project_id is None:
+            await self._leave_groups()
             # Refused before the handshake completes: the browser sees the socket fail, exactly
             # as for a project that does not exist.
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.project_id = project_id
+        self.user_id = user.pk
+        session = self.scope.get("session")
+        self.session_key = getattr(session, "session_key", None)
         self.group = board_group(project_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -88,8 +105,31 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "hello", "seq": seq})
 
     async def disconnect(self, code: int) -> None:
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self._leave_groups()
+
+    async def _leave_groups(self) -> None:
+        for group in (self.group, self.own_group):
+            if group is not None:
+                await self.channel_layer.group_discard(group, self.channel_name)
+        self.group = self.own_group = None
+
+    async def access_changed(self, message: dict[str, Any]) -> None:
+        """Something that may end this user's access changed: check again, close if it did.
+
+        Messages reach a consumer one at a time, so no board event is sent while this runs.
+        """
+        if self.access_ended or self.group is None:  # closed, or refused at connect
+            return
+        ended = message.get("ended_session")
+        if ended is None or ended != self.session_key:
+            holds = await database_sync_to_async(board_access_holds)(
+                session_key=self.session_key, user_id=self.user_id, project_id=self.project_id
+            )
+            if holds:
+                return
+        self.access_ended = True
+        await self._leave_groups()
+        await self.close(code=CLOSE_ACCESS_ENDED)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         # Boards only listen; a ping keeps proxies from closing an idle socket.
@@ -107,6 +147,8 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
             await super().dispatch(message)
 
     async def board_event(self, message: dict[str, Any]) -> None:
+        if self.access_ended:  # already queued when the access ended: never sent
+            return
         # The JSON text too is made once per message, not once per board.
         _, text = await _rendering(message)
         await self.send(text_data=text)

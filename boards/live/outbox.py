@@ -43,6 +43,11 @@ def board_group(project_id: int) -> str:
     return f"board-{project_id}"
 
 
+def user_group(user_id: int) -> str:
+    """The Channels group of every board socket a user has open, in every process."""
+    return f"board-user-{user_id}"
+
+
 # -- sequence numbers -------------------------------------------------------------------------
 
 _local_counters: dict[int, itertools.count] = defaultdict(lambda: itertools.count(1))
@@ -164,22 +169,45 @@ class _PublisherLoop:
 _publisher = _PublisherLoop()
 
 
+def _group_send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        pass
+    elif settings.REDIS_URL:
+        _publisher.run(layer.group_send(group, message))
+    else:
+        # The in-memory layer lives in the server's own loop; async_to_sync reaches it from a
+        # view's thread (and needs no connection).
+        async_to_sync(layer.group_send)(group, message)
+
+
 def send(message: dict[str, Any]) -> bool:
     try:
         message["seq"] = next_sequence(message["project_id"])
-        layer = get_channel_layer()
-        group = board_group(message["project_id"])
-        if layer is None:
-            pass
-        elif settings.REDIS_URL:
-            _publisher.run(layer.group_send(group, message))
-        else:
-            # The in-memory layer lives in the server's own loop; async_to_sync reaches it
-            # from a view's thread (and needs no connection).
-            async_to_sync(layer.group_send)(group, message)
+        _group_send(board_group(message["project_id"]), message)
         return True
     except Exception:  # see the module docstring
         logger.warning(
             "board event for project %s not published", message["project_id"], exc_info=True
         )
         return False
+
+
+# -- access ------------------------------------------------------------------------------------
+
+
+def access_changed(user_id: int, *, ended_session: str | None = None) -> None:
+    """Once the current transaction commits, make every open board socket of `user_id` check
+    its access again (`boards.live.access` says when; the consumer closes the ones that lost it).
+
+    `ended_session`: a session that has just signed out, whose sockets close without a check.
+    """
+
+    def publish() -> None:
+        message = {"type": "access.changed", "ended_session": ended_session}
+        try:
+            _group_send(user_group(user_id), message)
+        except Exception:  # the socket keeps its access until its next check; never fail a write
+            logger.warning("access change of user %s not published", user_id, exc_info=True)
+
+    transaction.on_commit(publish)

@@ -121,7 +121,9 @@ OPERATIONS: dict[str, Operation] = {
             tasks.task_rescope,
             TASK,
             i.RescopeInput,
-            done=lambda created: f"Rescoped into {', '.join(t.key for t in created)}.",
+            done=lambda created: (
+                f"{created[0].supersedes} rescoped into {', '.join(t.key for t in created)}."
+            ),
         ),
         Operation(
             "task_abandon",

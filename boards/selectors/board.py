@@ -302,7 +302,7 @@ class Column:
     cards: list[Card]
     terminal: bool
     expanded: bool
-    cards_html: str = ""  # the cards' markup, filled in by the view (boards.views.card_html)
+    cards_html: str = ""  # the cards' markup, filled in by the view (boards.live.render.card_html)
 
     @property
     def hidden(self) -> int:

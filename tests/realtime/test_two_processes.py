@@ -25,7 +25,7 @@ from websockets.asyncio.client import connect
 from agents.services import agent_key_issue
 from boards.live import outbox as events
 from boards.services.kernel import SYSTEM
-from tests.boards.live.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
+from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
 from tests.live_server import LiveServer, live_servers, suite_database_url
 

@@ -39,14 +39,21 @@ def test_issue_key_shows_the_plain_key_once_and_it_authenticates(admin_client, b
 
     response = run_action(admin_client, Agent, "issue_key", [agent], index="0")
 
-    shown = KEY_RE.findall(" ".join(page_messages(response)))
+    # Shown on the action's own response, which no cache may keep ...
+    assert response.status_code == 200
+    assert response.redirect_chain == []
+    assert "no-store" in response["Cache-Control"].split(", ")
+    shown = KEY_RE.findall(response.content.decode())
     assert len(shown) == 1
     key = agent_key_lookup(plain=shown[0])
     assert key is not None and key.agent == agent
     assert shown[0] not in key.key_hash
-    # Once: the next page does not show it, and it is stored nowhere in plain.
-    again = admin_client.get(changelist_url(AgentKey))
-    assert shown[0] not in again.content.decode()
+    # ... and nowhere else: not a message, not in the session, not on any later page.
+    assert not any(shown[0] in message for message in page_messages(response))
+    session = admin_client.session
+    assert all(shown[0] not in str(value) for value in session.values())
+    for url in (changelist_url(AgentKey), changelist_url(Agent), "/"):
+        assert shown[0] not in admin_client.get(url).content.decode()
     assert not AgentKey.objects.filter(key_hash__contains=shown[0]).exists()
 
 

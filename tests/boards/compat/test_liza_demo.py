@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import authenticate
+from django.test import RequestFactory
 from django.utils import timezone
 
 from agents.models import Agent
@@ -95,7 +96,9 @@ def test_liza_demo_builds_a_live_project_and_is_idempotent(manage):
         assert (found.agent.agent_id, found.agent.project) == ("coder-4", project)
     assert Agent.objects.get(project=project, agent_id="coder-4").role == "coder"
 
-    admin = authenticate(username="admin", password="liza-admin")
+    # As the login form does: with the request (django-axes checks lockouts on it).
+    sign_in = RequestFactory().post("/login/")
+    admin = authenticate(sign_in, username="admin", password="liza-admin")
     assert admin is not None and admin.is_staff and admin.is_superuser
     assert Membership.objects.get(project=project, user=admin).role == "admin"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.boards.live.consumers.helpers import in_memory_layer_settings, redis_layer_settings
+from tests.boards.consumers.helpers import in_memory_layer_settings, redis_layer_settings
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from agents.services import agent_key_issue
 from boards.live import outbox as events
 from boards.live.consumers import CLOSE_NOT_FOUND
 from boards.services.kernel import SYSTEM
-from tests.boards.live.consumers.helpers import (
+from tests.boards.consumers.helpers import (
     board_socket,
     changes_of,
     next_changes,
@@ -50,17 +50,24 @@ def _socket_for(kind: str, world, other_project):
         return board_socket(slug, headers=[(b"authorization", f"Bearer {plain}".encode())])
     if kind == "admin, missing project":
         return board_socket("no-such-project", user=member(world.project, "admin"))
-    if kind in ("admin, no origin", "admin, foreign origin"):
+    if kind in FOREIGN_ORIGINS:
         socket = board_socket(slug, user=member(world.project, "admin"))
-        # Another site opening the socket with the visitor's cookie (or a bare client).
+        # Another site opening the socket with the visitor's cookie (or a bare client): another
+        # host, or this host on another port or scheme (a different origin all the same).
         headers = [h for h in socket.scope["headers"] if h[0] != b"origin"]
-        if kind == "admin, foreign origin":
-            headers.append((b"origin", b"http://evil.example"))
+        if FOREIGN_ORIGINS[kind] is not None:
+            headers.append((b"origin", FOREIGN_ORIGINS[kind]))
         socket.scope["headers"] = headers
         return socket
     raise ValueError(kind)
 
 
+FOREIGN_ORIGINS = {
+    "admin, no origin": None,
+    "admin, foreign origin": b"http://evil.example",
+    "admin, origin on another port": b"http://127.0.0.1:1",
+    "admin, origin with another scheme": b"https://127.0.0.1",
+}
 ACCEPTED, REFUSED, FOREIGN_SITE = "hello", "refused 4404", "refused by origin check"
 CONNECT_MATRIX = {
     "anonymous": REFUSED,
@@ -74,6 +81,8 @@ CONNECT_MATRIX = {
     "admin, missing project": REFUSED,
     "admin, no origin": FOREIGN_SITE,
     "admin, foreign origin": FOREIGN_SITE,
+    "admin, origin on another port": FOREIGN_SITE,
+    "admin, origin with another scheme": FOREIGN_SITE,
 }
 
 

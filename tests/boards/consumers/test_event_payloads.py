@@ -19,7 +19,7 @@ from boards.live import outbox as events
 from boards.live.consumers import rendered
 from boards.models import Event
 from boards.services import tasks
-from tests.boards.live.consumers.helpers import sprint_world
+from tests.boards.consumers.helpers import sprint_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_memory_layer")]
 

@@ -25,7 +25,7 @@ from boards.selectors.history import time_in_states
 from boards.services import tasks
 from boards.services.goals import goal_create
 from boards.services.sprints import sprint_abort, sprint_create
-from tests.boards.live.consumers.helpers import sprint_world
+from tests.boards.consumers.helpers import sprint_world
 from tests.factories import register
 from tests.lifecycle import World
 

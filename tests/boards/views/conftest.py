@@ -1,6 +1,6 @@
 import pytest
 
-from tests.boards.live.consumers.helpers import in_memory_layer_settings
+from tests.boards.consumers.helpers import in_memory_layer_settings
 
 
 @pytest.fixture(autouse=True)

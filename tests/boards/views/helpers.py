@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 
 from boards.models import Review, Task
 from boards.selectors.sprints import sprint_open
-from tests.boards.live.consumers.helpers import sprint_world
+from tests.boards.consumers.helpers import sprint_world
 from tests.lifecycle import World
 
 __all__ = ["ColumnView", "bulk_tasks", "read_columns", "sprint_world"]

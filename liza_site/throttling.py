@@ -1,0 +1,109 @@
+"""API rate limits (DRF throttling): per agent key or signed-in user, and per client address.
+
+Over the limit a request gets 429 with Retry-After in the JSON error envelope
+(`liza_site.exceptions`). Rates are `N/s|min|hour|day` (LIZA_API_RATE_PER_KEY,
+LIZA_API_RATE_PER_IP). Each is counted in fixed windows with one atomic increment in the default
+cache — Redis when REDIS_URL is set, so every process counts together — instead of DRF's
+SimpleRateThrottle, which reads and rewrites the list of every request's timestamp in the window
+(tens of thousands of entries at the address limit) on each request.
+
+A limiter that cannot reach its cache lets the request through: Redis being down must not stop
+agents (SPEC §11); the lockouts that protect passwords live in the database (django-axes).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from django.core.cache import cache as default_cache
+from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
+
+from liza_site.security import client_ip
+
+logger = logging.getLogger(__name__)
+
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """`"600/min"` → (600, 60): requests allowed per window, window length in seconds."""
+    count, _, period = rate.partition("/")
+    return int(count), _PERIODS[period.strip()[0]]
+
+
+class _FixedWindow(BaseThrottle):
+    scope: str
+    cache = default_cache
+    timer = staticmethod(time.time)
+    # Read when a request is counted, so tests (and settings overrides) can change them.
+    THROTTLE_RATES: dict[str, str] | None = None
+
+    def ident(self, request) -> str | None:
+        raise NotImplementedError
+
+    def allow_request(self, request, view) -> bool:
+        ident = self.ident(request)
+        if ident is None:
+            return True
+        rates = self.THROTTLE_RATES or api_settings.DEFAULT_THROTTLE_RATES
+        limit, period = parse_rate(rates[self.scope])
+        now = self.timer()
+        window = int(now // period)
+        self._wait = math.ceil((window + 1) * period - now)
+        key = f"throttle:{self.scope}:{ident}:{period}:{window}"
+        try:
+            # add() starts the window's counter only if absent; incr() is atomic in Redis.
+            count = 1 if self.cache.add(key, 1, period + 1) else self.cache.incr(key)
+        except ValueError:  # the counter expired between add() and incr()
+            return True
+        except Exception:  # the cache backend's connection errors, whatever the backend
+            logger.warning("rate limit not applied: cache unavailable", exc_info=True)
+            return True
+        return count <= limit
+
+    def wait(self) -> float:
+        return getattr(self, "_wait", None)
+
+
+class PrincipalRateThrottle(_FixedWindow):
+    """One counter per agent API key (each key of an agent counts alone) or per human user."""
+
+    scope = "principal"
+
+    def ident(self, request) -> str | None:
+        from agents.models import AgentKey
+
+        if isinstance(request.auth, AgentKey):
+            return f"key-{request.auth.pk}"
+        if request.user is not None and request.user.is_authenticated:
+            return f"user-{request.user.pk}"
+        return None  # anonymous: counted by address only
+
+
+class ClientAddressRateThrottle(_FixedWindow):
+    """One counter per client address, whoever is signed in (liza_site.security.client_ip).
+
+    Project endpoints count it before authentication (`count_address_first`), so requests with
+    a wrong or missing key are limited too; it then counts once per request, not twice.
+    """
+
+    scope = "address"
+
+    def allow_request(self, request, view) -> bool:
+        if getattr(request, "_liza_address_counted", False):
+            return True
+        request._liza_address_counted = True
+        return super().allow_request(request, view)
+
+    def ident(self, request) -> str:
+        return client_ip(request)
+
+
+def count_address_first(view, request) -> None:
+    """The per-address limit, applied before authentication runs (DRF checks throttles after)."""
+    throttle = ClientAddressRateThrottle()
+    if not throttle.allow_request(request, view):
+        view.throttled(request, throttle.wait())
