@@ -19,6 +19,7 @@ import urllib.request
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from agents.services import agent_key_issue
 from boards.live.consumers import CLOSE_ACCESS_ENDED
@@ -165,6 +166,8 @@ def test_sockets_close_on_another_process_when_access_ends(shared_redis):
                 project=world.project,
                 user=people["downgraded"],
                 role=Membership.Role.VIEWER,
+                actor=SYSTEM,
+                now=timezone.now(),
             )
             await asyncio.to_thread(transition, a, "coder-3", "task-3/claim", claim)
             downgraded = await _changes_for(sockets["downgraded"], "task-3", "CLAIMED")

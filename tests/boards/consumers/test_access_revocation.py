@@ -16,6 +16,7 @@ from django.test import Client
 
 from boards.live.consumers import CLOSE_ACCESS_ENDED
 from boards.models import Membership
+from boards.services.kernel import SYSTEM
 from boards.services.projects import membership_set
 from tests.boards.consumers.helpers import board_socket, next_changes, run, sprint_world
 from tests.factories import member
@@ -115,7 +116,11 @@ def test_a_role_change_keeps_the_socket_and_its_stream(layer):
         assert connected
         await socket.receive_json_from()
         await database_sync_to_async(membership_set)(
-            project=world.project, user=admin, role=Membership.Role.VIEWER
+            project=world.project,
+            user=admin,
+            role=Membership.Role.VIEWER,
+            actor=SYSTEM,
+            now=world.now,
         )
         await database_sync_to_async(world.claim)("task-1")
         message = await next_changes(socket)
