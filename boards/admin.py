@@ -59,10 +59,12 @@ from boards.services.projects import (
     project_rename,
 )
 from boards.services.records import human_note_create
+from liza_site.security import AdminLoginForm
 
 admin.site.site_header = "Liza Board administration"
 admin.site.site_title = "Liza Board admin"
 admin.site.index_title = "Projects, boards and agents"
+admin.site.login_form = AdminLoginForm  # length limits before authenticate() (no 500)
 
 
 def error_text(exc: Exception) -> str | None:

@@ -9,6 +9,9 @@ X-Forwarded-For is otherwise ignored, so nobody escapes a limit by inventing add
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.validators import MaxLengthValidator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -36,3 +39,28 @@ def lockout_response(request: HttpRequest, original_response=None, credentials=N
     )
     response["Retry-After"] = str(seconds)
     return response
+
+
+class LoginForm(AuthenticationForm):
+    """Django's sign-in form, with its length limits enforced before anyone is asked.
+
+    `AuthenticationForm` sets the username's `max_length` after the field is built, so the
+    limit never becomes a validator and a 20,000-character username reaches `authenticate()`
+    — and the lockout log, whose column holds 255 (a 500, found by the HTML fuzz test). A name
+    longer than any account's cannot sign in: refuse it as the form error it is.
+    """
+
+    PASSWORD_MAX_LENGTH = 4096
+
+    def __init__(self, request=None, *args, **kwargs) -> None:
+        super().__init__(request, *args, **kwargs)
+        limits = {
+            "username": self.fields["username"].max_length or 150,
+            "password": self.PASSWORD_MAX_LENGTH,
+        }
+        for name, limit in limits.items():
+            self.fields[name].validators.append(MaxLengthValidator(limit))
+
+
+class AdminLoginForm(LoginForm, AdminAuthenticationForm):
+    """The admin's sign-in form with the same limits (it is Django's, staff only)."""

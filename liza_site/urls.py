@@ -5,6 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from liza_site.exceptions import envelope
+from liza_site.security import LoginForm
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -16,7 +17,7 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/v1/projects/<slug:slug>/", include("boards.api.urls")),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("boards.urls")),
 ]
