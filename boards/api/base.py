@@ -26,14 +26,12 @@ from rest_framework.views import APIView
 from agents.api import serializers as agent_s
 from agents.authentication import AgentKeyAuthentication, AgentPrincipal
 from agents.models import Agent
-from agents.selectors import agent_get, key_get
 from boards.api import serializers as s
 from boards.api.parsers import JSONParser
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
-from boards.models import Discovery, Project, Task
-from boards.operations import AGENT, DISCOVERY, GOAL, KEY, PROJECT, SPRINT, TASK, operation
-from boards.selectors.access import human_role, in_project
-from boards.selectors.sprints import goal_current, sprint_current
+from boards.models import Project, Task
+from boards.operations import operation, resolve_target
+from boards.selectors.access import human_role
 from boards.selectors.tasks import TASK_PREFETCH, task_get, task_list
 from liza_site.throttling import count_address_first
 
@@ -181,35 +179,6 @@ def _refuse_null_characters(request: Request, kwargs: dict[str, Any]) -> None:
 # -- declared operations as endpoints -----------------------------------------------------------
 
 
-def resolve_target(view: ProjectView, target: str, kwargs: dict[str, Any]) -> Any:
-    """The row an operation acts on, from the URL (SPEC §13: a goal or sprint operation acts on
-    the latest one; 404 only when the project never had one)."""
-    project = view.project
-    if target == TASK:
-        return view.task(kwargs["key"])
-    if target == PROJECT:
-        return project
-    if target == SPRINT:
-        sprint = sprint_current(project=project)
-        if sprint is None:
-            raise NotFound()
-        return sprint
-    if target == GOAL:
-        goal = goal_current(project=project)
-        if goal is None:
-            raise NotFound()
-        return goal
-    if target == DISCOVERY:
-        return in_project(
-            Discovery.objects.all(), project, what="discovery", disc_id=kwargs["disc_id"]
-        )
-    if target == AGENT:
-        return agent_get(project=project, agent_id=kwargs["agent_id"])
-    if target == KEY:
-        return key_get(project=project, prefix=kwargs["prefix"])
-    raise ValueError(target)
-
-
 # How an operation's result is answered: a serializer class, or a function of (view, result).
 Presenter = Callable[[ProjectView, Any], Any]
 
@@ -273,7 +242,7 @@ def operation_view(
     def handler(self: ProjectView, request: Request, slug: str, **kwargs: Any) -> Response:
         data = op.validate(request.data) if op.input is not None else {}
         actor = self.agent if op.principal == "agent" else self.actor
-        target = resolve_target(self, op.target, kwargs)
+        target = resolve_target(self.project, op.target, kwargs)
         result = op.run(target=target, actor=actor, now=self.now, data=data)
         if result is None and present == "handoff":
             raise NotFound()

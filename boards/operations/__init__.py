@@ -23,9 +23,13 @@ from typing import Any
 from rest_framework import serializers
 
 from agents import services as agent_services
-from boards.errors import validation_error
-from boards.models import Membership
+from agents.selectors import agent_get, key_get
+from boards.errors import NotFound, validation_error
+from boards.models import Discovery, Membership
 from boards.operations import inputs as i
+from boards.selectors.access import in_project
+from boards.selectors.sprints import goal_current, goal_get, sprint_current, sprint_get
+from boards.selectors.tasks import task_get
 from boards.services import goals, projects, records, reviews, sprints, tasks
 
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
@@ -379,3 +383,35 @@ OPERATIONS: dict[str, Operation] = {
 
 def operation(name: str) -> Operation:
     return OPERATIONS[name]
+
+
+def resolve_target(project, target: str, names: dict[str, str]) -> Any:
+    """The row an operation acts on, from the names in its URL (404 for missing or foreign).
+
+    A sprint or goal named by its id is that one; unnamed (the API's `sprint/abort`), it is the
+    project's current one — the open sprint or goal, else the latest (SPEC §13: a wrong state
+    is then a 409 `invalid_transition`, and 404 only when the project never had one).
+    """
+    if target == PROJECT:
+        return project
+    if target == TASK:
+        return task_get(project=project, key=names["key"])
+    if target == SPRINT:
+        if "sprint_id" in names:
+            return sprint_get(project=project, sprint_id=names["sprint_id"])
+        row = sprint_current(project=project)
+    elif target == GOAL:
+        if "goal_id" in names:
+            return goal_get(project=project, goal_id=names["goal_id"])
+        row = goal_current(project=project)
+    elif target == DISCOVERY:
+        return in_project(Discovery.objects.all(), project, disc_id=names["disc_id"])
+    elif target == AGENT:
+        return agent_get(project=project, agent_id=names["agent_id"])
+    elif target == KEY:
+        return key_get(project=project, prefix=names["prefix"])
+    else:
+        raise ValueError(target)
+    if row is None:
+        raise NotFound()
+    return row

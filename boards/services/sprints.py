@@ -16,6 +16,7 @@ from boards.selectors.sprints import goal_in_progress, sprint_metrics
 from boards.services.kernel import (
     SYSTEM,
     Actor,
+    clean_text,
     record_event,
     records_refusals,
     refusal,
@@ -86,8 +87,10 @@ def _sprint_move(
     now: datetime,
     detail: str,
     action: str,
-    retrospective: dict | None = None,
+    decision: str | None = None,
 ) -> Sprint:
+    """Move the (re-read, locked) sprint by `method`; a human's checkpoint `decision`
+    (continue or abort, with `detail` as its note) joins the retrospective."""
     project = sprint.project
     target = {
         "checkpoint": SprintStatus.CHECKPOINT,
@@ -121,8 +124,11 @@ def _sprint_move(
     if target in p.TERMINAL_SPRINT_STATES:
         sprint.ended = now
         sprint.metrics = sprint_metrics(sprint)
-    if retrospective:
-        sprint.retrospective = {**(sprint.retrospective or {}), **retrospective}
+    if decision is not None:
+        retrospective = sprint.retrospective or {}
+        entry = {"timestamp": p.format_timestamp(now), "decision": decision, "note": detail}
+        decisions = [*retrospective.get("checkpoint_decisions", []), entry]
+        sprint.retrospective = {**retrospective, "checkpoint_decisions": decisions}
     sprint.save()
     record_event(
         project=project,
@@ -154,13 +160,8 @@ def sprint_checkpoint(*, sprint: Sprint, actor: Actor, reason: str, now: datetim
 def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime) -> Sprint:
     """CHECKPOINT → IN_PROGRESS; the decision goes into the retrospective."""
     require_role(actor, sprint.project, agent_roles=())
-    decision = (decision or "").strip()
-    if not decision:
-        raise ProtocolValidationError("decision", "is required")
+    decision = clean_text(decision, "decision", max_length=2000)
     with transaction.atomic():
-        entry = {"timestamp": p.format_timestamp(now), "decision": "continue", "note": decision}
-        sprint_now = Sprint.objects.get(pk=sprint.pk)
-        decisions = [*((sprint_now.retrospective or {}).get("checkpoint_decisions", [])), entry]
         return _sprint_move(
             sprint,
             "resume",
@@ -168,7 +169,7 @@ def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime)
             now=now,
             detail=decision,
             action="sprint_resumed",
-            retrospective={"checkpoint_decisions": decisions},
+            decision="continue",
         )
 
 
@@ -176,13 +177,8 @@ def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime)
 def sprint_abort(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) -> Sprint:
     """A human (or the circuit breaker) stops the sprint."""
     require_role(actor, sprint.project, agent_roles=(), system=True)
-    reason = (reason or "").strip()
-    if not reason:
-        raise ProtocolValidationError("reason", "is required")
+    reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
-        entry = {"timestamp": p.format_timestamp(now), "decision": "abort", "note": reason}
-        sprint_now = Sprint.objects.get(pk=sprint.pk)
-        decisions = [*((sprint_now.retrospective or {}).get("checkpoint_decisions", [])), entry]
         return _sprint_move(
             sprint,
             "abort",
@@ -190,7 +186,7 @@ def sprint_abort(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) ->
             now=now,
             detail=reason,
             action="sprint_aborted",
-            retrospective={"checkpoint_decisions": decisions},
+            decision="abort",
         )
 
 

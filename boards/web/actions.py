@@ -27,23 +27,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
 
-from agents.selectors import agent_get, key_get
 from boards.errors import Forbidden, NotFound, ProtocolError, as_protocol_error
-from boards.models import Discovery, Project
-from boards.operations import (
-    AGENT,
-    DISCOVERY,
-    GOAL,
-    KEY,
-    PROJECT,
-    SPRINT,
-    TASK,
-    Operation,
-    operation,
-)
-from boards.selectors.access import in_project
-from boards.selectors.sprints import goal_get, sprint_get
-from boards.selectors.tasks import task_get
+from boards.models import Project
+from boards.operations import Operation, operation, resolve_target
 from boards.web.access import project_for_role
 
 # A form names the page it came from (`next`); a name, never a URL, so nothing can redirect
@@ -66,27 +52,6 @@ def return_url(page: str, project: Project, task_key: str | None) -> str:
     if page == "inbox-all":
         return reverse("inbox-all")
     return reverse(page, args=[project.slug])
-
-
-def target_of(project: Project, target: str, kwargs: dict[str, Any]) -> Any:
-    """The row a board form acts on, named in its URL (404 for missing or foreign)."""
-    if target == TASK:
-        return task_get(project=project, key=kwargs["key"])
-    if target == SPRINT:
-        return sprint_get(project=project, sprint_id=kwargs["sprint_id"])
-    if target == GOAL:
-        return goal_get(project=project, goal_id=kwargs["goal_id"])
-    if target == PROJECT:
-        return project
-    if target == DISCOVERY:
-        return in_project(
-            Discovery.objects.all(), project, what="discovery", disc_id=kwargs["disc_id"]
-        )
-    if target == AGENT:
-        return agent_get(project=project, agent_id=kwargs["agent_id"])
-    if target == KEY:
-        return key_get(project=project, prefix=kwargs["prefix"])
-    raise ValueError(target)
 
 
 def form_data(op: Operation, post: QueryDict, *, checkboxes: tuple[str, ...] = ()) -> dict:
@@ -178,7 +143,7 @@ def action(
         project, role = project_for_role(request, slug, op.role)
         page = return_page(request, returns_to)
         task_key = kwargs.get("key") or request.POST.get("task") or None
-        target = target_of(project, op.target, kwargs)
+        target = resolve_target(project, op.target, kwargs)
         try:
             data = (
                 form(request, kwargs)
