@@ -382,6 +382,35 @@ def save_task(task: Task, now: datetime) -> None:
     task.save()
 
 
+def move_task(
+    task: Task,
+    method: str,
+    *,
+    to: str,
+    actor: Actor,
+    now: datetime,
+    action: str,
+    detail: str,
+    data: dict[str, Any] | None = None,
+) -> Event:
+    """Take seed 000's edge `method` on the locked `task` (a refused guard is
+    `invalid_transition`), save the row and write its one event."""
+    from_status = task.status
+    task_transition_run(task, method, actor=actor, project=task.project, now=now, to=to)
+    save_task(task, now)
+    return record_event(
+        project=task.project,
+        actor=actor,
+        action=action,
+        task=task,
+        now=now,
+        from_status=from_status,
+        to_status=to,
+        detail=detail,
+        data=data,
+    )
+
+
 # -- shared checks of protocol operations -----------------------------------------------------
 
 

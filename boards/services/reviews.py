@@ -37,6 +37,7 @@ from boards.services.kernel import (
     is_agent,
     lock_agent,
     lock_task,
+    move_task,
     record_event,
     records_refusals,
     refusal,
@@ -282,23 +283,17 @@ def _reject(
 ) -> None:
     """The round is rejected (by a reviewer, or by the human gate): one more review cycle, and
     the limits apply (SPEC §5.1)."""
-    project = task.project
     task.rejection_reason = reason
     task.review_cycles_current += 1
     task.review_cycles_total += 1
     close_review_round(task, now, except_reviewer=agent.agent_id if is_agent(agent) else "")
-    task_transition_run(
-        task, "reject", actor=agent, project=project, now=now, to=TaskStatus.REJECTED
-    )
-    save_task(task, now)
-    record_event(
-        project=project,
+    move_task(
+        task,
+        "reject",
+        to=TaskStatus.REJECTED,
         actor=agent,
-        action=action,
-        task=task,
         now=now,
-        from_status=TaskStatus.READY_FOR_REVIEW,
-        to_status=TaskStatus.REJECTED,
+        action=action,
         detail=reason,
         data={"commit": task.review_commit, "review_cycles_current": task.review_cycles_current},
     )

@@ -27,11 +27,11 @@ from boards.services.kernel import (
     SYSTEM,
     Actor,
     lock_task,
+    move_task,
     record_event,
     records_refusals,
     require_role,
     save_task,
-    task_transition_run,
 )
 from boards.services.kernel import conflict as _conflict
 
@@ -96,22 +96,16 @@ def limit_anomaly(task: Task, *, now: datetime, limit: str) -> None:
 
 def limit_block(task: Task, *, now: datetime, config: ProjectConfig, limit: str) -> None:
     """Override-block `task` (locked) because `limit` was reached."""
-    from_status = task.status
     task.blocked_reason = _limit_reason(task, config, limit)
     task.blocked_questions = LIMIT_QUESTIONS[limit]
     task.lease_expires = None
-    task_transition_run(
-        task, "override_block", actor=SYSTEM, project=task.project, now=now, to=TaskStatus.BLOCKED
-    )
-    save_task(task, now)
-    record_event(
-        project=task.project,
+    move_task(
+        task,
+        "override_block",
+        to=TaskStatus.BLOCKED,
         actor=SYSTEM,
-        action="blocked",
-        task=task,
         now=now,
-        from_status=from_status,
-        to_status=TaskStatus.BLOCKED,
+        action="blocked",
         detail=task.blocked_reason,
         data={"limit": limit},
     )

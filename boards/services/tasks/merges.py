@@ -18,13 +18,11 @@ from boards.services.kernel import (
     REVIEWER,
     clean_text,
     lock_task,
-    record_event,
+    move_task,
     records_refusals,
     refusal,
     require_role,
     require_task_status,
-    save_task,
-    task_transition_run,
 )
 from boards.services.sprints import sprint_complete_if_done
 
@@ -45,18 +43,13 @@ def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datet
         task.worktree = ""
         task.lease_expires = None
         task.handoff_pending = False
-        task_transition_run(
-            task, "merge", actor=agent, project=project, now=now, to=TaskStatus.MERGED
-        )
-        save_task(task, now)
-        record_event(
-            project=project,
+        move_task(
+            task,
+            "merge",
+            to=TaskStatus.MERGED,
             actor=agent,
-            action="merged",
-            task=task,
             now=now,
-            from_status=TaskStatus.APPROVED,
-            to_status=TaskStatus.MERGED,
+            action="merged",
             detail=f"{task.key} merged as {merge_commit}",
             data={"merge_commit": merge_commit},
         )
@@ -83,23 +76,13 @@ def task_report_integration_failure(
             now=now,
         )
         _require_approver(task, agent, now=now, action="integration_failure")
-        task_transition_run(
+        move_task(
             task,
             "fail_integration",
-            actor=agent,
-            project=project,
-            now=now,
             to=TaskStatus.INTEGRATION_FAILED,
-        )
-        save_task(task, now)
-        record_event(
-            project=project,
             actor=agent,
-            action="integration_failed",
-            task=task,
             now=now,
-            from_status=TaskStatus.APPROVED,
-            to_status=TaskStatus.INTEGRATION_FAILED,
+            action="integration_failed",
             detail=reason,
         )
     return task

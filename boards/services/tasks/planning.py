@@ -37,6 +37,7 @@ from boards.services.kernel import (
     clean_text,
     is_human,
     lock_task,
+    move_task,
     record_event,
     records_refusals,
     refusal,
@@ -251,18 +252,13 @@ def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
         for field in ("done_when", "spec_ref"):
             if not getattr(task, field):
                 raise ProtocolValidationError(field, "is required to finalize a DRAFT task")
-        task_transition_run(
-            task, "finalize", actor=actor, project=project, now=now, to=TaskStatus.UNCLAIMED
-        )
-        save_task(task, now)
-        record_event(
-            project=project,
+        move_task(
+            task,
+            "finalize",
+            to=TaskStatus.UNCLAIMED,
             actor=actor,
-            action="finalized",
-            task=task,
             now=now,
-            from_status=TaskStatus.DRAFT,
-            to_status=TaskStatus.UNCLAIMED,
+            action="finalized",
             detail=f"{task.key} ready to claim",
         )
     return task
@@ -352,18 +348,13 @@ def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
         )
         task.worktree = ""
         task.lease_expires = None
-        task_transition_run(
-            task, "abandon", actor=actor, project=project, now=now, to=TaskStatus.ABANDONED
-        )
-        save_task(task, now)
-        record_event(
-            project=project,
+        move_task(
+            task,
+            "abandon",
+            to=TaskStatus.ABANDONED,
             actor=actor,
-            action="abandoned",
-            task=task,
             now=now,
-            from_status=TaskStatus.BLOCKED,
-            to_status=TaskStatus.ABANDONED,
+            action="abandoned",
             detail=reason,
         )
         sprint_complete_if_done(project=task.project, now=now)
