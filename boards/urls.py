@@ -2,9 +2,10 @@
 
 from django.urls import path
 
-from boards.web import board, pages
-from boards.web.pages import ACTIONS as A
+from boards.web import actions, board, pages
+from boards.web.actions import ACTIONS as A
 
+project = "p/<slug:slug>"
 task = "p/<slug:slug>/tasks/<str:key>"
 sprint = "p/<slug:slug>/sprints/<str:sprint_id>"
 goal = "p/<slug:slug>/goals/<str:goal_id>"
@@ -31,7 +32,7 @@ urlpatterns = [
     path(task + "/approve", A["task_approve"], name="task-approve"),
     path(task + "/reject", A["task_reject"], name="task-reject"),
     path(task + "/limits", A["task_limits"], name="task-limits"),
-    path(task + "/notes", pages.task_note, name="task-note"),
+    path(task + "/notes", actions.task_note, name="task-note"),
     path("p/<slug:slug>/notes", A["project_note"], name="project-note"),
     path(sprint + "/checkpoint", A["sprint_checkpoint"], name="sprint-checkpoint"),
     path(sprint + "/resume", A["sprint_resume"], name="sprint-resume"),
@@ -47,7 +48,11 @@ urlpatterns = [
         name="discovery-triage",
     ),
     path("p/<slug:slug>/agents/new", pages.agent_create, name="agent-create"),
-    path("p/<slug:slug>/agents/<str:agent_id>/keys", pages.agent_key_issue, name="agent-key-issue"),
-    path("p/<slug:slug>/agents/<str:agent_id>/enabled", pages.agent_enable, name="agent-enable"),
-    path("p/<slug:slug>/keys/<str:prefix>/revoke", pages.agent_key_revoke, name="agent-key-revoke"),
+    path(
+        "p/<slug:slug>/agents/<str:agent_id>/keys", actions.agent_key_issue, name="agent-key-issue"
+    ),
+    path("p/<slug:slug>/agents/<str:agent_id>/enabled", actions.agent_enable, name="agent-enable"),
+    path(
+        "p/<slug:slug>/keys/<str:prefix>/revoke", actions.agent_key_revoke, name="agent-key-revoke"
+    ),
 ]

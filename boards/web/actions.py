@@ -28,9 +28,11 @@ from django.views.decorators.http import require_POST
 from rest_framework import serializers
 
 from boards.errors import Forbidden, NotFound, ProtocolError, as_protocol_error
-from boards.models import Project
+from boards.models import Membership, Project
 from boards.operations import Operation, operation, resolve_target
+from boards.selectors.tasks import task_get
 from boards.web.access import project_for_role
+from boards.web.pages import key_shown, render_page
 
 # A form names the page it came from (`next`); a name, never a URL, so nothing can redirect
 # elsewhere.
@@ -88,8 +90,6 @@ Refused = Callable[..., HttpResponse]
 
 
 def _render_refusal(request, page, project, role, *, status, task_key=None) -> HttpResponse:
-    from boards.web.pages import render_page
-
     return render_page(request, page, project, role, status=status, task_key=task_key)
 
 
@@ -167,3 +167,114 @@ def action(
 
     view.__name__ = f"{name}_action"
     return login_required(require_POST(view))
+
+
+# -- the board's forms, each a declared operation ------------------------------------------
+
+
+def _issued(request: HttpRequest, project: Project, issued) -> HttpResponse:
+    key, plain = issued
+    return key_shown(request, project, key.agent, key, plain, created=False)
+
+
+agent_key_issue = action("agent_key_issue", returns_to="agents", respond=_issued)
+agent_key_revoke = action("agent_key_revoke", returns_to="agents")
+
+
+@login_required
+@require_POST
+def agent_enable(request: HttpRequest, slug: str, agent_id: str) -> HttpResponse:
+    """One form, two operations: `enabled=1` enables, anything else disables."""
+    name = "agent_enable" if request.POST.get("enabled") == "1" else "agent_disable"
+    return action(name, returns_to="agents")(request, slug, agent_id=agent_id)
+
+
+# -- forms whose shape differs from the API's --------------------------------------------------
+
+
+def _rescope_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The new-task rows of a rescope form; a row without key, description and done_when is
+    ignored (its priority field comes pre-filled)."""
+    columns = {
+        name: request.POST.getlist(f"new_{name}")
+        for name in ("key", "description", "done_when", "spec_ref", "priority")
+    }
+    count = max((len(v) for v in columns.values()), default=0)
+    rows = []
+    for index in range(count):
+        row = {
+            name: (values[index].strip() if index < len(values) else "")
+            for name, values in columns.items()
+        }
+        if not (row["key"] or row["description"] or row["done_when"]):
+            continue
+        rows.append({name: value for name, value in row.items() if value or name == "key"})
+    return {"reason": request.POST.get("reason", "").strip(), "new_tasks": rows}
+
+
+def _triage_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Members defer or reject; converting into a task creates work, so the service asks for an
+    admin (SPEC §3) and a member gets its 403. The new task: key required; description (the
+    discovery's by default), done_when, spec_ref and priority optional."""
+    post = request.POST
+    data: dict[str, Any] = {"decision": post.get("decision", "").strip()}
+    if post.get("note", "").strip():
+        data["note"] = post["note"].strip()
+    if data["decision"] == "convert":
+        task = {"key": post.get("new_key", "").strip()}
+        for name in ("description", "done_when", "spec_ref", "priority"):
+            if value := post.get(f"new_{name}", "").strip():
+                task[name] = value
+        data["task"] = task
+    return data
+
+
+def _task_note_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {**form_data(operation("human_note_create"), request.POST), "task": kwargs["key"]}
+
+
+@login_required
+@require_POST
+def task_note(request: HttpRequest, slug: str, key: str) -> HttpResponse:
+    """A member's note on a task (a foreign or missing task is a 404, not a 400)."""
+    project, _ = project_for_role(request, slug, Membership.Role.MEMBER)
+    task_get(project=project, key=key)
+    return _task_note(request, slug, key=key)
+
+
+_task_note = action("human_note_create", form=_task_note_form)
+
+
+def _limits_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return form_data(
+        operation("task_set_limits"), request.POST, checkboxes=("needs_human_approval",)
+    )
+
+
+ACTIONS: dict[str, Any] = {
+    # resolving BLOCKED
+    "task_release": action("task_release"),
+    "task_rescope": action("task_rescope", form=_rescope_form),
+    "task_abandon": action("task_abandon"),
+    # overrides on any task
+    "task_override_block": action("task_override_block"),
+    "task_release_claim": action("task_release_claim"),
+    "task_cancel": action("task_cancel"),
+    "task_suspend": action("task_suspend"),
+    "task_resume": action("task_resume"),
+    "task_approve": action("task_human_approve"),
+    "task_reject": action("task_human_reject"),
+    "task_limits": action("task_set_limits", form=_limits_form),
+    # notes and discoveries
+    "project_note": action("human_note_create"),
+    "discovery_triage": action("discovery_triage", returns_to="inbox", form=_triage_form),
+    # sprint, goal, project
+    "sprint_checkpoint": action("sprint_checkpoint"),
+    "sprint_resume": action("sprint_resume"),
+    "sprint_abort": action("sprint_abort"),
+    "sprint_deadline": action("sprint_set_deadline"),
+    "goal_complete": action("goal_complete"),
+    "goal_abort": action("goal_abort"),
+    "project_pause": action("project_pause"),
+    "project_resume": action("project_resume"),
+}
