@@ -10,10 +10,10 @@ from django.db import transaction
 
 from agents.models import Agent, AgentKey
 from boards.errors import (
+    Collision,
     Conflict,
     Forbidden,
     LeaseLost,
-    ProtocolError,
     ProtocolValidationError,
 )
 from boards.live import outbox
@@ -39,6 +39,7 @@ from boards.services.kernel import (
     records_refusals,
     refusal,
     require_lease_holder,
+    require_not_lost,
     require_role,
     require_task_status,
 )
@@ -190,13 +191,17 @@ def agent_register(
     config = config_of(project)
     with transaction.atomic():
         agent = Agent.objects.select_for_update().filter(project=project, agent_id=agent_id).first()
-        if agent is not None and (agent.has_live_lease(now) or agent.role != role):
+        # A handoff frees the identity at once for the same id's next session (seed 000 "Exit
+        # 42 with Handoff"): only a live lease held by a process still at work is a collision.
+        held = agent is not None and agent.has_live_lease(now)
+        if agent is not None and (
+            (held and agent.status != AgentStatus.HANDOFF) or agent.role != role
+        ):
             raise refusal(
-                ProtocolError(
-                    "collision",
+                Collision(
                     f"{agent_id} is held by a live lease until "
                     f"{format_timestamp(agent.lease_expires)}; exit",
-                    {"agent_id": agent_id, "exit": 1},
+                    {"agent_id": agent_id},
                 ),
                 project=project,
                 actor=agent,
@@ -356,6 +361,7 @@ def agent_handoff(
     with transaction.atomic():
         agent = lock_agent(agent)  # agent rows before task rows (boards.services.kernel)
         task = lock_task(task)
+        require_not_lost(task, agent, action="handoff", now=now)
         require_task_status(
             task,
             [TaskStatus.CLAIMED],
@@ -407,7 +413,9 @@ def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff 
     require_role(agent, project, agent_roles=("coder",), human=None)
     config = config_of(project)
     with transaction.atomic():
+        agent = lock_agent(agent)  # agent rows before task rows (boards.services.kernel)
         task = lock_task(task)
+        require_not_lost(task, agent, action="handoff_pickup", now=now)
         require_task_status(
             task,
             [TaskStatus.CLAIMED],

@@ -266,7 +266,10 @@ CONTENT_SECURITY_POLICY = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Liza Board API",
-    "DESCRIPTION": "The Liza multi-agent coding protocol as a service.",
+    "DESCRIPTION": "The Liza multi-agent coding protocol as a service. Every error is "
+    '`{"error": {"code", "message", "details"}}` with `details.exit`, the exit code an agent '
+    "takes; what each task operation answers in each state is tabulated in "
+    "docs/api-answers.md.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # PUBLIC_API_SCHEMA (above) decides who may read the schema and the docs.

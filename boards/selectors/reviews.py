@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agents.models import Agent
+from boards import protocol as p
 from boards.models import Project, ProjectConfig, Review, Task
 from boards.protocol import AgentStatus, TaskStatus
 from boards.selectors.leases import lease_alive
@@ -110,6 +111,8 @@ def review_slot_refusal(
         return conflict(f"{task.key} is {task.status}, not READY_FOR_REVIEW")
     if task.is_suspended:
         return conflict(f"{task.key} is suspended: {task.suspended_reason}", suspended=True)
+    if task.goal_id is not None and task.goal.status in p.TERMINAL_GOAL_STATES:
+        return conflict(f"{task.key} belongs to a goal that is {task.goal.status}")
     if reviewer.agent_id == task.assigned_to or reviewer.agent_id in task.failed_by:
         # Seed 001: nobody reviews their own work.
         return SlotRefusal(
@@ -151,6 +154,7 @@ def reviewable_tasks(
 
     ready = list(
         Task.objects.filter(project=project, status=TaskStatus.READY_FOR_REVIEW)
+        .select_related("goal")
         .prefetch_related(
             Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True))
         )

@@ -54,14 +54,23 @@ def claim_candidates(
     whose lease is dead (`lease_alive`), each by priority then age.
 
     A suspended task (seed 004 SUSPENDED, an overlay) is claimable by nobody until resumed.
+    `task_claim` (a named claim) refuses the same tasks with its own words.
     """
-    base = Task.objects.filter(project=project, suspended_at__isnull=True)
+    # Tasks of a completed or aborted goal are nobody's to claim (SPEC §13); tasks of no goal are.
+    base = Task.objects.filter(project=project, suspended_at__isnull=True).exclude(
+        goal__status__in=p.TERMINAL_GOAL_STATES
+    )
     deps_met = ~Exists(_unmet_dependency())
     return [
         base.filter(status=TaskStatus.REJECTED, assigned_to=agent_id).order_by(*CLAIM_ORDER),
         base.filter(status=TaskStatus.INTEGRATION_FAILED).order_by(*CLAIM_ORDER),
         base.filter(status=TaskStatus.UNCLAIMED).filter(deps_met).order_by(*CLAIM_ORDER),
-        base.filter(status=TaskStatus.CLAIMED, lease_expires__lt=lease_stale_before(now, config))
+        # A pending handoff is held for its agent id's next session (SPEC §13), not taken over.
+        base.filter(
+            status=TaskStatus.CLAIMED,
+            lease_expires__lt=lease_stale_before(now, config),
+            handoff_pending=False,
+        )
         .filter(deps_met)
         .order_by(*CLAIM_ORDER),
     ]

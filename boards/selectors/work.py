@@ -15,7 +15,7 @@ from boards.models import Discovery, Goal, Project, Task
 from boards.protocol import GoalStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.reviews import reviewable_tasks
-from boards.selectors.sprints import goal_current, sprint_current
+from boards.selectors.sprints import sprint_current
 from boards.selectors.tasks import (
     claim_candidates,
     claim_next_available,
@@ -37,9 +37,10 @@ def stop_reason(project: Project) -> Stop | None:
 
     - the project is paused (seed 000 PAUSE file);
     - its open sprint is at CHECKPOINT (seed 000 CHECKPOINT file);
-    - its latest sprint was ABORTED and no sprint has opened since, or its latest goal was
-      ABORTED and no goal is in progress (seed 000 ABORT file): the work of an aborted sprint or
-      goal must not go on until a human or the planner starts the next one.
+    - its latest sprint was ABORTED and no sprint has opened since (seed 000 ABORT file): the
+      work of an aborted sprint must not go on until a human or the planner opens the next one.
+      (Aborting a goal aborts its open sprint and cancels its tasks; tasks of no goal are not
+      its to stop, SPEC §13.)
     """
     if project.is_paused:
         return Stop("paused", f"project {project.slug} is paused; exit 42")
@@ -48,9 +49,6 @@ def stop_reason(project: Project) -> Stop | None:
         return Stop("checkpoint", f"sprint {sprint.sprint_id} is at CHECKPOINT; exit 42")
     if sprint is not None and sprint.status == SprintStatus.ABORTED:
         return Stop("aborted", f"sprint {sprint.sprint_id} was aborted; exit 42")
-    goal = goal_current(project=project)
-    if goal is not None and goal.status == GoalStatus.ABORTED:
-        return Stop("aborted", f"goal {goal.goal_id} was aborted; exit 42")
     return None
 
 

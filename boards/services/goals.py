@@ -5,17 +5,30 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
-from django_fsm import TransitionNotAllowed
 
 from boards import protocol as p
 from boards.errors import InvalidTransition, ProtocolValidationError
-from boards.models import Goal, Project
+from boards.models import Goal, Project, Sprint, Task
 from boards.protocol import GoalStatus
-from boards.services.kernel import Actor, record_event, records_refusals, refusal, require_role
+from boards.services.kernel import (
+    Actor,
+    clean_text,
+    conflict,
+    record_event,
+    records_refusals,
+    refusal,
+    require_role,
+)
+from boards.services.sprints import sprint_abort
+from boards.services.tasks import task_cancel
+
+# Run inside the goal's transaction: a refusal is logged once, by the goal's own operation.
+sprint_abort_within = sprint_abort.__wrapped__
+_cancel = task_cancel.__wrapped__
 
 
-def _goal_targets(status: str) -> list[str]:
-    return [to for (frm, to) in p.GOAL_EDGES if frm == status]
+def cancel_within(task: Task, *, actor: Actor, now: datetime, reason: str) -> Task:
+    return _cancel(task=task, actor=actor, now=now, reason=reason)
 
 
 @records_refusals
@@ -67,36 +80,21 @@ def goal_create(
     return goal
 
 
-def goal_record_alignment(*, goal: Goal, event: str, summary: str, now: datetime) -> Goal:
-    """Append to alignment_history (append-only: the drift trajectory through rescopes)."""
-    goal = Goal.objects.select_for_update().get(pk=goal.pk)
-    goal.alignment_history = [
-        *goal.alignment_history,
-        {"timestamp": p.format_timestamp(now), "event": event, "summary": summary},
-    ]
-    goal.save(update_fields=["alignment_history"])
-    return goal
-
-
 def _goal_transition(
     goal: Goal, method: str, *, actor: Actor, reason: str, now: datetime, action: str
 ) -> Goal:
     project = goal.project
     require_role(actor, project, agent_roles=("planner",) if method == "complete" else ())
-    reason = (reason or "").strip()
-    if not reason:
-        raise ProtocolValidationError("reason", "is required")
+    reason = clean_text(reason, "reason", max_length=2000)
     target = {"complete": GoalStatus.COMPLETED, "abort": GoalStatus.ABORTED}[method]
     with transaction.atomic():
         goal = Goal.objects.select_for_update().get(pk=goal.pk)
-        try:
-            getattr(goal, method)()
-        except TransitionNotAllowed as exc:
+        if goal.status != GoalStatus.IN_PROGRESS:
             raise refusal(
                 InvalidTransition(
                     from_status=goal.status,
                     to_status=target,
-                    allowed=_goal_targets(goal.status),
+                    allowed=p.goal_targets(goal.status),
                     message=f"goal {goal.goal_id} is {goal.status}",
                 ),
                 project=project,
@@ -105,7 +103,40 @@ def _goal_transition(
                 now=now,
                 from_status=goal.status,
                 to_status=target,
-            ) from exc
+            )
+        open_tasks = list(
+            Task.objects.filter(goal=goal)
+            .exclude(status__in=p.TERMINAL_TASK_STATES)
+            .order_by("pk")
+            .values_list("key", flat=True)
+        )
+        open_sprint = Sprint.objects.filter(goal=goal, status__in=p.OPEN_SPRINT_STATES).first()
+        if method == "complete" and (open_tasks or open_sprint is not None):
+            # SPEC §13: a goal is done when all its work is, and no sprint of it is open.
+            raise conflict(
+                f"goal {goal.goal_id} still has work: "
+                + "; ".join(
+                    part
+                    for part in (
+                        f"tasks {', '.join(open_tasks)} not terminal" if open_tasks else "",
+                        f"sprint {open_sprint.sprint_id} is {open_sprint.status}"
+                        if open_sprint
+                        else "",
+                    )
+                    if part
+                ),
+                project=project,
+                actor=actor,
+                action=action,
+                now=now,
+                details={
+                    "goal": goal.goal_id,
+                    "open_tasks": open_tasks,
+                    "open_sprint": open_sprint.sprint_id if open_sprint else None,
+                },
+                from_status=goal.status,
+            )
+        goal.abort() if method == "abort" else goal.complete()
         goal.alignment_history = [
             *goal.alignment_history,
             {"timestamp": p.format_timestamp(now), "event": action, "summary": reason},
@@ -121,12 +152,27 @@ def _goal_transition(
             detail=reason,
             data={"goal": goal.goal_id},
         )
+        if method == "abort":
+            # SPEC §13: the goal's open sprint is aborted and its unfinished tasks cancelled
+            # (override block → ABANDONED), their holders told they lost them (exit 42).
+            if open_sprint is not None:
+                sprint_abort_within(
+                    sprint=open_sprint,
+                    actor=actor,
+                    now=now,
+                    reason=f"goal {goal.goal_id} aborted: {reason}",
+                )
+            for task in Task.objects.filter(goal=goal, key__in=open_tasks).order_by("pk"):
+                cancel_within(
+                    task, actor=actor, now=now, reason=f"goal {goal.goal_id} aborted: {reason}"
+                )
     return goal
 
 
 @records_refusals
 def goal_complete(*, goal: Goal, actor: Actor, reason: str, now: datetime) -> Goal:
-    """The planner (or an admin) declares the goal done."""
+    """The planner (or an admin) declares the goal done: every task of it terminal and no
+    sprint of it open (SPEC §13)."""
     return _goal_transition(
         goal, "complete", actor=actor, reason=reason, now=now, action="goal_completed"
     )
@@ -134,7 +180,7 @@ def goal_complete(*, goal: Goal, actor: Actor, reason: str, now: datetime) -> Go
 
 @records_refusals
 def goal_abort(*, goal: Goal, actor: Actor, reason: str, now: datetime) -> Goal:
-    """A human stops the goal."""
+    """A human stops the goal: its open sprint is aborted and its unfinished tasks cancelled."""
     return _goal_transition(
         goal, "abort", actor=actor, reason=reason, now=now, action="goal_aborted"
     )

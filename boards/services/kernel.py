@@ -462,6 +462,23 @@ def require_task_status(
         )
 
 
+def require_not_lost(task: Task, agent: Actor, *, action: str, now: datetime) -> None:
+    """An agent the server took `task` from (a takeover, a human's release, cancel or suspend, an
+    override or limit block, a disable, a cancelled goal) gets `lease_lost`, exit 42, for every
+    operation on it, whatever state the task is in now (SPEC §13). `agent` must be fresh."""
+    if isinstance(agent, Agent) and agent.lost_task_id == task.pk:
+        raise refuse(
+            LeaseLost(
+                f"{agent.agent_id} lost {task.key} ({agent.lost_reason}); exit 42",
+                {"task": task.key, "reason": agent.lost_reason},
+            ),
+            task,
+            actor=agent,
+            action=action,
+            now=now,
+        )
+
+
 def require_lease_holder(
     task: Task, agent: Agent, *, action: str, now: datetime, config: ProjectConfig
 ) -> None:

@@ -43,6 +43,7 @@ from boards.services.kernel import (
     refusal,
     refuse,
     refuse_if_stopped,
+    require_not_lost,
     require_role,
     require_task_status,
     save_task,
@@ -194,7 +195,9 @@ def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
     require_role(agent, project, agent_roles=REVIEWER, human=None)
     config = config_of(project)
     with transaction.atomic():
+        agent = lock_agent(agent)  # agent rows before task rows (kernel)
         task = lock_task(task)
+        require_not_lost(task, agent, action="extend_review", now=now)
         require_task_status(
             task,
             [TaskStatus.READY_FOR_REVIEW],
@@ -236,6 +239,7 @@ def review_verdict(
         # one) by primary key, then the task: a coder's heartbeat locks it the same way.
         task = lock_task_and_its_agents(task)
         agent = lock_agent(agent)
+        require_not_lost(task, agent, action="verdict", now=now)
         target = verdict
         require_task_status(
             task, [TaskStatus.READY_FOR_REVIEW], to=target, action="verdict", actor=agent, now=now

@@ -230,8 +230,25 @@ def task_claim(
                 task=task,
                 to_status=TaskStatus.CLAIMED,
             )
+        if task.goal_id is not None and task.goal.status in p.TERMINAL_GOAL_STATES:
+            raise refusal(
+                Conflict(
+                    f"{task.key} belongs to goal {task.goal.goal_id}, which is {task.goal.status}",
+                    {"task": task.key, "goal": task.goal.goal_id},
+                ),
+                project=project,
+                actor=agent,
+                action="claim",
+                now=now,
+                task=task,
+                to_status=TaskStatus.CLAIMED,
+            )
         if task.status == TaskStatus.CLAIMED:
-            if task.assigned_to == agent.agent_id or lease_alive(task.lease_expires, now, config):
+            if (
+                task.assigned_to == agent.agent_id
+                or lease_alive(task.lease_expires, now, config)
+                or task.handoff_pending
+            ):
                 raise refusal(
                     Conflict(
                         f"{task.key} is already claimed by {task.assigned_to}", {"task": task.key}

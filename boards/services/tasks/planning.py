@@ -477,8 +477,6 @@ def task_rescope(
             task.goal or Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
         )
         if goal is not None:
-            from boards.services.goals import goal_record_alignment
-
             goal_record_alignment(
                 goal=goal,
                 event=f"rescope_{task.key}",
@@ -498,3 +496,14 @@ def task_rescope(
         )
         sprint_complete_if_done(project=task.project, now=now)
     return created
+
+
+def goal_record_alignment(*, goal: Goal, event: str, summary: str, now: datetime) -> Goal:
+    """Append to alignment_history (append-only: the drift trajectory through rescopes)."""
+    goal = Goal.objects.select_for_update().get(pk=goal.pk)
+    goal.alignment_history = [
+        *goal.alignment_history,
+        {"timestamp": p.format_timestamp(now), "event": event, "summary": summary},
+    ]
+    goal.save(update_fields=["alignment_history"])
+    return goal

@@ -29,6 +29,7 @@ from boards.services.kernel import (
     record_event,
     records_refusals,
     require_lease_holder,
+    require_not_lost,
     require_role,
     require_task_status,
     save_task,
@@ -58,6 +59,7 @@ def task_submit_for_review(
         # Lock order (kernel): the agent, then its task.
         agent = lock_agent(agent)
         task = lock_task(task)
+        require_not_lost(task, agent, action="submit_for_review", now=now)
         require_task_status(
             task,
             [TaskStatus.CLAIMED],
@@ -119,6 +121,7 @@ def task_block(
         # Lock order (kernel): the agent, then its task.
         agent = lock_agent(agent)
         task = lock_task(task)
+        require_not_lost(task, agent, action="block", now=now)
         require_task_status(
             task, [TaskStatus.CLAIMED], to=TaskStatus.BLOCKED, action="block", actor=agent, now=now
         )

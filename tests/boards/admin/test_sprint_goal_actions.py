@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from boards.models import Event, Goal, Sprint
+from boards import protocol as p
+from boards.models import Event, Goal, Sprint, Task
+from boards.services.sprints import sprint_abort
+from boards.services.tasks import task_cancel
 from tests.boards.admin.helpers import page_messages, run_action
 
 
@@ -64,6 +67,13 @@ def test_abort_sprint_records_the_reason(admin_client, board):
 
 def test_goal_complete_then_abort_is_refused(admin_client, board):
     goal = board.goal
+    # A goal completes once all its work is done and no sprint of it is open (SPEC §13).
+    for task in Task.objects.filter(goal=goal).exclude(status__in=p.TERMINAL_TASK_STATES):
+        task_cancel(
+            task=task, actor=board.world.admin, reason="Wrapping up", now=board.world.tick()
+        )
+    for sprint in Sprint.objects.filter(goal=goal, status__in=p.OPEN_SPRINT_STATES):
+        sprint_abort(sprint=sprint, actor=board.world.admin, reason="Wrap", now=board.world.tick())
 
     run_action(admin_client, Goal, "complete_goals", [goal], apply="1", reason="All merged")
     response = run_action(admin_client, Goal, "abort_goals", [goal], apply="1", reason="Too late")
@@ -73,6 +83,15 @@ def test_goal_complete_then_abort_is_refused(admin_client, board):
     assert goal.alignment_history[-1]["summary"] == "All merged"
     assert [m.level_tag for m in response.context["messages"]] == ["error"]
     assert _log(board.world.project, "goal_completed").get().actor_kind == "human"
+
+
+def test_a_goal_with_open_work_is_not_completed(admin_client, board):
+    response = run_action(admin_client, Goal, "complete_goals", [board.goal], apply="1", reason="?")
+
+    board.goal.refresh_from_db()
+    assert board.goal.status == "IN_PROGRESS"
+    (message,) = [str(m) for m in response.context["messages"]]
+    assert "still has work" in message
 
 
 def test_goal_abort(admin_client, board):

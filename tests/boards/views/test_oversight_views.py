@@ -28,7 +28,7 @@ from boards.selectors.sprints import sprint_open
 from boards.services import projects, tasks
 from boards.services.kernel import SYSTEM
 from boards.services.records import discovery_create
-from boards.services.sprints import sprint_checkpoint
+from boards.services.sprints import sprint_abort, sprint_checkpoint
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
@@ -279,7 +279,8 @@ ACTIONS = [
         "complete the goal",
         "/p/{slug}/goals/goal-1/complete",
         {"reason": "Shipped"},
-        lambda w: None,
+        # A goal completes with no open sprint of it (SPEC §13): its sprint is closed first.
+        lambda w: sprint_abort(sprint=_sprint(w), actor=w.admin, reason="Wrapped", now=w.tick()),
         lambda w: w.project.goals.get().status == "COMPLETED",
     ),
     Action(
