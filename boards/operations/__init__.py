@@ -30,7 +30,7 @@ from boards.operations import inputs as i
 from boards.selectors.access import in_project
 from boards.selectors.sprints import goal_current, goal_get, sprint_current, sprint_get
 from boards.selectors.tasks import task_get
-from boards.services import goals, projects, records, reviews, sprints, tasks
+from boards.services import goals, projects, records, reviews, sprints, stops, tasks
 
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
 TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY = (
@@ -309,7 +309,7 @@ OPERATIONS: dict[str, Operation] = {
         ),
         Operation(
             "sprint_abort",
-            sprints.sprint_abort,
+            stops.sprint_abort,
             SPRINT,
             i.ReasonInput,
             done=lambda s: f"{s.sprint_id} aborted.",

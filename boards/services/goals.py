@@ -19,11 +19,10 @@ from boards.services.kernel import (
     refusal,
     require_role,
 )
-from boards.services.sprints import sprint_abort
+from boards.services.stops import sprint_abort_within
 from boards.services.tasks import task_cancel
 
 # Run inside the goal's transaction: a refusal is logged once, by the goal's own operation.
-sprint_abort_within = sprint_abort.__wrapped__
 _cancel = task_cancel.__wrapped__
 
 

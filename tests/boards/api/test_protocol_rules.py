@@ -20,7 +20,7 @@ import pytest
 from agents.services import agent_set_enabled
 from boards.models import Event, Task
 from boards.selectors.access import config_of
-from boards.services import tasks
+from boards.services import stops, tasks
 from boards.services.goals import goal_abort, goal_complete, goal_create
 from boards.services.sprints import sprint_abort, sprint_create
 from tests.boards.api.helpers import (
@@ -159,6 +159,13 @@ def _take_away(world: World, how: str) -> None:
         tasks.task_claim(task=task, agent=world.agent("coder-2"), now=later, base_commit="b2")
     elif how == "goal abort":
         goal_abort(goal=task.goal, actor=world.admin, reason="Cancelled", now=now)
+    elif how == "sprint abort":
+        sprint = sprint_create(
+            project=world.project, actor=world.planner, goal=task.goal, now=now, planned=["T-1"]
+        )
+        stops.sprint_abort(sprint=sprint, actor=world.admin, reason="Stop", now=world.tick())
+        assert world.task("T-1").status == "UNCLAIMED"  # back in the queue, nobody blamed
+        assert world.task("T-1").failed_by == []
 
 
 OPERATIONS = (
@@ -178,6 +185,7 @@ OPERATIONS = (
         "disable, then enable",
         "expiry and takeover",
         "goal abort",
+        "sprint abort",
     ],
 )
 def test_every_lost_lease_answers_every_operation_lease_lost(world, how):
