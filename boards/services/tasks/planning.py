@@ -88,65 +88,33 @@ def new_task(
     elif not isinstance(needs_human_approval, bool):
         raise ProtocolValidationError("needs_human_approval", "true or false")
     goal = Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
+    # Text is checked before the savepoint: a refusal names its field, not a database error.
+    fields = {
+        "description": clean_text(description, "description"),
+        "spec_ref": clean_text(spec_ref, "spec_ref", required=False, max_length=500),
+        "done_when": clean_text(done_when, "done_when", required=False),
+        "scope": clean_text(scope, "scope", required=False),
+    }
     try:
         with transaction.atomic():
-            return _insert_task(
-                project,
-                goal,
-                key,
-                description,
-                priority,
-                now,
-                spec_ref,
-                done_when,
-                scope,
-                criticality,
-                max_iterations,
-                max_review_cycles,
-                lease_duration_override,
-                supersedes,
-                needs_human_approval,
+            return Task.objects.create(
+                project=project,
+                goal=goal,
+                key=key,
+                priority=priority,
+                created=now,
+                updated=now,
+                criticality=criticality,
+                max_iterations=max_iterations,
+                max_review_cycles=max_review_cycles,
+                lease_duration_override=lease_duration_override,
+                supersedes=supersedes,
+                needs_human_approval=needs_human_approval,
+                **fields,
             )
     except IntegrityError as exc:
         # Two planners racing for one key: the loser gets the same answer as a late one.
         raise Conflict(f"task {key} already exists", {"field": "key"}) from exc
-
-
-def _insert_task(
-    project,
-    goal,
-    key,
-    description,
-    priority,
-    now,
-    spec_ref,
-    done_when,
-    scope,
-    criticality,
-    max_iterations,
-    max_review_cycles,
-    lease_duration_override,
-    supersedes,
-    needs_human_approval=False,
-) -> Task:
-    return Task.objects.create(
-        project=project,
-        goal=goal,
-        key=key,
-        description=clean_text(description, "description"),
-        priority=priority,
-        created=now,
-        updated=now,
-        spec_ref=clean_text(spec_ref, "spec_ref", required=False, max_length=500),
-        done_when=clean_text(done_when, "done_when", required=False),
-        scope=clean_text(scope, "scope", required=False),
-        criticality=criticality,
-        max_iterations=max_iterations,
-        max_review_cycles=max_review_cycles,
-        lease_duration_override=lease_duration_override,
-        supersedes=supersedes,
-        needs_human_approval=needs_human_approval,
-    )
 
 
 def check_dependencies(task: Task, deps: Sequence[Task]) -> None:
