@@ -87,6 +87,9 @@ def render_changes(project_id: int, changes: list[dict[str, Any]]) -> list[dict[
             out.append(
                 {
                     "type": EVENT_TYPES[SPRINT],
+                    # Only a change of the sprint, goal or pause state moves the header's
+                    # controls: boards fetch them again only then (board.js).
+                    "controls": bool(change.get("controls")),
                     "html": render_to_string(
                         "boards/_header.html", board_selectors.board_header(project=project)
                     ),

@@ -17,8 +17,11 @@ from django.db import transaction
 from boards.errors import ProtocolError
 from boards.live import outbox as events
 from boards.live.consumers import rendered
+from boards.live.render import render_changes
 from boards.models import Event
+from boards.selectors.sprints import sprint_open
 from boards.services import tasks
+from boards.services.sprints import sprint_checkpoint
 from tests.boards.consumers.helpers import sprint_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_memory_layer")]
@@ -77,6 +80,38 @@ def test_a_committed_transition_publishes_one_typed_message_of_ids(
     # Only ids travel: rendering happens in the websocket process.
     assert all(set(c) == {"kind", "id"} for c in message["changes"])
     assert events.current_sequence(world.project.pk) == before + 1
+
+
+def test_an_event_says_whether_the_header_controls_changed(
+    world, django_capture_on_commit_callbacks
+):
+    """A task's move changes the header's metrics, not its controls; a checkpoint changes the
+    controls. Boards fetch their controls again only when told (STYLE.md "an event should say
+    what changed"), so a transition costs no metrics computation per open admin board."""
+    listener = Listener(world.project)
+    with django_capture_on_commit_callbacks(execute=True):
+        world.claim("task-1")
+    (moved,) = listener.messages()
+    with django_capture_on_commit_callbacks(execute=True):
+        sprint_checkpoint(
+            sprint=sprint_open(project=world.project),
+            actor=world.admin,
+            reason="Look",
+            now=world.tick(),
+        )
+    (checkpointed,) = listener.messages()
+
+    def sprint_changes(message):
+        return [c for c in message["changes"] if c["kind"] == "sprint"]
+
+    assert [c.get("controls", False) for c in sprint_changes(moved)] == [False]
+    assert [c.get("controls", False) for c in sprint_changes(checkpointed)] == [True]
+    header = [c for c in render_changes(world.project.pk, moved["changes"]) if "controls" in c]
+    assert [c["controls"] for c in header] == [False]
+    header = [
+        c for c in render_changes(world.project.pk, checkpointed["changes"]) if "controls" in c
+    ]
+    assert [c["controls"] for c in header] == [True]
 
 
 def test_sequence_is_contiguous_per_project(world, django_capture_on_commit_callbacks):
