@@ -627,3 +627,10 @@ def idempotent_request_finish(*, record: IdempotentRequest, status_code: int, bo
 def idempotent_request_abandon(*, record: IdempotentRequest) -> None:
     """Forget a key whose request failed on the server's side: its retry is applied anew."""
     record.delete()
+
+
+def idempotent_requests_purge(*, now: datetime) -> int:
+    """Delete every idempotency record older than its 24 hours (agents that stopped sending
+    keys would otherwise keep theirs); returns how many went."""
+    deleted, _ = IdempotentRequest.objects.filter(created_at__lt=now - IDEMPOTENCY_TTL).delete()
+    return deleted

@@ -6,10 +6,12 @@ twice. The same key on another request is a 422 envelope. Writes without a key a
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
 import pytest
 import time_machine
+from django.core.management import call_command
 from django.utils import timezone
 
 from agents.models import IdempotentRequest
@@ -149,3 +151,17 @@ def test_humans_are_not_subject_to_keys(world):
     assert "Idempotent-Replayed" not in again
     assert Discovery.objects.filter(project=world.project).count() == 2
     assert not IdempotentRequest.objects.exists()
+
+
+def test_the_purge_command_forgets_keys_older_than_a_day_only(world):
+    # Two agents: an agent's own next keyed write would already drop its expired keys.
+    path = f"{api_base(world.project.slug)}/discoveries"
+    with time_machine.travel(timezone.now() - timedelta(hours=25), tick=False):
+        post(agent_client(world.agent("coder-2")), path, FINDING, key="old")
+    post(agent_client(world.coder), path, FINDING, key="new")
+    out = io.StringIO()
+
+    call_command("liza_purge_idempotency", stdout=out)
+
+    assert "1 expired" in out.getvalue()
+    assert list(IdempotentRequest.objects.values_list("key", flat=True)) == ["new"]
