@@ -7,6 +7,11 @@ the real server in test_cli.py.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -113,3 +118,21 @@ def test_a_client_without_its_configuration_is_a_usage_error():
     with pytest.raises(UsageError) as caught:
         Client("", "p", "k")
     assert caught.value.exit == 2
+
+
+def test_the_client_and_the_cli_load_without_django():
+    probe = (
+        "import sys, agents.client.cli; "
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'django', 'rest_framework', 'boards', 'liza_site'}); "
+        "print(loaded); sys.exit(1 if loaded else 0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=Path(__file__).resolve().parents[3],
+        env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
