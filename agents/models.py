@@ -174,3 +174,32 @@ class AgentKey(models.Model):
     def hash(plain: str) -> str:
         # Keys are 256-bit random tokens, so a fast hash is enough: nothing to brute-force.
         return hashlib.sha256(plain.encode()).hexdigest()
+
+
+class IdempotentRequest(models.Model):
+    """The first answer to an agent's write sent with an `Idempotency-Key` (docs/decisions.md).
+
+    Inserted when the write starts, in the transaction that applies it, and completed with the
+    answer before that transaction commits: a retry with the same key either waits on the
+    unique (agent, key) index until the first attempt commits and then replays its answer, or
+    — if the first attempt rolled back — applies the write itself. Kept 24 hours.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="idempotent_requests")
+    key = models.CharField(max_length=255)
+    # sha256 of method, path and the parsed body: the same key for another request is refused.
+    fingerprint = models.CharField(max_length=64)
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=500)
+    status_code = models.PositiveSmallIntegerField(null=True)
+    body = models.JSONField(null=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "key"], name="idempotent_request_agent_key")
+        ]
+        indexes = [models.Index(fields=["created_at"], name="idempotent_request_created")]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} [{self.key}]"

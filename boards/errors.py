@@ -50,6 +50,7 @@ EXIT_CODES: dict[str, int] = {
     "checkpoint": Exit.STOP,
     "aborted": Exit.STOP,
     "server_error": Exit.UNREACHABLE,
+    "idempotency_key_reused": Exit.REFUSED,
 }
 
 
@@ -110,6 +111,13 @@ class InvalidTransition(ProtocolError):
         self.from_status = from_status
         self.to_status = to_status
         self.allowed = allowed
+
+
+class IdempotencyKeyReused(ProtocolError):
+    """An `Idempotency-Key` first sent with another request: replaying its answer would lie."""
+
+    code = "idempotency_key_reused"
+    status_code = 422
 
 
 class Conflict(ProtocolError):

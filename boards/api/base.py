@@ -9,9 +9,12 @@ passes the acting principal (Agent or User) and `now` to a service. Errors are m
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
+from django.db import transaction
 from django.db.models import prefetch_related_objects
 from django.utils import timezone
 from drf_spectacular.openapi import AutoSchema
@@ -21,11 +24,17 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from agents.api import serializers as agent_s
 from agents.authentication import AgentKeyAuthentication, AgentPrincipal
-from agents.models import Agent
+from agents.models import Agent, IdempotentRequest
+from agents.services import (
+    idempotent_request_abandon,
+    idempotent_request_begin,
+    idempotent_request_finish,
+)
 from boards.api import serializers as s
 from boards.api.parsers import JSONParser
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
@@ -87,6 +96,19 @@ class ProjectSchema(AutoSchema):
         return operation
 
 
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_KEY_MAX = 255
+
+
+class _Replay(Exception):
+    """Raised from `initial` to answer a retried write with its first answer."""
+
+    def __init__(self, record: IdempotentRequest) -> None:
+        super().__init__(record.key)
+        self.record = record
+
+
 class ProjectView(APIView):
     """Base of every project endpoint: authentication, tenancy, the acting principal."""
 
@@ -102,11 +124,77 @@ class ProjectView(APIView):
         count_address_first(self, request)
         super().perform_authentication(request)
 
+    def dispatch(self, request, *args: Any, **kwargs: Any):
+        self._idempotent: IdempotentRequest | None = None
+        if request.method in WRITE_METHODS and IDEMPOTENCY_HEADER in request.headers:
+            # The key's record and what the write does commit together (or not at all), and a
+            # concurrent retry waits on the record's unique index until this transaction ends.
+            with transaction.atomic():
+                return super().dispatch(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         self.now = timezone.now()
         _refuse_null_characters(request, kwargs)
         self.project = self._resolve_project(request, kwargs["slug"])
+        self._begin_idempotent(request)
+
+    def _begin_idempotent(self, request: Request) -> None:
+        """An agent's write with an Idempotency-Key is applied once; its retries replay the
+        first answer (docs/decisions.md). Humans' forms and keyless writes are unaffected."""
+        key = request.headers.get(IDEMPOTENCY_HEADER)
+        if (
+            key is None
+            or request.method not in WRITE_METHODS
+            or not isinstance(request.user, AgentPrincipal)
+        ):
+            return
+        key = key.strip()
+        if not key or len(key) > IDEMPOTENCY_KEY_MAX or not key.isascii():
+            raise ProtocolValidationError(
+                IDEMPOTENCY_HEADER, f"must be 1 to {IDEMPOTENCY_KEY_MAX} ASCII characters"
+            )
+        request_form = json.dumps(
+            [request.method, request.path, request.data], sort_keys=True, cls=JSONEncoder
+        )
+        record, first = idempotent_request_begin(
+            agent=request.user.agent,
+            key=key,
+            method=request.method,
+            path=request.path,
+            fingerprint=hashlib.sha256(request_form.encode()).hexdigest(),
+            now=self.now,
+        )
+        if not first:
+            raise _Replay(record)
+        self._idempotent = record
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, _Replay):
+            return Response(
+                exc.record.body,
+                status=exc.record.status_code,
+                headers={"Idempotent-Replayed": "true"},
+            )
+        return super().handle_exception(exc)
+
+    def finalize_response(self, request, response, *args: Any, **kwargs: Any):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        record = getattr(self, "_idempotent", None)
+        if record is not None:
+            self._idempotent = None
+            if transaction.get_connection().needs_rollback:
+                pass  # the transaction rolls back, the record with it: a retry applies anew
+            elif response.status_code >= 500:
+                # A server failure is not an answer to replay: the retry gets another try.
+                idempotent_request_abandon(record=record)
+            else:
+                body = json.loads(json.dumps(response.data, cls=JSONEncoder))
+                idempotent_request_finish(
+                    record=record, status_code=response.status_code, body=body
+                )
+        return response
 
     @staticmethod
     def _resolve_project(request: Request, slug: str) -> Project:

@@ -1,0 +1,572 @@
+"""`liza`: the agent protocol (SPEC §6) from a shell.
+
+Configured by flags or the environment (LIZA_URL, LIZA_PROJECT, LIZA_KEY or LIZA_KEY_FILE).
+Prints a short human summary, or the server's JSON with `--json`. The exit code is the
+protocol's (the server's `details.exit`); `liza work` and `liza claim` add their own, below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agents.client.errors import EXIT, LizaError, UsageError
+from agents.client.http import Client
+from agents.client.wire import TASK_STATES, VERDICTS
+
+# `liza work` (and `liza claim` without a key): what the agent process does next.
+WORK_AVAILABLE = 0
+ROLE_COMPLETE = 10
+WAIT = 11
+
+EXIT_HELP = f"""\b
+Exit codes:
+  0   ok (liza work: there is work for this role now)
+  2   usage: wrong flags, missing configuration, a world-readable key file
+  3   refused: validation, permission or authentication; fix the call
+  4   conflict: invalid transition or a lost race; read the board again
+  5   not found (or another project's)
+  6   collision: the agent id is held by a live session; exit
+  7   unreachable: no answer or a 5xx after retries; try again later
+  {ROLE_COMPLETE}  liza work: the role is complete, nothing more will come
+  {WAIT}  liza work / liza claim: nothing now; Retry-After is printed, ask again then
+  42  stop: lease lost, paused, checkpoint or aborted; stop and restart
+"""
+
+
+class State:
+    def __init__(
+        self, url: str | None, project: str | None, key: str | None, as_json: bool, retries: int
+    ) -> None:
+        self.url, self.project, self.key, self.as_json = url, project, key, as_json
+        self.retries = retries
+        self._client: Client | None = None
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            missing = [
+                name
+                for name, value in (
+                    ("--url/LIZA_URL", self.url),
+                    ("--project/LIZA_PROJECT", self.project),
+                    ("--key/LIZA_KEY or --key-file/LIZA_KEY_FILE", self.key),
+                )
+                if not value
+            ]
+            if missing:
+                raise UsageError("missing configuration: " + ", ".join(missing))
+            self._client = Client(
+                self.url,  # type: ignore[arg-type]
+                self.project,  # type: ignore[arg-type]
+                self.key,  # type: ignore[arg-type]
+                retries=self.retries,
+            )
+        return self._client
+
+
+def read_key_file(path: str) -> str:
+    """The key in `path`, refused if anyone on the machine may read it."""
+    try:
+        mode = os.stat(path).st_mode
+        text = Path(path).read_text().strip()
+    except OSError as exc:
+        raise UsageError(f"cannot read the key file {path}: {exc.strerror}") from exc
+    if mode & stat.S_IROTH:
+        raise UsageError(
+            f"the key file {path} is world-readable (mode {stat.S_IMODE(mode):o}); "
+            f"run: chmod 600 {path}"
+        )
+    if not text:
+        raise UsageError(f"the key file {path} is empty")
+    return text
+
+
+def emit(ctx: click.Context, body: Any, human: str | None = None) -> None:
+    state: State = ctx.obj
+    if state.as_json:
+        click.echo(json.dumps(body, indent=2, sort_keys=True))
+    elif human is not None:
+        click.echo(human)
+    else:
+        click.echo(json.dumps(body, indent=2, sort_keys=True))
+
+
+def task_line(task: dict[str, Any] | None) -> str:
+    if not task:
+        return "no task"
+    holder = f"  {task['assigned_to']}" if task.get("assigned_to") else ""
+    return f"{task['key']}  {task['status']}{holder}"
+
+
+class LizaGroup(click.Group):
+    """Turns every client error into its message and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LizaError as error:
+            state = ctx.obj
+            if isinstance(state, State) and state.as_json:
+                click.echo(json.dumps(error.as_dict(), indent=2, sort_keys=True))
+            else:
+                click.echo(f"liza: {error.code}: {error.message}", err=True)
+            ctx.exit(error.exit)
+
+
+@click.group(cls=LizaGroup, epilog=EXIT_HELP)
+@click.option("--url", envvar="LIZA_URL", help="the server, e.g. https://liza.example (LIZA_URL)")
+@click.option("--project", envvar="LIZA_PROJECT", help="the project's slug (LIZA_PROJECT)")
+@click.option("--key", envvar="LIZA_KEY", help="the agent key (LIZA_KEY); prefer --key-file")
+@click.option(
+    "--key-file",
+    envvar="LIZA_KEY_FILE",
+    help="a file holding the key, not world-readable (LIZA_KEY_FILE)",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the server's JSON (for scripts)")
+@click.option(
+    "--retries",
+    envvar="LIZA_RETRIES",
+    type=click.IntRange(0, 10),
+    default=3,
+    show_default=True,
+    help="retries on no answer or 503, with backoff (LIZA_RETRIES)",
+)
+@click.pass_context
+def main(ctx, url, project, key, key_file, as_json, retries):
+    """Liza Board from the command line: one agent on one project."""
+    if key is None and key_file:
+        try:
+            key = read_key_file(key_file)
+        except UsageError as error:
+            click.echo(f"liza: {error.message}", err=True)
+            ctx.exit(EXIT["usage"])
+    ctx.obj = State(url, project, key, as_json, retries)
+
+
+def client(ctx: click.Context) -> Client:
+    return ctx.obj.client
+
+
+# -- identity, liveness, work ---------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--terminal", help="where this session runs (shown on the board)")
+@click.pass_context
+def register(ctx, terminal):
+    """Register this key's agent (exit 6 when its id is held by a live session)."""
+    agent = client(ctx).register(terminal=terminal)
+    emit(ctx, agent, f"{agent['agent_id']}  {agent['role']}  {agent['status']}")
+
+
+@main.command()
+@click.option("--context-percent", type=click.IntRange(0, 100))
+@click.pass_context
+def heartbeat(ctx, context_percent):
+    """Extend the agent's leases; exit 42 when the server says stop."""
+    beat = client(ctx).heartbeat(context_percent=context_percent)
+    emit(ctx, beat, f"{beat['agent']}  task {beat['task'] or '-'}  stop {beat['stop'] or '-'}")
+    if beat.get("stop"):
+        ctx.exit(EXIT["stop"])
+
+
+@main.command()
+@click.option("--role", help="ask for a role (default: the key's agent's)")
+@click.pass_context
+def work(ctx, role):
+    """Is there work? Exit 0 yes, 10 role complete, 11 wait (Retry-After printed), 42 stop."""
+    answer = client(ctx).work(role=role)
+    body = answer.body
+    if body.get("exit") == EXIT["stop"]:
+        code, word = EXIT["stop"], "stop"
+    elif body.get("work"):
+        code, word = WORK_AVAILABLE, "work"
+    elif body.get("exit") == 0:
+        code, word = ROLE_COMPLETE, "complete"
+    else:
+        code, word = WAIT, "wait"
+    retry = body.get("retry_after") or answer.headers.get("retry-after")
+    human = f"{word}: {body.get('reason', '')}"
+    if code == WAIT and retry:
+        human += f"\nRetry-After: {retry}"
+    emit(ctx, body, human)
+    ctx.exit(code)
+
+
+# -- the coder ------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("key", required=False)
+@click.option("--base-commit", default="", help="integration HEAD at claim time")
+@click.option("--worktree")
+@click.pass_context
+def claim(ctx, key, base_commit, worktree):
+    """Claim KEY, or the best claimable task without KEY (exit 11 when there is none)."""
+    c = client(ctx)
+    if key:
+        task = c.claim(key, base_commit=base_commit, worktree=worktree)
+    else:
+        task = c.claim_next(base_commit=base_commit, worktree=worktree)
+    emit(ctx, {"task": task}, task_line(task))
+    if task is None:
+        ctx.exit(WAIT)
+
+
+@main.command("claim-next")
+@click.option("--base-commit", default="", help="integration HEAD at claim time")
+@click.option("--worktree")
+@click.pass_context
+def claim_next(ctx, base_commit, worktree):
+    """Claim the best claimable task (exit 11 when there is none)."""
+    ctx.invoke(claim, key=None, base_commit=base_commit, worktree=worktree)
+
+
+@main.command()
+@click.argument("key")
+@click.option("--commit", "review_commit", required=True, help="the commit to review")
+@click.option(
+    "--tree-clean/--tree-dirty",
+    required=True,
+    default=None,
+    help="attest that `git status --porcelain` is empty",
+)
+@click.pass_context
+def submit(ctx, key, review_commit, tree_clean):
+    """Request review of KEY at a commit."""
+    task = client(ctx).submit(key, review_commit=review_commit, tree_clean=tree_clean)
+    emit(ctx, {"task": task}, task_line(task))
+
+
+@main.command()
+@click.argument("key")
+@click.option("--reason", required=True)
+@click.option("--question", "questions", multiple=True, required=True, help="repeatable")
+@click.option("--attempted", multiple=True, help="repeatable")
+@click.pass_context
+def block(ctx, key, reason, questions, attempted):
+    """Block KEY with the questions a human must answer."""
+    task = client(ctx).block(
+        key, reason=reason, questions=list(questions), attempted=list(attempted) or None
+    )
+    emit(ctx, {"task": task}, task_line(task))
+
+
+@main.command()
+@click.argument("key")
+@click.option("--summary", required=True)
+@click.option("--next-action", required=True)
+@click.option("--context-used")
+@click.option("--approach")
+@click.option("--blockers")
+@click.option("--file", "files_modified", multiple=True, help="repeatable")
+@click.option("--next-step", "next_steps", multiple=True, help="repeatable")
+@click.pass_context
+def handoff(ctx, key, summary, next_action, **notes):
+    """Hand KEY over to the next session (context exhausted)."""
+    notes = {k: list(v) if isinstance(v, tuple) else v for k, v in notes.items()}
+    notes = {k: v for k, v in notes.items() if v not in (None, [])}
+    body = client(ctx).handoff(key, summary=summary, next_action=next_action, **notes)
+    emit(ctx, body, f"handoff of {key}: {body['summary']}")
+
+
+@main.command()
+@click.argument("key")
+@click.pass_context
+def pickup(ctx, key):
+    """Pick up the handoff notes of KEY."""
+    body = client(ctx).pickup(key)
+    emit(ctx, body, f"{key}: {body['summary']}\nnext: {body['next_action']}")
+
+
+# -- the code reviewer ----------------------------------------------------------------------------
+
+
+@main.group()
+def review():
+    """The code reviewer's operations."""
+
+
+@review.command("claim")
+@click.argument("key")
+@click.pass_context
+def review_claim(ctx, key):
+    """Claim the review of KEY."""
+    body = client(ctx).review_claim(key)
+    emit(ctx, body, f"reviewing {key}")
+
+
+@review.command("extend")
+@click.argument("key")
+@click.pass_context
+def review_extend(ctx, key):
+    """Extend the review lease of KEY."""
+    body = client(ctx).review_extend(key)
+    emit(ctx, body, f"review of {key} extended")
+
+
+@review.command("verdict")
+@click.argument("key")
+@click.argument("verdict", type=click.Choice(VERDICTS, case_sensitive=False))
+@click.option("--commit", "review_commit", required=True, help="the commit reviewed")
+@click.option("--reason", default="")
+@click.pass_context
+def review_verdict(ctx, key, verdict, review_commit, reason):
+    """Give the verdict on KEY (APPROVED or REJECTED)."""
+    task = client(ctx).verdict(
+        key, verdict=verdict.upper(), review_commit=review_commit, reason=reason
+    )
+    emit(ctx, {"task": task}, task_line(task))
+
+
+@main.command()
+@click.argument("key")
+@click.option("--commit", "merge_commit", required=True)
+@click.pass_context
+def merge(ctx, key, merge_commit):
+    """Report KEY merged at a commit."""
+    task = client(ctx).merge(key, merge_commit=merge_commit)
+    emit(ctx, {"task": task}, task_line(task))
+
+
+@main.command("integration-failed")
+@click.argument("key")
+@click.option("--reason", required=True)
+@click.pass_context
+def integration_failed(ctx, key, reason):
+    """Report that KEY failed to integrate."""
+    task = client(ctx).integration_failed(key, reason=reason)
+    emit(ctx, {"task": task}, task_line(task))
+
+
+# -- records --------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--description", required=True)
+@click.option("--severity", required=True, help="critical, high, medium or low")
+@click.option("--urgency", help="immediate or deferred")
+@click.option("--during", help="the task it was found during")
+@click.option("--recommendation")
+@click.pass_context
+def discover(ctx, **fields):
+    """Record a discovery."""
+    body = client(ctx).discover(**fields)
+    emit(ctx, body, f"{body['id']}  {body['severity']}  {body['description']}")
+
+
+@main.command()
+@click.option("--type", "type_", required=True)
+@click.option("--details", required=True, help="a JSON object: the type's fields")
+@click.option("--task")
+@click.pass_context
+def anomaly(ctx, type_, details, task):
+    """Record an anomaly."""
+    try:
+        parsed = json.loads(details)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--details") from exc
+    body = client(ctx).anomaly(type=type_, details=parsed, task=task)
+    emit(ctx, body, f"anomaly {body.get('type', type_)} recorded")
+
+
+@main.command()
+@click.option("--action", required=True)
+@click.option("--detail", required=True)
+@click.option("--task")
+@click.pass_context
+def log(ctx, action, detail, task):
+    """Append to the project's activity log."""
+    body = client(ctx).log(action=action, detail=detail, task=task)
+    emit(ctx, body, f"logged {action}")
+
+
+# -- the planner ----------------------------------------------------------------------------------
+
+
+@main.group()
+def goal():
+    """The project's goal."""
+
+
+@goal.command("show")
+@click.pass_context
+def goal_show(ctx):
+    body = client(ctx).goal()
+    emit(ctx, body, f"{body.get('id', '')}  {body.get('status', '')}  {body.get('description')}")
+
+
+@goal.command("create")
+@click.option("--description", required=True)
+@click.option("--spec-ref")
+@click.pass_context
+def goal_create(ctx, description, spec_ref):
+    body = client(ctx).goal_create(description=description, spec_ref=spec_ref)
+    emit(ctx, body, f"{body.get('id', '')}  {body.get('status', '')}  {body.get('description')}")
+
+
+@main.group()
+def task():
+    """The planner's task operations (and `task show`)."""
+
+
+@task.command("show")
+@click.argument("key")
+@click.pass_context
+def task_show(ctx, key):
+    body = client(ctx).task(key)
+    emit(ctx, body, task_line(body))
+
+
+@task.command("create")
+@click.argument("key")
+@click.option("--description", required=True)
+@click.option("--priority", type=int)
+@click.option("--spec-ref")
+@click.option("--done-when")
+@click.option("--scope")
+@click.option("--criticality")
+@click.option("--depends-on", multiple=True, help="repeatable")
+@click.option("--sprint-scope", type=click.Choice(["planned", "stretch"]))
+@click.pass_context
+def task_create(ctx, key, description, depends_on, **fields):
+    created = client(ctx).task_create(
+        key=key, description=description, depends_on=list(depends_on) or None, **fields
+    )
+    emit(ctx, {"task": created}, task_line(created))
+
+
+@task.command("finalize")
+@click.argument("key")
+@click.pass_context
+def task_finalize(ctx, key):
+    body = client(ctx).task_finalize(key)
+    emit(ctx, {"task": body}, task_line(body))
+
+
+@task.command("dependencies")
+@click.argument("key")
+@click.option("--on", "depends_on", multiple=True, help="repeatable; none clears them")
+@click.pass_context
+def task_dependencies(ctx, key, depends_on):
+    body = client(ctx).task_dependencies(key, depends_on=list(depends_on))
+    emit(ctx, {"task": body}, task_line(body))
+
+
+@task.command("rescope")
+@click.argument("key")
+@click.option("--reason", required=True)
+@click.option("--new-tasks", required=True, help="a JSON list of new task objects")
+@click.pass_context
+def task_rescope(ctx, key, reason, new_tasks):
+    try:
+        parsed = json.loads(new_tasks)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--new-tasks") from exc
+    body = client(ctx).task_rescope(key, reason=reason, new_tasks=parsed)
+    emit(ctx, body, "\n".join(task_line(t) for t in body))
+
+
+@task.command("abandon")
+@click.argument("key")
+@click.option("--reason", required=True)
+@click.pass_context
+def task_abandon(ctx, key, reason):
+    body = client(ctx).task_abandon(key, reason=reason)
+    emit(ctx, {"task": body}, task_line(body))
+
+
+@main.group()
+def sprint():
+    """The current sprint."""
+
+
+def _sprint_line(body: dict[str, Any]) -> str:
+    return f"{body.get('id', '')}  {body.get('status', '')}"
+
+
+@sprint.command("show")
+@click.pass_context
+def sprint_show(ctx):
+    body = client(ctx).sprint()
+    emit(ctx, body, _sprint_line(body))
+
+
+@sprint.command("create")
+@click.option("--planned", multiple=True, help="repeatable task key")
+@click.option("--stretch", multiple=True, help="repeatable task key")
+@click.option("--deadline", help="ISO 8601")
+@click.pass_context
+def sprint_create(ctx, planned, stretch, deadline):
+    body = client(ctx).sprint_create(
+        planned=list(planned) or None, stretch=list(stretch) or None, deadline=deadline
+    )
+    emit(ctx, body, _sprint_line(body))
+
+
+@sprint.command("checkpoint")
+@click.option("--reason", required=True)
+@click.pass_context
+def sprint_checkpoint(ctx, reason):
+    body = client(ctx).sprint_checkpoint(reason=reason)
+    emit(ctx, body, _sprint_line(body))
+
+
+@sprint.command("continue")
+@click.option("--decision", required=True)
+@click.pass_context
+def sprint_continue(ctx, decision):
+    body = client(ctx).sprint_continue(decision=decision)
+    emit(ctx, body, _sprint_line(body))
+
+
+@sprint.command("abort")
+@click.option("--reason", required=True)
+@click.pass_context
+def sprint_abort(ctx, reason):
+    body = client(ctx).sprint_abort(reason=reason)
+    emit(ctx, body, _sprint_line(body))
+
+
+# -- the board ------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.pass_context
+def status(ctx):
+    """The board: tasks by state."""
+    tasks = client(ctx).tasks()
+    by_state: dict[str, list[dict[str, Any]]] = {}
+    for row in tasks:
+        by_state.setdefault(row["status"], []).append(row)
+    if ctx.obj.as_json:
+        counts = Counter(row["status"] for row in tasks)
+        emit(ctx, {"counts": dict(counts), "tasks": by_state})
+        return
+    states = [s for s in TASK_STATES if s in by_state] + sorted(set(by_state) - set(TASK_STATES))
+    width = max((len(s) for s in states), default=0)
+    lines = [f"{ctx.obj.project}: {len(tasks)} tasks"]
+    for state in states:
+        rows = by_state[state]
+        keys = ", ".join(
+            row["key"] + (f" ({row['assigned_to']})" if row.get("assigned_to") else "")
+            for row in rows
+        )
+        lines.append(f"{state:<{width}}  {len(rows):>3}  {keys}")
+    click.echo("\n".join(lines))
+
+
+def run() -> None:
+    main(prog_name="liza")
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -1,0 +1,79 @@
+"""Errors of the client, carrying the server's exit code (`details.exit` of the envelope)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The server's single exit table (boards/errors.py `Exit`), as the client needs it. The server
+# tells the code in every error (`details.exit`); these are for what it cannot say.
+EXIT = {
+    "ok": 0,
+    "usage": 2,
+    "refused": 3,
+    "conflict": 4,
+    "not_found": 5,
+    "collision": 6,
+    "unreachable": 7,
+    "stop": 42,
+}
+
+
+class LizaError(Exception):
+    """The server refused, or could not be reached: `code`, `message`, `details`, `exit`."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        *,
+        status: int | None = None,
+        exit: int | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.details = dict(details or {})
+        self.status = status
+        self.exit = int(exit if exit is not None else self.details.get("exit", EXIT["refused"]))
+
+    @classmethod
+    def from_response(cls, status: int, body: Any) -> LizaError:
+        """The error envelope `{"error": {code, message, details}}`, or what stands for it."""
+        error = body.get("error") if isinstance(body, dict) else None
+        if status >= 500:
+            code = error.get("code", "server_error") if isinstance(error, dict) else "server_error"
+            message = error.get("message", "") if isinstance(error, dict) else ""
+            return Unreachable(code, message or f"the server answered {status}", status=status)
+        if not isinstance(error, dict):
+            return cls("bad_response", f"HTTP {status} without an error envelope", status=status)
+        details = error.get("details") if isinstance(error.get("details"), dict) else {}
+        return cls(
+            str(error.get("code", "error")),
+            str(error.get("message", "")),
+            details,
+            status=status,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                "details": {**self.details, "exit": self.exit},
+            }
+        }
+
+
+class Unreachable(LizaError):
+    """No answer (connection refused, timeout) or a 5xx: try again later (exit 7)."""
+
+    def __init__(self, code: str, message: str, *, status: int | None = None) -> None:
+        super().__init__(code, message, status=status, exit=EXIT["unreachable"])
+
+
+class UsageError(LizaError):
+    """The client was configured or called wrongly; nothing was sent (exit 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("usage", message, exit=EXIT["usage"])

@@ -1,0 +1,13 @@
+"""The client's copy of the wire's words is the protocol's (agents/client/wire.py)."""
+
+from agents.client import wire
+from boards import protocol as p
+from boards.models import Review
+
+
+def test_the_clients_task_states_are_the_protocols_in_order():
+    assert wire.TASK_STATES == p.TASK_STATES
+
+
+def test_the_clients_verdicts_are_the_servers():
+    assert set(wire.VERDICTS) == set(Review.Verdict.values)
