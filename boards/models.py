@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
@@ -92,6 +93,10 @@ class ProjectConfig(models.Model):
     escalation_webhook = models.URLField(blank=True, help_text="empty = none (null in state.yaml)")
     lease_grace = models.PositiveIntegerField(default=p.LEASE_GRACE_SECONDS, help_text="seconds")
     archive_after_days = models.PositiveIntegerField(default=p.ARCHIVE_AFTER_DAYS)
+    # Not a seed key: how often `manage.py liza_watch` sweeps this project (the original: 10 s).
+    watch_interval = models.PositiveIntegerField(
+        default=p.WATCH_INTERVAL_SECONDS, validators=[MinValueValidator(1)], help_text="seconds"
+    )
 
     objects = ProjectScopedManager()
 

@@ -335,6 +335,7 @@ class ConfigSerializer(serializers.ModelSerializer):
             "escalation_webhook",
             "lease_grace",
             "archive_after_days",
+            "watch_interval",
         ]
         read_only_fields = [name for name in fields if name != "escalation_webhook"]
 
