@@ -6,9 +6,11 @@ threads, on a board with many due actions; every action happens exactly once (ev
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -19,6 +21,7 @@ from boards.models import Event, Review, Sprint
 from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
 from boards.services import sprints as sprint_services
 from boards.services.goals import goal_create
+from boards.services.projects import config_update
 from boards.services.watch import _take_sweep_lock, watch_sweep
 from tests.concurrency.conftest import run_together
 from tests.factories import register
@@ -147,3 +150,39 @@ def test_a_watcher_skips_a_project_another_watcher_is_sweeping():
     sweep = watch_sweep(project=world.project, now=timezone.now())
     assert sweep.skipped is False
     _assert_each_action_done_once(world)
+
+
+def test_the_watcher_loop_sweeps_every_watch_interval_and_stops_on_sigterm():
+    world = _board_with_due_actions()
+    config_update(project=world.project, actor=world.admin, now=world.tick(), watch_interval=1)
+    env = {
+        **os.environ,
+        "DATABASE_URL": suite_database_url(),
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+    }
+    watcher = subprocess.Popen(
+        [sys.executable, "manage.py", "liza_watch", "--project", world.project.slug],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        heartbeats = []
+        deadline = time.monotonic() + 60
+        while len(heartbeats) < 3 and time.monotonic() < deadline:
+            line = watcher.stdout.readline()
+            if "heartbeat:" in line:
+                heartbeats.append(time.monotonic())
+        assert len(heartbeats) == 3, "the watcher did not sweep three times"
+        # One sweep a second (the project's watch_interval), not a busy loop.
+        assert heartbeats[2] - heartbeats[0] >= 1.5
+        watcher.send_signal(signal.SIGTERM)
+        out, err = watcher.communicate(timeout=30)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    assert watcher.returncode == 0, err
+    assert out.rstrip().endswith("liza_watch stopped")
+    _assert_each_action_done_once(world)  # the later sweeps found nothing more to do

@@ -43,7 +43,6 @@ class Command(BaseCommand):
                 signal.signal(signum, lambda *_: stop.set())
         due: dict[int, datetime] = {}
         while not stop.is_set():
-            close_old_connections()
             swept = actions = 0
             visited = False
             for project in projects_to_watch(slugs=slugs):
@@ -66,6 +65,8 @@ class Command(BaseCommand):
                 self._log(f"heartbeat: {swept} project(s) swept, {actions} action(s)")
             if options["once"]:
                 return
+            # A long-running process: drop a connection the database closed while we slept.
+            close_old_connections()
             wake = min(due.values(), default=timezone.now() + timedelta(seconds=10))
             stop.wait(max(0.5, (wake - timezone.now()).total_seconds()))
         self._log("stopped")
