@@ -19,12 +19,14 @@ from django.db import connection, transaction
 from agents.models import Agent
 from boards import protocol as p
 from boards.errors import ProtocolError
-from boards.models import Project, Review, Sprint
+from boards.models import Alert, Project, Review, Sprint
 from boards.protocol import Action, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.leases import lease_alive
 from boards.selectors.watch import (
+    alert_conditions,
     coders_with_dead_leases,
+    open_alerts,
     sprint_past_deadline,
     stale_review_claims,
 )
@@ -47,6 +49,7 @@ class Sweep:
     project: str
     skipped: bool = False
     actions: list[str] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)  # alerts raised, escalated or resolved
     errors: list[str] = field(default_factory=list)
 
 
@@ -91,7 +94,55 @@ def watch_sweep(*, project: Project, now: datetime) -> Sweep:
                 continue
             if line:
                 sweep.actions.append(line)
+        sweep.alerts = _sync_alerts(project, now)
     return sweep
+
+
+_LEVEL_RANK = {Alert.Level.INFO: 0, Alert.Level.WARNING: 1, Alert.Level.CRITICAL: 2}
+
+
+def _sync_alerts(project: Project, now: datetime) -> list[str]:
+    """One open alert per condition that holds (type, subject): raised when first seen, counted
+    while it lasts, escalated when its level rises, resolved when the condition clears.
+
+    Runs under the sweep lock, so no other watcher syncs the same project's alerts meanwhile.
+    """
+    lines = []
+    current = {
+        (c.type, c.subject): c
+        for c in alert_conditions(project=project, now=now, config=config_of(project))
+    }
+    already = open_alerts(project=project)
+    for key, alert in already.items():
+        if key not in current:
+            alert.resolved_at = now
+            alert.save(update_fields=["resolved_at"])
+            lines.append(f"alert resolved: {alert.type} {alert.subject}")
+    for key, condition in current.items():
+        alert = already.get(key)
+        if alert is None:
+            Alert.objects.create(
+                project=project,
+                type=condition.type,
+                subject=condition.subject,
+                level=condition.level,
+                message=condition.message,
+                task=condition.task,
+                agent_id=condition.agent_id,
+                created=now,
+                last_seen=now,
+            )
+            lines.append(f"alert {condition.level}: {condition.message}")
+            continue
+        alert.count += 1
+        alert.last_seen = now
+        alert.message = condition.message
+        if _LEVEL_RANK[condition.level] > _LEVEL_RANK[alert.level]:
+            alert.level = condition.level
+            alert.escalated_at = now
+            lines.append(f"alert escalated to {condition.level}: {condition.message}")
+        alert.save(update_fields=["count", "last_seen", "message", "level", "escalated_at"])
+    return lines
 
 
 def _expire_coder_lease(project: Project, agent: Agent, now: datetime) -> str:

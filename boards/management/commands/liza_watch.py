@@ -57,7 +57,7 @@ class Command(BaseCommand):
                     continue
                 swept += 1
                 actions += len(sweep.actions)
-                for line in sweep.actions:
+                for line in [*sweep.actions, *sweep.alerts]:
                     self._log(f"{project.slug}: {line}")
                 for line in sweep.errors:
                     self._log(f"{project.slug}: refused: {line}", error=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from boards.models import Event, Project
+from boards.models import Alert, Event, Project
 from tests.boards.compat.test_original_liza_judges_exports import _export
 
 pytestmark = pytest.mark.django_db
@@ -18,9 +18,12 @@ def test_one_sweep_of_the_demo_runs_clean_and_keeps_it_valid(manage, original_li
     run = manage("liza_watch", once=True, project=["demo"])
 
     assert (run.code, run.err) == (0, "")
-    # The demo's leases are live (its timestamps are moved to now): nothing is due yet.
-    [heartbeat] = run.out_lines
+    # The demo's leases are live (its timestamps are moved to now): no action is due, only
+    # the alerts of what the example blackboard shows (each raised once).
+    *alerts, heartbeat = run.out_lines
     assert heartbeat.endswith("liza_watch heartbeat: 1 project(s) swept, 0 action(s)")
+    assert all(": alert " in line for line in alerts), alerts
+    assert len(alerts) == Alert.objects.filter(project__slug="demo").count()
     assert Event.objects.count() == before
     assert manage("liza_validate", project="demo").out_lines == ["VALID"]
     judged = original_liza.validate(_export(Project.objects.get(slug="demo"), tmp_path / "demo"))
