@@ -271,6 +271,7 @@ class Action(StrEnum):
     PROJECT_PAUSED = "project_paused"
     PROJECT_RESUMED = "project_resumed"
     CONFIG_UPDATED = "config_updated"
+    ALERT_ACKNOWLEDGED = "alert_acknowledged"
     MEMBERSHIP_SET = "membership_set"
     # records
     DISCOVERED = "discovered"

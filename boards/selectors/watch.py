@@ -10,6 +10,7 @@ from datetime import datetime
 from django.db.models import F
 
 from agents.models import Agent
+from boards.errors import ProtocolValidationError
 from boards.models import Alert, Discovery, Project, ProjectConfig, Review, Sprint, Task
 from boards.protocol import SprintStatus, TaskStatus
 from boards.selectors.leases import lease_stale_before
@@ -215,3 +216,24 @@ def open_alerts(*, project: Project) -> dict[tuple[str, str], Alert]:
         (a.type, a.subject): a
         for a in Alert.objects.filter(project=project, resolved_at__isnull=True)
     }
+
+
+def alert_list(
+    *, project: Project, state: str = "", type: str = "", severity: str = ""
+) -> list[Alert]:
+    """The project's alerts, newest first; `state` open or resolved, `type`, `severity`
+    (the alert's level). An unknown filter value is a 400 naming it."""
+    alerts = Alert.objects.filter(project=project).select_related("task", "acknowledged_by")
+    if state:
+        if state not in ("open", "resolved"):
+            raise ProtocolValidationError("state", "open or resolved")
+        alerts = alerts.filter(resolved_at__isnull=state == "open")
+    if type:
+        if type not in Alert.Type.values:
+            raise ProtocolValidationError("type", f"one of {', '.join(Alert.Type.values)}")
+        alerts = alerts.filter(type=type)
+    if severity:
+        if severity not in Alert.Level.values:
+            raise ProtocolValidationError("severity", f"one of {', '.join(Alert.Level.values)}")
+        alerts = alerts.filter(level=severity)
+    return list(alerts)

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from agents.models import Agent
 from boards import protocol as p
-from boards.errors import ProtocolError
+from boards.errors import Conflict, ProtocolError
 from boards.models import Alert, Project, Review, Sprint
 from boards.protocol import Action, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
@@ -30,7 +30,15 @@ from boards.selectors.watch import (
     sprint_past_deadline,
     stale_review_claims,
 )
-from boards.services.kernel import SYSTEM, agent_row, record_event
+from boards.services.kernel import (
+    SYSTEM,
+    Actor,
+    agent_row,
+    record_event,
+    records_refusals,
+    refusal,
+    require_role,
+)
 from boards.services.sprints import sprint_checkpoint, sprint_complete_if_done
 from boards.services.tasks.holders import (
     lock_task_and_its_agents,
@@ -226,3 +234,40 @@ def _deadline_checkpoint(project: Project, now: datetime) -> str:
         sprint=locked, actor=SYSTEM, reason=f"sprint deadline {deadline} passed", now=now
     )
     return f"sprint checkpoint: {locked.sprint_id} deadline {deadline} passed"
+
+
+@records_refusals
+def alert_acknowledge(*, alert: Alert, actor: Actor, now: datetime) -> Alert:
+    """A project admin says they have seen the alert; it stays open until its condition
+    clears (the watcher resolves it), but it no longer asks for attention."""
+    project = alert.project
+    require_role(actor, project, agent_roles=())
+    with transaction.atomic():
+        alert = Alert.objects.select_for_update().get(pk=alert.pk)
+        if alert.acknowledged_at is not None:
+            raise refusal(
+                Conflict(
+                    f"alert {alert.pk} was already acknowledged",
+                    {
+                        "alert": alert.pk,
+                        "acknowledged_at": p.format_timestamp(alert.acknowledged_at),
+                    },
+                ),
+                project=project,
+                actor=actor,
+                action=Action.ALERT_ACKNOWLEDGED,
+                now=now,
+            )
+        alert.acknowledged_by = actor
+        alert.acknowledged_at = now
+        alert.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        record_event(
+            project=project,
+            actor=actor,
+            action=Action.ALERT_ACKNOWLEDGED,
+            now=now,
+            task=alert.task,
+            detail=f"alert {alert.pk} acknowledged: {alert.message}",
+            data={"alert": alert.pk, "type": alert.type, "subject": alert.subject},
+        )
+    return alert
