@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 
 from agents.models import Agent
+from agents.services import agent_heartbeat
 from boards import protocol as p
-from boards.errors import Conflict, ProtocolValidationError
+from boards.errors import Conflict, LeaseLost, ProtocolValidationError
 from boards.models import Event, Review, Sprint
 from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
@@ -46,6 +47,10 @@ def test_a_dead_coder_lease_is_taken_from_its_coder_once_and_the_task_keeps_its_
     assert (event.actor_kind, event.actor_id, event.task_id) == ("system", "system", task.pk)
     assert "coder-1" in event.detail and "T-1" in event.detail
 
+    # The coder learns it at its next request: lease_lost, exit 42 (SPEC §13).
+    with pytest.raises(LeaseLost):
+        agent_heartbeat(agent=world.coder, now=dead_from + timedelta(seconds=2))
+
     # Later sweeps find nothing more to do.
     for minutes in (1, 60):
         later = dead_from + timedelta(minutes=minutes)
@@ -54,8 +59,6 @@ def test_a_dead_coder_lease_is_taken_from_its_coder_once_and_the_task_keeps_its_
 
 
 def test_a_heartbeat_keeps_the_lease_from_the_watcher(world):
-    from agents.services import agent_heartbeat
-
     task = world.claimed("T-1")
     grace = timedelta(seconds=config_of(world.project).lease_grace)
     beat = task.lease_expires - timedelta(seconds=10)
