@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
@@ -92,6 +93,10 @@ class ProjectConfig(models.Model):
     escalation_webhook = models.URLField(blank=True, help_text="empty = none (null in state.yaml)")
     lease_grace = models.PositiveIntegerField(default=p.LEASE_GRACE_SECONDS, help_text="seconds")
     archive_after_days = models.PositiveIntegerField(default=p.ARCHIVE_AFTER_DAYS)
+    # Not a seed key: how often `manage.py liza_watch` sweeps this project (the original: 10 s).
+    watch_interval = models.PositiveIntegerField(
+        default=p.WATCH_INTERVAL_SECONDS, validators=[MinValueValidator(1)], help_text="seconds"
+    )
 
     objects = ProjectScopedManager()
 
@@ -774,15 +779,35 @@ class Alert(models.Model):
         Task, on_delete=models.CASCADE, null=True, blank=True, related_name="alerts"
     )
     agent_id = models.CharField(max_length=64, blank=True)
+    # What the alert is about (a task key, an agent id, a sprint id, a discovery id): at most
+    # one open alert per (type, subject); a condition seen again counts on it.
+    subject = models.CharField(max_length=64, blank=True)
     message = models.CharField(max_length=500)
-    created = models.DateTimeField()
+    created = models.DateTimeField(help_text="first seen")
+    last_seen = models.DateTimeField(null=True, blank=True)
+    count = models.PositiveIntegerField(default=1, help_text="sweeps that saw the condition")
     resolved_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
 
     objects = ProjectScopedManager()
 
     class Meta:
         ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "type", "subject"],
+                condition=Q(resolved_at__isnull=True),
+                name="alert_one_open_per_subject",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}"

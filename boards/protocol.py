@@ -196,6 +196,7 @@ CONFIG_DEFAULTS: dict[str, object] = {
 }
 LEASE_GRACE_SECONDS = 60
 ARCHIVE_AFTER_DAYS = 30
+WATCH_INTERVAL_SECONDS = 10  # the original watcher's loop (liza-watch.sh)
 MAX_BLOCKED_QUESTIONS = 3
 PRIORITY_RANGE = (1, 5)  # 1 highest
 # Per-task overrides (seed 002 "Config Scope", "Lease Model" lease_duration_override): their
@@ -246,6 +247,7 @@ class Action(StrEnum):
     RESUMED = "resumed"
     HANDOFF = "handoff"
     HANDOFF_READ = "handoff_read"
+    LEASE_EXPIRED = "lease_expired"  # the watcher took a dead lease out of its coder's hands
     # reviews
     REVIEW_CLAIMED = "review_claimed"
     REVIEW_EXTENDED = "review_extended"
@@ -269,6 +271,7 @@ class Action(StrEnum):
     PROJECT_PAUSED = "project_paused"
     PROJECT_RESUMED = "project_resumed"
     CONFIG_UPDATED = "config_updated"
+    ALERT_ACKNOWLEDGED = "alert_acknowledged"
     MEMBERSHIP_SET = "membership_set"
     # records
     DISCOVERED = "discovered"

@@ -303,6 +303,7 @@ PRESENTERS: dict[str, tuple[Presenter, Any]] = {
         s.ConfigSerializer,
     ),
     "discovery": (lambda v, r: s.DiscoverySerializer(r).data, s.DiscoverySerializer),
+    "alert": (lambda v, r: s.AlertSerializer(r).data, s.AlertSerializer),
     "anomaly": (lambda v, r: s.AnomalySerializer(r).data, s.AnomalySerializer),
     "note": (lambda v, r: s.HumanNoteSerializer(r).data, s.HumanNoteSerializer),
     "event": (lambda v, r: s.EventSerializer(r).data, s.EventSerializer),

@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from boards import protocol as p
 from boards.models import (
+    Alert,
     Anomaly,
     Discovery,
     Event,
@@ -335,6 +336,7 @@ class ConfigSerializer(serializers.ModelSerializer):
             "escalation_webhook",
             "lease_grace",
             "archive_after_days",
+            "watch_interval",
         ]
         read_only_fields = [name for name in fields if name != "escalation_webhook"]
 
@@ -416,3 +418,37 @@ class InboxSerializer(serializers.Serializer):
     discoveries = InboxDiscoverySerializer(many=True)
     checkpoints = InboxCheckpointSerializer(many=True)
     paused = InboxPauseSerializer(many=True)
+
+
+class AlertSerializer(serializers.ModelSerializer):
+    """A watcher alert (SPEC §9); `severity` is its level, `first_seen` when it was raised."""
+
+    severity = serializers.CharField(source="level", read_only=True)
+    first_seen = serializers.DateTimeField(source="created", read_only=True)
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    acknowledged_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    open = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Alert
+        fields = [
+            "id",
+            "type",
+            "subject",
+            "severity",
+            "message",
+            "task",
+            "agent_id",
+            "first_seen",
+            "last_seen",
+            "count",
+            "escalated_at",
+            "resolved_at",
+            "open",
+            "acknowledged_by",
+            "acknowledged_at",
+        ]
+        read_only_fields = fields
+
+    def get_open(self, alert: Alert) -> bool:
+        return alert.resolved_at is None

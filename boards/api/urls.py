@@ -287,6 +287,18 @@ urlpatterns = [
     path("config", views.ConfigView.as_view(), name="api-config"),
     path("work", views.WorkView.as_view(), name="api-work"),
     path("inbox", views.InboxView.as_view(), name="api-inbox"),
+    # -- the watcher's alerts
+    path("alerts", views.AlertView.as_view(), name="api-alerts"),
+    path(
+        "alerts/<int:alert_id>/acknowledge",
+        op(
+            "alert_acknowledge",
+            present="alert",
+            operation_id="alerts_acknowledge",
+            description="Admins acknowledge an alert; it stays open until its condition clears.",
+        ).as_view(),
+        name="api-alert-acknowledge",
+    ),
     # -- records
     path("discoveries", views.DiscoveryView.as_view(), name="api-discoveries"),
     path(

@@ -18,7 +18,7 @@ from boards import protocol as p
 from boards.api import serializers as s
 from boards.api.base import READ_ERRORS, ProjectView, errors, operation_view
 from boards.errors import NotFound, ProtocolValidationError
-from boards.models import Event
+from boards.models import Alert, Event
 from boards.operations import inputs as i
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of
@@ -26,6 +26,7 @@ from boards.selectors.filters import TaskFilter, filter_errors
 from boards.selectors.inbox import inbox
 from boards.selectors.sprints import goal_current, sprint_current
 from boards.selectors.tasks import task_list
+from boards.selectors.watch import alert_list
 from boards.selectors.work import work_for_role
 from boards.services.kernel import require_role
 
@@ -329,3 +330,24 @@ class AgentKeysView(
         require_role(self.actor, self.project, agent_roles=())
         agent = agent_get(project=self.project, agent_id=agent_id)
         return Response(agent_s.AgentKeySerializer(agent.keys.all(), many=True).data)
+
+
+class AlertView(ProjectView):
+    @extend_schema(
+        operation_id="alerts_list",
+        description="The watcher's alerts, newest first: at most one open per type and subject.",
+        parameters=[
+            OpenApiParameter("state", str, enum=["open", "resolved"]),
+            OpenApiParameter("type", str, enum=list(Alert.Type.values)),
+            OpenApiParameter("severity", str, enum=list(Alert.Level.values)),
+        ],
+        responses={200: s.AlertSerializer(many=True), **errors(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        rows = alert_list(
+            project=self.project,
+            state=request.query_params.get("state", ""),
+            type=request.query_params.get("type", ""),
+            severity=request.query_params.get("severity", ""),
+        )
+        return Response(s.AlertSerializer(rows, many=True).data)

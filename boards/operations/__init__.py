@@ -25,15 +25,15 @@ from rest_framework import serializers
 from agents import services as agent_services
 from agents.selectors import agent_get, key_get
 from boards.errors import NotFound, validation_error
-from boards.models import Discovery, Membership
+from boards.models import Alert, Discovery, Membership
 from boards.operations import inputs as i
 from boards.selectors.access import in_project
 from boards.selectors.sprints import goal_current, goal_get, sprint_current, sprint_get
 from boards.selectors.tasks import task_get
-from boards.services import goals, projects, records, reviews, sprints, stops, tasks
+from boards.services import goals, projects, records, reviews, sprints, stops, tasks, watch
 
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
-TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY = (
+TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT = (
     "task",
     "sprint",
     "goal",
@@ -41,6 +41,7 @@ TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY = (
     "discovery",
     "agent",
     "key",
+    "alert",
 )
 
 
@@ -241,6 +242,12 @@ OPERATIONS: dict[str, Operation] = {
                 else f"{d.disc_id} {d.triage}."
             ),
         ),
+        Operation(
+            "alert_acknowledge",
+            watch.alert_acknowledge,
+            ALERT,
+            done=lambda a: f"Alert {a.pk} acknowledged.",
+        ),
         # -- human oversight of tasks (project admins) ---------------------------------------
         Operation(
             "task_override_block",
@@ -406,6 +413,8 @@ def resolve_target(project, target: str, names: dict[str, str]) -> Any:
         row = goal_current(project=project)
     elif target == DISCOVERY:
         return in_project(Discovery.objects.all(), project, disc_id=names["disc_id"])
+    elif target == ALERT:
+        return in_project(Alert.objects.all(), project, pk=names["alert_id"])
     elif target == AGENT:
         return agent_get(project=project, agent_id=names["agent_id"])
     elif target == KEY:

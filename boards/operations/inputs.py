@@ -268,6 +268,7 @@ class ConfigInput(InputSerializer):
     escalation_webhook = serializers.URLField(required=False, allow_blank=True, allow_null=True)
     lease_grace = serializers.IntegerField(required=False, min_value=0)
     archive_after_days = serializers.IntegerField(required=False, min_value=0)
+    watch_interval = serializers.IntegerField(required=False, min_value=1)
 
 
 class RegisterInput(InputSerializer):

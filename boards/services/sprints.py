@@ -162,6 +162,24 @@ def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime)
     require_role(actor, sprint.project, agent_roles=())
     decision = clean_text(decision, "decision", max_length=2000)
     with transaction.atomic():
+        locked = Sprint.objects.select_for_update().get(pk=sprint.pk)
+        if locked.deadline is not None and locked.deadline <= now:
+            # SPEC §13: continuing needs a new future deadline or none, else the watcher would
+            # send the sprint straight back to CHECKPOINT for the deadline already decided on.
+            raise refusal(
+                Conflict(
+                    f"sprint {locked.sprint_id}'s deadline "
+                    f"{p.format_timestamp(locked.deadline)} has passed: set a new future "
+                    "deadline or clear it before continuing",
+                    {"sprint": locked.sprint_id, "deadline": p.format_timestamp(locked.deadline)},
+                ),
+                project=sprint.project,
+                actor=actor,
+                action="sprint_resumed",
+                now=now,
+                from_status=locked.status,
+                to_status=SprintStatus.IN_PROGRESS,
+            )
         return _sprint_move(
             sprint,
             "resume",

@@ -105,6 +105,7 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "integration_branch",
     "escalation_webhook",
     "archive_after_days",
+    "watch_interval",
 )
 
 

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from boards.api import urls as api_urls
-from boards.models import Sprint, Task
+from boards.models import Project, Sprint, Task
+from boards.selectors.access import config_of
 from boards.services import records, sprints, tasks
 from tests.boards.api.helpers import (
     agent_client,
@@ -237,6 +238,7 @@ def test_bad_limits_are_a_400_naming_the_field(body, field):
     [
         ({"lease_duration": 30}, "lease_duration"),  # not longer than heartbeat_interval
         ({"max_review_cycles": 0}, "max_review_cycles"),
+        ({"watch_interval": 0}, "watch_interval"),  # the watcher needs a pause between sweeps
         ({"escalation_webhook": "not a url"}, "escalation_webhook"),
         ({"lease_duraton": 600}, "lease_duraton"),
         ({}, "config"),
@@ -248,6 +250,16 @@ def test_bad_config_is_a_400_naming_the_field(body, field):
     response = _admin(t).patch(f"{api_base(t.slug)}/config", body, format="json")
     assert_field_error(response, field)
     assert domain_snapshot(t.project) == before
+
+
+def test_the_watch_interval_is_a_config_setting():
+    t = Tenant()
+    url = f"{api_base(t.slug)}/config"
+    assert _admin(t).get(url).json()["watch_interval"] == 10  # the original watcher's 10 s
+    response = _admin(t).patch(url, {"watch_interval": 3}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["watch_interval"] == 3
+    assert config_of(Project.objects.get(pk=t.project.pk)).watch_interval == 3
 
 
 def test_converting_a_discovery_needs_an_admin():

@@ -35,6 +35,7 @@ from agents.services import (
 )
 from boards.api import urls as api_urls
 from boards.models import (
+    Alert,
     Anomaly,
     Discovery,
     Event,
@@ -51,6 +52,7 @@ from boards.services.kernel import SYSTEM
 from boards.services.projects import membership_set
 from boards.services.records import discovery_create
 from boards.services.sprints import sprint_checkpoint, sprint_create
+from boards.services.watch import watch_sweep
 from tests.boards.api.helpers import (
     agent_client,
     api_base,
@@ -89,6 +91,7 @@ MISSING = {
     "agent_id": "coder-99",
     "prefix": "000000000000",
     "disc_id": "disc-999",
+    "alert_id": "999999999",
 }
 
 
@@ -316,6 +319,12 @@ def a_discovery(t: Tenant) -> dict[str, str]:
     return {"disc_id": discovery.disc_id}
 
 
+def an_alert(t: Tenant) -> dict[str, str]:
+    t.world.drive_to("BLOCKED", "t1")
+    watch_sweep(project=t.project, now=t.world.tick())
+    return {"alert_id": str(Alert.objects.get(project=t.project, subject="t1").pk)}
+
+
 def disabled_coder_2(t: Tenant) -> dict[str, str]:
     agent_set_enabled(agent=t.agent("coder-2"), actor=t.world.admin, enabled=False, now=t.world.now)
     return {"agent_id": "coder-2"}
@@ -372,6 +381,12 @@ def goal_aborted(t: Tenant, values: dict[str, str], response) -> None:
 
 def inbox_lists_the_blocked_task(t: Tenant, values: dict[str, str], response) -> None:
     assert [row["key"] for row in response.json()["blocked"]] == ["t1"]
+
+
+def alert_acknowledged(t: Tenant, values: dict[str, str], response) -> None:
+    alert = Alert.objects.get(pk=values["alert_id"])
+    assert alert.acknowledged_by is not None and alert.acknowledged_at is not None
+    assert response.json()["acknowledged_by"] == alert.acknowledged_by.username
 
 
 def discovery_deferred(t: Tenant, values: dict[str, str], response) -> None:
@@ -514,6 +529,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("api-work", "GET", "work", task_in("UNCLAIMED"), query="?role=coder", **READ),
     Endpoint("api-discoveries", "GET", "discoveries", nothing, **READ),
     Endpoint("api-anomalies", "GET", "anomalies", nothing, **READ),
+    Endpoint("api-alerts", "GET", "alerts", an_alert, **READ),
     Endpoint("api-agents", "GET", "agents", nothing, **READ),
     Endpoint("api-agent", "GET", "agents/{agent_id}", agent_coder_1, **READ),
     # -- planner operations: the planner agent, or a human admin
@@ -1019,6 +1035,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         wrong="planner-1",
         humans=MEMBERS,
         check=discovery_deferred,
+    ),
+    Endpoint(
+        "api-alert-acknowledge",
+        "POST",
+        "alerts/{alert_id}/acknowledge",
+        an_alert,
+        wrong="planner-1",
+        humans=ADMIN,
+        check=alert_acknowledged,
     ),
     Endpoint(
         "api-agent-disable",

@@ -365,6 +365,7 @@ ACTIONS = [
             "integration_branch": "integration",
             "escalation_webhook": "",
             "archive_after_days": "30",
+            "watch_interval": "10",
         },
         lambda w: None,
         lambda w: config_of(Project.objects.get(pk=w.project.pk)).max_review_cycles == 7,

@@ -1,0 +1,77 @@
+"""manage.py liza_watch [--once] [--project SLUG]: the watcher (SPEC §9), a thin loop around
+boards.services.watch.watch_sweep."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from datetime import datetime, timedelta
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import close_old_connections
+from django.utils import timezone
+
+from boards import protocol as p
+from boards.selectors.access import config_of
+from boards.selectors.watch import projects_to_watch
+from boards.services.watch import watch_sweep
+
+
+class Command(BaseCommand):
+    help = (
+        "Sweep every project (or --project ones) each watch_interval seconds: dead leases, "
+        "stale review claims, sprint deadlines and finished sprints. --once: one sweep, then "
+        "exit. Safe to run several at once."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--once", action="store_true", help="sweep once and exit")
+        parser.add_argument(
+            "--project", action="append", default=[], help="only this project (repeatable)"
+        )
+
+    def handle(self, *args, **options) -> None:
+        slugs = options["project"]
+        if slugs:
+            known = {project.slug for project in projects_to_watch(slugs=slugs)}
+            missing = sorted(set(slugs) - known)
+            if missing:
+                raise CommandError(f"no such project: {', '.join(missing)}")
+        stop = threading.Event()
+        if not options["once"]:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, lambda *_: stop.set())
+        due: dict[int, datetime] = {}
+        while not stop.is_set():
+            swept = actions = 0
+            visited = False
+            for project in projects_to_watch(slugs=slugs):
+                now = timezone.now()
+                if not options["once"] and due.get(project.pk, now) > now:
+                    continue
+                visited = True
+                due[project.pk] = now + timedelta(seconds=config_of(project).watch_interval)
+                sweep = watch_sweep(project=project, now=now)
+                if sweep.skipped:
+                    self._log(f"{project.slug}: skipped, another watcher is sweeping it")
+                    continue
+                swept += 1
+                actions += len(sweep.actions)
+                for line in [*sweep.actions, *sweep.alerts]:
+                    self._log(f"{project.slug}: {line}")
+                for line in sweep.errors:
+                    self._log(f"{project.slug}: refused: {line}", error=True)
+            if visited:  # one heartbeat per round of sweeps, not per idle wake-up
+                self._log(f"heartbeat: {swept} project(s) swept, {actions} action(s)")
+            if options["once"]:
+                return
+            # A long-running process: drop a connection the database closed while we slept.
+            close_old_connections()
+            wake = min(due.values(), default=timezone.now() + timedelta(seconds=10))
+            stop.wait(max(0.5, (wake - timezone.now()).total_seconds()))
+        self._log("stopped")
+
+    def _log(self, message: str, *, error: bool = False) -> None:
+        line = f"[{p.format_timestamp(timezone.now())}] liza_watch {message}"
+        (self.stderr if error else self.stdout).write(line)
+        (self.stderr if error else self.stdout).flush()

@@ -1,0 +1,273 @@
+"""The watcher's sweep of one project (SPEC §9, the original's liza-watch.sh): what time alone
+makes due — dead leases, stale review claims, a passed sprint deadline, a finished sprint — done
+through the ordinary services, as the system actor.
+
+Several watchers may run at once: a sweep holds a per-project PostgreSQL advisory lock for its
+transaction and a watcher that cannot take it skips the project (another one is sweeping it);
+each action re-reads its rows under the services' row locks, so what a previous sweep already
+did is no longer due.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.errors import Conflict, ProtocolError
+from boards.models import Alert, Project, Review, Sprint
+from boards.protocol import Action, SprintStatus, TaskStatus
+from boards.selectors.access import config_of
+from boards.selectors.leases import lease_alive
+from boards.selectors.watch import (
+    alert_conditions,
+    coders_with_dead_leases,
+    open_alerts,
+    sprint_past_deadline,
+    stale_review_claims,
+)
+from boards.services.kernel import (
+    SYSTEM,
+    Actor,
+    agent_row,
+    record_event,
+    records_refusals,
+    refusal,
+    require_role,
+)
+from boards.services.sprints import sprint_checkpoint, sprint_complete_if_done
+from boards.services.tasks.holders import (
+    lock_task_and_its_agents,
+    release_holder,
+    release_reviewers,
+)
+
+# First key of the two-int advisory lock: this application's namespace for watcher sweeps.
+_LOCK_NAMESPACE = zlib.crc32(b"liza_watch") & 0x7FFFFFFF
+
+
+@dataclass
+class Sweep:
+    """What one sweep did: `skipped` when another watcher held the project's lock."""
+
+    project: str
+    skipped: bool = False
+    actions: list[str] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)  # alerts raised, escalated or resolved
+    errors: list[str] = field(default_factory=list)
+
+
+def _take_sweep_lock(project: Project) -> bool:
+    """The project's sweep lock until the transaction ends; False if another watcher has it.
+
+    On SQLite (development) there is no advisory lock: its writes are serialized anyway.
+    """
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, project.pk])
+        return bool(cursor.fetchone()[0])
+
+
+def watch_sweep(*, project: Project, now: datetime) -> Sweep:
+    """One sweep of `project` at `now`, in one transaction holding the project's sweep lock."""
+    sweep = Sweep(project=project.slug)
+    with transaction.atomic():
+        if not _take_sweep_lock(project):
+            sweep.skipped = True
+            return sweep
+        config = config_of(project)
+        steps = [
+            *(
+                (f"lease of {a.agent_id}", lambda a=a: _expire_coder_lease(project, a, now))
+                for a in coders_with_dead_leases(project=project, now=now, config=config)
+            ),
+            *(
+                (f"review claim of {r.reviewer}", lambda r=r: _release_stale_review(r, now))
+                for r in stale_review_claims(project=project, now=now, config=config)
+            ),
+            ("sprint completion", lambda: _complete_sprint(project, now)),
+            ("sprint deadline", lambda: _deadline_checkpoint(project, now)),
+        ]
+        for what, step in steps:
+            try:
+                with transaction.atomic():  # a savepoint: one refused action spoils no other
+                    line = step()
+            except ProtocolError as exc:
+                sweep.errors.append(f"{what}: {exc.message}")
+                continue
+            if line:
+                sweep.actions.append(line)
+        sweep.alerts = _sync_alerts(project, now)
+    return sweep
+
+
+_LEVEL_RANK = {Alert.Level.INFO: 0, Alert.Level.WARNING: 1, Alert.Level.CRITICAL: 2}
+
+
+def _sync_alerts(project: Project, now: datetime) -> list[str]:
+    """One open alert per condition that holds (type, subject): raised when first seen, counted
+    while it lasts, escalated when its level rises, resolved when the condition clears.
+
+    Runs under the sweep lock, so no other watcher syncs the same project's alerts meanwhile.
+    """
+    lines = []
+    current = {
+        (c.type, c.subject): c
+        for c in alert_conditions(project=project, now=now, config=config_of(project))
+    }
+    already = open_alerts(project=project)
+    for key, alert in already.items():
+        if key not in current:
+            alert.resolved_at = now
+            alert.save(update_fields=["resolved_at"])
+            lines.append(f"alert resolved: {alert.type} {alert.subject}")
+    for key, condition in current.items():
+        alert = already.get(key)
+        if alert is None:
+            Alert.objects.create(
+                project=project,
+                type=condition.type,
+                subject=condition.subject,
+                level=condition.level,
+                message=condition.message,
+                task=condition.task,
+                agent_id=condition.agent_id,
+                created=now,
+                last_seen=now,
+            )
+            lines.append(f"alert {condition.level}: {condition.message}")
+            continue
+        alert.count += 1
+        alert.last_seen = now
+        alert.message = condition.message
+        if _LEVEL_RANK[condition.level] > _LEVEL_RANK[alert.level]:
+            alert.level = condition.level
+            alert.escalated_at = now
+            lines.append(f"alert escalated to {condition.level}: {condition.message}")
+        alert.save(update_fields=["count", "last_seen", "message", "level", "escalated_at"])
+    return lines
+
+
+def _expire_coder_lease(project: Project, agent: Agent, now: datetime) -> str:
+    """The coder's task lease died: it no longer holds the task (its next request answers
+    lease_lost, exit 42). The task keeps its status: a claim takes it over (seed 002)."""
+    task = lock_task_and_its_agents(agent.current_task)
+    holder = agent_row(project, agent.agent_id)  # locked with the task's agents
+    config = config_of(project)
+    if (
+        holder is None
+        or holder.current_task_id != task.pk
+        or task.status != TaskStatus.CLAIMED
+        or task.assigned_to != holder.agent_id
+        or lease_alive(task.lease_expires, now, config)
+    ):
+        return ""  # it heartbeated, finished or moved on since the unlocked read
+    expired = p.format_timestamp(task.lease_expires)
+    record_event(
+        project=project,
+        actor=SYSTEM,
+        action=Action.LEASE_EXPIRED,
+        now=now,
+        task=task,
+        detail=f"{holder.agent_id}'s lease on {task.key} expired at {expired}; "
+        "the task waits for a takeover",
+        data={"agent": holder.agent_id, "lease_expires": expired},
+    )
+    release_holder(holder, task, lost=f"lease expired at {expired}")
+    return f"lease expired: {holder.agent_id} on {task.key}"
+
+
+def _release_stale_review(review: Review, now: datetime) -> str:
+    """A review claim whose lease died is closed, so another reviewer can claim the task."""
+    task = lock_task_and_its_agents(review.task)
+    review = Review.objects.select_for_update().get(pk=review.pk)
+    if (
+        review.closed_at is not None
+        or review.verdict
+        or lease_alive(review.lease_expires, now, config_of(task.project))
+    ):
+        return ""
+    expired = p.format_timestamp(review.lease_expires)
+    released = release_reviewers(
+        task, now=now, lost=f"review lease expired at {expired}", reviewer=review.reviewer
+    )
+    if not released:
+        return ""
+    record_event(
+        project=task.project,
+        actor=SYSTEM,
+        action=Action.REVIEW_CLAIM_RELEASED,
+        now=now,
+        task=task,
+        detail=f"{review.reviewer}'s review lease on {task.key} expired at {expired}; "
+        "the review can be claimed again",
+        data={"reviewer": review.reviewer, "lease_expires": expired},
+    )
+    return f"review lease expired: {review.reviewer} on {task.key}"
+
+
+def _complete_sprint(project: Project, now: datetime) -> str:
+    sprint = sprint_complete_if_done(project=project, now=now)
+    return f"sprint completed: {sprint.sprint_id}" if sprint is not None else ""
+
+
+def _deadline_checkpoint(project: Project, now: datetime) -> str:
+    """Seed 000: the sprint deadline passed → CHECKPOINT, once per deadline value (continuing
+    needs a new future deadline or none: `sprint_resume`)."""
+    sprint = sprint_past_deadline(project=project, now=now)
+    if sprint is None:
+        return ""
+    locked = Sprint.objects.select_for_update().get(pk=sprint.pk)
+    if (
+        locked.status != SprintStatus.IN_PROGRESS
+        or locked.deadline is None
+        or locked.deadline > now
+    ):
+        return ""
+    deadline = p.format_timestamp(locked.deadline)
+    sprint_checkpoint(
+        sprint=locked, actor=SYSTEM, reason=f"sprint deadline {deadline} passed", now=now
+    )
+    return f"sprint checkpoint: {locked.sprint_id} deadline {deadline} passed"
+
+
+@records_refusals
+def alert_acknowledge(*, alert: Alert, actor: Actor, now: datetime) -> Alert:
+    """A project admin says they have seen the alert; it stays open until its condition
+    clears (the watcher resolves it), but it no longer asks for attention."""
+    project = alert.project
+    require_role(actor, project, agent_roles=())
+    with transaction.atomic():
+        alert = Alert.objects.select_for_update().get(pk=alert.pk)
+        if alert.acknowledged_at is not None:
+            raise refusal(
+                Conflict(
+                    f"alert {alert.pk} was already acknowledged",
+                    {
+                        "alert": alert.pk,
+                        "acknowledged_at": p.format_timestamp(alert.acknowledged_at),
+                    },
+                ),
+                project=project,
+                actor=actor,
+                action=Action.ALERT_ACKNOWLEDGED,
+                now=now,
+            )
+        alert.acknowledged_by = actor
+        alert.acknowledged_at = now
+        alert.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        record_event(
+            project=project,
+            actor=actor,
+            action=Action.ALERT_ACKNOWLEDGED,
+            now=now,
+            task=alert.task,
+            detail=f"alert {alert.pk} acknowledged: {alert.message}",
+            data={"alert": alert.pk, "type": alert.type, "subject": alert.subject},
+        )
+    return alert

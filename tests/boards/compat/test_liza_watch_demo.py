@@ -1,0 +1,36 @@
+"""`manage.py liza_watch --once` on the demo project: it runs clean, and the board it leaves
+still passes our validator and the original Liza's (SPEC §8, §9)."""
+
+from __future__ import annotations
+
+import pytest
+
+from boards.models import Alert, Event, Project
+from tests.boards.compat.test_original_liza_judges_exports import _export
+
+pytestmark = pytest.mark.django_db
+
+
+def test_one_sweep_of_the_demo_runs_clean_and_keeps_it_valid(manage, original_liza, tmp_path):
+    assert manage("liza_demo").code == 0
+    before = Event.objects.count()
+
+    run = manage("liza_watch", once=True, project=["demo"])
+
+    assert (run.code, run.err) == (0, "")
+    # The demo's leases are live (its timestamps are moved to now): no action is due, only
+    # the alerts of what the example blackboard shows (each raised once).
+    *alerts, heartbeat = run.out_lines
+    assert heartbeat.endswith("liza_watch heartbeat: 1 project(s) swept, 0 action(s)")
+    assert all(": alert " in line for line in alerts), alerts
+    assert len(alerts) == Alert.objects.filter(project__slug="demo").count()
+    assert Event.objects.count() == before
+    assert manage("liza_validate", project="demo").out_lines == ["VALID"]
+    judged = original_liza.validate(_export(Project.objects.get(slug="demo"), tmp_path / "demo"))
+    assert judged.returncode == 0 and judged.stdout.strip().endswith("VALID"), judged.stdout
+
+
+def test_an_unknown_project_is_refused_by_name(manage):
+    run = manage("liza_watch", once=True, project=["no-such"])
+    assert run.code == 1
+    assert "no such project: no-such" in run.err

@@ -1,0 +1,209 @@
+"""The watcher's sweep (SPEC §9): each rule at the instant it becomes due and not before, done
+once however many sweeps follow, through the services as the system actor. The clock is the
+`now` every service takes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from agents.models import Agent
+from agents.services import agent_heartbeat
+from boards import protocol as p
+from boards.errors import Conflict, LeaseLost, ProtocolValidationError
+from boards.models import Event, Review, Sprint
+from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
+from boards.selectors.access import config_of
+from boards.services import sprints as sprint_services
+from boards.services.watch import watch_sweep
+from tests.boards.services.helpers import applied_events, assert_refused_unchanged
+
+
+def _events(world, action: str) -> list[Event]:
+    return applied_events(world.project, action=action)
+
+
+def test_a_dead_coder_lease_is_taken_from_its_coder_once_and_the_task_keeps_its_status(world):
+    task = world.claimed("T-1")
+    grace = timedelta(seconds=config_of(world.project).lease_grace)
+    dead_from = task.lease_expires + grace
+
+    # Within the grace period the coder may still heartbeat: nothing is due.
+    assert watch_sweep(project=world.project, now=dead_from - timedelta(seconds=1)).actions == []
+    assert world.coder.status == AgentStatus.WORKING
+    assert _events(world, Action.LEASE_EXPIRED) == []
+
+    sweep = watch_sweep(project=world.project, now=dead_from + timedelta(seconds=1))
+    assert sweep.actions == ["lease expired: coder-1 on T-1"]
+    coder = world.coder
+    assert coder.status == AgentStatus.IDLE
+    assert coder.current_task is None
+    assert coder.lost_task_id == task.pk  # its next request answers lease_lost, exit 42
+    task = world.task("T-1")
+    assert task.status == TaskStatus.CLAIMED  # a claim takes it over; the watcher does not
+    assert task.assigned_to == "coder-1"
+    [event] = _events(world, Action.LEASE_EXPIRED)
+    assert (event.actor_kind, event.actor_id, event.task_id) == ("system", "system", task.pk)
+    assert "coder-1" in event.detail and "T-1" in event.detail
+
+    # The coder learns it at its next request: lease_lost, exit 42 (SPEC §13).
+    with pytest.raises(LeaseLost):
+        agent_heartbeat(agent=world.coder, now=dead_from + timedelta(seconds=2))
+
+    # Later sweeps find nothing more to do.
+    for minutes in (1, 60):
+        later = dead_from + timedelta(minutes=minutes)
+        assert watch_sweep(project=world.project, now=later).actions == []
+    assert len(_events(world, Action.LEASE_EXPIRED)) == 1
+
+
+def test_a_heartbeat_keeps_the_lease_from_the_watcher(world):
+    task = world.claimed("T-1")
+    grace = timedelta(seconds=config_of(world.project).lease_grace)
+    beat = task.lease_expires - timedelta(seconds=10)
+    agent_heartbeat(agent=world.coder, now=beat)
+    renewed = world.task("T-1").lease_expires
+    assert renewed > task.lease_expires
+    assert watch_sweep(project=world.project, now=task.lease_expires + grace * 2).actions == []
+    assert world.coder.status == AgentStatus.WORKING
+    assert watch_sweep(project=world.project, now=renewed + grace * 2).actions == [
+        "lease expired: coder-1 on T-1"
+    ]
+
+
+def test_a_dead_review_claim_is_closed_once_and_the_review_can_be_claimed_again(world):
+    world.ready_for_review("T-1")
+    world.claim_review("T-1", "code-reviewer-1")
+    review = Review.objects.get(task=world.task("T-1"), reviewer="code-reviewer-1")
+    grace = timedelta(seconds=config_of(world.project).lease_grace)
+    dead_from = review.lease_expires + grace
+
+    assert watch_sweep(project=world.project, now=dead_from - timedelta(seconds=1)).actions == []
+    assert Review.objects.get(pk=review.pk).closed_at is None
+
+    now = dead_from + timedelta(seconds=1)
+    sweep = watch_sweep(project=world.project, now=now)
+    assert sweep.actions == ["review lease expired: code-reviewer-1 on T-1"]
+    assert Review.objects.get(pk=review.pk).closed_at == now
+    [event] = _events(world, Action.REVIEW_CLAIM_RELEASED)
+    assert (event.actor_kind, event.task_id) == ("system", review.task_id)
+    assert world.task("T-1").status == TaskStatus.READY_FOR_REVIEW
+    assert watch_sweep(project=world.project, now=now + timedelta(minutes=5)).actions == []
+    assert len(_events(world, Action.REVIEW_CLAIM_RELEASED)) == 1
+
+    # Another reviewer may now claim it.
+    world.now = now + timedelta(minutes=6)
+    world.claim_review("T-1", "code-reviewer-2")
+    assert Review.objects.filter(task=review.task, closed_at__isnull=True).count() == 1
+
+
+def _sprint(world, *, deadline, planned=("T-1",)) -> Sprint:
+    for key in planned:
+        world.unclaimed(key)
+    return sprint_services.sprint_create(
+        project=world.project,
+        actor=world.planner,
+        planned=list(planned),
+        deadline=deadline,
+        now=world.tick(),
+    )
+
+
+def test_a_passed_deadline_checkpoints_the_sprint_once_per_deadline_value(world):
+    deadline = world.now + timedelta(hours=1)
+    sprint = _sprint(world, deadline=deadline)
+
+    assert watch_sweep(project=world.project, now=deadline - timedelta(seconds=1)).actions == []
+    assert Sprint.objects.get(pk=sprint.pk).status == SprintStatus.IN_PROGRESS
+
+    sweep = watch_sweep(project=world.project, now=deadline)
+    assert sweep.actions == [
+        f"sprint checkpoint: sprint-1 deadline {p.format_timestamp(deadline)} passed"
+    ]
+    sprint = Sprint.objects.get(pk=sprint.pk)
+    assert sprint.status == SprintStatus.CHECKPOINT
+    assert sprint.checkpoint_at == deadline
+    [event] = _events(world, Action.SPRINT_CHECKPOINT)
+    assert event.actor_kind == "system"
+    assert "deadline" in event.detail and "passed" in event.detail
+    assert watch_sweep(project=world.project, now=deadline + timedelta(hours=3)).actions == []
+
+    # Continuing under the deadline already passed is refused, with what to do instead.
+    now = deadline + timedelta(hours=4)
+    exc, _ = assert_refused_unchanged(
+        lambda: sprint_services.sprint_resume(
+            sprint=sprint, actor=world.admin, decision="go on", now=now
+        ),
+        project=world.project,
+        obj=sprint,
+        exc_type=Conflict,
+    )
+    assert "set a new future deadline or clear it" in exc.message
+
+    # A new future deadline: continuing is allowed, and that deadline checkpoints once more.
+    new_deadline = now + timedelta(hours=2)
+    sprint_services.sprint_set_deadline(
+        sprint=sprint, actor=world.admin, deadline=new_deadline, now=now
+    )
+    sprint_services.sprint_resume(sprint=sprint, actor=world.admin, decision="go on", now=now)
+    assert watch_sweep(project=world.project, now=new_deadline - timedelta(seconds=1)).actions == []
+    assert watch_sweep(project=world.project, now=new_deadline).actions == [
+        f"sprint checkpoint: sprint-1 deadline {p.format_timestamp(new_deadline)} passed"
+    ]
+    assert len(_events(world, Action.SPRINT_CHECKPOINT)) == 2
+
+    # Clearing the deadline: continuing is allowed and no deadline checkpoints it again.
+    later = new_deadline + timedelta(minutes=1)
+    sprint_services.sprint_set_deadline(sprint=sprint, actor=world.admin, deadline=None, now=later)
+    sprint_services.sprint_resume(sprint=sprint, actor=world.admin, decision="no rush", now=later)
+    assert watch_sweep(project=world.project, now=later + timedelta(days=30)).actions == []
+    assert Sprint.objects.get(pk=sprint.pk).status == SprintStatus.IN_PROGRESS
+
+
+def test_a_past_deadline_cannot_be_set(world):
+    sprint = _sprint(world, deadline=world.now + timedelta(hours=1))
+    with pytest.raises(ProtocolValidationError) as caught:
+        sprint_services.sprint_set_deadline(
+            sprint=sprint, actor=world.admin, deadline=world.now, now=world.now
+        )
+    assert caught.value.code == "validation_error"
+
+
+def test_a_sprint_whose_planned_tasks_all_ended_completes(world):
+    # A sprint planned on work already merged (a late plan, or an imported blackboard): no
+    # merge will come to complete it, the watcher does.
+    world.merged("T-1")
+    sprint = sprint_services.sprint_create(
+        project=world.project, actor=world.planner, planned=["T-1"], now=world.tick()
+    )
+    assert Sprint.objects.get(pk=sprint.pk).status == SprintStatus.IN_PROGRESS
+
+    now = world.tick()
+    assert watch_sweep(project=world.project, now=now).actions == ["sprint completed: sprint-1"]
+    sprint = Sprint.objects.get(pk=sprint.pk)
+    assert (sprint.status, sprint.ended) == (SprintStatus.COMPLETED, now)
+    [event] = _events(world, Action.SPRINT_COMPLETED)
+    assert event.actor_kind == "system"
+    assert watch_sweep(project=world.project, now=now + timedelta(minutes=1)).actions == []
+
+
+def test_a_sprint_with_open_planned_work_is_not_completed(world):
+    world.merged("T-1")
+    world.unclaimed("T-2")
+    sprint = sprint_services.sprint_create(
+        project=world.project, actor=world.planner, planned=["T-1", "T-2"], now=world.tick()
+    )
+    assert watch_sweep(project=world.project, now=world.tick()).actions == []
+    assert Sprint.objects.get(pk=sprint.pk).status == SprintStatus.IN_PROGRESS
+
+
+def test_a_sweep_touches_only_its_own_project(world):
+    from tests.lifecycle import World
+
+    task = world.claimed("T-1")
+    other = World()
+    now = task.lease_expires + timedelta(hours=1)
+    assert watch_sweep(project=other.project, now=now).actions == []
+    assert world.coder.status == AgentStatus.WORKING
+    assert Agent.objects.filter(project=world.project, lost_task__isnull=False).count() == 0

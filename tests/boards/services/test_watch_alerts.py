@@ -1,0 +1,177 @@
+"""The watcher's alerts (SPEC §9): one open alert per (type, subject), raised the first sweep
+that sees its condition, counted while it lasts, escalated when it worsens, resolved the first
+sweep after it clears. The clock is the `now` every sweep takes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from boards.models import Alert, Discovery
+from boards.selectors.access import config_of
+from boards.services import records
+from boards.services import sprints as sprint_services
+from boards.services.projects import project_pause, project_resume
+from boards.services.tasks import task_abandon
+from boards.services.tasks.limits import task_set_limits
+from boards.services.watch import watch_sweep
+
+
+def _open(world, type_: str) -> list[Alert]:
+    return list(Alert.objects.filter(project=world.project, type=type_, resolved_at__isnull=True))
+
+
+def _all(world, type_: str) -> list[Alert]:
+    return list(Alert.objects.filter(project=world.project, type=type_))
+
+
+def test_a_blocked_task_raises_one_alert_counted_each_sweep_and_resolved_when_it_ends(world):
+    world.blocked("T-1")
+    first = world.tick()
+    sweep = watch_sweep(project=world.project, now=first)
+    assert sweep.alerts == ["alert warning: BLOCKED: T-1 — Spec is silent on errors"]
+    for _ in range(2):
+        assert watch_sweep(project=world.project, now=world.tick(10)).alerts == []
+    [alert] = _open(world, Alert.Type.BLOCKED)
+    assert (alert.subject, alert.count, alert.created, alert.last_seen) == (
+        "T-1",
+        3,
+        first,
+        world.now,
+    )
+    assert alert.task == world.task("T-1")
+
+    task_abandon(task=world.task("T-1"), actor=world.planner, reason="dropped", now=world.tick())
+    resolved_at = world.tick()
+    assert watch_sweep(project=world.project, now=resolved_at).alerts == [
+        "alert resolved: blocked T-1"
+    ]
+    [alert] = _all(world, Alert.Type.BLOCKED)
+    assert alert.resolved_at == resolved_at and alert.count == 3
+    assert watch_sweep(project=world.project, now=world.tick()).alerts == []
+
+
+def test_an_expired_lease_alert_lasts_until_another_coder_takes_the_task_over(world):
+    task = world.claimed("T-1")
+    dead = task.lease_expires + timedelta(seconds=config_of(world.project).lease_grace + 1)
+    watch_sweep(project=world.project, now=dead)
+    [alert] = _open(world, Alert.Type.LEASE_EXPIRED)
+    assert (alert.subject, alert.agent_id) == ("T-1", "coder-1")
+
+    world.now = dead + timedelta(seconds=5)
+    world.claim("T-1", "coder-2")  # the takeover
+    watch_sweep(project=world.project, now=world.tick())
+    assert _open(world, Alert.Type.LEASE_EXPIRED) == []
+    assert len(_all(world, Alert.Type.LEASE_EXPIRED)) == 1
+
+
+def test_a_lapsed_review_claim_alerts_until_a_reviewer_claims_again(world):
+    world.ready_for_review("T-1")
+    world.claim_review("T-1")
+    review = world.task("T-1").reviews.get()
+    dead = review.lease_expires + timedelta(seconds=config_of(world.project).lease_grace + 1)
+    watch_sweep(project=world.project, now=dead)  # closes the claim, then sees the condition
+    [alert] = _open(world, Alert.Type.REVIEW_LEASE_EXPIRED)
+    assert (alert.subject, alert.agent_id) == ("T-1", "code-reviewer-1")
+    world.now = dead
+    world.claim_review("T-1", "code-reviewer-2")
+    watch_sweep(project=world.project, now=world.tick())
+    assert _open(world, Alert.Type.REVIEW_LEASE_EXPIRED) == []
+
+
+def test_a_stale_checkpoint_escalates_at_30_minutes_2_hours_and_8_hours(world):
+    world.unclaimed("T-1")
+    sprint = sprint_services.sprint_create(
+        project=world.project, actor=world.planner, planned=["T-1"], now=world.tick()
+    )
+    at = world.tick()
+    sprint_services.sprint_checkpoint(sprint=sprint, actor=world.admin, reason="look", now=at)
+
+    assert watch_sweep(project=world.project, now=at + timedelta(minutes=30)).alerts == []
+    assert watch_sweep(project=world.project, now=at + timedelta(minutes=31)).alerts == [
+        "alert warning: CHECKPOINT STALE: sprint-1 at CHECKPOINT for 31 min"
+    ]
+    stuck = at + timedelta(hours=2, minutes=1)
+    assert watch_sweep(project=world.project, now=stuck).alerts == [
+        "alert escalated to critical: CHECKPOINT STUCK: sprint-1 at CHECKPOINT for 121 min"
+    ]
+    abandoned = at + timedelta(hours=8, minutes=1)
+    assert watch_sweep(project=world.project, now=abandoned).alerts == []  # already critical
+    [alert] = _open(world, Alert.Type.STALE_CHECKPOINT)
+    assert (alert.level, alert.escalated_at, alert.count) == (Alert.Level.CRITICAL, stuck, 3)
+    assert alert.message == "CHECKPOINT ABANDONED?: sprint-1 at CHECKPOINT for 481 min"
+
+    resumed = abandoned + timedelta(minutes=1)
+    sprint_services.sprint_resume(sprint=sprint, actor=world.admin, decision="go", now=resumed)
+    watch_sweep(project=world.project, now=resumed)
+    assert _open(world, Alert.Type.STALE_CHECKPOINT) == []
+
+
+def test_a_stale_pause_warns_after_30_minutes_and_clears_on_resume(world):
+    at = world.tick()
+    project_pause(project=world.project, actor=world.admin, reason="lunch", now=at)
+    world.project.refresh_from_db()
+    watch_sweep(project=world.project, now=at + timedelta(minutes=29))
+    assert _open(world, Alert.Type.STALE_PAUSE) == []
+    watch_sweep(project=world.project, now=at + timedelta(minutes=31))
+    [alert] = _open(world, Alert.Type.STALE_PAUSE)
+    assert alert.level == Alert.Level.WARNING
+    watch_sweep(project=world.project, now=at + timedelta(hours=3))
+    [alert] = _open(world, Alert.Type.STALE_PAUSE)
+    assert alert.level == Alert.Level.CRITICAL and alert.message.startswith("PAUSE FORGOTTEN?")
+    project_resume(project=world.project, actor=world.admin, now=at + timedelta(hours=3))
+    world.project.refresh_from_db()
+    watch_sweep(project=world.project, now=at + timedelta(hours=3, seconds=1))
+    assert _open(world, Alert.Type.STALE_PAUSE) == []
+
+
+def test_an_immediate_discovery_alerts_until_it_is_triaged(world):
+    records.discovery_create(
+        project=world.project,
+        actor=world.coder,
+        description="No idempotency keys",
+        severity="high",
+        urgency="immediate",
+        now=world.tick(),
+    )
+    watch_sweep(project=world.project, now=world.tick())
+    [alert] = _open(world, Alert.Type.IMMEDIATE_DISCOVERY)
+    assert (alert.subject, alert.level) == ("disc-1", Alert.Level.CRITICAL)
+    records.discovery_triage(
+        discovery=Discovery.objects.get(project=world.project, disc_id="disc-1"),
+        actor=world.admin,
+        decision="reject",
+        note="not a problem",
+        now=world.tick(),
+    )
+    watch_sweep(project=world.project, now=world.tick())
+    assert _open(world, Alert.Type.IMMEDIATE_DISCOVERY) == []
+
+
+def test_approaching_limits_warns_two_below_the_effective_limit(world):
+    world.claimed("T-1")  # iteration 1
+    task_set_limits(task=world.task("T-1"), actor=world.admin, now=world.tick(), max_iterations=4)
+    watch_sweep(project=world.project, now=world.tick())
+    assert _open(world, Alert.Type.APPROACHING_LIMITS) == []  # 1 < 4 − 2
+    task_set_limits(task=world.task("T-1"), actor=world.admin, now=world.tick(), max_iterations=3)
+    watch_sweep(project=world.project, now=world.tick())
+    [alert] = _open(world, Alert.Type.APPROACHING_LIMITS)
+    assert alert.message == "APPROACHING LIMIT: T-1 — iteration 1/3"
+
+
+def test_integration_failed_is_critical(world):
+    world.integration_failed("T-1")
+    watch_sweep(project=world.project, now=world.tick())
+    [alert] = _open(world, Alert.Type.INTEGRATION_FAILED)
+    assert (alert.subject, alert.level) == ("T-1", Alert.Level.CRITICAL)
+
+
+def test_the_database_allows_one_open_alert_per_type_and_subject(world):
+    fields = {"project": world.project, "type": Alert.Type.BLOCKED, "subject": "T-1"}
+    Alert.objects.create(**fields, message="a", created=world.now)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Alert.objects.create(**fields, message="b", created=world.now)
+    Alert.objects.filter(project=world.project).update(resolved_at=world.now)
+    Alert.objects.create(**fields, message="c", created=world.now)  # a new one once resolved
