@@ -37,6 +37,7 @@ from boards.services.kernel import (
     record_event,
     records_refusals,
     refusal,
+    refuse,
     refuse_if_stopped,
     require_role,
     require_task_status,
@@ -211,37 +212,30 @@ def task_claim(
     base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
     config = config_of(project)
     blocked = False
+
+    def conflict(message: str, **details) -> Conflict:
+        return refuse(
+            Conflict(message, {"task": task.key, **details}),
+            task,
+            actor=agent,
+            action="claim",
+            now=now,
+            to=TaskStatus.CLAIMED,
+        )
+
     with transaction.atomic():
         # The agent row first: a second claim by the same coder waits here, then sees the
         # task the first one took (one task at a time, seed 000).
         agent = lock_agent(agent)
         _check_claimer(project, agent, now, task=task, config=config)
         task = lock_task(task)
+        task.project = project  # already loaded: spare _claim_locked a query
         if task.is_suspended:
-            raise refusal(
-                Conflict(
-                    f"{task.key} is suspended: {task.suspended_reason}",
-                    {"task": task.key, "suspended": True},
-                ),
-                project=project,
-                actor=agent,
-                action="claim",
-                now=now,
-                task=task,
-                to_status=TaskStatus.CLAIMED,
-            )
+            raise conflict(f"{task.key} is suspended: {task.suspended_reason}", suspended=True)
         if task.goal_id is not None and task.goal.status in p.TERMINAL_GOAL_STATES:
-            raise refusal(
-                Conflict(
-                    f"{task.key} belongs to goal {task.goal.goal_id}, which is {task.goal.status}",
-                    {"task": task.key, "goal": task.goal.goal_id},
-                ),
-                project=project,
-                actor=agent,
-                action="claim",
-                now=now,
-                task=task,
-                to_status=TaskStatus.CLAIMED,
+            raise conflict(
+                f"{task.key} belongs to goal {task.goal.goal_id}, which is {task.goal.status}",
+                goal=task.goal.goal_id,
             )
         if task.status == TaskStatus.CLAIMED:
             if (
@@ -249,17 +243,7 @@ def task_claim(
                 or lease_alive(task.lease_expires, now, config)
                 or task.handoff_pending
             ):
-                raise refusal(
-                    Conflict(
-                        f"{task.key} is already claimed by {task.assigned_to}", {"task": task.key}
-                    ),
-                    project=project,
-                    actor=agent,
-                    action="claim",
-                    now=now,
-                    task=task,
-                    to_status=TaskStatus.CLAIMED,
-                )
+                raise conflict(f"{task.key} is already claimed by {task.assigned_to}")
         else:
             require_task_status(
                 task,
@@ -272,35 +256,14 @@ def task_claim(
         if task.status in (TaskStatus.UNCLAIMED, TaskStatus.CLAIMED):
             waiting = waiting_on(task)
             if waiting:
-                raise refusal(
-                    Conflict(
-                        f"{task.key} waits on {', '.join(waiting)}",
-                        {"task": task.key, "waiting_on": waiting},
-                    ),
-                    project=project,
-                    actor=agent,
-                    action="claim",
-                    now=now,
-                    task=task,
-                    to_status=TaskStatus.CLAIMED,
-                )
-        task.project = project  # already loaded: spare _claim_locked a query
+                raise conflict(f"{task.key} waits on {', '.join(waiting)}", waiting_on=waiting)
         try:
             claimed = _claim_locked(
                 task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit
             )
         except HolderBusy as exc:
-            raise refusal(
-                Conflict(
-                    f"{task.key}: its holder {task.assigned_to} is active right now; try again",
-                    {"task": task.key},
-                ),
-                project=project,
-                actor=agent,
-                action="claim",
-                now=now,
-                task=task,
-                to_status=TaskStatus.CLAIMED,
+            raise conflict(
+                f"{task.key}: its holder {task.assigned_to} is active right now; try again"
             ) from exc
         blocked = claimed is None
     if blocked:
