@@ -21,7 +21,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from agents.models import Agent, AgentKey
+from agents.models import Agent, AgentKey, IdempotentRequest
 from agents.services import (
     agent_key_issue,
     agent_key_label,
@@ -29,7 +29,7 @@ from agents.services import (
     agent_set_enabled,
     agent_set_security_reviewer,
 )
-from boards.admin import ServiceManagedAdmin
+from boards.admin import AppendOnlyAdmin, ServiceManagedAdmin
 
 
 class AgentKeyInline(admin.TabularInline):
@@ -206,3 +206,15 @@ class AccessLogAdmin(_ViewOnly, axes_admin.AccessLogAdmin):
 class AccessFailureLogAdmin(_ViewOnly, axes_admin.AccessFailureLogAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(IdempotentRequest)
+class IdempotentRequestAdmin(AppendOnlyAdmin):
+    """The stored first answers of agents' keyed writes (24 h): visible for debugging a retry,
+    never written from the admin (the API writes them; `liza_purge_idempotency` removes them)."""
+
+    list_display = ("created_at", "agent", "method", "path", "status_code", "key")
+    list_filter = ("method", "status_code")
+    search_fields = ("key", "path", "agent__agent_id")
+    date_hierarchy = "created_at"
+    list_select_related = ("agent",)

@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.db import models
 from django.urls import reverse
 
-from agents.models import Agent, AgentKey
+from agents.models import Agent, AgentKey, IdempotentRequest
 from agents.services import agent_handoff, agent_key_issue
 from boards.models import Alert, CircuitBreakerCheck, Goal, Sprint, Task
 from boards.services.goals import goal_create
@@ -107,6 +107,17 @@ def build_board(world: World) -> Board:
     )
     key, plain = agent_key_issue(
         actor=SYSTEM, agent=world.agent("coder-1"), now=world.tick(), label="ci"
+    )
+    # A stored first answer of a keyed write (what the API keeps for a retry, 24 h).
+    IdempotentRequest.objects.create(
+        agent=world.agent("coder-1"),
+        key="retry-1",
+        fingerprint="0" * 64,
+        method="POST",
+        path=f"/api/v1/projects/{world.project.slug}/discoveries",
+        status_code=201,
+        body={"id": "disc-1"},
+        created_at=world.now,
     )
     return Board(
         world=world,

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.models import Agent, AgentKey
+from agents.models import Agent, AgentKey, IdempotentRequest
 from boards.models import (
     Alert,
     Anomaly,
@@ -50,6 +50,7 @@ EVERY_MODEL = [
     Event,
     Agent,
     AgentKey,
+    IdempotentRequest,
 ]
 
 
