@@ -178,6 +178,33 @@ def redis_reachable(url: str) -> bool:
         return False
 
 
+def pg_server() -> str:
+    """DATABASE_URL's server part: each benchmark makes a throwaway database of its own there."""
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432").rstrip("/")
+    if base.count("/") > 2:  # a full URL: keep only the server part
+        base = base.rsplit("/", 1)[0]
+    return base
+
+
+def bench_env(db_url: str, *, channel_prefix: str, no_redis: bool) -> dict[str, str]:
+    """The environment this process and its servers run under: bench settings on the throwaway
+    database, board broadcasts on Redis database 9 under their own prefix when Redis answers,
+    else the in-memory layer."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=db_url,
+        DJANGO_SETTINGS_MODULE="bench.settings",
+        PYTHONPATH=str(ROOT),
+        LIZA_BENCH_CHANNEL_PREFIX=channel_prefix,
+    )
+    redis_url = "redis://127.0.0.1:6379/9"
+    if not no_redis and redis_reachable(redis_url):
+        env["REDIS_URL"] = redis_url
+    else:
+        env.pop("REDIS_URL", None)
+    return env
+
+
 @dataclass
 class Seeded:
     project_id: int
@@ -925,23 +952,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=30, help="profile rows to print")
     args = parser.parse_args(argv)
 
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432").rstrip("/")
-    if base.count("/") > 2:  # a full URL: keep only the server part
-        base = base.rsplit("/", 1)[0]
+    base = pg_server()
     started = time.monotonic()
     db_url = create_database(base, args.db_name)
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=db_url,
-        DJANGO_SETTINGS_MODULE="bench.settings",
-        PYTHONPATH=str(ROOT),
-        LIZA_BENCH_CHANNEL_PREFIX="liza-bench",
-    )
-    redis_url = "redis://127.0.0.1:6379/9"
-    if not args.no_redis and redis_reachable(redis_url):
-        env["REDIS_URL"] = redis_url
-    else:
-        env.pop("REDIS_URL", None)
+    env = bench_env(db_url, channel_prefix="liza-bench", no_redis=args.no_redis)
     os.environ.clear()
     os.environ.update(env)
 

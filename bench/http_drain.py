@@ -329,9 +329,10 @@ def print_table(row: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     from bench.claims import (
         SERVERS,
+        bench_env,
         create_database,
         drop_database,
-        redis_reachable,
+        pg_server,
         server_available,
         serving,
     )
@@ -357,22 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if server_name not in SERVERS or not server_available(server_name):
         parser.error(f"server {server_name!r} is unknown or not installed")
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432").rstrip("/")
-    if base.count("/") > 2:  # a full URL: keep only the server part
-        base = base.rsplit("/", 1)[0]
+    base = pg_server()
     db_url = create_database(base, args.db_name)
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=db_url,
-        DJANGO_SETTINGS_MODULE="bench.settings",
-        PYTHONPATH=str(ROOT),
-        LIZA_BENCH_CHANNEL_PREFIX="liza-bench-drain",
-    )
-    redis_url = "redis://127.0.0.1:6379/9"
-    if not args.no_redis and redis_reachable(redis_url):
-        env["REDIS_URL"] = redis_url
-    else:
-        env.pop("REDIS_URL", None)
+    env = bench_env(db_url, channel_prefix="liza-bench-drain", no_redis=args.no_redis)
     if args.pool:
         env["LIZA_BENCH_POOL"] = str(args.pool)
     else:
