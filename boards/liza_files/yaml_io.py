@@ -147,6 +147,14 @@ def load_yaml_text(text: str, name: str, problems: list[str]) -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = " ".join(filter(None, [exc.context, exc.problem])) or "syntax error"
+        if "maximum nesting depth" in what:
+            # libyaml from PyYAML 6.0.4 on has its own depth limit, which its look-ahead can
+            # reach before _check_events sees the 65th level: one wording for both.
+            problems.append(
+                f"{name}: {_where(mark)}nested more than {MAX_DEPTH} levels deep; "
+                f"the limit is {MAX_DEPTH}"
+            )
+            return None
         problems.append(f"{name}: not valid YAML: {_where(mark)}{what}")
     except yaml.YAMLError as exc:
         problems.append(f"{name}: not valid YAML: {exc}")
