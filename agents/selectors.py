@@ -31,7 +31,8 @@ def agent_key_lookup(*, plain: str) -> AgentKey | None:
     if len(parts) != 3 or parts[0] != "liza" or len(parts[1]) != AgentKey.PREFIX_LEN:
         return None
     key = (
-        AgentKey.objects.select_related("agent", "agent__project")
+        # The project and its config too: every agent request needs both (ProjectView).
+        AgentKey.objects.select_related("agent", "agent__project", "agent__project__config")
         .filter(prefix=parts[1], revoked_at__isnull=True)
         .first()
     )

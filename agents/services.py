@@ -276,27 +276,13 @@ def agent_heartbeat(
                 now=now,
                 task=lost,
             )
-        # Lock order (boards.services.kernel): the agent, then its tasks, then its reviews. The
-        # review rows' tasks are locked on their own first: a FOR UPDATE over the review join
-        # would lock review and task rows together, in no order.
-        pending = Review.objects.filter(
-            task__project=project,
-            reviewer=agent.agent_id,
-            closed_at__isnull=True,
-            verdict="",
-            lease_expires__isnull=False,
-        )
-        task_ids = set(pending.values_list("task_id", flat=True))
+        # Lock order (boards.services.kernel): the agent, then its task, then its reviews. A
+        # coder holds at most one task and no review, a reviewer review leases and no task
+        # (seed 000): each asks only for its own rows. The review rows are locked alone (their
+        # tasks are read, not locked: only the lease length is taken from them).
         if agent.current_task_id is not None:
-            task_ids.add(agent.current_task_id)
-        locked = {
-            t.pk: t
-            for t in Task.objects.select_for_update(of=("self",))
-            .filter(pk__in=task_ids)
-            .order_by("pk")
-        }
-        if agent.current_task_id is not None:
-            task = locked[agent.current_task_id]
+            task = Task.objects.select_for_update(of=("self",)).get(pk=agent.current_task_id)
+            agent.current_task = task  # the answer shows it: no second read
             if task.status == TaskStatus.CLAIMED:
                 lost = task.assigned_to != agent.agent_id or not lease_alive(
                     task.lease_expires, now, config
@@ -315,9 +301,21 @@ def agent_heartbeat(
                     )
                 task.lease_expires = task.lease_until(now=now, config=config)
                 task.save(update_fields=["lease_expires"])
-        reviews = list(pending.select_for_update(of=("self",)).order_by("pk"))
+        reviews = []
+        if agent.role == Agent.Role.CODE_REVIEWER:
+            reviews = list(
+                Review.objects.select_for_update(of=("self",))
+                .select_related("task")
+                .filter(
+                    task__project=project,
+                    reviewer=agent.agent_id,
+                    closed_at__isnull=True,
+                    verdict="",
+                    lease_expires__isnull=False,
+                )
+                .order_by("pk")
+            )
         for review in reviews:
-            review.task = locked.get(review.task_id) or review.task
             if lease_alive(review.lease_expires, now, config):
                 review.lease_expires = now + timedelta(seconds=review.task.lease_seconds(config))
                 review.save(update_fields=["lease_expires"])
@@ -331,7 +329,8 @@ def agent_heartbeat(
         )
         if context_percent is not None:
             agent.context_percent = context_percent
-        agent.save()
+        # Only what a heartbeat changes: a narrow UPDATE of unindexed columns stays HOT.
+        agent.save(update_fields=["status", "heartbeat", "lease_expires", "context_percent"])
         # Heartbeats write no Event, but open boards show leases and heartbeat ages.
         outbox.changed(project.pk, outbox.AGENT, agent.pk)
         if task is not None:

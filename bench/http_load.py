@@ -7,12 +7,17 @@ holds one task at a time, seed 000), one request in flight at a time. The client
 dozen lines of raw HTTP on uvloop rather than httpx: at ~50 µs a request it leaves the two
 cores to the server and PostgreSQL.
 
+With `"repeat": true` in the spec (bench/heartbeats.py) each virtual agent sends its one key's
+request again and again until the time is up, `"body"` giving the JSON it posts, and every 200
+counts as done; otherwise each key claims once (claim-next) and `task: null` ends the agent.
+
 Input: a JSON spec file (argv[1]). Output: one JSON object on stdout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sys
 import time
@@ -55,17 +60,19 @@ async def _agent(
     spec: dict[str, Any], keys: list[str], start: asyncio.Event, out: dict[str, Any]
 ) -> None:
     host, port, path = spec["host"], spec["port"], spec["path"]
+    repeat = spec.get("repeat", False)
+    body_out = spec["body"].encode() if "body" in spec else BODY
     reader, writer = await asyncio.open_connection(host, port)
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(BODY)}\r\nAuthorization: Bearer "
+        f"Content-Length: {len(body_out)}\r\nAuthorization: Bearer "
     ).encode()
     await start.wait()
     deadline = out["deadline"]
-    for key in keys:
+    for key in itertools.cycle(keys) if repeat else keys:
         if time.perf_counter() >= deadline:
             break
-        request = head + key.encode() + b"\r\n\r\n" + BODY
+        request = head + key.encode() + b"\r\n\r\n" + body_out
         t0 = time.perf_counter()
         writer.write(request)
         try:
@@ -77,7 +84,9 @@ async def _agent(
             continue
         t1 = time.perf_counter()
         out["end"] = max(out["end"], t1)
-        if status == 200:
+        if status == 200 and repeat:
+            out["latencies"].append((t1 - t0) * 1000)
+        elif status == 200:
             task = json.loads(body)["task"]
             if task is None:
                 out["empty"] += 1

@@ -279,7 +279,11 @@ class Task(FSMModelMixin, models.Model):
     rescope_reason = models.TextField(blank=True)
     integration_fix = models.BooleanField(default=False)
     handoff_pending = models.BooleanField(default=False)
-    lease_expires = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Not indexed: a heartbeat writes it, and an update that changes no indexed column can be a
+    # HOT update (no index writes, same heap page; docs/decisions.md "Heartbeats are HOT"). Its
+    # readers (the watcher, the takeover rule) filter by project and status first, which the
+    # (project, status, priority, created) index serves.
+    lease_expires = models.DateTimeField(null=True, blank=True)
     criticality = models.CharField(
         max_length=20, choices=Criticality.choices, default=Criticality.STANDARD
     )
@@ -843,6 +847,9 @@ class Event(AppendOnlyModel):
     outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.APPLIED)
     detail = models.CharField(max_length=500)
     data = models.JSONField(default=dict, blank=True)
+    # The task's board fields as this event left them (boards.selectors.replay: time travel);
+    # null for events about no task and for histories imported from files.
+    board = models.JSONField(null=True, blank=True)
 
     objects = models.Manager.from_queryset(AppendOnlyQuerySet)()
 

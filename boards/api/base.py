@@ -198,15 +198,17 @@ class ProjectView(APIView):
 
     @staticmethod
     def _resolve_project(request: Request, slug: str) -> Project:
+        user = request.user
+        if isinstance(user, AgentPrincipal):
+            # The key's own project came with the key (agent_key_lookup): no query. A slug
+            # naming any other project, existing or not, is the same 404.
+            if user.agent.project.slug != slug:
+                raise NotFound()
+            return user.agent.project
         project = Project.objects.select_related("config").filter(slug=slug).first()
         if project is None:
             raise NotFound()
-        user = request.user
-        if isinstance(user, AgentPrincipal):
-            if user.agent.project_id != project.pk:
-                raise NotFound()
-            user.agent.project = project
-        elif human_role(user, project) is None:
+        if human_role(user, project) is None:
             raise NotFound()
         return project
 

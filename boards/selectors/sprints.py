@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Case, Count, Q, Sum, Value, When
 
 from boards import protocol as p
 from boards.models import Event, Goal, Project, Sprint, Task
@@ -16,10 +16,13 @@ def sprint_open(*, project: Project) -> Sprint | None:
 
 
 def sprint_current(*, project: Project) -> Sprint | None:
-    """The open sprint, else the latest one: what the board shows and operations act on."""
-    return sprint_open(project=project) or (
-        Sprint.objects.filter(project=project).order_by("-started", "-id").first()
-    )
+    """The open sprint, else the latest one: what the board shows and operations act on.
+
+    One query (every claim and heartbeat asks, through `stop_reason`): the open sprint sorts
+    first, then the latest.
+    """
+    open_first = Case(When(status__in=p.OPEN_SPRINT_STATES, then=Value(0)), default=Value(1))
+    return Sprint.objects.filter(project=project).order_by(open_first, "-started", "-id").first()
 
 
 def sprint_get(*, project: Project, sprint_id: str) -> Sprint:
