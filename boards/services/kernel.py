@@ -46,6 +46,7 @@ from boards.live import outbox
 from boards.models import Event, Membership, Project, ProjectConfig, Task
 from boards.selectors.access import config_of, human_role, role_allows
 from boards.selectors.leases import lease_alive
+from boards.selectors.replay import task_snapshot
 from boards.selectors.tasks import tasks_by_keys
 from boards.selectors.work import stop_reason
 
@@ -191,6 +192,9 @@ def record_event(
         # "One-line detail is mandatory. Human must be able to skim." (seed 002 log.yaml)
         detail=" ".join(detail.split())[:500] or str(action),
         data=data or {},
+        # The task's board fields as this event leaves them: time travel replays the board
+        # from these (boards.selectors.replay), exactly, whatever the operation was.
+        board=task_snapshot(task) if task is not None else None,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -9,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.safestring import mark_safe
 
 from boards import protocol as p
@@ -16,7 +18,14 @@ from boards.live.outbox import current_sequence
 from boards.live.render import card_html
 from boards.models import Project
 from boards.selectors.access import projects_of
-from boards.selectors.board import BoardFilters, board_header, board_state, drawer_state
+from boards.selectors.board import (
+    BOARD_COLUMNS,
+    BoardFilters,
+    board_header,
+    board_state,
+    drawer_state,
+)
+from boards.selectors.replay import board_at, replay_bounds, tasks_created_since
 from boards.web.access import project_for_member, project_for_role
 
 
@@ -58,7 +67,43 @@ def board_page(
 @login_required
 def board(request: HttpRequest, slug: str) -> HttpResponse:
     project, role = project_for_member(request, slug)
+    if "at" in request.GET:
+        return time_travel(request, project, role)
     return board_page(request, project, role)
+
+
+def _moment(raw: str) -> datetime | None:
+    """An ISO 8601 moment from the URL; a time without zone is UTC (what the board shows)."""
+    try:
+        moment = parse_datetime(raw.strip())
+    except ValueError:
+        return None
+    if moment is not None and timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
+    return moment
+
+
+def time_travel(request: HttpRequest, project: Project, role: str) -> HttpResponse:
+    """The board as it was at `?at=<ISO 8601 time>`, rebuilt from events (issue #13)."""
+    now = timezone.now()
+    bounds = replay_bounds(project=project)
+    moment = _moment(request.GET["at"])
+    context: dict[str, Any] = {"project": project, "role": role, "now": now, "bounds": bounds}
+    if moment is None:
+        context["error"] = "Give the moment as an ISO 8601 time, e.g. 2026-11-24T09:30:00Z."
+        return render(request, "boards/time_travel.html", context, status=400)
+    replayed = board_at(project=project, at=moment)
+    by_status: dict[str, list] = {status: [] for status in BOARD_COLUMNS}
+    for task in replayed:
+        by_status.setdefault(task.status, []).append(task)
+    context.update(
+        moment=moment,
+        columns=[(status, cards) for status, cards in by_status.items()],
+        total=len(replayed),
+        changed=sum(1 for task in replayed if task.changed),
+        created_since=tasks_created_since(project=project, at=moment),
+    )
+    return render(request, "boards/time_travel.html", context)
 
 
 @login_required
