@@ -117,6 +117,30 @@ SQLITE_PATH = env.str("LIZA_SQLITE_PATH", default=str(VAR_DIR / "liza.sqlite3"))
 if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
+    # A kept connection is checked before reuse, so one broken by a database restart is
+    # replaced instead of failing the request.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if "postgresql" in DATABASES["default"]["ENGINE"]:
+        options = DATABASES["default"].setdefault("OPTIONS", {})
+        # A connection of ours left idle inside a transaction (a hung worker) would hold its
+        # row locks and block claims; PostgreSQL ends it after this long. A runaway statement
+        # ends too. Seconds; 0 turns either off (e.g. for a long migration).
+        idle = env.int("DB_IDLE_IN_TRANSACTION_TIMEOUT", default=60)
+        statement = env.int("DB_STATEMENT_TIMEOUT", default=30)
+        options["options"] = (
+            f"-c idle_in_transaction_session_timeout={idle * 1000} "
+            f"-c statement_timeout={statement * 1000}"
+        )
+        # Opt-in connection pool per process (psycopg_pool): production workers reuse
+        # connections instead of opening one per request (bench/README.md: +55 % claims/s).
+        pool_size = env.int("DB_POOL_MAX_SIZE", default=0)
+        if pool_size:
+            DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django requires it with a pool
+            options["pool"] = {
+                "min_size": min(2, pool_size),
+                "max_size": pool_size,
+                "timeout": env.int("DB_POOL_TIMEOUT", default=10),
+            }
 else:
     # A fresh clone has no var/ (it is git-ignored) and SQLite does not create directories:
     # without this, `manage.py migrate` fails with "unable to open database file".
@@ -137,6 +161,9 @@ else:
     }
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# How often each ASGI worker checks that its channel layer answers while boards are open
+# (boards.live.health): a board shows "live updates paused" within about this long.
+LIZA_LIVE_PROBE_INTERVAL = env.float("LIZA_LIVE_PROBE_INTERVAL", default=5.0)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -300,6 +327,14 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"once_per_redis_outage": {"()": "liza_site.outages.OncePerOutage"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
+    "loggers": {
+        # channels_redis logs every failed reconnect of its receive loop with a traceback;
+        # liza_site.outages has already logged the outage once.
+        # (A logger's filters do not apply to its children: each module's logger is named.)
+        "channels_redis.pubsub": {"filters": ["once_per_redis_outage"]},
+        "channels_redis.core": {"filters": ["once_per_redis_outage"]},
+    },
 }

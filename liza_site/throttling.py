@@ -21,6 +21,7 @@ from django.core.cache import cache as default_cache
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
+from liza_site.outages import REDIS
 from liza_site.security import client_ip
 
 logger = logging.getLogger(__name__)
@@ -54,14 +55,17 @@ class _FixedWindow(BaseThrottle):
         window = int(now // period)
         self._wait = math.ceil((window + 1) * period - now)
         key = f"throttle:{self.scope}:{ident}:{period}:{window}"
+        if not REDIS.allow():
+            return True  # Redis down and backing off: not even a connection attempt
         try:
             # add() starts the window's counter only if absent; incr() is atomic in Redis.
             count = 1 if self.cache.add(key, 1, period + 1) else self.cache.incr(key)
         except ValueError:  # the counter expired between add() and incr()
             return True
-        except Exception:  # the cache backend's connection errors, whatever the backend
-            logger.warning("rate limit not applied: cache unavailable", exc_info=True)
+        except Exception as exc:  # the cache backend's connection errors, whatever the backend
+            REDIS.failed(exc)  # logged once per outage, not once per request
             return True
+        REDIS.succeeded()
         return count <= limit
 
     def wait(self) -> float:

@@ -16,13 +16,17 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from boards.live.access import board_access_holds
+from boards.live.health import layer_probe
 from boards.live.outbox import board_group, current_sequence, user_group
+from liza_site.outages import REDIS
 
 # Close codes in the 4000 range are the application's own (RFC 6455 §7.4.2).
 CLOSE_NOT_FOUND = 4404
 # Access ended while the socket was open (boards.live.access): signed out, membership removed, user
 # deactivated. The board does not reconnect on its own; a reload shows the login or a 404.
 CLOSE_ACCESS_ENDED = 4403
+# The channel layer (Redis) is unreachable: RFC 6455 "try again later".
+CLOSE_TRY_AGAIN_LATER = 1013
 
 _RENDERED_CACHE_SIZE = 512
 _rendered: OrderedDict[tuple[int, int], asyncio.Future] = OrderedDict()
@@ -86,7 +90,8 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
             # The user's group before the check: a revocation committed after the check can
             # then not slip between the check and the join.
             self.own_group = user_group(user.pk)
-            await self.channel_layer.group_add(self.own_group, self.channel_name)
+            if not await self._join(self.own_group):
+                return
         project_id = await _project_for_member(user, slug)
         if project_id is None:
             await self._leave_groups()
@@ -99,13 +104,40 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
         session = self.scope.get("session")
         self.session_key = getattr(session, "session_key", None)
         self.group = board_group(project_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        if not await self._join(self.group):
+            return
         await self.accept()
         seq = await database_sync_to_async(current_sequence)(project_id)
-        await self.send_json({"type": "hello", "seq": seq})
+        self.probe = layer_probe(self.channel_layer)
+        if self.probe is not None:
+            self.probe.join(self)
+        hello: dict[str, Any] = {"type": "hello", "seq": seq}
+        if self.probe is not None and self.probe.paused:
+            hello["paused"] = True
+        await self.send_json(hello)
+
+    async def _join(self, group: str) -> bool:
+        """Join a group; with the layer unreachable, refuse the socket with 1013 ("try again
+        later", logged once per outage): the browser retries with backoff."""
+        try:
+            await self.channel_layer.group_add(group, self.channel_name)
+        except Exception as exc:
+            REDIS.failed(exc)
+            self.group = self.own_group = None
+            await self.close(code=CLOSE_TRY_AGAIN_LATER)
+            return False
+        return True
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "probe", None) is not None:
+            self.probe.leave(self)
         await self._leave_groups()
+
+    async def live_changed(self, *, paused: bool) -> None:
+        """The channel layer went away or came back (boards.live.health): the board says
+        "live updates paused", and resynchronises when they resume."""
+        if not self.access_ended and self.group is not None:
+            await self.send_json({"type": "live", "paused": paused})
 
     async def _leave_groups(self) -> None:
         for group in (self.group, self.own_group):

@@ -31,6 +31,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
+from liza_site.outages import REDIS
+
 logger = logging.getLogger(__name__)
 
 # Change kinds and the typed events the consumer turns them into.
@@ -59,14 +61,15 @@ _local_lock = threading.Lock()
 def _redis():
     import redis
 
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    # Short timeouts: a publish runs after a transition has committed, in its request.
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
 
 
 def _seq_key(project_id: int) -> str:
     return f"liza:board-seq:{project_id}"
 
 
-def _redis_sequence(project_id: int, command: str) -> int:
+def _redis_sequence(project_id: int, command: str, *args: int) -> int:
     """GET or INCR the project's counter, starting a missing one from the clock.
 
     Redis can lose the counter (restarted without persistence, flushed). Restarting it at 1
@@ -79,13 +82,21 @@ def _redis_sequence(project_id: int, command: str) -> int:
     key = _seq_key(project_id)
     pipe = _redis().pipeline(transaction=False)
     pipe.set(key, time.time_ns() // 1000, nx=True)
-    getattr(pipe, command)(key)
+    getattr(pipe, command)(key, *args)
     return int(pipe.execute()[1])
+
+
+# Projects with an event this process could not publish (Redis down): their next number skips
+# one, so every open board sees a gap and resynchronises instead of missing the change.
+_missed: set[int] = set()
 
 
 def next_sequence(project_id: int) -> int:
     if settings.REDIS_URL:
-        return _redis_sequence(project_id, "incr")
+        gap = project_id in _missed
+        value = _redis_sequence(project_id, "incrby", 2 if gap else 1)
+        _missed.discard(project_id)
+        return value
     with _local_lock:
         value = next(_local_counters[project_id])
         _local_last[project_id] = value
@@ -95,11 +106,15 @@ def next_sequence(project_id: int) -> int:
 def current_sequence(project_id: int) -> int:
     """The last number handed out: a freshly rendered board continues after it."""
     if settings.REDIS_URL:
+        if not REDIS.allow():
+            return 0  # a board must render even with Redis down; it resyncs when it returns
         try:
-            return _redis_sequence(project_id, "get")
-        except Exception:  # a board must render even with Redis down
-            logger.warning("board sequence unavailable", exc_info=True)
+            value = _redis_sequence(project_id, "get")
+        except Exception as exc:
+            REDIS.failed(exc)
             return 0
+        REDIS.succeeded()
+        return value
     with _local_lock:
         return _local_last[project_id]
 
@@ -156,7 +171,7 @@ class _PublisherLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
 
-    def run(self, coro, timeout: float = 5.0):
+    def run(self, coro, timeout: float = 2.0):
         with self._lock:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
@@ -182,15 +197,24 @@ def _group_send(group: str, message: dict[str, Any]) -> None:
 
 
 def send(message: dict[str, Any]) -> bool:
-    try:
-        message["seq"] = next_sequence(message["project_id"])
-        _group_send(board_group(message["project_id"]), message)
-        return True
-    except Exception:  # see the module docstring
-        logger.warning(
-            "board event for project %s not published", message["project_id"], exc_info=True
-        )
+    """Publish one board event; False (logged once per outage) when Redis cannot take it."""
+    project_id = message["project_id"]
+    if settings.REDIS_URL and not REDIS.allow():
+        _missed.add(project_id)  # backing off: not even a connection attempt
         return False
+    try:
+        message["seq"] = next_sequence(project_id)
+        _group_send(board_group(project_id), message)
+    except Exception as exc:  # see the module docstring
+        if settings.REDIS_URL:
+            _missed.add(project_id)
+            REDIS.failed(exc)
+        else:
+            logger.warning("board event for project %s not published", project_id, exc_info=True)
+        return False
+    if settings.REDIS_URL:
+        REDIS.succeeded()
+    return True
 
 
 # -- access ------------------------------------------------------------------------------------

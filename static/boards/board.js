@@ -141,9 +141,26 @@
     if (controls && controls.dataset.stale && !controls.contains(e.relatedTarget)) refreshControls();
   });
 
+  function setPaused(paused) {
+    // The server cannot reach its channel layer (Redis): the socket is open but nothing comes.
+    if (paused) {
+      board.dataset.paused = "1";
+      setStatus("live updates paused — the board catches up when they resume", false);
+    } else if (board.dataset.paused) {
+      delete board.dataset.paused;
+      setStatus("live", true);
+      resync(); // whatever committed meanwhile
+    }
+  }
+
   function apply(message) {
     if (message.type === "hello") {
+      setPaused(Boolean(message.paused));
       if (message.seq !== lastSeq) resync();
+      return;
+    }
+    if (message.type === "live") {
+      setPaused(Boolean(message.paused));
       return;
     }
     if (message.type !== "changes") return;
