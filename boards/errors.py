@@ -50,6 +50,7 @@ EXIT_CODES: dict[str, int] = {
     "checkpoint": Exit.STOP,
     "aborted": Exit.STOP,
     "server_error": Exit.UNREACHABLE,
+    "unavailable": Exit.UNREACHABLE,
     "idempotency_key_reused": Exit.REFUSED,
 }
 
@@ -191,6 +192,26 @@ class NotFound(ProtocolError, Http404):
         super().__init__(None, "Not found.")
 
 
+class Unavailable(ProtocolError):
+    """The database cannot be reached right now (restarting, failing over, out of
+    connections): HTTP 503 with Retry-After, never a 500. Nothing was written; the same
+    request, retried (with its Idempotency-Key), is applied once."""
+
+    code = "unavailable"
+    status_code = 503
+    RETRY_AFTER = 5  # seconds: PostgreSQL restarts in about that; the client backs off anyway
+
+    def __init__(self, message: str = "The database is unavailable; retry shortly.") -> None:
+        super().__init__(None, message, {"retry_after": self.RETRY_AFTER})
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Is `exc` the database being unreachable (as opposed to a bug in a query)?"""
+    from django.db import InterfaceError, OperationalError
+
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
 def _first_message(detail: Any) -> str:
     if isinstance(detail, dict):
         for field, value in detail.items():
@@ -227,6 +248,8 @@ def as_protocol_error(exc: BaseException) -> ProtocolError | None:
 
     if isinstance(exc, ProtocolError):
         return exc
+    if database_unavailable(exc):
+        return Unavailable()
     if isinstance(exc, DjangoValidationError):
         detail = (
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

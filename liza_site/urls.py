@@ -1,9 +1,12 @@
+import sys
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from boards.errors import Unavailable, database_unavailable
 from liza_site.exceptions import envelope
 from liza_site.security import LoginForm
 
@@ -42,7 +45,28 @@ def handler404(request, exception=None):
     return page_not_found(request, exception)
 
 
+# Rendered without templates or context processors: while the database is down, nothing that
+# might query it (the user, the session) may run.
+UNAVAILABLE_PAGE = (
+    "<!doctype html><html lang=en><meta charset=utf-8><title>Liza Board: unavailable</title>"
+    "<h1>Liza Board is unavailable for a moment</h1>"
+    "<p>The database cannot be reached. Nothing you sent was half-applied; "
+    "reload this page in a few seconds.</p></html>"
+)
+
+
 def handler500(request):
+    """A database that cannot be reached is a 503 with Retry-After (a restart or failover, not a
+    bug: the request may be retried as is); anything else stays a 500."""
+    exc = sys.exc_info()[1]
+    if exc is not None and database_unavailable(exc):
+        error = Unavailable()
+        if request.path.startswith("/api/"):
+            response = JsonResponse(error.as_envelope(), status=503)
+        else:
+            response = HttpResponse(UNAVAILABLE_PAGE, status=503)
+        response["Retry-After"] = str(error.RETRY_AFTER)
+        return response
     if request.path.startswith("/api/"):
         return JsonResponse(envelope("server_error", "Internal server error."), status=500)
     from django.views.defaults import server_error
