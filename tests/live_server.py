@@ -51,7 +51,21 @@ def suite_database_url() -> str:
     return database_url(connection.settings_dict)
 
 
-def _command(server: str, fd: int) -> list[str]:
+# The production server (README "Production", `.ci/serve --production`): two worker processes,
+# a dead one replaced. Its port is passed by number (granian takes no socket), so another
+# process could take it between choosing and binding it: the start then fails loudly.
+GRANIAN = [
+    "--interface", "asginl", "--workers", "2", "--respawn-failed-workers", "--respawn-interval",
+    "0.5", "--log-level", "warning",
+]  # fmt: skip
+
+
+def _command(server: str, fd: int, port: int) -> list[str]:
+    if server == "granian":
+        return [
+            sys.executable, "-m", "granian", *GRANIAN, "--host", "127.0.0.1", "--port", str(port),
+            APP,
+        ]  # fmt: skip
     if server == "daphne":
         return [sys.executable, "-m", "daphne", "--fd", str(fd), "-v", "0", APP]
     if server == "uvicorn":
@@ -61,7 +75,7 @@ def _command(server: str, fd: int) -> list[str]:
             sys.executable, "-m", "uvicorn", APP, "--fd", str(fd), "--no-access-log",
             "--log-level", "warning", "--lifespan", "off", "--timeout-keep-alive", "300",
         ]  # fmt: skip
-    raise ValueError(f"unknown server {server!r} (daphne or uvicorn)")
+    raise ValueError(f"unknown server {server!r} (daphne, uvicorn or granian)")
 
 
 class LiveServer:
@@ -108,13 +122,15 @@ class LiveServer:
         full_env.pop("REDIS_URL", None)
         if redis_url:
             full_env["REDIS_URL"] = redis_url
+        if server == "granian":
+            sock.close()  # see GRANIAN
         try:
             with log.open("wb") as out:
                 self.process = subprocess.Popen(
-                    _command(server, sock.fileno()),
+                    _command(server, sock.fileno(), self.port),
                     cwd=ROOT,
                     env=full_env,
-                    pass_fds=[sock.fileno()],
+                    pass_fds=[] if server == "granian" else [sock.fileno()],
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # its own process group: stop() reaches every child

@@ -1,15 +1,22 @@
-"""`.ci/serve` runs the watcher beside the server and stops it with the server (README)."""
+"""`.ci/serve` runs the watcher beside the server and stops it with the server (README), on the
+embedded default and, with `--production`, as granian workers on PostgreSQL and Redis."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import httpx
+import psycopg
 
 from tests.live_server import ROOT
 
@@ -44,12 +51,12 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_serve_starts_the_watcher_and_stops_it_with_the_server(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(PORT=str(_free_port()), LIZA_SQLITE_PATH=str(tmp_path / "liza.sqlite3"))
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+@contextlib.contextmanager
+def _serving(args: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.Popen, list[str]]]:
+    """`bash .ci/serve ARGS` until its watcher has swept once: the process and its output so
+    far. Killed with its whole group at the end, whatever happened."""
     serve = subprocess.Popen(
-        ["bash", ".ci/serve"],
+        ["bash", ".ci/serve", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -60,24 +67,78 @@ def test_serve_starts_the_watcher_and_stops_it_with_the_server(tmp_path):
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in serve.stdout], daemon=True).start()
     try:
-        seen = []
-        deadline = time.monotonic() + 180
+        seen: list[str] = []
+        deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not any("liza_watch heartbeat" in s for s in seen):
             try:
                 seen.append(lines.get(timeout=1))
             except queue.Empty:
                 assert serve.poll() is None, "".join(seen)
         assert any("liza_watch heartbeat: 1 project(s) swept" in s for s in seen), "".join(seen)
-        children = _children(serve.pid)
-        watchers = [pid for pid, cmd in children.items() if "liza_watch" in cmd]
-        servers = [pid for pid, cmd in children.items() if "daphne" in cmd]
-        assert len(watchers) == 1 and len(servers) == 1, children
-
-        serve.send_signal(signal.SIGTERM)
-        assert serve.wait(timeout=60) == 143
-        time.sleep(0.5)
-        assert not _alive(watchers[0]) and not _alive(servers[0])
+        yield serve, seen
     finally:
         if serve.poll() is None:
             os.killpg(serve.pid, signal.SIGKILL)
             serve.wait(timeout=30)
+
+
+def _base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env["PORT"] = str(_free_port())
+    return env
+
+
+def _stops_on_sigterm(serve: subprocess.Popen, pids: list[int]) -> None:
+    serve.send_signal(signal.SIGTERM)
+    assert serve.wait(timeout=60) == 143
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, [pid for pid in pids if _alive(pid)]
+        time.sleep(0.2)
+
+
+def test_serve_starts_the_watcher_and_stops_it_with_the_server(tmp_path):
+    env = _base_env()
+    env["LIZA_SQLITE_PATH"] = str(tmp_path / "liza.sqlite3")
+    with _serving([], env) as (serve, _):
+        children = _children(serve.pid)
+        watchers = [pid for pid, cmd in children.items() if "liza_watch" in cmd]
+        servers = [pid for pid, cmd in children.items() if "daphne" in cmd]
+        assert len(watchers) == 1 and len(servers) == 1, children
+        _stops_on_sigterm(serve, watchers + servers)
+
+
+def test_serve_production_runs_granian_workers_on_postgresql_and_redis():
+    """README "Production": the one command that starts that topology locally."""
+    name = f"liza_serve_production_{os.getpid()}"
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/liza")
+    env = _base_env()
+    env["DATABASE_URL"] = base.rsplit("/", 1)[0] + "/" + name
+    env["REDIS_URL"] = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    try:
+        with _serving(["--production"], env) as (serve, seen):
+            output = "".join(seen)
+            assert f"Created the database {name}." in output
+            assert "production topology: granian x2" in output
+            key = re.search(r"Agent key \(coder-4\): (\S+)", output).group(1)
+            url = f"http://127.0.0.1:{env['PORT']}"
+            children = _children(serve.pid)
+            watchers = [pid for pid, cmd in children.items() if "liza_watch" in cmd]
+            servers = [pid for pid, cmd in children.items() if "granian" in cmd]
+            assert len(watchers) == 1 and len(servers) == 1, children
+            workers = _children(servers[0])
+            assert len(workers) == 2, workers  # two worker processes under granian
+            # Both kinds of traffic: an agent's API call and a page, on PostgreSQL.
+            heartbeat = httpx.post(
+                f"{url}/api/v1/projects/demo/agents/heartbeat",
+                json={},
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=30,
+            )
+            assert heartbeat.status_code == 200, heartbeat.text
+            assert httpx.get(f"{url}/login/", timeout=30).status_code == 200
+            _stops_on_sigterm(serve, watchers + servers + list(workers))
+    finally:
+        with psycopg.connect(base.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
