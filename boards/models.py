@@ -30,6 +30,9 @@ class Project(models.Model):
     # SPEC §5.4 / seed 000 PAUSE file: while paused, claims are refused and agents exit 42.
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_reason = models.CharField(max_length=500, blank=True)
+    # When a watcher last swept this project (boards.services.watch): the board says how long
+    # ago, and warns when it has been silent (boards.selectors.watch.watcher_seen).
+    last_swept = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["slug"]

@@ -7,11 +7,13 @@ board costs three queries for its cards and no model instances.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import BooleanField, Count, F, Prefetch, QuerySet, Window
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import RowNumber
 from django.http import QueryDict
+from django.utils import timezone
 
 from agents.models import Agent
 from boards import protocol as p
@@ -27,6 +29,7 @@ from boards.selectors.reviews import (
     security_reviewer_ids,
 )
 from boards.selectors.sprints import goal_current, sprint_current, sprint_metrics_current
+from boards.selectors.watch import watcher_seen
 
 # Cards rendered per column; beyond it the column shows its count and asks for a filter, so a
 # 5,000-task project stays usable. Terminal columns start collapsed (counts only).
@@ -359,12 +362,17 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
     }
 
 
-def board_header(*, project: Project, metrics: bool = True) -> dict[str, object]:
-    """The board header: goal, sprint status and deadline, live metrics (seed 002)."""
+def board_header(
+    *, project: Project, metrics: bool = True, now: datetime | None = None
+) -> dict[str, object]:
+    """The board header: goal, sprint status and deadline, live metrics (seed 002), and when
+    the watcher last swept the project."""
     sprint = sprint_current(project=project)
+    config = config_of(project)
     return {
         "project": project,
-        "config": config_of(project),
+        "config": config,
+        "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
         "goal": goal_current(project=project),
         "sprint": sprint,
         "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,

@@ -15,6 +15,35 @@ from boards.models import Alert, Discovery, Project, ProjectConfig, Review, Spri
 from boards.protocol import SprintStatus, TaskStatus
 from boards.selectors.leases import lease_stale_before
 
+# A watcher silent for more than this many of the project's watch intervals is reported down.
+SILENT_AFTER_INTERVALS = 3
+
+
+@dataclass(frozen=True)
+class WatcherSeen:
+    last_swept: datetime | None
+    age_seconds: int | None  # None: never swept
+    silent_after: int  # seconds
+    silent: bool
+
+
+def watcher_silent(*, last_swept: datetime | None, config: ProjectConfig, now: datetime) -> bool:
+    return last_swept is None or (now - last_swept).total_seconds() > (
+        SILENT_AFTER_INTERVALS * config.watch_interval
+    )
+
+
+def watcher_seen(*, project: Project, config: ProjectConfig, now: datetime) -> WatcherSeen:
+    """How long ago a watcher last swept `project`, and whether that is too long (issue #11:
+    "watcher last seen N s ago", a warning when silent for more than 3 intervals)."""
+    last = project.last_swept
+    return WatcherSeen(
+        last_swept=last,
+        age_seconds=None if last is None else max(0, int((now - last).total_seconds())),
+        silent_after=SILENT_AFTER_INTERVALS * config.watch_interval,
+        silent=watcher_silent(last_swept=last, config=config, now=now),
+    )
+
 
 def projects_to_watch(*, slugs: Sequence[str] = ()) -> list[Project]:
     projects = Project.objects.select_related("config").order_by("slug")

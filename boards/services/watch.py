@@ -19,7 +19,8 @@ from django.db import connection, transaction
 from agents.models import Agent
 from boards import protocol as p
 from boards.errors import Conflict, ProtocolError
-from boards.models import Alert, Project, Review, Sprint
+from boards.live import outbox
+from boards.models import Alert, Project, ProjectConfig, Review, Sprint
 from boards.protocol import Action, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.leases import lease_alive
@@ -29,6 +30,7 @@ from boards.selectors.watch import (
     open_alerts,
     sprint_past_deadline,
     stale_review_claims,
+    watcher_silent,
 )
 from boards.services.kernel import (
     SYSTEM,
@@ -103,7 +105,18 @@ def watch_sweep(*, project: Project, now: datetime) -> Sweep:
             if line:
                 sweep.actions.append(line)
         sweep.alerts = _sync_alerts(project, now)
+        _mark_swept(project, config, now)
     return sweep
+
+
+def _mark_swept(project: Project, config: ProjectConfig, now: datetime) -> None:
+    """Record the sweep for the board's "watcher last seen". A watcher back after a silence
+    also makes open boards redraw their header, so their "watcher silent" warning goes away."""
+    before = Project.objects.filter(pk=project.pk).values_list("last_swept", flat=True).first()
+    Project.objects.filter(pk=project.pk).update(last_swept=now)
+    project.last_swept = now
+    if watcher_silent(last_swept=before, config=config, now=now):
+        outbox.changed(project.pk, outbox.SPRINT, project.pk)
 
 
 _LEVEL_RANK = {Alert.Level.INFO: 0, Alert.Level.WARNING: 1, Alert.Level.CRITICAL: 2}

@@ -243,6 +243,15 @@
       const ago = (now - Date.parse(el.dataset.since)) / 1000;
       if (!Number.isNaN(ago)) el.textContent = `♥ ${human(ago)} ago`;
     }
+    // The watcher's last sweep (the header, redrawn when a silent watcher comes back): its age,
+    // and the warning once it is older than the server's limit (3 watch intervals).
+    const watcher = document.getElementById("watcher-status");
+    const silent = document.getElementById("watcher-silent");
+    if (watcher && watcher.dataset.lastSwept) {
+      const ago = Math.max(0, Math.round((now - Date.parse(watcher.dataset.lastSwept)) / 1000));
+      watcher.querySelector(".watcher-age").textContent = `last seen ${ago} s ago`;
+      if (silent) silent.hidden = ago <= parseInt(watcher.dataset.silentAfter, 10);
+    }
   }
 
   // -- the task drawer -------------------------------------------------------------------------

@@ -4,20 +4,27 @@ once however many sweeps follow, through the services as the system actor. The c
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 
 from agents.models import Agent
 from agents.services import agent_heartbeat
 from boards import protocol as p
 from boards.errors import Conflict, LeaseLost, ProtocolValidationError
+from boards.live.outbox import board_group
 from boards.models import Event, Review, Sprint
 from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
+from boards.selectors.watch import watcher_seen
 from boards.services import sprints as sprint_services
 from boards.services.watch import watch_sweep
+from tests.boards.consumers.helpers import in_memory_layer_settings
 from tests.boards.services.helpers import applied_events, assert_refused_unchanged
+from tests.lifecycle import World
 
 
 def _events(world, action: str) -> list[Event]:
@@ -207,3 +214,47 @@ def test_a_sweep_touches_only_its_own_project(world):
     assert watch_sweep(project=other.project, now=now).actions == []
     assert world.coder.status == AgentStatus.WORKING
     assert Agent.objects.filter(project=world.project, lost_task__isnull=False).count() == 0
+
+
+# -- "watcher last seen" (issue #11): each sweep records itself -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("age", "silent"),
+    [(None, True), (0, False), (29, False), (30, False), (31, True), (3600, True)],
+    ids=["never", "just now", "29 s", "exactly 3 intervals", "31 s", "an hour"],
+)
+def test_the_watcher_is_reported_silent_after_three_watch_intervals(world, age, silent):
+    config = config_of(world.project)
+    assert config.watch_interval == 10
+    if age is not None:
+        watch_sweep(project=world.project, now=world.now - timedelta(seconds=age))
+    world.project.refresh_from_db()
+    seen = watcher_seen(project=world.project, config=config, now=world.now)
+    assert (seen.age_seconds, seen.silent, seen.silent_after) == (age, silent, 30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_watcher_back_after_a_silence_makes_open_boards_redraw_their_header(settings):
+    with in_memory_layer_settings(settings):
+        world = World()
+        layer = get_channel_layer()
+        channel = async_to_sync(layer.new_channel)()
+        async_to_sync(layer.group_add)(board_group(world.project.pk), channel)
+
+        async def next_message(timeout: float = 0.5):
+            try:
+                return await asyncio.wait_for(layer.receive(channel), timeout)
+            except TimeoutError:
+                return None
+
+        header = {"kind": "sprint", "id": world.project.pk}
+        now = world.now
+        watch_sweep(project=world.project, now=now)  # the first sweep ever
+        assert header in async_to_sync(next_message)()["changes"]
+        watch_sweep(project=world.project, now=now + timedelta(seconds=10))  # on time: quiet
+        assert async_to_sync(next_message)() is None
+        watch_sweep(project=world.project, now=now + timedelta(seconds=41))  # 31 s of silence
+        assert header in async_to_sync(next_message)()["changes"]
+        world.project.refresh_from_db()
+        assert world.project.last_swept == now + timedelta(seconds=41)

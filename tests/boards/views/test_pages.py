@@ -4,6 +4,7 @@ the task drawer, with tenancy checked on every page (SPEC §3: a foreign project
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.http import QueryDict
@@ -14,6 +15,7 @@ from boards.live import outbox as events
 from boards.models import Alert, Project
 from boards.selectors.board import BoardFilters
 from boards.services.records import human_note_create
+from boards.services.watch import watch_sweep
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 
@@ -345,3 +347,29 @@ def test_terminal_columns_are_collapsed_with_their_count_until_opened(filtered_w
     opened = read_columns(client.get(url + "?open=MERGED").content.decode())["MERGED"]
     assert not opened.collapsed
     assert [c["data-key"] for c in opened.cards] == ["e-merged"]
+
+
+def test_the_header_says_when_the_watcher_last_swept_and_warns_when_it_is_silent(world):
+    client = client_for(world.admin)
+
+    def header() -> str:
+        return client.get(f"/p/{world.project.slug}/fragment").json()["header"]
+
+    def banner(html: str) -> str:
+        return re.search(r'<p class="banner warn watcher-silent"[^>]*>', html).group(0)
+
+    html = header()  # no watcher has ever run
+    assert "never seen" in html and "no watcher has swept this project yet" in html
+    assert " hidden" not in banner(html)
+
+    watch_sweep(project=world.project, now=timezone.now())
+    html = header()
+    assert re.search(r"last seen \d s ago", html)
+    assert " hidden" in banner(html)
+
+    Project.objects.filter(pk=world.project.pk).update(
+        last_swept=timezone.now() - timedelta(seconds=31)
+    )
+    html = header()
+    assert "last seen 3" in html and "no sweep for more than 30 s" in html
+    assert " hidden" not in banner(html)
