@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from boards.web import actions, board, pages
+from boards.web import actions, board, metrics, pages
 from boards.web.actions import ACTIONS as A
 
 project = "p/<slug:slug>"
@@ -12,6 +12,7 @@ goal = "p/<slug:slug>/goals/<str:goal_id>"
 
 urlpatterns = [
     path("", board.project_list, name="project-list"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("p/<slug:slug>/", board.board, name="board"),
     path("p/<slug:slug>/fragment", board.board_fragment, name="board-fragment"),
     path("p/<slug:slug>/tasks/<str:key>/", board.task_drawer, name="task-drawer"),

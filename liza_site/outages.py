@@ -16,6 +16,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from django.conf import settings
+
+from liza_site import metrics
+
 logger = logging.getLogger("liza.outages")
 
 
@@ -27,8 +31,10 @@ class Outage:
         first_backoff: float = 0.5,
         max_backoff: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        on_failure: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
+        self.on_failure = on_failure  # e.g. a metrics counter
         self.first_backoff = first_backoff
         self.max_backoff = max_backoff
         self.clock = clock
@@ -46,6 +52,8 @@ class Outage:
             return not self.down or self.clock() >= self._retry_at
 
     def failed(self, exc: BaseException) -> None:
+        if self.on_failure is not None:
+            self.on_failure()
         with self._lock:
             now = self.clock()
             self.failures += 1
@@ -75,7 +83,23 @@ class Outage:
             self.down, self.since, self.failures = False, None, 0
 
 
-REDIS = Outage("Redis")
+REDIS = Outage("Redis", on_failure=metrics.REDIS_FAILURES.inc)
+
+
+def redis_answers() -> bool | None:
+    """Does Redis answer a ping now (1 s at most)? None when none is configured. The answer
+    also ends or starts the outage, as any other attempt does."""
+    if not settings.REDIS_URL:
+        return None
+    import redis
+
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1).ping()
+    except Exception as exc:  # any connection error: not answering
+        REDIS.failed(exc)
+        return False
+    REDIS.succeeded()
+    return True
 
 
 class OncePerOutage(logging.Filter):

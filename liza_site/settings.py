@@ -161,6 +161,8 @@ else:
     }
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# The bearer token Prometheus scrapes /metrics with (staff sessions need none); unset: staff only.
+LIZA_METRICS_TOKEN = env.str("LIZA_METRICS_TOKEN", default="")
 # How often each ASGI worker checks that its channel layer answers while boards are open
 # (boards.live.health): a board shows "live updates paused" within about this long.
 LIZA_LIVE_PROBE_INTERVAL = env.float("LIZA_LIVE_PROBE_INTERVAL", default=5.0)

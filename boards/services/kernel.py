@@ -49,6 +49,7 @@ from boards.selectors.leases import lease_alive
 from boards.selectors.replay import task_snapshot
 from boards.selectors.tasks import tasks_by_keys
 from boards.selectors.work import stop_reason
+from liza_site import metrics
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,9 @@ def record_event(
 ) -> Event:
     kind, actor_id = actor_ref(actor)
     _note_board_changes(project, actor, action, task, to_status, outcome)
+    code = (data or {}).get("code") if outcome != Event.Outcome.APPLIED else None
+    # Counted when it commits: an event rolled back never happened (/metrics).
+    transaction.on_commit(lambda: metrics.event_recorded(str(action), str(outcome), code))
     return Event.objects.create(
         project=project,
         task=task,

@@ -1,0 +1,52 @@
+"""The process's counters for `/metrics` (prometheus-client), and how a scrape collects them.
+
+Counters are counted where the thing happens, once: every Event the kernel records (transitions,
+claims, refusals — all are events) when its transaction commits, and every failed attempt to
+reach Redis. With several worker processes (granian, `.ci/serve --production`) each writes its
+counts to files under `PROMETHEUS_MULTIPROC_DIR` and a scrape of any worker sums them all
+(prometheus-client's multiprocess mode); without that variable the counts are the one
+process's. The per-project gauges are read from the database at scrape time
+(`boards.selectors.metrics`), so every worker answers the same.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client.core import REGISTRY, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+
+EVENTS = Counter(
+    "liza_events",
+    "Events recorded (committed), by action and outcome: transitions, claims, refusals",
+    ["action", "outcome"],
+)
+REFUSALS = Counter("liza_refusals", "Refused operations recorded, by protocol error code", ["code"])
+REDIS_FAILURES = Counter("liza_redis_failures", "Failed attempts to reach Redis")
+
+
+def event_recorded(action: str, outcome: str, code: str | None) -> None:
+    EVENTS.labels(action=action, outcome=outcome).inc()
+    if code:
+        REFUSALS.labels(code=code).inc()
+
+
+class _Collect:
+    """A collector made of a function (prometheus-client's custom collector protocol)."""
+
+    def __init__(self, collect: Callable[[], Iterable[Metric]]) -> None:
+        self.collect = collect
+
+
+def exposition(*collectors: Callable[[], Iterable[Metric]]) -> bytes:
+    """One scrape: every process's counters plus `collectors` (read now), in the text format."""
+    registry = CollectorRegistry()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        MultiProcessCollector(registry)
+    else:
+        registry.register(_Collect(REGISTRY.collect))
+    for collect in collectors:
+        registry.register(_Collect(collect))
+    return generate_latest(registry)
