@@ -35,6 +35,11 @@ urlpatterns = [
     path(task + "/limits", A["task_limits"], name="task-limits"),
     path(task + "/notes", actions.task_note, name="task-note"),
     path("p/<slug:slug>/notes", A["project_note"], name="project-note"),
+    path(
+        "p/<slug:slug>/alerts/<int:alert_id>/acknowledge",
+        A["alert_acknowledge"],
+        name="alert-acknowledge",
+    ),
     path(sprint + "/checkpoint", A["sprint_checkpoint"], name="sprint-checkpoint"),
     path(sprint + "/resume", A["sprint_resume"], name="sprint-resume"),
     path(sprint + "/abort", A["sprint_abort"], name="sprint-abort"),

@@ -142,6 +142,8 @@ class Card:
     terminal: bool
     suspended: bool = False
     awaiting_human_approval: bool = False
+    # The levels of the task's open alerts (the watcher's), most severe first.
+    alerts: tuple[str, ...] = ()
 
 
 def _iso(value) -> str | None:
@@ -171,11 +173,32 @@ def card_for(task: Task, config, now) -> Card:
         config=config,
         now=now,
         security_ids=security_reviewer_ids(task.project_id),
+        alerts=_open_alert_levels([task.pk]).get(task.pk, ()),
     )
 
 
+_SEVERITY = {Alert.Level.CRITICAL: 0, Alert.Level.WARNING: 1, Alert.Level.INFO: 2}
+
+
+def _open_alert_levels(task_ids: list[int]) -> dict[int, tuple[str, ...]]:
+    """Each task's open alert levels, most severe first: one query for any number of tasks."""
+    levels: dict[int, list[str]] = {}
+    for task_id, level in Alert.objects.filter(
+        _among(Alert, "task_id", task_ids), resolved_at__isnull=True
+    ).values_list("task_id", "level"):
+        levels.setdefault(task_id, []).append(level)
+    return {k: tuple(sorted(v, key=_SEVERITY.__getitem__)) for k, v in levels.items()}
+
+
 def _card(
-    task, *, waiting_on, open_reviews: list[_ReviewRow], config, now, security_ids: set[str]
+    task,
+    *,
+    waiting_on,
+    open_reviews: list[_ReviewRow],
+    config,
+    now,
+    security_ids: set[str],
+    alerts: tuple[str, ...] = (),
 ) -> Card:
     """The card of `task` (a Task or a `_TaskRow`): the rules are the selectors' own."""
     active = [r for r in open_reviews if review_live(r, now, config)]
@@ -203,6 +226,7 @@ def _card(
         awaiting_human_approval=awaiting_human_approval(
             task, approvers(open_reviews), security_ids
         ),
+        alerts=alerts,
     )
 
 
@@ -260,10 +284,11 @@ def _among(model, column: str, ids: list[int]) -> RawSQL:
 
 
 def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
-    """The cards of `queryset`'s tasks, in its order: three queries whatever their number."""
+    """The cards of `queryset`'s tasks, in its order: four queries whatever their number."""
     rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
     waiting: dict[int, list[str]] = {}
     reviews: dict[int, list[_ReviewRow]] = {}
+    alerts: dict[int, tuple[str, ...]] = {}
     if rows:
         ids = [row.id for row in rows]
         Edge = Task.depends_on.through
@@ -277,6 +302,7 @@ def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
             "task_id", "reviewer", "verdict", "lease_expires"
         ):
             reviews.setdefault(task_id, []).append(_ReviewRow(*review))
+        alerts = _open_alert_levels(ids)
     security = security_reviewer_ids(rows[0].project_id) if rows else set()
     return [
         _card(
@@ -286,6 +312,7 @@ def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
             config=config,
             now=now,
             security_ids=security,
+            alerts=alerts.get(row.id, ()),
         )
         for row in rows
     ]
@@ -362,6 +389,17 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
     }
 
 
+def open_alert_counts(*, project: Project) -> dict[str, int]:
+    """The project's open alerts by level, most severe first, levels without any left out."""
+    counts = dict(
+        Alert.objects.filter(project=project, resolved_at__isnull=True)
+        .values_list("level")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return {level: counts[level] for level in _SEVERITY if counts.get(level)}
+
+
 def board_header(
     *, project: Project, metrics: bool = True, now: datetime | None = None
 ) -> dict[str, object]:
@@ -373,6 +411,7 @@ def board_header(
         "project": project,
         "config": config,
         "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
+        "open_alerts": open_alert_counts(project=project),
         "goal": goal_current(project=project),
         "sprint": sprint,
         "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,

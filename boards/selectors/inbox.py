@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import OuterRef, Prefetch, Q, Subquery
+from django.db.models import Case, OuterRef, Prefetch, Q, Subquery, When
 
 from agents.models import Agent
 from boards import protocol as p
-from boards.models import Discovery, Event, Project, ProjectConfig, Review, Sprint, Task
+from boards.models import Alert, Discovery, Event, Project, ProjectConfig, Review, Sprint, Task
 from boards.protocol import SprintStatus, TaskStatus
 from boards.selectors.reviews import awaiting_human_approval
 from boards.selectors.tasks import is_limit_blocked
@@ -60,7 +60,8 @@ def inbox(*, project: Project | None, now) -> dict[str, object]:
     questions, attempted, failed_by via the task, and `limit_blocked`: only a human's written
     release, a rescope or an abandon moves them), `integration_failed`, `awaiting_approval`
     (the human gate), `suspended`, `discoveries` (immediate and not triaged), `checkpoints`
-    (sprints at CHECKPOINT), `paused` (projects), and `count`, the number of items.
+    (sprints at CHECKPOINT), `paused` (projects), `alerts` (the watcher's open alerts), and
+    `count`, the number of items waiting (an acknowledged alert no longer waits).
     """
     scope = {} if project is None else {"project": project}
     # When the task entered its current state: its latest applied event that moved it there.
@@ -129,6 +130,20 @@ def inbox(*, project: Project | None, now) -> dict[str, object]:
         .select_related("project", "goal")
         .order_by("checkpoint_at", "id")
     ]
+    # The watcher's open alerts, most severe and oldest first: acknowledged ones stay listed
+    # (they are open until their condition clears) but do not count as waiting.
+    alerts = list(
+        Alert.objects.filter(**scope, resolved_at__isnull=True)
+        .select_related("project", "task", "acknowledged_by")
+        .annotate(
+            rank=Case(
+                When(level=Alert.Level.CRITICAL, then=0),
+                When(level=Alert.Level.WARNING, then=1),
+                default=2,
+            )
+        )
+        .order_by("rank", "created", "id")
+    )
     projects = Project.objects.filter(paused_at__isnull=False)
     if project is not None:
         projects = projects.filter(pk=project.pk)
@@ -146,5 +161,8 @@ def inbox(*, project: Project | None, now) -> dict[str, object]:
         "checkpoints": checkpoints,
         "paused": paused,
     }
-    result["count"] = sum(len(v) for v in result.values())  # type: ignore[arg-type]
+    result["count"] = sum(len(v) for v in result.values()) + sum(  # type: ignore[arg-type]
+        1 for a in alerts if a.acknowledged_at is None
+    )
+    result["alerts"] = alerts
     return result

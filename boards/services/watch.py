@@ -129,6 +129,7 @@ def _sync_alerts(project: Project, now: datetime) -> list[str]:
     Runs under the sweep lock, so no other watcher syncs the same project's alerts meanwhile.
     """
     lines = []
+    touched: list[Alert] = []  # raised, resolved or changed level: boards redraw them
     current = {
         (c.type, c.subject): c
         for c in alert_conditions(project=project, now=now, config=config_of(project))
@@ -138,11 +139,12 @@ def _sync_alerts(project: Project, now: datetime) -> list[str]:
         if key not in current:
             alert.resolved_at = now
             alert.save(update_fields=["resolved_at"])
+            touched.append(alert)
             lines.append(f"alert resolved: {alert.type} {alert.subject}")
     for key, condition in current.items():
         alert = already.get(key)
         if alert is None:
-            Alert.objects.create(
+            alert = Alert.objects.create(
                 project=project,
                 type=condition.type,
                 subject=condition.subject,
@@ -153,6 +155,7 @@ def _sync_alerts(project: Project, now: datetime) -> list[str]:
                 created=now,
                 last_seen=now,
             )
+            touched.append(alert)
             lines.append(f"alert {condition.level}: {condition.message}")
             continue
         alert.count += 1
@@ -161,8 +164,14 @@ def _sync_alerts(project: Project, now: datetime) -> list[str]:
         if _LEVEL_RANK[condition.level] > _LEVEL_RANK[alert.level]:
             alert.level = condition.level
             alert.escalated_at = now
+            touched.append(alert)
             lines.append(f"alert escalated to {condition.level}: {condition.message}")
         alert.save(update_fields=["count", "last_seen", "message", "level", "escalated_at"])
+    if touched:  # the header's counts, and the cards whose badge changed
+        outbox.changed(project.pk, outbox.SPRINT, project.pk)
+        for alert in touched:
+            if alert.task_id is not None:
+                outbox.changed(project.pk, outbox.TASK, alert.task_id)
     return lines
 
 

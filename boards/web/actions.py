@@ -275,6 +275,7 @@ ACTIONS: dict[str, Any] = {
     "sprint_deadline": action("sprint_set_deadline"),
     "goal_complete": action("goal_complete"),
     "goal_abort": action("goal_abort"),
+    "alert_acknowledge": action("alert_acknowledge", returns_to="inbox"),
     "project_pause": action("project_pause"),
     "project_resume": action("project_resume"),
 }

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.utils import timezone
 
 from agents.models import Agent
 from agents.services import agent_heartbeat
@@ -21,6 +22,8 @@ from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.watch import watcher_seen
 from boards.services import sprints as sprint_services
+from boards.services import tasks as tasks_services
+from boards.services.goals import goal_create
 from boards.services.watch import watch_sweep
 from tests.boards.consumers.helpers import in_memory_layer_settings
 from tests.boards.services.helpers import applied_events, assert_refused_unchanged
@@ -258,3 +261,32 @@ def test_a_watcher_back_after_a_silence_makes_open_boards_redraw_their_header(se
         assert header in async_to_sync(next_message)()["changes"]
         world.project.refresh_from_db()
         assert world.project.last_swept == now + timedelta(seconds=41)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_alert_raised_or_resolved_redraws_the_header_and_its_card(settings):
+    with in_memory_layer_settings(settings):
+        world = World(now=timezone.now())
+        goal_create(project=world.project, actor=world.planner, description="G", now=world.now)
+        task = world.blocked("T-1")
+        watch_sweep(project=world.project, now=world.tick())  # first sweep: raises BLOCKED
+        layer = get_channel_layer()
+        channel = async_to_sync(layer.new_channel)()
+        async_to_sync(layer.group_add)(board_group(world.project.pk), channel)
+
+        async def next_changes(timeout: float = 0.5):
+            try:
+                return (await asyncio.wait_for(layer.receive(channel), timeout))["changes"]
+            except TimeoutError:
+                return None
+
+        watch_sweep(project=world.project, now=world.tick(10))  # the same alert: nothing new
+        assert async_to_sync(next_changes)() is None
+        tasks_services.task_abandon(
+            task=world.task("T-1"), actor=world.admin, reason="Not needed", now=world.tick()
+        )
+        async_to_sync(next_changes)()  # the abandon's own message
+        watch_sweep(project=world.project, now=world.tick(10))  # resolves it
+        changes = async_to_sync(next_changes)()
+        assert {"kind": "sprint", "id": world.project.pk} in changes
+        assert {"kind": "task", "id": task.pk} in changes

@@ -18,6 +18,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, get_resolver
 
+from boards.models import Alert
 from boards.operations import OPERATIONS
 from tests.boards.views.helpers import sprint_world
 
@@ -101,6 +102,10 @@ def world():
     world = sprint_world()
     world.claimed("T-1")
     world.unclaimed("T-2")
+    Alert.objects.create(
+        project=world.project, type=Alert.Type.STALLED, task=world.task("T-1"), subject="T-1",
+        message="T-1 stalled", created=world.now,
+    )  # fmt: skip
     return world
 
 
@@ -122,6 +127,7 @@ def _variants(route: str, world, hostile: str) -> list[str]:
         "agent_id": "coder-1",
         "disc_id": "disc-1",
         "prefix": "abcdef123456",
+        "alert_id": str(Alert.objects.filter(project=world.project).first().pk),
     }
     params = re.findall(r"<(?:\w+:)?(\w+)>", route)
     if not params:
@@ -189,6 +195,7 @@ def test_no_route_answers_500_to_hostile_queries_or_forms(world, hostile):
                     "agent_id": "coder-2",
                     "disc_id": "disc-1",
                     "prefix": "abcdef123456",
+                    "alert_id": str(Alert.objects.filter(project=world.project).first().pk),
                 },
             )
         )

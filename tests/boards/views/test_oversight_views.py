@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentKey
 from agents.services import agent_key_issue
-from boards.models import Discovery, Event, HumanNote, Membership, Project, Sprint, Task
+from boards.models import Alert, Discovery, Event, HumanNote, Membership, Project, Sprint, Task
 from boards.selectors.access import config_of
 from boards.selectors.sprints import sprint_open
 from boards.services import projects, tasks
@@ -122,6 +123,19 @@ def _pause(world: World) -> None:
     projects.project_pause(
         project=world.project, actor=world.admin, reason="Release freeze", now=world.tick()
     )
+
+
+def _alert(world: World) -> SimpleNamespace:
+    alert = Alert.objects.create(
+        project=world.project,
+        type=Alert.Type.BLOCKED,
+        level=Alert.Level.CRITICAL,
+        task=world.blocked("T-7", sprint_scope="planned"),
+        subject="T-7",
+        message="T-7 is BLOCKED",
+        created=world.tick(),
+    )
+    return SimpleNamespace(prefix=alert.pk)
 
 
 @dataclass(frozen=True)
@@ -296,6 +310,13 @@ ACTIONS = [
         {"reason": "Release freeze"},
         lambda w: None,
         lambda w: Project.objects.get(pk=w.project.pk).is_paused,
+    ),
+    Action(
+        "acknowledge an alert",
+        "/p/{slug}/alerts/{prefix}/acknowledge",  # the alert's id, in the `prefix` slot
+        {},
+        _alert,
+        lambda w: Alert.objects.get(project=w.project).acknowledged_at is not None,
     ),
     Action(
         "resume the project",
@@ -883,3 +904,41 @@ def test_a_new_task_for_the_next_claim_after_release(world):
     )
     assert task.key == "T-1"
     assert [n.message for n in task.human_notes.all()] == ["Use the v2 endpoint"]
+
+
+def test_the_inbox_lists_open_alerts_most_severe_first_and_acknowledging_one_keeps_it_listed(
+    world,
+):
+    made = _alert(world)  # critical, on T-7 (itself BLOCKED: one inbox item already)
+    Alert.objects.create(
+        project=world.project, type=Alert.Type.STALE_PAUSE, level=Alert.Level.WARNING,
+        message="paused for 3 h", created=world.tick(),
+    )  # fmt: skip
+    client = client_for(world, ADMIN)
+    page = client.get(f"/p/{world.project.slug}/inbox").content.decode()
+    section = page[page.index('id="alerts"') : page.index("</section>", page.index('id="alerts"'))]
+    assert re.findall(r'data-alert="\d+"', section) == [
+        f'data-alert="{made.prefix}"',
+        f'data-alert="{Alert.objects.get(type=Alert.Type.STALE_PAUSE).pk}"',
+    ]
+    assert section.count(">Acknowledge</button>") == 2
+    assert re.search(r'id="inbox-count">3<', page)  # the blocked task and two alerts
+
+    response = client.post(f"/p/{world.project.slug}/alerts/{made.prefix}/acknowledge", {})
+    assert response.status_code == 302
+    page = client.get(f"/p/{world.project.slug}/inbox").content.decode()
+    assert re.search(r'id="inbox-count">2<', page)  # no longer waiting
+    assert "acknowledged by" in page and page.count(">Acknowledge</button>") == 1
+    # Again: a conflict, said on the page, nothing changed.
+    again = client.post(f"/p/{world.project.slug}/alerts/{made.prefix}/acknowledge", {})
+    assert again.status_code in (302, 409)
+    assert Event.objects.filter(action="alert_acknowledged", outcome="applied").count() == 1
+
+
+def test_another_projects_alert_is_404_for_this_projects_admin(world):
+    foreign = _alert(sprint_world())
+    response = client_for(world, ADMIN).post(
+        f"/p/{world.project.slug}/alerts/{foreign.prefix}/acknowledge", {}
+    )
+    assert response.status_code == 404
+    assert Alert.objects.get(pk=foreign.prefix).acknowledged_at is None

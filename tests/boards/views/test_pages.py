@@ -373,3 +373,25 @@ def test_the_header_says_when_the_watcher_last_swept_and_warns_when_it_is_silent
     html = header()
     assert "last seen 3" in html and "no sweep for more than 30 s" in html
     assert " hidden" not in banner(html)
+
+
+def test_open_alerts_show_in_the_header_by_level_and_on_their_card(world):
+    world.claimed("task-1", sprint_scope="planned")
+    world.unclaimed("task-2", sprint_scope="planned")
+    now = timezone.now()
+    task = world.task("task-1")
+    for level, subject in (("critical", "a"), ("warning", "b"), ("warning", "c")):
+        Alert.objects.create(
+            project=world.project, type=Alert.Type.LEASE_EXPIRED, level=level, task=task,
+            subject=subject, message="m", created=now,
+        )  # fmt: skip
+    Alert.objects.create(  # resolved: counted nowhere
+        project=world.project, type=Alert.Type.BLOCKED, level="critical", message="m",
+        created=now, resolved_at=now,
+    )  # fmt: skip
+    html = client_for(world.admin).get(f"/p/{world.project.slug}/").content.decode()
+    header = html[html.index('id="board-header"') : html.index('id="watcher-status"')]
+    levels = re.findall(r'alert-badge level-(\w+)" href="[^"]+#alerts">(\d+) \1<', header)
+    assert levels == [("critical", "1"), ("warning", "2")]  # most severe first
+    assert "3 alerts (critical)" in _card_html(html, "task-1")
+    assert "alert" not in _card_html(html, "task-2")
