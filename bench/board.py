@@ -747,6 +747,12 @@ SERVERS = {
         PYTHON, "-m", "daphne", "-b", HOST, "-p", str(port), "-v", "0",
         "liza_site.asgi:application",
     ],
+    # The production command (README "Production"): two worker processes on the Redis layer.
+    "granian-2w": lambda port: [
+        PYTHON, "-m", "granian", "--interface", "asginl", "--host", HOST, "--port", str(port),
+        "--workers", "2", "--log-level", "warning", "--no-access-log",
+        "liza_site.asgi:application",
+    ],
     # For comparison only (`--server uvicorn`): the same application on asyncio transports.
     "uvicorn": lambda port: [
         PYTHON, "-m", "uvicorn", "--host", HOST, "--port", str(port), "--ws", "websockets",

@@ -760,6 +760,9 @@ class Bench:
                 "worst_claims_per_s": min(r["claims_per_s"] for r in mine),
                 "last_claims_per_s": mine[-1]["claims_per_s"],
                 "worst_ratio": min(r["claims_per_s"] for r in mine) / base,
+                # One 1.5 s round is noisy (±25 % here): the median round is the fair figure.
+                "median_ratio": statistics.median(r["claims_per_s"] for r in mine) / base,
+                "median_p99_ms": statistics.median(r["p99_ms"] for r in mine),
                 "worst_p99_ms": max(r["p99_ms"] for r in mine),
                 "before_p99_ms": before[mode]["p99_ms"],
             }
@@ -1113,16 +1116,16 @@ def main(argv: list[str] | None = None) -> int:
         if "idle_holder" in result and not args.json:
             held = result["idle_holder"]
             print(
-                "\n| mode, 16 agents | claims/s before | worst while held | worst/before | "
-                "p99 ms before | worst p99 ms while held |\n|---|---:|---:|---:|---:|---:|"
+                "\n| mode, 16 agents | claims/s before | median round / before | worst / before "
+                "| p99 ms before | median round's p99 ms |\n|---|---:|---:|---:|---:|---:|"
             )
             for mode in ("service", "http"):
                 if mode in held:
                     h = held[mode]
                     print(
                         f"| {mode} | {h['before_claims_per_s']:.0f} | "
-                        f"{h['worst_claims_per_s']:.0f} | {h['worst_ratio']:.0%} | "
-                        f"{h['before_p99_ms']:.1f} | {h['worst_p99_ms']:.1f} |"
+                        f"{h['median_ratio']:.0%} | {h['worst_ratio']:.0%} | "
+                        f"{h['before_p99_ms']:.1f} | {h['median_p99_ms']:.1f} |"
                     )
         return 0 if result["all_verified"] else 1
     finally:
