@@ -22,6 +22,7 @@ from django.db.models import Prefetch
 from agents.models import Agent
 from boards import protocol as p
 from boards.models import (
+    Alert,
     Anomaly,
     CircuitBreaker,
     CircuitBreakerCheck,
@@ -42,6 +43,7 @@ from boards.validation import NOT_YET_EXPORTABLE, Violation, validate_state
 
 from .events import SUMMARY_LENGTH, View, derived_actor_kind, event_data, in_history, in_log
 from .schema import (
+    ALERTS_FILE,
     ALIGNMENT_KEYS,
     BREAKER_CHECK_RESERVED,
     EXTRA_CONFIG_KEYS,
@@ -136,7 +138,8 @@ def project_violations(
 
 
 def write_liza_dir(project: Project, path: str | Path) -> list[Path]:
-    """Write `<path>/.liza/state.yaml` and `log.yaml` (`path` may be the `.liza` dir itself).
+    """Write `<path>/.liza/state.yaml`, `log.yaml` and `alerts.log` (`path` may be the `.liza`
+    dir itself).
 
     LizaExportRefused, with nothing written, when the original Liza would reject the state.
     """
@@ -156,8 +159,30 @@ def write_liza_dir(project: Project, path: str | Path) -> list[Path]:
         raise LizaExportRefused(reasons, not_yet=not violations)
     path = Path(path)
     directory = path if path.name == LIZA_DIR else path / LIZA_DIR
-    texts = {STATE_FILE: dump_yaml(state), LOG_FILE: dump_yaml(export_log(project))}
+    texts = {
+        STATE_FILE: dump_yaml(state),
+        LOG_FILE: dump_yaml(export_log(project)),
+        ALERTS_FILE: export_alerts_log(project),
+    }
     return write_files(directory, texts)
+
+
+def export_alerts_log(project: Project) -> str:
+    """`.liza/alerts.log` in the original watcher's line format, `[ts] LEVEL message`, oldest
+    first: a line when an alert was raised, and when it was escalated and resolved (the
+    original repeated a line every sweep instead; the alert's count says how many saw it)."""
+    lines: list[tuple[datetime, int, str]] = []
+    for alert in Alert.objects.filter(project=project).order_by("created", "id"):
+        message = " ".join(alert.message.split())
+        lines.append((alert.created, alert.pk, f"{alert.level.upper()} {message}"))
+        if alert.escalated_at is not None:
+            lines.append(
+                (alert.escalated_at, alert.pk, f"ESCALATED {alert.level.upper()} {message}")
+            )
+        if alert.resolved_at is not None:
+            lines.append((alert.resolved_at, alert.pk, f"RESOLVED {message}"))
+    lines.sort(key=lambda line: (line[0], line[1]))
+    return "".join(f"[{p.format_timestamp(ts)}] {text}\n" for ts, _, text in lines)
 
 
 # ---------------------------------------------------------------------------------------------

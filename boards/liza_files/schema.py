@@ -10,6 +10,7 @@ from enum import Enum
 
 STATE_FILE = "state.yaml"
 LOG_FILE = "log.yaml"
+ALERTS_FILE = "alerts.log"  # the original watcher's append-only alert lines
 LIZA_DIR = ".liza"
 
 

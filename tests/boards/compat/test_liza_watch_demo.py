@@ -3,9 +3,12 @@ still passes our validator and the original Liza's (SPEC §8, §9)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from boards.models import Alert, Event, Project
+from boards.protocol import format_timestamp
 from tests.boards.compat.test_original_liza_judges_exports import _export
 
 pytestmark = pytest.mark.django_db
@@ -28,6 +31,15 @@ def test_one_sweep_of_the_demo_runs_clean_and_keeps_it_valid(manage, original_li
     assert manage("liza_validate", project="demo").out_lines == ["VALID"]
     judged = original_liza.validate(_export(Project.objects.get(slug="demo"), tmp_path / "demo"))
     assert judged.returncode == 0 and judged.stdout.strip().endswith("VALID"), judged.stdout
+    # The alerts go to .liza/alerts.log in the original watcher's `[ts] LEVEL message` lines.
+    lines = (tmp_path / "demo" / ".liza" / "alerts.log").read_text().splitlines()
+    raised = Alert.objects.filter(project__slug="demo").order_by("created", "id")
+    assert lines == [
+        f"[{format_timestamp(a.created)}] {a.level.upper()} {a.message}" for a in raised
+    ]
+    assert all(
+        re.fullmatch(r"\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] [A-Z]+ .+", line) for line in lines
+    )
 
 
 def test_an_unknown_project_is_refused_by_name(manage):
