@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 
 from agents.models import Agent
 from boards.errors import ProtocolValidationError
-from boards.models import Alert, Discovery, Project, ProjectConfig, Review, Sprint, Task
-from boards.protocol import SprintStatus, TaskStatus
+from boards.models import Alert, Discovery, Event, Project, ProjectConfig, Review, Sprint, Task
+from boards.protocol import TERMINAL_TASK_STATES, Action, AgentStatus, SprintStatus, TaskStatus
 from boards.selectors.leases import lease_stale_before
 
 # A watcher silent for more than this many of the project's watch intervals is reported down.
@@ -212,6 +212,7 @@ def alert_conditions(
                 f"IMMEDIATE DISCOVERY: {discovery.disc_id} — {discovery.description}"[:500],
             )
         )
+    found += _task_health_conditions(project, now, config)
     sprint = Sprint.objects.filter(
         project=project, status=SprintStatus.CHECKPOINT, checkpoint_at__isnull=False
     ).first()
@@ -237,6 +238,122 @@ def alert_conditions(
                 f"{label}: project paused for {minutes} min",
             )
         )
+    return found
+
+
+# The original watcher's other thresholds (liza-watch.sh), in seconds.
+STALE_DRAFT_AFTER = 30 * 60
+STALLED_AFTER = 30 * 60
+ORPHANED_AFTER = 30
+
+
+def _task_health_conditions(
+    project: Project, now: datetime, config: ProjectConfig
+) -> list[AlertCondition]:
+    """The original watcher's alerts 4, 5, 6, 8, 10 and 11 (reference §2.6), with our limits:
+    an orphaned REJECTED task, a reassigned one, a review loop at its cliff, hypothesis
+    exhaustion, a project with work in progress but no event for 30 min, a stale DRAFT."""
+    found: list[AlertCondition] = []
+    live = Task.objects.filter(project=project).exclude(status__in=TERMINAL_TASK_STATES)
+    holders = dict(Agent.objects.filter(project=project).values_list("agent_id", "status"))
+    first_claimer = (
+        Event.objects.filter(task=OuterRef("pk"), action=Action.CLAIMED, outcome="applied")
+        .order_by("timestamp", "id")
+        .values("actor_id")[:1]
+    )
+    for task in live.annotate(first_claimer=Subquery(first_claimer)).order_by("created", "id"):
+        if task.status == TaskStatus.DRAFT:
+            age = (now - task.created).total_seconds()
+            if age > STALE_DRAFT_AFTER:
+                found.append(
+                    AlertCondition(
+                        Alert.Type.STALE_DRAFT,
+                        task.key,
+                        Alert.Level.WARNING,
+                        f"STALE DRAFT: {task.key} — created {int(age // 60)} min ago"
+                        " (Planner crash?)",
+                        task,
+                    )
+                )
+        holder_status = holders.get(task.assigned_to)
+        since = task.updated or task.created
+        if (
+            task.status == TaskStatus.REJECTED
+            and task.assigned_to
+            and holder_status != AgentStatus.WORKING
+            and (now - since).total_seconds() > ORPHANED_AFTER
+        ):
+            found.append(
+                AlertCondition(
+                    Alert.Type.ORPHANED_REJECTED,
+                    task.key,
+                    Alert.Level.CRITICAL,
+                    f"ORPHANED REJECTED: {task.key} — assigned to {task.assigned_to} but the"
+                    f" agent is {holder_status or 'MISSING'}",
+                    task,
+                    task.assigned_to,
+                )
+            )
+        if (
+            task.status == TaskStatus.CLAIMED
+            and task.first_claimer
+            and task.first_claimer != task.assigned_to
+        ):
+            found.append(
+                AlertCondition(
+                    Alert.Type.REASSIGNED,
+                    task.key,
+                    Alert.Level.WARNING,
+                    f"REASSIGNED: {task.key} — now {task.assigned_to} (was"
+                    f" {task.first_claimer}), hypothesis exhaustion risk",
+                    task,
+                    task.assigned_to,
+                )
+            )
+        cliff = task.effective_max_review_cycles(config)
+        if task.review_cycles_current >= cliff:
+            found.append(
+                AlertCondition(
+                    Alert.Type.REVIEW_LOOP,
+                    task.key,
+                    Alert.Level.CRITICAL,
+                    f"REVIEW LOOP: {task.key} — {task.review_cycles_current} cycles (at cliff)",
+                    task,
+                )
+            )
+        if len(task.failed_by or []) >= 2:
+            found.append(
+                AlertCondition(
+                    Alert.Type.HYPOTHESIS_EXHAUSTION,
+                    task.key,
+                    Alert.Level.CRITICAL,
+                    f"HYPOTHESIS EXHAUSTION: {task.key} — requires rescope",
+                    task,
+                )
+            )
+    # Work that could move (not DRAFT, not BLOCKED: those wait for a human or the planner;
+    # not while paused or at a checkpoint: agents are told to stop, with alerts of their own)
+    # but no event for 30 min.
+    stopped = (
+        project.paused_at is not None
+        or Sprint.objects.filter(project=project, status=SprintStatus.CHECKPOINT).exists()
+    )
+    if not stopped and live.exclude(status__in=(TaskStatus.DRAFT, TaskStatus.BLOCKED)).exists():
+        last = (
+            Event.objects.filter(project=project, outcome="applied")
+            .order_by("-timestamp")
+            .values_list("timestamp", flat=True)
+            .first()
+        )
+        if last is not None and (now - last).total_seconds() > STALLED_AFTER:
+            found.append(
+                AlertCondition(
+                    Alert.Type.STALLED,
+                    project.slug,
+                    Alert.Level.WARNING,
+                    f"STALLED: no progress for {int((now - last).total_seconds() // 60)} minutes",
+                )
+            )
     return found
 
 

@@ -9,9 +9,10 @@ from datetime import timedelta
 import pytest
 from django.db import IntegrityError, transaction
 
-from boards.models import Alert, Discovery
+from boards.models import Alert, Discovery, Event, Task
+from boards.protocol import AgentStatus
 from boards.selectors.access import config_of
-from boards.services import records
+from boards.services import records, tasks
 from boards.services import sprints as sprint_services
 from boards.services.projects import project_pause, project_resume
 from boards.services.tasks import task_abandon
@@ -175,3 +176,93 @@ def test_the_database_allows_one_open_alert_per_type_and_subject(world):
         Alert.objects.create(**fields, message="b", created=world.now)
     Alert.objects.filter(project=world.project).update(resolved_at=world.now)
     Alert.objects.create(**fields, message="c", created=world.now)  # a new one once resolved
+
+
+# -- the original watcher's other conditions (reference §2.6: 4, 5, 6, 8, 10, 11) -------------
+
+
+def test_a_draft_left_for_more_than_30_minutes_is_stale(world):
+    world.draft("T-1")
+    created = world.task("T-1").created
+    watch_sweep(project=world.project, now=created + timedelta(minutes=30))
+    assert _open(world, Alert.Type.STALE_DRAFT) == []
+    watch_sweep(project=world.project, now=created + timedelta(minutes=31))
+    [alert] = _open(world, Alert.Type.STALE_DRAFT)
+    assert (alert.subject, alert.level) == ("T-1", Alert.Level.WARNING)
+    assert alert.message == "STALE DRAFT: T-1 — created 31 min ago (Planner crash?)"
+    tasks.task_finalize(task=world.task("T-1"), actor=world.planner, now=world.tick())
+    watch_sweep(project=world.project, now=created + timedelta(minutes=32))
+    assert _open(world, Alert.Type.STALE_DRAFT) == []
+
+
+def test_work_in_progress_without_an_event_for_30_minutes_is_stalled(world):
+    world.ready_for_review("T-1")  # no lease runs: sweeps themselves write nothing
+    last = Event.objects.filter(project=world.project).order_by("-timestamp")[0].timestamp
+    watch_sweep(project=world.project, now=last + timedelta(minutes=30))
+    assert _open(world, Alert.Type.STALLED) == []
+    watch_sweep(project=world.project, now=last + timedelta(minutes=45))
+    [alert] = _open(world, Alert.Type.STALLED)
+    assert (alert.subject, alert.message) == (
+        world.project.slug,
+        "STALLED: no progress for 45 minutes",
+    )
+    world.now = last + timedelta(minutes=46)
+    world.claim_review("T-1")  # progress
+    watch_sweep(project=world.project, now=world.tick())
+    assert _open(world, Alert.Type.STALLED) == []
+
+
+def test_a_project_with_nothing_that_could_move_is_not_stalled(world):
+    world.draft("T-1")  # waits for the planner, not for progress
+    world.blocked("T-2")  # waits for a human
+    watch_sweep(project=world.project, now=world.tick(3600 * 5))
+    assert _open(world, Alert.Type.STALLED) == []
+
+
+def test_a_rejected_task_whose_coder_is_not_working_is_orphaned(world):
+    world.rejected("T-1")
+    rejected_at = world.now
+    assert world.coder.status == AgentStatus.WAITING  # it has not taken its task back
+    watch_sweep(project=world.project, now=rejected_at + timedelta(seconds=30))
+    assert _open(world, Alert.Type.ORPHANED_REJECTED) == []
+    watch_sweep(project=world.project, now=rejected_at + timedelta(seconds=31))
+    [alert] = _open(world, Alert.Type.ORPHANED_REJECTED)
+    assert (alert.level, alert.agent_id) == (Alert.Level.CRITICAL, "coder-1")
+    assert alert.message == (
+        "ORPHANED REJECTED: T-1 — assigned to coder-1 but the agent is WAITING"
+    )
+    world.now = rejected_at + timedelta(seconds=40)
+    world.claim("T-1")  # its coder takes it back
+    watch_sweep(project=world.project, now=world.tick())
+    assert _open(world, Alert.Type.ORPHANED_REJECTED) == []
+
+
+def test_a_task_taken_over_by_another_coder_is_reported_reassigned(world):
+    task = world.claimed("T-1")
+    watch_sweep(project=world.project, now=world.tick())
+    assert _open(world, Alert.Type.REASSIGNED) == []
+    world.now = task.lease_expires + timedelta(seconds=config_of(world.project).lease_grace + 1)
+    world.claim("T-1", "coder-2")
+    watch_sweep(project=world.project, now=world.tick())
+    [alert] = _open(world, Alert.Type.REASSIGNED)
+    assert (
+        alert.message == "REASSIGNED: T-1 — now coder-2 (was coder-1), hypothesis exhaustion risk"
+    )
+
+
+def test_a_review_loop_at_its_cliff_and_hypothesis_exhaustion_are_critical(world):
+    world.rejected("T-1")
+    task_set_limits(
+        task=world.task("T-1"), actor=world.admin, now=world.tick(), max_review_cycles=2
+    )
+    watch_sweep(project=world.project, now=world.tick())
+    assert _open(world, Alert.Type.REVIEW_LOOP) == []  # 1 cycle of 2
+    Task.objects.filter(pk=world.task("T-1").pk).update(
+        review_cycles_current=2, failed_by=["coder-1", "coder-2"]
+    )
+    watch_sweep(project=world.project, now=world.tick())
+    [loop] = _open(world, Alert.Type.REVIEW_LOOP)
+    [exhausted] = _open(world, Alert.Type.HYPOTHESIS_EXHAUSTION)
+    assert loop.message == "REVIEW LOOP: T-1 — 2 cycles (at cliff)"
+    assert exhausted.message == "HYPOTHESIS EXHAUSTION: T-1 — requires rescope"
+    assert loop.level == exhausted.level == Alert.Level.CRITICAL
