@@ -1212,6 +1212,7 @@ def test_the_inbox_reads_in_a_constant_number_of_queries(world):
         "discoveries": 5,
         "checkpoints": 0,
         "paused": 0,
+        "alerts": 0,
     }
     assert {i.project for i in inbox["blocked"]} == {world.project, other.project}
     assert len(large.captured_queries) == len(small.captured_queries)
