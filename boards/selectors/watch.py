@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db.models import F, OuterRef, Subquery
+from django.db.models import F, OuterRef, Q, Subquery
 
 from agents.models import Agent
 from boards.errors import ProtocolValidationError
@@ -261,7 +261,18 @@ def _task_health_conditions(
         .order_by("timestamp", "id")
         .values("actor_id")[:1]
     )
-    for task in live.annotate(first_claimer=Subquery(first_claimer)).order_by("created", "id"):
+    # Only rows that can meet one of the conditions below (each implies its clause here: a
+    # takeover appends the previous coder to failed_by, a cliff is at least one cycle), so a
+    # sweep of a large quiet project reads a handful of tasks, not all of them.
+    candidates = live.filter(
+        Q(status=TaskStatus.DRAFT, created__lt=now - timedelta(seconds=STALE_DRAFT_AFTER))
+        | (Q(status=TaskStatus.REJECTED) & ~Q(assigned_to=""))
+        | Q(review_cycles_current__gte=1)
+        | ~Q(failed_by=[])
+    )
+    for task in candidates.annotate(first_claimer=Subquery(first_claimer)).order_by(
+        "created", "id"
+    ):
         if task.status == TaskStatus.DRAFT:
             age = (now - task.created).total_seconds()
             if age > STALE_DRAFT_AFTER:
