@@ -12,8 +12,16 @@ from django.db.models import F, OuterRef, Q, Subquery
 from agents.models import Agent
 from boards.errors import ProtocolValidationError
 from boards.models import Alert, Discovery, Event, Project, ProjectConfig, Review, Sprint, Task
-from boards.protocol import TERMINAL_TASK_STATES, Action, AgentStatus, SprintStatus, TaskStatus
+from boards.protocol import (
+    TERMINAL_TASK_STATES,
+    Action,
+    AgentStatus,
+    SprintStatus,
+    TaskStatus,
+    format_timestamp,
+)
 from boards.selectors.leases import lease_stale_before
+from boards.validation import Violation
 
 # A watcher silent for more than this many of the project's watch intervals is reported down.
 SILENT_AFTER_INTERVALS = 3
@@ -365,6 +373,37 @@ def _task_health_conditions(
                     f"STALLED: no progress for {int((now - last).total_seconds() // 60)} minutes",
                 )
             )
+    return found
+
+
+def invariant_conditions(
+    *, project: Project, violations: Sequence[Violation]
+) -> list[AlertCondition]:
+    """An INVALID STATE alert per broken invariant (the original watcher ran
+    liza-validate.sh each round): the rule, what it names and, for a task, the last event that
+    touched it — where to start looking."""
+    keys = {v.subject for v in violations}
+    tasks = {t.key: t for t in Task.objects.filter(project=project, key__in=keys)}
+    found = []
+    for v in violations:  # a handful at most: a query per broken task is fine
+        task = tasks.get(v.subject)
+        message = f"INVALID STATE: {v.rule}: {v}"
+        if task is not None:
+            event = Event.objects.filter(task=task).order_by("-timestamp", "-id").first()
+            if event is not None:
+                message += (
+                    f"; last event: {event.action} by {event.actor_id}"
+                    f" at {format_timestamp(event.timestamp)}"
+                )
+        found.append(
+            AlertCondition(
+                Alert.Type.INVALID_STATE,
+                f"{v.rule} {v.subject}"[:64],
+                Alert.Level.CRITICAL,
+                message[:500],
+                task,
+            )
+        )
     return found
 
 

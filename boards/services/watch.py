@@ -11,6 +11,7 @@ did is no longer due.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -27,6 +28,7 @@ from boards.selectors.leases import lease_alive
 from boards.selectors.watch import (
     alert_conditions,
     coders_with_dead_leases,
+    invariant_conditions,
     open_alerts,
     sprint_past_deadline,
     stale_review_claims,
@@ -47,6 +49,7 @@ from boards.services.tasks.holders import (
     release_holder,
     release_reviewers,
 )
+from boards.validation import Violation
 
 # First key of the two-int advisory lock: this application's namespace for watcher sweeps.
 _LOCK_NAMESPACE = zlib.crc32(b"liza_watch") & 0x7FFFFFFF
@@ -75,8 +78,14 @@ def _take_sweep_lock(project: Project) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-def watch_sweep(*, project: Project, now: datetime) -> Sweep:
-    """One sweep of `project` at `now`, in one transaction holding the project's sweep lock."""
+def watch_sweep(
+    *, project: Project, now: datetime, violations: Sequence[Violation] | None = None
+) -> Sweep:
+    """One sweep of `project` at `now`, in one transaction holding the project's sweep lock.
+
+    `violations`: the invariants the project breaks (`liza_files.project_violations`, which
+    the watcher runs every minute, not every sweep), raised as INVALID STATE alerts; None when
+    they were not checked this time, which leaves those alerts as they are."""
     sweep = Sweep(project=project.slug)
     with transaction.atomic():
         if not _take_sweep_lock(project):
@@ -104,7 +113,7 @@ def watch_sweep(*, project: Project, now: datetime) -> Sweep:
                 continue
             if line:
                 sweep.actions.append(line)
-        sweep.alerts = _sync_alerts(project, now)
+        sweep.alerts = _sync_alerts(project, now, violations)
         _mark_swept(project, config, now)
     return sweep
 
@@ -122,7 +131,9 @@ def _mark_swept(project: Project, config: ProjectConfig, now: datetime) -> None:
 _LEVEL_RANK = {Alert.Level.INFO: 0, Alert.Level.WARNING: 1, Alert.Level.CRITICAL: 2}
 
 
-def _sync_alerts(project: Project, now: datetime) -> list[str]:
+def _sync_alerts(
+    project: Project, now: datetime, violations: Sequence[Violation] | None = None
+) -> list[str]:
     """One open alert per condition that holds (type, subject): raised when first seen, counted
     while it lasts, escalated when its level rises, resolved when the condition clears.
 
@@ -130,12 +141,14 @@ def _sync_alerts(project: Project, now: datetime) -> list[str]:
     """
     lines = []
     touched: list[Alert] = []  # raised, resolved or changed level: boards redraw them
-    current = {
-        (c.type, c.subject): c
-        for c in alert_conditions(project=project, now=now, config=config_of(project))
-    }
+    conditions = alert_conditions(project=project, now=now, config=config_of(project))
+    if violations is not None:
+        conditions += invariant_conditions(project=project, violations=violations)
+    current = {(c.type, c.subject): c for c in conditions}
     already = open_alerts(project=project)
     for key, alert in already.items():
+        if violations is None and alert.type == Alert.Type.INVALID_STATE:
+            continue  # not checked this sweep: neither seen nor cleared
         if key not in current:
             alert.resolved_at = now
             alert.save(update_fields=["resolved_at"])

@@ -12,15 +12,19 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from boards import protocol as p
+from boards.liza_files import project_violations
 from boards.selectors.access import config_of
 from boards.selectors.watch import projects_to_watch
 from boards.services.watch import watch_sweep
+
+INVARIANTS_EVERY = timedelta(minutes=1)
 
 
 class Command(BaseCommand):
     help = (
         "Sweep every project (or --project ones) each watch_interval seconds: dead leases, "
-        "stale review claims, sprint deadlines and finished sprints. --once: one sweep, then "
+        "stale review claims, sprint deadlines and finished sprints, alerts, and once a minute "
+        "the invariants (INVALID STATE alerts). --once: one sweep, then "
         "exit. Safe to run several at once."
     )
 
@@ -42,6 +46,7 @@ class Command(BaseCommand):
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: stop.set())
         due: dict[int, datetime] = {}
+        checked: dict[int, datetime] = {}  # when each project's invariants are next checked
         while not stop.is_set():
             swept = actions = 0
             visited = False
@@ -51,7 +56,13 @@ class Command(BaseCommand):
                     continue
                 visited = True
                 due[project.pk] = now + timedelta(seconds=config_of(project).watch_interval)
-                sweep = watch_sweep(project=project, now=now)
+                # The invariants (liza_validate's rules) cost an export of the project: checked
+                # once a minute per project, not every sweep.
+                violations = None
+                if options["once"] or checked.get(project.pk, now) <= now:
+                    violations, _ = project_violations(project)
+                    checked[project.pk] = now + INVARIANTS_EVERY
+                sweep = watch_sweep(project=project, now=now, violations=violations)
                 if sweep.skipped:
                     self._log(f"{project.slug}: skipped, another watcher is sweeping it")
                     continue

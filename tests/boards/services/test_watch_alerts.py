@@ -5,12 +5,15 @@ sweep after it clears. The clock is the `now` every sweep takes."""
 from __future__ import annotations
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.db import IntegrityError, transaction
 
+from boards.liza_files import project_violations
 from boards.models import Alert, Discovery, Event, Task
-from boards.protocol import AgentStatus
+from boards.protocol import AgentStatus, format_timestamp
 from boards.selectors.access import config_of
 from boards.services import records, tasks
 from boards.services import sprints as sprint_services
@@ -18,6 +21,7 @@ from boards.services.projects import project_pause, project_resume
 from boards.services.tasks import task_abandon
 from boards.services.tasks.limits import task_set_limits
 from boards.services.watch import watch_sweep
+from boards.validation import Violation
 
 
 def _open(world, type_: str) -> list[Alert]:
@@ -266,3 +270,43 @@ def test_a_review_loop_at_its_cliff_and_hypothesis_exhaustion_are_critical(world
     assert loop.message == "REVIEW LOOP: T-1 — 2 cycles (at cliff)"
     assert exhausted.message == "HYPOTHESIS EXHAUSTION: T-1 — requires rescope"
     assert loop.level == exhausted.level == Alert.Level.CRITICAL
+
+
+# -- INVALID STATE: the invariants, checked by the watcher once a minute ---------------------
+
+
+def test_a_broken_invariant_is_a_critical_alert_naming_the_rule_and_the_last_event(world):
+    task = world.claimed("T-1")
+    broken = Violation("lease_fields", "T-1", "a CLAIMED task has a lease", "lease_expires")
+    sweep = watch_sweep(project=world.project, now=world.tick(), violations=[broken])
+    [alert] = _open(world, Alert.Type.INVALID_STATE)
+    assert (alert.level, alert.task_id, alert.subject) == (
+        Alert.Level.CRITICAL,
+        task.pk,
+        "lease_fields T-1",
+    )
+    last = Event.objects.filter(task=task).order_by("-timestamp", "-id")[0]
+    assert alert.message == (
+        "INVALID STATE: lease_fields: T-1: a CLAIMED task has a lease (lease_expires); "
+        f"last event: {last.action} by {last.actor_id} at {format_timestamp(last.timestamp)}"
+    )
+    assert sweep.alerts == [f"alert critical: {alert.message}"]
+    # Sweeps that did not check the invariants leave it as it is; one that did clears it.
+    watch_sweep(project=world.project, now=world.tick(10))
+    assert _open(world, Alert.Type.INVALID_STATE) == [alert]
+    watch_sweep(project=world.project, now=world.tick(10), violations=[])
+    assert _open(world, Alert.Type.INVALID_STATE) == []
+
+
+def test_the_watcher_command_checks_the_invariants_of_a_project_broken_behind_its_back(world):
+    world.claimed("T-1")
+    # What no service would write: a CLAIMED task without its lease (an edit in the database).
+    Task.objects.filter(pk=world.task("T-1").pk).update(lease_expires=None)
+    violations, _ = project_violations(world.project)
+    assert violations, "the edit must break an invariant for this test to mean anything"
+
+    out = StringIO()
+    call_command("liza_watch", once=True, project=[world.project.slug], stdout=out)
+    raised = _open(world, Alert.Type.INVALID_STATE)
+    assert {a.subject for a in raised} == {f"{v.rule} {v.subject}"[:64] for v in violations}
+    assert "alert critical: INVALID STATE" in out.getvalue()
