@@ -7,9 +7,9 @@ board costs four queries for its cards and no model instances.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db.models import BooleanField, Count, F, Prefetch, QuerySet, Window
+from django.db.models import BooleanField, Count, F, Prefetch, Q, QuerySet, Window
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import RowNumber
 from django.http import QueryDict
@@ -63,6 +63,7 @@ class BoardFilters:
     q: str = ""
     expanded: tuple[str, ...] = ()  # terminal columns the viewer opened
     errors: tuple[tuple[str, str], ...] = ()  # (parameter, message) of refused parameters
+    archived: bool = False  # also show tasks ended more than archive_after_days ago
 
     @classmethod
     def from_query(cls, params: QueryDict) -> BoardFilters:
@@ -87,6 +88,7 @@ class BoardFilters:
             q=clean.get("q") or "",
             expanded=tuple(s for s in params.getlist("open") if s in p.TERMINAL_TASK_STATES),
             errors=tuple((name, "; ".join(msgs)) for name, msgs in errors.items()),
+            archived=params.get("archived") == "1",
         )
 
     def as_data(self) -> dict[str, object]:
@@ -116,6 +118,18 @@ def board_tasks(*, project: Project, filters: BoardFilters, sprint) -> QuerySet[
     if not filters.sprint and sprint is not None:
         qs = qs.filter(in_sprint_q(sprint_pk=sprint.pk))
     return qs
+
+
+def archive_cutoff(config, now) -> datetime | None:
+    """Tasks that ended before this are archived; None when archival is off (0 days)."""
+    days = config.archive_after_days
+    return now - timedelta(days=days) if days else None
+
+
+def archived_q(cutoff: datetime) -> Q:
+    """Terminal tasks whose last change (their end) is older than `cutoff`."""
+    ended = Q(updated__lt=cutoff) | Q(updated__isnull=True, created__lt=cutoff)
+    return Q(status__in=p.TERMINAL_TASK_STATES) & ended
 
 
 @dataclass(frozen=True)
@@ -346,6 +360,14 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
     # "Active sprint by default": the open sprint's tasks, or every task when none is open.
     active = header["sprint"] if header["sprint"] is not None and header["sprint"].is_open else None
     tasks = board_tasks(project=project, filters=filters, sprint=active)
+    archived = 0
+    cutoff = archive_cutoff(config, now)
+    if cutoff is not None and not filters.archived:
+        # Archival (issue #11): tasks that ended long ago leave the default view; history,
+        # search (?archived=1), the API and exports still have them.
+        old = archived_q(cutoff)
+        archived = tasks.filter(old).count()
+        tasks = tasks.exclude(old)
     counts = dict(tasks.order_by().values_list("status").annotate(n=Count("id")))
     shown = [s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded]
     ranked = tasks.filter(status__in=shown).annotate(
@@ -386,6 +408,7 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
         "alerts": alerts,
         "filters": filters,
         "total": sum(counts.values()),
+        "archived": archived,
     }
 
 

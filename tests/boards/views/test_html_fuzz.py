@@ -58,7 +58,9 @@ FORM_NAMES = {
 }
 # In a URL path a value is one segment: these are the ones a view meets there.
 PATH_HOSTILE = ("\x00", "²", "9" * 30, "x" * 300, "\ud800", "%00", "..")
-QUERY_NAMES = ("q", "goal", "sprint", "agent", "priority", "status", "criticality", "open", "task")
+QUERY_NAMES = (
+    "q", "goal", "sprint", "agent", "priority", "status", "criticality", "open", "task", "archived",
+)  # fmt: skip
 
 
 def _form_names() -> set[str]:

@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from boards.live import outbox as events
-from boards.models import Alert, Project
+from boards.models import Alert, Project, ProjectConfig, Task
 from boards.selectors.board import BoardFilters
 from boards.services.records import human_note_create
 from boards.services.watch import watch_sweep
@@ -395,3 +395,34 @@ def test_open_alerts_show_in_the_header_by_level_and_on_their_card(world):
     assert levels == [("critical", "1"), ("warning", "2")]  # most severe first
     assert "3 alerts (critical)" in _card_html(html, "task-1")
     assert "alert" not in _card_html(html, "task-2")
+
+
+def test_tasks_ended_longer_ago_than_archive_after_days_leave_the_default_board(world):
+    world.unclaimed("task-open", sprint_scope="planned")  # keeps the sprint open
+    world.merged("task-old", sprint_scope="planned")
+    world.merged("task-new", sprint_scope="planned")
+    now = timezone.now()
+    Task.objects.filter(project=world.project, key="task-old").update(
+        updated=now - timedelta(days=31)
+    )
+    Task.objects.filter(project=world.project, key="task-new").update(
+        updated=now - timedelta(days=29)
+    )
+    client = client_for(world.admin)
+    slug = world.project.slug
+
+    def merged(query: str) -> tuple[int, list[str], str]:
+        html = client.get(f"/p/{slug}/?open=MERGED{query}").content.decode()
+        column = read_columns(html)["MERGED"]
+        return column.count, [c["data-key"] for c in column.cards], html
+
+    count, keys, html = merged("")
+    assert (count, keys) == (1, ["task-new"])
+    assert "1 archived task (ended over 30 days ago) not shown" in html
+    count, keys, html = merged("&archived=1")
+    assert (count, sorted(keys)) == (2, ["task-new", "task-old"])
+    assert "archived tasks shown" in html
+
+    ProjectConfig.objects.filter(project=world.project).update(archive_after_days=0)  # off
+    count, keys, html = merged("")
+    assert count == 2 and "archived task" not in html
