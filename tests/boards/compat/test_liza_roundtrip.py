@@ -40,6 +40,7 @@ def test_export_import_export_is_byte_stable(manage, seed_fixtures, tmp_path, fi
     assert first.out_lines == [
         str(tmp_path / "first" / ".liza" / "state.yaml"),
         str(tmp_path / "first" / ".liza" / "log.yaml"),
+        str(tmp_path / "first" / ".liza" / "alerts.log"),
     ]
     assert export_texts(tmp_path / "first") == export_texts(tmp_path / "second")
     # Both projects hold the same rows, not just the same text.
