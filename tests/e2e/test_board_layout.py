@@ -1,0 +1,74 @@
+"""The board fits a laptop screen (issue #13): at 1440 × 900 every active column is in view
+beside the agents panel, with no horizontal scrolling; ended tasks' columns are a narrow strip
+of counts that expands on demand."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from boards.services.goals import goal_create
+from boards.services.sprints import sprint_create
+from tests.e2e.support import open_board, screenshot, sign_in
+from tests.lifecycle import World
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+ACTIVE = [
+    "DRAFT", "UNCLAIMED", "CLAIMED", "READY_FOR_REVIEW", "REJECTED", "APPROVED",
+    "INTEGRATION_FAILED", "BLOCKED",
+]  # fmt: skip
+
+
+@pytest.fixture
+def busy_world():
+    world = World(now=timezone.now())
+    goal = goal_create(project=world.project, actor=world.planner, description="G", now=world.now)
+    sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
+    scope = {"sprint_scope": "planned"}
+    world.draft("T-draft-with-a-rather-long-key-name", **scope)
+    world.unclaimed("T-unclaimed", **scope)
+    world.claimed("T-claimed", **scope)
+    world.ready_for_review("T-review", coder="coder-2", **scope)
+    world.blocked("T-blocked", coder="coder-3", **scope)
+    return world
+
+
+def _layout(page) -> dict:
+    return page.evaluate(
+        """() => {
+            const columns = document.getElementById('columns');
+            return {
+                viewport: window.innerWidth,
+                page: document.documentElement.scrollWidth,
+                columnsScroll: columns.scrollWidth,
+                columnsClient: columns.clientWidth,
+                right: Object.fromEntries([...document.querySelectorAll('.column')].map(
+                    (c) => [c.dataset.status, c.getBoundingClientRect().right])),
+                strip: [...document.querySelectorAll('.terminal-strip .column')].map(
+                    (c) => c.dataset.status),
+            };
+        }"""
+    )
+
+
+def test_every_active_column_is_in_view_at_1440_px(browser, server, busy_world):
+    context = browser.new_context(base_url=server.url, viewport={"width": 1440, "height": 900})
+    try:
+        page = context.new_page()
+        sign_in(page, busy_world.admin)
+        open_board(page, busy_world.project.slug)
+        layout = _layout(page)
+        assert layout["page"] <= layout["viewport"], layout
+        assert layout["columnsScroll"] <= layout["columnsClient"], layout
+        assert all(layout["right"][s] <= layout["viewport"] for s in ACTIVE), layout
+        assert layout["strip"] == ["MERGED", "SUPERSEDED", "ABANDONED"]
+        assert page.locator('.card[data-key="T-claimed"]').is_visible()
+        screenshot(page, "board-1440")
+
+        # Expanding one ended column takes it out of the strip, as a column of its own.
+        page.click('.terminal-strip .column[data-status="MERGED"] .toggle')
+        page.wait_for_selector('.columns > .column[data-status="MERGED"]')
+        assert _layout(page)["strip"] == ["SUPERSEDED", "ABANDONED"]
+    finally:
+        context.close()
