@@ -618,29 +618,19 @@ def serving(name: str, env: dict[str, str]) -> Iterator[Server]:
         server.stop()
 
 
-def run_http(
-    run: Run, server: Server, seeded: Seeded, agents_per_worker: list[list[int]], duration: float
-) -> list[Any]:
-    spec = {
-        "host": HOST,
-        "port": server.port,
-        "path": f"/api/v1/projects/{seeded.slug}/tasks/claim-next",
-        "duration": duration,
-        "keys": [[seeded.key(pk) for pk in pks] for pks in agents_per_worker],
-    }
+def drive_load(run: Run, spec: dict[str, Any], duration: float) -> dict[str, Any]:
+    """`bench/http_load.py` on `spec` (a separate process, so the client does not share the
+    GIL with anything measured); `run` gets its latencies, errors and samples. Its whole output.
+    """
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(spec, fh)
     try:
-        client_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        server_before, busy_before = server.cpu(), _busy_cpu()
         proc = subprocess.run(
             [PYTHON, str(ROOT / "bench" / "http_load.py"), fh.name],
             capture_output=True,
             timeout=duration + 120,
             check=False,
         )
-        server_cpu, busy = server.cpu() - server_before, _busy_cpu() - busy_before
-        client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
         os.unlink(fh.name)
     if proc.returncode != 0:
@@ -651,6 +641,24 @@ def run_http(
     run.elapsed = out["elapsed"] if run.claims else 0.0
     run.errors = out["errors"]
     run.samples = out["samples"]
+    return out
+
+
+def run_http(
+    run: Run, server: Server, seeded: Seeded, agents_per_worker: list[list[int]], duration: float
+) -> list[Any]:
+    spec = {
+        "host": HOST,
+        "port": server.port,
+        "path": f"/api/v1/projects/{seeded.slug}/tasks/claim-next",
+        "duration": duration,
+        "keys": [[seeded.key(pk) for pk in pks] for pks in agents_per_worker],
+    }
+    client_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before, busy_before = server.cpu(), _busy_cpu()
+    out = drive_load(run, spec, duration)
+    server_cpu, busy = server.cpu() - server_before, _busy_cpu() - busy_before
+    client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     run.exhausted = out["exhausted"]
     client_cpu = (client_after.ru_utime + client_after.ru_stime) - (
         client_before.ru_utime + client_before.ru_stime

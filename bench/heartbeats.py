@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,10 +38,10 @@ if str(ROOT) not in sys.path:
 from bench.claims import (  # noqa: E402 - after the path set-up above
     DEFAULT_SERVER,
     HOST,
-    PYTHON,
     Run,
     bench_env,
     create_database,
+    drive_load,
     drop_database,
     pg_server,
     run_threads,
@@ -181,8 +180,6 @@ def service_worker(arg: dict[str, Any], barrier, clock, out) -> None:
 
 
 def run_http(run: Run, server, slug: str, seeded: list[dict[str, Any]], duration: float) -> None:
-    import subprocess
-
     spec = {
         "host": HOST,
         "port": server.port,
@@ -192,25 +189,7 @@ def run_http(run: Run, server, slug: str, seeded: list[dict[str, Any]], duration
         "body": "{}",
         "keys": [[s["key"]] for s in seeded],
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump(spec, fh)
-    try:
-        proc = subprocess.run(
-            [PYTHON, str(ROOT / "bench" / "http_load.py"), fh.name],
-            capture_output=True,
-            timeout=duration + 120,
-            check=False,
-        )
-    finally:
-        os.unlink(fh.name)
-    if proc.returncode != 0:
-        raise RuntimeError(f"load generator failed: {proc.stderr.decode()[-2000:]}")
-    out = json.loads(proc.stdout)
-    run.latencies = out["latencies"]
-    run.claims = len(run.latencies)
-    run.elapsed = out["elapsed"] if run.claims else 0.0
-    run.errors = out["errors"]
-    run.samples = out["samples"]
+    drive_load(run, spec, duration)
 
 
 def measure(mode: str, args, env: dict[str, str], counter: list[int]) -> dict[str, Any]:
