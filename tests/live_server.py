@@ -33,6 +33,14 @@ READY_PATH = "/login/"  # a Django view with a template: answering it means the 
 START_TIMEOUT = 60.0  # seconds; Django's import under a loaded CI box
 
 
+def free_port() -> int:
+    """A TCP port nobody listens on right now (for a server that takes a port number: another
+    process could still take it before that server binds it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def database_url(settings_dict: Mapping[str, Any]) -> str:
     """A DATABASE_URL for a server process, from a connection's settings (the test database)."""
     assert "postgresql" in settings_dict["ENGINE"], "live servers run on PostgreSQL like the suite"

@@ -12,12 +12,13 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.live_server import free_port
 
 
 def _bindir() -> Path | None:
@@ -34,19 +35,13 @@ def available() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class PrivatePostgres:
     def __init__(self) -> None:
         self.bindir = _bindir()
         self.root = Path(tempfile.mkdtemp(prefix="liza-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
-        self.port = _free_port()
+        self.port = free_port()
         self.as_postgres = os.geteuid() == 0
         if self.as_postgres:
             shutil.chown(self.root, "postgres", "postgres")

@@ -28,20 +28,14 @@ from boards.services.kernel import SYSTEM
 from tests.boards.consumers.helpers import session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
 from tests.ci import unavailable
-from tests.live_server import live_server, suite_database_url
+from tests.live_server import free_port, live_server, suite_database_url
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class PrivateRedis:
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen | None = None
 

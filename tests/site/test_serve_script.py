@@ -8,7 +8,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -18,13 +17,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from tests.live_server import ROOT
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.live_server import ROOT, free_port
 
 
 def _children(pid: int) -> dict[int, str]:
@@ -85,7 +78,7 @@ def _serving(args: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.
 def _base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    env["PORT"] = str(_free_port())
+    env["PORT"] = str(free_port())
     return env
 
 
