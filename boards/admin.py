@@ -778,6 +778,13 @@ class CircuitBreakerAdmin(ServiceManagedAdmin):
     search_fields = ("project__slug",)
     list_select_related = ("project",)
 
+    resolve_breakers = service_action(
+        "circuit_breaker_resolve",
+        action="resolve_breakers",
+        description="Resolve selected circuit breakers (with a reason)",
+    )
+    actions = (resolve_breakers,)
+
 
 @admin.register(CircuitBreakerCheck)
 class CircuitBreakerCheckAdmin(ServiceManagedAdmin):

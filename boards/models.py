@@ -100,6 +100,13 @@ class ProjectConfig(models.Model):
     watch_interval = models.PositiveIntegerField(
         default=p.WATCH_INTERVAL_SECONDS, validators=[MinValueValidator(1)], help_text="seconds"
     )
+    # Not a seed key: the circuit breaker's review churn pattern (issue #11, the Go rewrite's
+    # #123/#161) trips when a task of the sprint reaches this many review cycles in total.
+    review_churn_threshold = models.PositiveIntegerField(
+        default=p.REVIEW_CHURN_THRESHOLD,
+        validators=[MinValueValidator(1)],
+        help_text="review cycles (total) of one task that trip the circuit breaker",
+    )
 
     objects = ProjectScopedManager()
 
@@ -743,7 +750,12 @@ class CircuitBreakerCheck(models.Model):
     timestamp = models.DateTimeField()
     pattern = models.CharField(max_length=64, blank=True, help_text="empty = null in state.yaml")
     result = models.CharField(max_length=16)
+    # The entry's other seed 002 fields (severity, resolution, resolved_at) and any extra key.
     details = models.JSONField(default=dict, blank=True)
+    # A trip's report (boards.selectors.breaker.BreakerReport as JSON): the evidence table, the
+    # anomalies, the checklist and the evidence keys that re-arming compares. Not in
+    # state.yaml's history (the seed's entry has no such field); null for other entries.
+    report = models.JSONField(null=True, blank=True)
 
     objects = ProjectScopedManager()
 
@@ -773,6 +785,7 @@ class Alert(models.Model):
         INVALID_STATE = "invalid_state"
         STALE_CHECKPOINT = "stale_checkpoint"
         STALE_PAUSE = "stale_pause"
+        CIRCUIT_BREAKER = "circuit_breaker"  # TRIGGERED, until a human resolves it
 
     class Level(models.TextChoices):
         INFO = "info"

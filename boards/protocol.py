@@ -197,6 +197,30 @@ CONFIG_DEFAULTS: dict[str, object] = {
 LEASE_GRACE_SECONDS = 60
 ARCHIVE_AFTER_DAYS = 30
 WATCH_INTERVAL_SECONDS = 10  # the original watcher's loop (liza-watch.sh)
+REVIEW_CHURN_THRESHOLD = 8  # issue #11: the Go rewrite's #123 (a task with 8 review cycles)
+
+# The circuit breaker (original-liza.md §2.7, specs/protocols/circuit-breaker.md): each pattern
+# with its one severity, in precedence order: when several match at once, the trigger names the
+# LAST (liza-analyze.sh tests the six in this order and reports the last that matched); issue
+# #11's review churn comes first so that it never hides one of the original's six.
+BREAKER_PATTERNS: dict[str, str] = {
+    "review_churn": "SCOPE_FLAW",
+    "retry_cluster": "ARCHITECTURE_FLAW",
+    "debt_accumulation": "SCOPE_FLAW",
+    "assumption_cascade": "SPEC_FLAW",
+    "workaround_pattern": "ARCHITECTURE_FLAW",
+    "spec_gap_cluster": "SPEC_FLAW",
+    "external_service_outage": "EXTERNAL_DEPENDENCY",
+}
+# Severity classes and what the human does about each (circuit-breaker.md).
+BREAKER_SEVERITIES: dict[str, str] = {
+    "VISION_FLAW": "Stop: revisit the goal with the stakeholders before any more work.",
+    "SCOPE_FLAW": "Pause: revise the requirements (rescope, split or abandon the tasks).",
+    "SPEC_FLAW": "Pause: update the specs the evidence points at, and log the spec change.",
+    "ARCHITECTURE_FLAW": "Pause: decide the design question and record it in a new ADR.",
+    "TECH_STACK_FLAW": "Pause: reconsider the technology choice (no pattern yet).",
+    "EXTERNAL_DEPENDENCY": "Halt and wait: the external service must be back before work resumes.",
+}
 MAX_BLOCKED_QUESTIONS = 3
 PRIORITY_RANGE = (1, 5)  # 1 highest
 # Per-task overrides (seed 002 "Config Scope", "Lease Model" lease_duration_override): their
@@ -272,6 +296,8 @@ class Action(StrEnum):
     PROJECT_RESUMED = "project_resumed"
     CONFIG_UPDATED = "config_updated"
     ALERT_ACKNOWLEDGED = "alert_acknowledged"
+    CIRCUIT_BREAKER_TRIGGERED = "circuit_breaker_triggered"
+    CIRCUIT_BREAKER_RESOLVED = "circuit_breaker_resolved"
     MEMBERSHIP_SET = "membership_set"
     # records
     DISCOVERED = "discovered"

@@ -40,6 +40,8 @@ urlpatterns = [
         A["alert_acknowledge"],
         name="alert-acknowledge",
     ),
+    path("p/<slug:slug>/breaker", pages.breaker_page, name="breaker"),
+    path("p/<slug:slug>/breaker/resolve", A["circuit_breaker_resolve"], name="breaker-resolve"),
     path(sprint + "/checkpoint", A["sprint_checkpoint"], name="sprint-checkpoint"),
     path(sprint + "/resume", A["sprint_resume"], name="sprint-resume"),
     path(sprint + "/abort", A["sprint_abort"], name="sprint-abort"),

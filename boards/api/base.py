@@ -41,6 +41,7 @@ from boards.errors import Forbidden, NotFound, ProtocolValidationError
 from boards.models import Project, Task
 from boards.operations import operation, resolve_target
 from boards.selectors.access import human_role
+from boards.selectors.breaker import breaker_state
 from boards.selectors.tasks import TASK_PREFETCH, task_get, task_list
 from liza_site.throttling import count_address_first
 
@@ -313,6 +314,10 @@ PRESENTERS: dict[str, tuple[Presenter, Any]] = {
     "agent": (lambda v, r: agent_s.AgentSerializer(r).data, agent_s.AgentSerializer),
     "key": (lambda v, r: agent_s.AgentKeySerializer(r).data, agent_s.AgentKeySerializer),
     "issued_key": (_issued_key, agent_s.IssuedKeySerializer),
+    "breaker": (
+        lambda v, r: s.BreakerSerializer(breaker_state(project=r.project)).data,
+        s.BreakerSerializer,
+    ),
 }
 
 

@@ -337,6 +337,7 @@ class ConfigSerializer(serializers.ModelSerializer):
             "lease_grace",
             "archive_after_days",
             "watch_interval",
+            "review_churn_threshold",
         ]
         read_only_fields = [name for name in fields if name != "escalation_webhook"]
 
@@ -452,3 +453,45 @@ class AlertSerializer(serializers.ModelSerializer):
 
     def get_open(self, alert: Alert) -> bool:
         return alert.resolved_at is None
+
+
+class BreakerCheckSerializer(serializers.Serializer):
+    """One entry of seed 002's `circuit_breaker.history` (the report is on the breaker)."""
+
+    timestamp = serializers.DateTimeField()
+    pattern = serializers.SerializerMethodField()
+    result = serializers.CharField()
+    severity = serializers.SerializerMethodField()
+    resolution = serializers.SerializerMethodField()
+    resolved_at = serializers.SerializerMethodField()
+    resolved_by = serializers.SerializerMethodField()
+
+    def get_pattern(self, check) -> str | None:
+        return check.pattern or None
+
+    def _detail(self, check, name: str) -> str | None:
+        value = (check.details or {}).get(name)
+        return None if value is None else str(value)
+
+    def get_severity(self, check) -> str | None:
+        return self._detail(check, "severity")
+
+    def get_resolution(self, check) -> str | None:
+        return self._detail(check, "resolution")
+
+    def get_resolved_at(self, check) -> str | None:
+        return self._detail(check, "resolved_at")
+
+    def get_resolved_by(self, check) -> str | None:
+        return self._detail(check, "resolved_by")
+
+
+class BreakerSerializer(serializers.Serializer):
+    """The circuit breaker (seed 002 `circuit_breaker`): status, the current trigger, the
+    report of the current trip (else of the last one, resolved) and the history."""
+
+    status = serializers.CharField()
+    last_check = serializers.DateTimeField(allow_null=True)
+    current_trigger = serializers.JSONField(allow_null=True)
+    report = serializers.JSONField(allow_null=True)
+    history = BreakerCheckSerializer(many=True)

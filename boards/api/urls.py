@@ -299,6 +299,19 @@ urlpatterns = [
         ).as_view(),
         name="api-alert-acknowledge",
     ),
+    # -- the circuit breaker
+    path("circuit-breaker", views.CircuitBreakerView.as_view(), name="api-circuit-breaker"),
+    path(
+        "circuit-breaker/resolve",
+        op(
+            "circuit_breaker_resolve",
+            present="breaker",
+            operation_id="circuit_breaker_resolve",
+            description="Admins resolve a trip with a written reason (kept in the history); "
+            "continuing the sprint stays sprint/resume.",
+        ).as_view(),
+        name="api-circuit-breaker-resolve",
+    ),
     # -- records
     path("discoveries", views.DiscoveryView.as_view(), name="api-discoveries"),
     path(

@@ -22,6 +22,7 @@ from boards.models import Alert, Event
 from boards.operations import inputs as i
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of
+from boards.selectors.breaker import breaker_state
 from boards.selectors.filters import TaskFilter, filter_errors
 from boards.selectors.inbox import inbox
 from boards.selectors.sprints import goal_current, sprint_current
@@ -351,3 +352,14 @@ class AlertView(ProjectView):
             severity=request.query_params.get("severity", ""),
         )
         return Response(s.AlertSerializer(rows, many=True).data)
+
+
+class CircuitBreakerView(ProjectView):
+    @extend_schema(
+        operation_id="circuit_breaker_retrieve",
+        description="The circuit breaker: status, current trigger, the trip's report (pattern, "
+        "severity, evidence, anomalies, checklist) and the history (seed 002).",
+        responses={200: s.BreakerSerializer, **READ_ERRORS},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(s.BreakerSerializer(breaker_state(project=self.project)).data)

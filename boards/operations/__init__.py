@@ -28,12 +28,23 @@ from boards.errors import NotFound, validation_error
 from boards.models import Alert, Discovery, Membership
 from boards.operations import inputs as i
 from boards.selectors.access import in_project
+from boards.selectors.breaker import breaker_status
 from boards.selectors.sprints import goal_current, goal_get, sprint_current, sprint_get
 from boards.selectors.tasks import task_get
-from boards.services import goals, projects, records, reviews, sprints, stops, tasks, watch
+from boards.services import (
+    breaker,
+    goals,
+    projects,
+    records,
+    reviews,
+    sprints,
+    stops,
+    tasks,
+    watch,
+)
 
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
-TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT = (
+TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER = (
     "task",
     "sprint",
     "goal",
@@ -42,6 +53,7 @@ TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT = (
     "agent",
     "key",
     "alert",
+    "breaker",
 )
 
 
@@ -248,6 +260,13 @@ OPERATIONS: dict[str, Operation] = {
             ALERT,
             done=lambda a: f"Alert {a.pk} acknowledged.",
         ),
+        Operation(
+            "circuit_breaker_resolve",
+            breaker.circuit_breaker_resolve,
+            BREAKER,
+            i.ReasonInput,
+            done=lambda b: "Circuit breaker resolved; continue the sprint when ready.",
+        ),
         # -- human oversight of tasks (project admins) ---------------------------------------
         Operation(
             "task_override_block",
@@ -415,6 +434,8 @@ def resolve_target(project, target: str, names: dict[str, str]) -> Any:
         return in_project(Discovery.objects.all(), project, disc_id=names["disc_id"])
     elif target == ALERT:
         return in_project(Alert.objects.all(), project, pk=names["alert_id"])
+    elif target == BREAKER:
+        return breaker_status(project=project)
     elif target == AGENT:
         return agent_get(project=project, agent_id=names["agent_id"])
     elif target == KEY:

@@ -269,6 +269,7 @@ class ConfigInput(InputSerializer):
     lease_grace = serializers.IntegerField(required=False, min_value=0)
     archive_after_days = serializers.IntegerField(required=False, min_value=0)
     watch_interval = serializers.IntegerField(required=False, min_value=1)
+    review_churn_threshold = serializers.IntegerField(required=False, min_value=1)
 
 
 class RegisterInput(InputSerializer):

@@ -20,6 +20,7 @@ from boards import protocol as p
 from boards.models import Alert, Handoff, Project, Review, Task
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of, in_project
+from boards.selectors.breaker import breaker_status
 from boards.selectors.filters import TaskFilter, filter_errors, in_sprint_q
 from boards.selectors.history import task_history, time_in_states
 from boards.selectors.reviews import (
@@ -435,6 +436,7 @@ def board_header(
         "config": config,
         "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
         "open_alerts": open_alert_counts(project=project),
+        "breaker": breaker_status(project=project),
         "goal": goal_current(project=project),
         "sprint": sprint,
         "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,

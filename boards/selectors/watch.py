@@ -11,7 +11,17 @@ from django.db.models import F, OuterRef, Q, Subquery
 
 from agents.models import Agent
 from boards.errors import ProtocolValidationError
-from boards.models import Alert, Discovery, Event, Project, ProjectConfig, Review, Sprint, Task
+from boards.models import (
+    Alert,
+    CircuitBreaker,
+    Discovery,
+    Event,
+    Project,
+    ProjectConfig,
+    Review,
+    Sprint,
+    Task,
+)
 from boards.protocol import (
     TERMINAL_TASK_STATES,
     Action,
@@ -234,6 +244,11 @@ def alert_conditions(
                 f"{label}: {sprint.sprint_id} at CHECKPOINT for {minutes} min",
             )
         )
+    breaker = CircuitBreaker.objects.filter(
+        project=project, status=CircuitBreaker.Status.TRIGGERED
+    ).first()
+    if breaker is not None:
+        found.append(_breaker_condition(breaker.current_trigger or {}))
     if project.paused_at is not None and (
         aged := _aged(STALE_PAUSE_LEVELS, project.paused_at, now)
     ):
@@ -247,6 +262,19 @@ def alert_conditions(
             )
         )
     return found
+
+
+def _breaker_condition(trigger: dict) -> AlertCondition:
+    """A TRIGGERED circuit breaker: critical until a human resolves it; one alert per trip
+    (its subject is the trip's time), so a later trip is a new alert."""
+    pattern = trigger.get("pattern") or "unknown pattern"
+    return AlertCondition(
+        Alert.Type.CIRCUIT_BREAKER,
+        str(trigger.get("timestamp") or "triggered")[:64],
+        Alert.Level.CRITICAL,
+        f"CIRCUIT BREAKER: {pattern} ({trigger.get('severity') or '?'}) — the sprint is at "
+        "CHECKPOINT until a human resolves the trigger",
+    )
 
 
 # The original watcher's other thresholds (liza-watch.sh), in seconds.

@@ -273,7 +273,7 @@ def _implicit_audit(func: Callable[..., Any], kwargs: dict[str, Any]) -> dict[st
     task = kwargs.get("task") if isinstance(kwargs.get("task"), Task) else None
     project = kwargs.get("project")
     if project is None:
-        for name in ("task", "sprint", "goal", "discovery", "agent", "key", "alert"):
+        for name in ("task", "sprint", "goal", "discovery", "agent", "key", "alert", "breaker"):
             row = kwargs.get(name)
             if row is not None and hasattr(row, "project"):
                 project = row.project

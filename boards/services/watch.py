@@ -34,6 +34,7 @@ from boards.selectors.watch import (
     stale_review_claims,
     watcher_silent,
 )
+from boards.services.breaker import breaker_evaluate
 from boards.services.kernel import (
     SYSTEM,
     Actor,
@@ -103,6 +104,8 @@ def watch_sweep(
             ),
             ("sprint completion", lambda: _complete_sprint(project, now)),
             ("sprint deadline", lambda: _deadline_checkpoint(project, now)),
+            # Last: evaluated on what the sweep's actions left (issue #11 "after each sweep").
+            ("circuit breaker", lambda: breaker_evaluate(project=project, now=now)),
         ]
         for what, step in steps:
             try:

@@ -36,7 +36,7 @@ from boards.web.pages import key_shown, render_page
 
 # A form names the page it came from (`next`); a name, never a URL, so nothing can redirect
 # elsewhere.
-RETURN_PAGES = ("board", "inbox", "inbox-all", "settings", "agents")
+RETURN_PAGES = ("board", "inbox", "inbox-all", "settings", "agents", "breaker")
 
 
 def return_page(request: HttpRequest, default: str) -> str:
@@ -276,6 +276,7 @@ ACTIONS: dict[str, Any] = {
     "goal_complete": action("goal_complete"),
     "goal_abort": action("goal_abort"),
     "alert_acknowledge": action("alert_acknowledge", returns_to="inbox"),
+    "circuit_breaker_resolve": action("circuit_breaker_resolve", returns_to="breaker"),
     "project_pause": action("project_pause"),
     "project_resume": action("project_resume"),
 }

@@ -26,8 +26,9 @@ from boards.models import Membership, Project
 from boards.operations import inputs as i
 from boards.operations import operation
 from boards.selectors.access import config_of
+from boards.selectors.breaker import breaker_state
 from boards.selectors.inbox import inbox as inbox_items
-from boards.web.access import project_for_role
+from boards.web.access import project_for_member, project_for_role
 from boards.web.board import board_page
 
 ADMIN = Membership.Role.ADMIN
@@ -52,6 +53,8 @@ def render_page(
         response = _settings_page(request, project, config_of(project))
     elif page == "agents" and role == ADMIN:
         response = _agents_page(request, project)
+    elif page == "breaker":
+        response = _breaker_page(request, project, role)
     else:
         response = board_page(request, project, role, open_task=task_key or "")
     response.status_code = status
@@ -92,6 +95,27 @@ def inbox_all(request: HttpRequest) -> HttpResponse:
     return _inbox_page(request, None)
 
 
+# -- the circuit breaker ------------------------------------------------------------------------
+
+
+def _breaker_page(request: HttpRequest, project: Project, role: str) -> HttpResponse:
+    context = {
+        "project": project,
+        "role": role,
+        "next_page": "breaker",
+        "breaker": breaker_state(project=project),
+        "canonical_url": reverse("breaker", args=[project.slug]),
+    }
+    return render(request, "boards/oversight/breaker.html", context)
+
+
+@login_required
+def breaker_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The circuit breaker's report and history (any member reads it; admins resolve)."""
+    project, role = project_for_member(request, slug)
+    return _breaker_page(request, project, role)
+
+
 # -- settings ----------------------------------------------------------------------------------
 
 SETTINGS_FIELDS: tuple[str, ...] = (
@@ -106,6 +130,7 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "escalation_webhook",
     "archive_after_days",
     "watch_interval",
+    "review_churn_threshold",
 )
 
 
