@@ -22,6 +22,8 @@ from agents.models import Agent, AgentKey
 from agents.services import agent_key_issue
 from boards.models import (
     Anomaly,
+    CircuitBreaker,
+    CircuitBreakerCheck,
     Discovery,
     Event,
     Goal,
@@ -132,6 +134,8 @@ def domain_snapshot(project: Project) -> dict[str, Any]:
         "discoveries": _rows(Discovery.objects.filter(project=project)),
         "anomalies": _rows(Anomaly.objects.filter(project=project)),
         "notes": _rows(HumanNote.objects.filter(project=project)),
+        "circuit_breaker": _rows(CircuitBreaker.objects.filter(project=project)),
+        "breaker_history": _rows(CircuitBreakerCheck.objects.filter(project=project)),
         "applied_events": Event.objects.filter(
             project=project, outcome=Event.Outcome.APPLIED
         ).count(),
