@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from boards import protocol as p
-from boards.models import Event, Goal, Sprint, Task
+from boards.models import CircuitBreaker, Event, Goal, Sprint, Task
 from boards.services.sprints import sprint_abort
 from boards.services.tasks import task_cancel
 from tests.boards.admin.helpers import page_messages, run_action
+from tests.boards.breaker_fixtures import trip
 
 
 def _log(project, action):
@@ -101,3 +102,20 @@ def test_goal_abort(admin_client, board):
 
     goal.refresh_from_db()
     assert goal.status == "ABORTED"
+
+
+def test_a_circuit_breaker_trip_is_resolved_with_a_reason(admin_client, admin_user, board):
+    trip(board.world)
+    breaker = CircuitBreaker.objects.get(project=board.world.project)
+
+    asked = run_action(admin_client, CircuitBreaker, "resolve_breakers", [breaker], index="0")
+    assert list(asked.context["form"].fields) == ["reason"]
+    response = run_action(
+        admin_client, CircuitBreaker, "resolve_breakers", [breaker], apply="1", reason="Fixed"
+    )
+
+    breaker.refresh_from_db()
+    assert (breaker.status, breaker.current_trigger) == ("OK", None)
+    event = _log(board.world.project, "circuit_breaker_resolved").get()
+    assert (event.actor_kind, event.actor_id) == ("human", admin_user.username)
+    assert any(m.endswith("TRIGGERED → OK") for m in page_messages(response))

@@ -37,6 +37,7 @@ from boards.api import urls as api_urls
 from boards.models import (
     Alert,
     Anomaly,
+    CircuitBreaker,
     Discovery,
     Event,
     Goal,
@@ -65,6 +66,7 @@ from tests.boards.api.helpers import (
     key_for,
     session_client,
 )
+from tests.boards.breaker_fixtures import trip
 from tests.factories import T0, ProjectFactory, UserFactory, member, register
 from tests.lifecycle import World
 
@@ -325,6 +327,11 @@ def an_alert(t: Tenant) -> dict[str, str]:
     return {"alert_id": str(Alert.objects.get(project=t.project, subject="t1").pk)}
 
 
+def a_trip(t: Tenant) -> dict[str, str]:
+    trip(t.world)
+    return {}
+
+
 def disabled_coder_2(t: Tenant) -> dict[str, str]:
     agent_set_enabled(agent=t.agent("coder-2"), actor=t.world.admin, enabled=False, now=t.world.now)
     return {"agent_id": "coder-2"}
@@ -387,6 +394,13 @@ def alert_acknowledged(t: Tenant, values: dict[str, str], response) -> None:
     alert = Alert.objects.get(pk=values["alert_id"])
     assert alert.acknowledged_by is not None and alert.acknowledged_at is not None
     assert response.json()["acknowledged_by"] == alert.acknowledged_by.username
+
+
+def breaker_resolved(t: Tenant, values: dict[str, str], response) -> None:
+    breaker = CircuitBreaker.objects.get(project=t.project)
+    assert (breaker.status, breaker.current_trigger) == ("OK", None)
+    assert response.json()["status"] == "OK"
+    assert response.json()["history"][-1]["resolution"] == "Gateway back"
 
 
 def discovery_deferred(t: Tenant, values: dict[str, str], response) -> None:
@@ -531,6 +545,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("api-anomalies", "GET", "anomalies", nothing, **READ),
     Endpoint("api-alerts", "GET", "alerts", an_alert, **READ),
     Endpoint("api-agents", "GET", "agents", nothing, **READ),
+    Endpoint("api-circuit-breaker", "GET", "circuit-breaker", a_trip, **READ),
     Endpoint("api-agent", "GET", "agents/{agent_id}", agent_coder_1, **READ),
     # -- planner operations: the planner agent, or a human admin
     Endpoint(
@@ -1044,6 +1059,16 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         wrong="planner-1",
         humans=ADMIN,
         check=alert_acknowledged,
+    ),
+    Endpoint(
+        "api-circuit-breaker-resolve",
+        "POST",
+        "circuit-breaker/resolve",
+        a_trip,
+        body={"reason": "Gateway back"},
+        wrong="planner-1",
+        humans=ADMIN,
+        check=breaker_resolved,
     ),
     Endpoint(
         "api-agent-disable",

@@ -23,13 +23,24 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentKey
 from agents.services import agent_key_issue
-from boards.models import Alert, Discovery, Event, HumanNote, Membership, Project, Sprint, Task
+from boards.models import (
+    Alert,
+    CircuitBreaker,
+    Discovery,
+    Event,
+    HumanNote,
+    Membership,
+    Project,
+    Sprint,
+    Task,
+)
 from boards.selectors.access import config_of
 from boards.selectors.sprints import sprint_open
 from boards.services import projects, tasks
 from boards.services.kernel import SYSTEM
 from boards.services.records import discovery_create
 from boards.services.sprints import sprint_abort, sprint_checkpoint
+from tests.boards.breaker_fixtures import trip
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
@@ -373,6 +384,13 @@ ACTIONS = [
         lambda w: not w.agent("coder-3").enabled,
     ),
     Action(
+        "resolve the circuit breaker",
+        "/p/{slug}/breaker/resolve",
+        {"reason": "Gateway back", "next": "breaker"},
+        trip,
+        lambda w: CircuitBreaker.objects.get(project=w.project).status == "OK",
+    ),
+    Action(
         "edit the settings",
         "/p/{slug}/settings",
         {
@@ -438,6 +456,7 @@ PAGES = [
     ("/p/{slug}/settings", Membership.Role.ADMIN),
     ("/p/{slug}/agents", Membership.Role.ADMIN),
     ("/p/{slug}/controls", Membership.Role.MEMBER),
+    ("/p/{slug}/breaker", Membership.Role.VIEWER),
 ]
 
 
