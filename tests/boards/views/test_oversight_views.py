@@ -405,6 +405,7 @@ ACTIONS = [
             "escalation_webhook": "",
             "archive_after_days": "30",
             "watch_interval": "10",
+            "review_churn_threshold": "8",
         },
         lambda w: None,
         lambda w: config_of(Project.objects.get(pk=w.project.pk)).max_review_cycles == 7,
