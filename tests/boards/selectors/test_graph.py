@@ -100,7 +100,9 @@ def test_a_cycle_is_drawn_after_the_rest_and_never_crashes():
 
 
 def test_unknown_keys_duplicates_and_self_loops_are_ignored():
-    graph = layout(tasks(a=S.UNCLAIMED, b=S.DRAFT), [("b", "a"), ("b", "a"), ("a", "a"), ("b", "z")])
+    graph = layout(
+        tasks(a=S.UNCLAIMED, b=S.DRAFT), [("b", "a"), ("b", "a"), ("a", "a"), ("b", "z")]
+    )
     assert [(e.source.key, e.target.key) for e in graph.edges] == [("a", "b")]
     assert graph.cycle == []
 
