@@ -42,7 +42,7 @@ class ActivityFilters:
 def _event_id(raw: str, name: str, errors: list[tuple[str, str]]) -> int | None:
     if not raw:
         return None
-    if not raw.isdigit() or not 0 < int(raw) <= MAX_ID:
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= MAX_ID:
         errors.append((name, "an event id, a positive whole number"))
         return None
     return int(raw)

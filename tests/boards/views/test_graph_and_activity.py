@@ -331,3 +331,17 @@ def test_the_live_message_carries_each_new_event_as_a_feed_row(world):
     )
     changes = render_changes(world.project.pk, [{"kind": "event", "id": theirs.pk}])
     assert changes[0]["events"] == []
+
+
+@pytest.mark.parametrize("name", ["goal", "sprint", "focus", "agent", "task", "action", "before"])
+def test_each_parameter_alone_with_hostile_values_never_500(world, name):
+    """test_html_fuzz sets every parameter at once (the graph then stops at "goal and sprint");
+    here each one is hostile alone, so it reaches the lookups behind it."""
+    from tests.boards.views.test_html_fuzz import HOSTILE, quote
+
+    client = client_for(world.admin)
+    slug = world.project.slug
+    for hostile in HOSTILE:
+        for path in (f"/p/{slug}/graph/", f"/p/{slug}/activity/", f"/p/{slug}/activity/rows"):
+            response = client.get(f"{path}?after=1&{name}={quote(hostile)}")
+            assert response.status_code < 500, (path, name, hostile[:12])
