@@ -38,7 +38,10 @@
     row.classList.add("fresh");
     const empty = list.querySelector(".empty");
     if (empty) empty.remove();
-    list.prepend(row);
+    // By id, not simply on top: rows fetched after a gap can arrive after newer live ones.
+    const newId = parseInt(id, 10);
+    const before = Array.from(list.querySelectorAll("li[data-id]")).find((li) => parseInt(li.dataset.id, 10) < newId);
+    list.insertBefore(row, before || null);
     view.dataset.received = String(parseInt(view.dataset.received || "0", 10) + 1);
   }
 
