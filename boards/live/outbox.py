@@ -36,8 +36,14 @@ from liza_site.outages import REDIS
 logger = logging.getLogger(__name__)
 
 # Change kinds and the typed events the consumer turns them into.
-TASK, AGENT, SPRINT = "task", "agent", "sprint"
-EVENT_TYPES = {TASK: "task.changed", AGENT: "agent.changed", SPRINT: "sprint.changed"}
+# EVENT: a row of the event log, for the activity feed (boards/web/activity.py); boards ignore it.
+TASK, AGENT, SPRINT, EVENT = "task", "agent", "sprint", "event"
+EVENT_TYPES = {
+    TASK: "task.changed",
+    AGENT: "agent.changed",
+    SPRINT: "sprint.changed",
+    EVENT: "events.recorded",
+}
 
 
 def board_group(project_id: int) -> str:

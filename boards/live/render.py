@@ -13,8 +13,8 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from agents.models import Agent
-from boards.live.outbox import AGENT, EVENT_TYPES, SPRINT, TASK
-from boards.models import Project, Task
+from boards.live.outbox import AGENT, EVENT, EVENT_TYPES, SPRINT, TASK
+from boards.models import Event, Project, Task
 from boards.selectors import board as board_selectors
 from boards.selectors.access import config_of
 
@@ -37,9 +37,12 @@ def render_changes(project_id: int, changes: list[dict[str, Any]]) -> list[dict[
     now = timezone.now()
     config = config_of(project)
     out: list[dict[str, Any]] = []
+    event_ids: list[int] = []
     for change in changes:
         kind, object_id = change["kind"], change["id"]
-        if kind == TASK:
+        if kind == EVENT:
+            event_ids.append(object_id)
+        elif kind == TASK:
             # The board's own card path (plain rows), then the goal and sprints a board
             # filters live cards by: four queries.
             task = Task.objects.filter(pk=object_id, project=project)
@@ -95,4 +98,37 @@ def render_changes(project_id: int, changes: list[dict[str, Any]]) -> list[dict[
                     ),
                 }
             )
+    if event_ids:
+        out.append(events_recorded(project, event_ids))
     return out
+
+
+# One message can carry thousands of events (a bulk rescope, an import through the services):
+# the feed gets the newest ones and, past this many, fetches what it missed itself.
+EVENTS_PER_MESSAGE = 50
+
+
+def events_recorded(project: Project, event_ids: list[int]) -> dict[str, Any]:
+    """The activity feed's rows for these events (boards/web/activity.py), newest first, with
+    what activity.js filters them by. One query."""
+    rows = (
+        Event.objects.filter(project=project, pk__in=event_ids)
+        .select_related("task")
+        .order_by("-id")[:EVENTS_PER_MESSAGE]
+    )
+    return {
+        "type": EVENT_TYPES[EVENT],
+        "omitted": max(0, len(event_ids) - EVENTS_PER_MESSAGE),
+        "events": [
+            {
+                "id": e.id,
+                "actor": e.actor_id if e.actor_kind == Event.ActorKind.AGENT else "",
+                "task": e.task.key if e.task else "",
+                "action": e.action,
+                "html": render_to_string(
+                    "boards/_activity_row.html", {"e": e, "project": project}
+                ).strip(),
+            }
+            for e in rows
+        ],
+    }

@@ -183,7 +183,7 @@ def record_event(
     code = (data or {}).get("code") if outcome != Event.Outcome.APPLIED else None
     # Counted when it commits: an event rolled back never happened (/metrics).
     transaction.on_commit(lambda: metrics.event_recorded(str(action), str(outcome), code))
-    return Event.objects.create(
+    event = Event.objects.create(
         project=project,
         task=task,
         timestamp=now,
@@ -200,6 +200,8 @@ def record_event(
         # from these (boards.selectors.replay), exactly, whatever the operation was.
         board=task_snapshot(task) if task is not None else None,
     )
+    outbox.changed(project.pk, outbox.EVENT, event.pk)  # the live activity feed
+    return event
 
 
 def _note_board_changes(

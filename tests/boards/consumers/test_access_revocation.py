@@ -122,12 +122,16 @@ def test_a_role_change_keeps_the_socket_and_its_stream(layer):
             actor=SYSTEM,
             now=world.now,
         )
+        # The role change is an event too: its activity-feed row comes first.
+        role_changed = await next_changes(socket)
         await database_sync_to_async(world.claim)("task-1")
         message = await next_changes(socket)
         await socket.disconnect()
-        return message
+        return role_changed, message
 
-    message = run(scenario)
+    role_changed, message = run(scenario)
+    (feed,) = [c for c in role_changed["changes"] if c["type"] == "events.recorded"]
+    assert [e["action"] for e in feed["events"]] == ["membership_set"]
     assert [c["task"]["key"] for c in message["changes"] if c["type"] == "task.changed"] == [
         "task-1"
     ]

@@ -93,8 +93,9 @@ def test_connect_matrix():
     world = sprint_world()
     other_project = ProjectFactory()
     group = events.board_group(world.project.pk)
-    seq = events.current_sequence(world.project.pk)
     sockets = {kind: _socket_for(kind, world, other_project) for kind in CONNECT_MATRIX}
+    # After the sockets' users are made: each membership is an event, published to the feed.
+    seq = events.current_sequence(world.project.pk)
 
     async def scenario():
         layer = get_channel_layer()
@@ -185,7 +186,11 @@ class TestDelivery:
         assert '<span class="agent-task">task-1</span>' in agent["html"]
         (header,) = changes_of(message, "sprint.changed")
         assert 'id="board-header"' in header["html"]
-        assert len(message["changes"]) == 3
+        (feed,) = changes_of(message, "events.recorded")  # the activity feed's row
+        assert [(e["action"], e["task"], e["actor"]) for e in feed["events"]] == [
+            ("claimed", "task-1", "coder-1")
+        ]
+        assert len(message["changes"]) == 4
 
         cards = [changes_of(m, "task.changed")[0] for m in received]
         assert [c["task"]["status"] for c in cards] == [

@@ -70,11 +70,13 @@ def test_a_committed_transition_publishes_one_typed_message_of_ids(
         "seq": before + 1,
         "changes": message["changes"],
     }
+    claimed = Event.objects.filter(project=world.project).latest("id")
     assert sorted((c["kind"], c["id"]) for c in message["changes"]) == sorted(
         [
             ("task", world.task("task-1").pk),
             ("agent", world.coder.pk),
             ("sprint", world.project.pk),
+            ("event", claimed.pk),  # the activity feed's row (boards/web/activity.py)
         ]
     )
     # Only ids travel: rendering happens in the websocket process.
@@ -146,11 +148,13 @@ def test_several_events_in_one_transaction_publish_one_message(
     kinds = sorted((c["kind"], c["id"]) for c in message["changes"])
     task_ids = [world.task(k).pk for k in ("task-1", "task-2")]
     coder_ids = [world.agent(a).pk for a in ("coder-1", "coder-2")]
+    event_ids = Event.objects.filter(project=world.project).order_by("-id")[:3]
     assert kinds == sorted(
         [("task", i) for i in task_ids]
         + [("agent", i) for i in coder_ids]
         + [("sprint", world.project.pk)]
-    )  # each object once, however many events touched it
+        + [("event", e.pk) for e in event_ids]
+    )  # each object once, however many events touched it; each event once
 
 
 def test_a_service_writing_several_events_publishes_one_message(
@@ -227,9 +231,10 @@ def test_the_rendered_payload_survives_a_json_round_trip(world, django_capture_o
     assert payload["type"] == "changes"
     assert payload["seq"] == message["seq"]
     by_type = {c["type"]: c for c in payload["changes"]}
-    assert set(by_type) == {"task.changed", "agent.changed", "sprint.changed"}
+    assert set(by_type) == {"task.changed", "agent.changed", "sprint.changed", "events.recorded"}
     for change in payload["changes"]:
-        assert isinstance(change["html"], str)
+        rows = change["events"] if change["type"] == "events.recorded" else [change]
+        assert rows and all(isinstance(row["html"], str) for row in rows)
     card = by_type["task.changed"]
     assert card["task"]["key"] == "task-1"
     assert card["task"]["status"] == "CLAIMED"

@@ -60,6 +60,7 @@ FORM_NAMES = {
 PATH_HOSTILE = ("\x00", "²", "9" * 30, "x" * 300, "\ud800", "%00", "..")
 QUERY_NAMES = (
     "q", "goal", "sprint", "agent", "priority", "status", "criticality", "open", "task", "archived",
+    "action", "before", "after", "focus", "all",
 )  # fmt: skip
 
 

@@ -1,0 +1,116 @@
+// Liza Board activity feed: new events appear at the top, live, over the board's websocket.
+// The server checks membership when the socket opens (boards.live.consumers), as for a board.
+// Messages carry a per-project sequence number; after a gap or a reconnect the feed asks the
+// server for the rows after the newest one it shows, with the same filters.
+(function () {
+  "use strict";
+  const view = document.getElementById("activity-view");
+  const list = document.getElementById("activity");
+  if (!view || !list || !view.dataset.livePage) return;
+  const status = document.getElementById("live-status");
+  let lastSeq = parseInt(view.dataset.seq || "0", 10);
+  let retry = 0;
+  let catchingUp = false;
+  let socket = null;
+
+  function setStatus(text, ok) {
+    status.textContent = text;
+    status.classList.toggle("ok", !!ok);
+  }
+
+  function newestId() {
+    const first = list.querySelector("li[data-id]");
+    return first ? parseInt(first.dataset.id, 10) : 0;
+  }
+
+  function matches(event) {
+    if (view.dataset.agent && event.actor !== view.dataset.agent) return false;
+    if (view.dataset.task && event.task !== view.dataset.task) return false;
+    if (view.dataset.action && event.action !== view.dataset.action) return false;
+    return true;
+  }
+
+  function prepend(html, id) {
+    if (list.querySelector(`li[data-id="${id}"]`)) return; // rendered with the page already
+    const t = document.createElement("template");
+    t.innerHTML = html.trim();
+    const row = t.content.firstElementChild;
+    row.classList.add("fresh");
+    const empty = list.querySelector(".empty");
+    if (empty) empty.remove();
+    // By id, not simply on top: rows fetched after a gap can arrive after newer live ones.
+    const newId = parseInt(id, 10);
+    const before = Array.from(list.querySelectorAll("li[data-id]")).find((li) => parseInt(li.dataset.id, 10) < newId);
+    list.insertBefore(row, before || null);
+    view.dataset.received = String(parseInt(view.dataset.received || "0", 10) + 1);
+  }
+
+  async function catchUp() {
+    if (catchingUp) return;
+    catchingUp = true;
+    const params = new URLSearchParams();
+    for (const name of ["agent", "task", "action"]) if (view.dataset[name]) params.set(name, view.dataset[name]);
+    params.set("after", String(newestId()));
+    try {
+      const response = await fetch(`${view.dataset.rowsUrl}?${params}`, { credentials: "same-origin" });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      const data = await response.json();
+      if (data.truncated) {
+        window.location.reload(); // missed more than a page: start afresh
+        return;
+      }
+      const t = document.createElement("template");
+      t.innerHTML = data.html.trim();
+      // Newest first from the server: prepend the oldest first.
+      for (const row of Array.from(t.content.children).reverse()) prepend(row.outerHTML, row.dataset.id);
+      lastSeq = Math.max(lastSeq, data.seq);
+    } catch (err) {
+      setStatus("catching up failed, retrying…", false);
+      setTimeout(catchUp, 2000);
+    } finally {
+      catchingUp = false;
+    }
+  }
+
+  function apply(message) {
+    if (message.type === "hello") {
+      if (message.seq !== lastSeq) catchUp();
+      return;
+    }
+    if (message.type !== "changes" || message.seq <= lastSeq) return;
+    const gap = message.seq !== lastSeq + 1;
+    lastSeq = message.seq;
+    if (gap) {
+      catchUp();
+      return;
+    }
+    for (const change of message.changes) {
+      if (change.type !== "events.recorded") continue;
+      if (change.omitted) {
+        catchUp();
+        return;
+      }
+      // Newest first in the message: prepend the oldest first.
+      for (const event of change.events.slice().reverse()) if (matches(event)) prepend(event.html, event.id);
+    }
+  }
+
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${window.location.host}${view.dataset.wsPath}`);
+    socket.addEventListener("open", () => {
+      retry = 0;
+      setStatus("live", true);
+      view.dataset.live = "1";
+    });
+    socket.addEventListener("message", (e) => apply(JSON.parse(e.data)));
+    socket.addEventListener("close", () => {
+      view.dataset.live = "0";
+      setStatus("reconnecting…", false);
+      setTimeout(connect, [500, 1000, 2000, 5000][Math.min(retry++, 3)]);
+    });
+  }
+
+  setInterval(() => socket && socket.readyState === 1 && socket.send('{"type":"ping"}'), 30000);
+  connect();
+})();
