@@ -413,6 +413,14 @@ def goal_create(ctx, description, spec_ref):
     emit(ctx, body, f"{body.get('id', '')}  {body.get('status', '')}  {body.get('description')}")
 
 
+@goal.command("complete")
+@click.option("--reason", required=True)
+@click.pass_context
+def goal_complete(ctx, reason):
+    body = client(ctx).goal_complete(reason=reason)
+    emit(ctx, body, f"{body.get('id', '')}  {body.get('status', '')}  {body.get('description')}")
+
+
 @main.group()
 def task():
     """The planner's task operations (and `task show`)."""
@@ -484,6 +492,15 @@ def task_abandon(ctx, key, reason):
     emit(ctx, {"task": body}, task_line(body))
 
 
+@task.command("release")
+@click.argument("key")
+@click.option("--reason", required=True, help="the answer to the task's questions")
+@click.pass_context
+def task_release(ctx, key, reason):
+    body = client(ctx).task_release(key, reason=reason)
+    emit(ctx, {"task": body}, task_line(body))
+
+
 @main.group()
 def sprint():
     """The current sprint."""
@@ -540,10 +557,13 @@ def sprint_abort(ctx, reason):
 
 
 @main.command()
+@click.option("--status", help="only tasks in this state")
+@click.option("--assigned-to", help="only this agent's tasks")
+@click.option("--search", "q", help="text in key or description")
 @click.pass_context
-def status(ctx):
+def status(ctx, status, assigned_to, q):
     """The board: tasks by state."""
-    tasks = client(ctx).tasks()
+    tasks = client(ctx).tasks(status=status, assigned_to=assigned_to, q=q)
     by_state: dict[str, list[dict[str, Any]]] = {}
     for row in tasks:
         by_state.setdefault(row["status"], []).append(row)
@@ -562,6 +582,19 @@ def status(ctx):
         )
         lines.append(f"{state:<{width}}  {len(rows):>3}  {keys}")
     click.echo("\n".join(lines))
+
+
+# -- MCP ------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.pass_context
+def mcp(ctx):
+    """Serve this key's role's operations as MCP tools over stdio (for Claude Code, Codex …)."""
+    # Imported here: the SDK is heavy, and only this command needs it.
+    from agents.client.mcp_server import run as serve_mcp
+
+    ctx.exit(serve_mcp(client(ctx)))
 
 
 def run() -> None:

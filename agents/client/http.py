@@ -226,6 +226,9 @@ class Client:
     def goal_create(self, *, description: str, spec_ref: str | None = None) -> Any:
         return self.post("goal", _drop_none(description=description, spec_ref=spec_ref))
 
+    def goal_complete(self, *, reason: str) -> Any:
+        return self.post("goal/complete", {"reason": reason})
+
     def task_create(self, *, key: str, description: str, **fields: Any) -> Any:
         body = {"key": key, "description": description, **_drop_none(**fields)}
         return self.post("tasks", body)["task"]
@@ -242,6 +245,9 @@ class Client:
 
     def task_abandon(self, key: str, *, reason: str) -> Any:
         return self.post(f"tasks/{key}/abandon", {"reason": reason})["task"]
+
+    def task_release(self, key: str, *, reason: str) -> Any:
+        return self.post(f"tasks/{key}/release", {"reason": reason})["task"]
 
     def sprint(self) -> Any:
         return self.get("sprint")

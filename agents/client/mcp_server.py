@@ -1,0 +1,149 @@
+"""`liza mcp`: the agent operations as MCP tools over stdio (the official `mcp` SDK).
+
+The key decides everything: at start-up the server asks `/work` which role the key's agent has
+(a read: it neither registers nor heartbeats, which stay the supervisor's) and offers only that
+role's operations (agents.client.operations). Each tool's input schema is the operation's.
+
+A refusal is an MCP tool error (`isError`), never a protocol error, so the model reads it: its
+text says what happened and what to do, its structured content is the server's envelope plus
+`exit` (the process exit code the CLI would take) and `stop` — true for exit 42 (lease lost,
+paused, checkpoint, aborted), when the agent must end its session and let the supervisor
+restart it. A heartbeat or a `work` answer that says stop is reported the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+from agents.client.errors import EXIT, LizaError, UsageError
+from agents.client.http import Client
+from agents.client.operations import BY_NAME, ROLES, Operation, operations_for
+
+STOP = EXIT["stop"]
+
+# How a JSON value is checked against a parameter's declared type (bool is not an integer).
+JSON_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+def role_of(client: Client) -> str:
+    """The role of the key's agent, as the server tells it."""
+    role = client.work().body.get("role")
+    if role not in ROLES:
+        raise LizaError("not_an_agent", f"this key is not an agent's (role {role!r})")
+    return role
+
+
+def check_arguments(operation: Operation, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments against the operation's schema; a mistake is a usage error (exit 2)."""
+    known = {p.name: p for p in operation.params}
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise UsageError(f"unknown argument(s) {', '.join(unknown)} for {operation.name}")
+    for param in operation.params:
+        value = arguments.get(param.name)
+        if value is None:
+            if param.required:
+                raise UsageError(f"{param.name} is required")
+            continue
+        if not JSON_TYPES[param.type](value):
+            raise UsageError(f"{param.name} must be a JSON {param.type}")
+        if param.enum and value not in param.enum:
+            raise UsageError(f"{param.name} must be one of {', '.join(param.enum)}")
+    return arguments
+
+
+def error_result(error: LizaError) -> types.CallToolResult:
+    stop = error.exit == STOP
+    envelope = error.as_dict()["error"]
+    payload = {"error": {**envelope, "exit": error.exit, "stop": stop}}
+    advice = (
+        "STOP: end this session now; the supervisor restarts it (exit 42)."
+        if stop
+        else f"refused (exit {error.exit}); read the board again before retrying."
+    )
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"{error.code}: {error.message}\n{advice}")],
+        structured_content=payload,
+        is_error=True,
+    )
+
+
+def stop_in(operation: Operation, body: Any) -> LizaError | None:
+    """A successful answer that still says stop (heartbeat `stop`, `work` exit 42)."""
+    if not isinstance(body, dict) or body.get("exit") != STOP:
+        return None
+    code = body.get("stop") or "stop"
+    reason = body.get("reason") or f"{operation.name} answered stop"
+    return LizaError(
+        str(code), str(reason), {k: v for k, v in body.items() if k != "exit"}, exit=STOP
+    )
+
+
+def build_server(client: Client, role: str) -> Server:
+    operations = {op.name: op for op in operations_for(role)}
+    tools = [
+        types.Tool(name=op.name, description=op.help, input_schema=op.input_schema())
+        for op in operations.values()
+    ]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        operation = operations.get(params.name)
+        try:
+            if operation is None:
+                hint = " (not this role's)" if params.name in BY_NAME else ""
+                raise UsageError(
+                    f"no tool {params.name}{hint}; a {role} has {', '.join(operations)}"
+                )
+            arguments = check_arguments(operation, dict(params.arguments or {}))
+            # The client is synchronous (httpx, retries with sleeps): off the event loop.
+            body = await anyio.to_thread.run_sync(operation.call, client, arguments)
+            stop = stop_in(operation, body)
+            if stop is not None:
+                raise stop
+        except LizaError as error:
+            return error_result(error)
+        structured = body if isinstance(body, dict) else {"result": body}
+        return types.CallToolResult(
+            content=[types.TextContent(text=json.dumps(body, indent=2, sort_keys=True))],
+            structured_content=structured,
+        )
+
+    return Server(
+        "liza",
+        instructions=f"Liza Board: the protocol's operations for this {role} (project "
+        f"{client.project}). A tool error with stop=true means: end the session now.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve(server: Server) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run(client: Client) -> int:
+    """Serve until the MCP client closes stdin; a key the server refuses ends it at once."""
+    try:
+        role = role_of(client)
+    except LizaError as error:
+        print(f"liza mcp: {error.code}: {error.message}", file=sys.stderr)
+        return error.exit
+    anyio.run(serve, build_server(client, role))
+    return 0
