@@ -337,6 +337,8 @@ class ConfigSerializer(serializers.ModelSerializer):
             "lease_grace",
             "archive_after_days",
             "watch_interval",
+            "retry_backoff",
+            "state_timeouts",
         ]
         read_only_fields = [name for name in fields if name != "escalation_webhook"]
 

@@ -93,17 +93,17 @@ def agent_in_error(agent: Agent, now: datetime) -> datetime | None:
     return _error_until(expiries)
 
 
-def agent_availability(agent: Agent, now: datetime) -> Availability:
+def _availability(agent: Agent, error_until: datetime | None) -> Availability:
+    """The order of the states: disabled over error over overloaded."""
     if not agent.enabled:
         return Availability(DISABLED, f"{agent.agent_id} is disabled")
-    until = agent_in_error(agent, now)
-    if until is not None:
+    if error_until is not None:
         return Availability(
             ERROR,
             f"{agent.agent_id} is in error: {ERROR_EXPIRIES} lease expiries within "
-            f"{ERROR_WINDOW // 60} min; it clears by itself at {until:%H:%M:%S}Z "
-            "or when a project admin clears it",
-            until,
+            f"{ERROR_WINDOW // 60} min; it clears by itself at {error_until:%H:%M:%S}Z "
+            "or when a project admin sets it available",
+            error_until,
         )
     if agent.overloaded:
         return Availability(
@@ -112,13 +112,19 @@ def agent_availability(agent: Agent, now: datetime) -> Availability:
     return Availability(ENABLED)
 
 
-def agents_in_error(*, project_id: int, agents: list[Agent], now: datetime) -> dict[int, datetime]:
-    """`agent_in_error` for the board's agents panel in one query: agent pk → when it clears."""
+def agent_availability(agent: Agent, now: datetime) -> Availability:
+    """What claims, claim-next and `/work` respect (one query when the agent is enabled)."""
+    return _availability(agent, None if not agent.enabled else agent_in_error(agent, now))
+
+
+def agents_availability(
+    *, project_id: int, agents: list[Agent], now: datetime
+) -> dict[int, Availability]:
+    """`agent_availability` for the board's agents panel in one query: agent pk → state."""
     by_id = {a.agent_id: a for a in agents}
     stamps: dict[str, list[datetime]] = {}
     for agent_id, at in _lease_expiries(project_id, now):
         agent = by_id.get(agent_id)
         if agent is not None and _counts(agent, at, now):
             stamps.setdefault(agent_id, []).append(at)
-    found = {by_id[agent_id].pk: _error_until(ats) for agent_id, ats in stamps.items()}
-    return {pk: until for pk, until in found.items() if until is not None}
+    return {a.pk: _availability(a, _error_until(stamps.get(a.agent_id, []))) for a in agents}

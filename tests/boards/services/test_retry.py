@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from boards.errors import Conflict, ProtocolValidationError
+from boards.errors import Conflict, ProtocolError, ProtocolValidationError
 from boards.models import Anomaly
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of
@@ -110,7 +110,7 @@ def test_the_fourth_expiry_of_the_same_coder_blocks_the_task_without_an_anomaly(
     assert task.failed_by == ["coder-1"]
     assert Anomaly.objects.filter(task=task).count() == 0
     # Only a human's written release frees it (SPEC §5.1 exhausted tasks).
-    with pytest.raises(Exception):
+    with pytest.raises(ProtocolError):
         tasks.task_release(task=task, actor=world.planner, reason="again", now=world.tick())
     tasks.task_release(task=task, actor=world.admin, reason="Machine fixed", now=world.tick())
     assert world.task("T-1").status == TaskStatus.UNCLAIMED
