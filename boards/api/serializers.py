@@ -305,6 +305,10 @@ class WorkSerializer(serializers.Serializer):
     waiting_for_drafts = serializers.IntegerField(help_text="DRAFT tasks the planner may finalize")
     retry_after = serializers.IntegerField(allow_null=True)
     reason = serializers.CharField()
+    availability = serializers.CharField(
+        allow_null=True,
+        help_text="the asking agent's: enabled, overloaded or error (seed 003); null for a role",
+    )
 
 
 class ClaimResultSerializer(serializers.Serializer):

@@ -75,30 +75,41 @@ def work_for_role(
         "waiting_for_drafts": drafts,
         "retry_after": None,
         "reason": "",
+        "availability": None,
     }
     stop = stop_reason(project)
     if stop is not None:
         return {**result, "exit": 42, "stop": stop.code, "reason": stop.message}
     agent_id = agent.agent_id if agent is not None else ""
     available = agent_availability(agent, now) if agent is not None else None
+    if available is not None:
+        result["availability"] = available.state
     retry_after = config.coder_poll_interval
     if role == Agent.Role.CODER:
         if agent is not None:
             held = holder_task(project_id=project.pk, agent_id=agent_id)
             work = claim_next_available(project=project, agent=agent, now=now, config=config)
-            if work and not available.takes_work and not _live_claim(held, now, config):
+            retrying = False
+            if not work and held is not None and held.status == TaskStatus.CLAIMED:
+                at = retry_at(held, config)  # its own dead claim: ask again when it is due
+                if at is not None and at >= now:
+                    retrying = True
+                    retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
+            if (
+                (work or retrying)
+                and not available.takes_work
+                and not _live_claim(held, now, config)
+            ):
                 # Seed 003: no new work for an agent in error or overloaded; a claim is refused
                 # (agent_unavailable) until it clears.
                 return {
                     **result,
-                    "availability": available.state,
-                    "retry_after": available.retry_after(now, config.coder_poll_interval),
+                    "retry_after": max(
+                        retry_after if retrying else 0,
+                        available.retry_after(now, config.coder_poll_interval),
+                    ),
                     "reason": available.reason,
                 }
-            if not work and held is not None and held.status == TaskStatus.CLAIMED:
-                at = retry_at(held, config)  # its own dead claim: ask again when it is due
-                if at is not None and at >= now:
-                    retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
         else:
             work, held = (
                 any(qs.exists() for qs in claim_candidates(project, "", now, config)[1:]),
@@ -111,7 +122,6 @@ def work_for_role(
             if work and not available.takes_work:
                 return {
                     **result,
-                    "availability": available.state,
                     "retry_after": available.retry_after(now, config.coder_poll_interval),
                     "reason": available.reason,
                 }
