@@ -29,7 +29,7 @@ from agents.services import (
     agent_set_enabled,
     agent_set_security_reviewer,
 )
-from boards.admin import AppendOnlyAdmin, ServiceManagedAdmin
+from boards.admin import AppendOnlyAdmin, ServiceManagedAdmin, service_action
 
 
 class AgentKeyInline(admin.TabularInline):
@@ -131,7 +131,13 @@ class AgentAdmin(ServiceManagedAdmin):
                 agent_key_revoke(key=key, actor=request.user, now=now)
             self.message_user(request, f"{agent}: {len(keys)} key(s) revoked", messages.SUCCESS)
 
-    actions = ("issue_key", "revoke_keys")
+    # Seed 003 availability: overloaded, or available again (which also clears an error).
+    set_availability = service_action(
+        "agent_set_availability",
+        action="set_availability",
+        description="Set availability (overloaded / available, clears an error)",
+    )
+    actions = ("issue_key", "revoke_keys", set_availability)
 
 
 @admin.register(AgentKey)

@@ -46,6 +46,11 @@ class Agent(FSMModelMixin, models.Model):
         Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     lost_reason = models.CharField(max_length=200, blank=True)
+    # Seed 003 availability (boards.selectors.availability): OVERLOADED is set by a project
+    # admin (the agent keeps what it holds, takes nothing new); ERROR is computed from recent
+    # lease expiries, counting only those after `error_cleared_at` (an admin's "clear").
+    overloaded = models.BooleanField(default=False)
+    error_cleared_at = models.DateTimeField(null=True, blank=True)
 
     objects = ProjectScopedManager()
 

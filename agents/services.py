@@ -29,6 +29,7 @@ from boards.protocol import (
     format_timestamp,
 )
 from boards.selectors.access import config_of
+from boards.selectors.availability import ERROR, OVERLOADED, agent_availability
 from boards.selectors.leases import lease_alive
 from boards.selectors.work import Stop, stop_reason
 from boards.services.kernel import (
@@ -548,6 +549,62 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
             detail=f"{agent.agent_id} {'enabled' if enabled else 'disabled'}"
             + (f"; released {', '.join(released)}" if released else ""),
             data={"agent": agent.agent_id, **({"released": released} if released else {})},
+        )
+    return agent
+
+
+AVAILABILITY_CHOICES = ("available", "overloaded")
+
+
+@records_refusals
+def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) -> Agent:
+    """A project admin marks an agent overloaded (it keeps what it holds and takes nothing new)
+    or available again, which also clears an error state: only lease expiries after `now` count
+    towards a new one (`boards.selectors.availability`, seed 003 ERROR → IDLE)."""
+    project = agent.project
+    require_role(actor, project, agent_roles=())
+    if state not in AVAILABILITY_CHOICES:
+        raise ProtocolValidationError("state", f"one of {', '.join(AVAILABILITY_CHOICES)}")
+    with transaction.atomic():
+        agent = lock_agent(agent)
+        before = agent_availability(agent, now)
+        if state == "overloaded":
+            if agent.overloaded:
+                raise refusal(
+                    Conflict(
+                        f"{agent.agent_id} is already overloaded",
+                        {"agent": agent.agent_id, "availability": before.state},
+                    ),
+                    project=project,
+                    actor=actor,
+                    action="agent_availability_set",
+                    now=now,
+                )
+            agent.overloaded = True
+            agent.save(update_fields=["overloaded"])
+        else:
+            if before.state != OVERLOADED and before.state != ERROR:
+                raise refusal(
+                    Conflict(
+                        f"{agent.agent_id} is {before.state}, not overloaded or in error",
+                        {"agent": agent.agent_id, "availability": before.state},
+                    ),
+                    project=project,
+                    actor=actor,
+                    action="agent_availability_set",
+                    now=now,
+                )
+            agent.overloaded = False
+            agent.error_cleared_at = now
+            agent.save(update_fields=["overloaded", "error_cleared_at"])
+        outbox.changed(project.pk, outbox.AGENT, agent.pk)
+        record_event(
+            project=project,
+            actor=actor,
+            action="agent_availability_set",
+            now=now,
+            detail=f"{agent.agent_id}: {before.state} → {state}",
+            data={"agent": agent.agent_id, "from": before.state, "to": state},
         )
     return agent
 

@@ -52,6 +52,8 @@ EXIT_CODES: dict[str, int] = {
     "server_error": Exit.UNREACHABLE,
     "unavailable": Exit.UNREACHABLE,
     "idempotency_key_reused": Exit.REFUSED,
+    # The agent itself may take no work now (in error, overloaded): wait and ask again.
+    "agent_unavailable": Exit.UNREACHABLE,
 }
 
 
@@ -157,6 +159,18 @@ class StopWork(ProtocolError):
     def __init__(self, code: str, message: str) -> None:
         assert code in self.CODES
         super().__init__(code, message, {"exit": int(Exit.STOP)})
+
+
+class AgentUnavailable(ProtocolError):
+    """Seed 003 availability: the agent is in error or overloaded, so it gets no new work now.
+    429 and exit 7 (retry later, after `retry_after` seconds): not 42, which would make its
+    supervisor restart it into the same state, nor 4, which says the board changed."""
+
+    code = "agent_unavailable"
+    status_code = 429
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(None, message, details)
 
 
 class ProtocolValidationError(ProtocolError):

@@ -82,6 +82,47 @@ class Membership(models.Model):
         return self.RANK[self.role] >= self.RANK[role]
 
 
+def _default_retry_backoff() -> list[int]:
+    return list(p.RETRY_BACKOFF_SECONDS)
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def retry_backoff_problem(value: object) -> str | None:
+    """Why `value` is not a retry schedule (1 to 10 positive whole seconds), or None."""
+    if (
+        not isinstance(value, list)
+        or not 1 <= len(value) <= p.RETRY_BACKOFF_MAX_STEPS
+        or not all(_positive_int(v) for v in value)
+    ):
+        return f"a list of 1 to {p.RETRY_BACKOFF_MAX_STEPS} positive whole numbers of seconds"
+    return None
+
+
+def state_timeouts_problem(value: object) -> str | None:
+    """Why `value` is not a per-state time budget table, or None."""
+    if not isinstance(value, dict):
+        return "an object: {state: {seconds, action, reason}}"
+    for state, rule in value.items():
+        if state not in p.TASK_STATES or state in p.TERMINAL_TASK_STATES:
+            return f"{state!r} is not a non-terminal task state"
+        if not isinstance(rule, dict) or set(rule) - {"seconds", "action", "reason"}:
+            return f"{state}: an object with seconds, action and reason"
+        if not _positive_int(rule.get("seconds")):
+            return f"{state}: seconds must be a positive whole number"
+        action = rule.get("action", "alert")
+        if action not in p.STATE_TIMEOUT_ACTIONS:
+            return f"{state}: action must be one of {', '.join(p.STATE_TIMEOUT_ACTIONS)}"
+        reason = rule.get("reason", "")
+        if not isinstance(reason, str) or len(reason) > 200:
+            return f"{state}: reason must be text of at most 200 characters"
+        if action == "block" and state == p.TaskStatus.BLOCKED:
+            return "BLOCKED: a blocked task cannot be blocked again; use action alert"
+    return None
+
+
 class ProjectConfig(models.Model):
     """Seed 002 `config` with its defaults, plus lease_grace and archive_after_days (SPEC §4)."""
 
@@ -107,6 +148,15 @@ class ProjectConfig(models.Model):
         validators=[MinValueValidator(1)],
         help_text="review cycles (total) of one task that trip the circuit breaker",
     )
+    # Not seed keys (seed 003, SPEC §13). The wait after a coder's 1st, 2nd, ... lease expiry on
+    # a task before it is claimable again; one expiry more than there are steps blocks the task.
+    retry_backoff = models.JSONField(
+        default=_default_retry_backoff, help_text="seconds after the 1st, 2nd, … lease expiry"
+    )
+    # {task state: {"seconds": N, "action": "alert" | "block", "reason": "..."}}; empty = none.
+    state_timeouts = models.JSONField(
+        default=dict, blank=True, help_text="time budget per task state; empty = none"
+    )
 
     objects = ProjectScopedManager()
 
@@ -118,6 +168,10 @@ class ProjectConfig(models.Model):
 
     def clean(self) -> None:
         errors = {}
+        if (problem := retry_backoff_problem(self.retry_backoff)) is not None:
+            errors["retry_backoff"] = problem
+        if (problem := state_timeouts_problem(self.state_timeouts)) is not None:
+            errors["state_timeouts"] = problem
         if self.heartbeat_interval and self.lease_duration <= self.heartbeat_interval:
             errors["lease_duration"] = "must be longer than heartbeat_interval"
         for name in ("max_coder_iterations", "max_review_cycles", "lease_duration"):
@@ -289,6 +343,10 @@ class Task(FSMModelMixin, models.Model):
     rescope_reason = models.TextField(blank=True)
     integration_fix = models.BooleanField(default=False)
     handoff_pending = models.BooleanField(default=False)
+    # Seed 003 retry: lease expiries of the current coder on this task (crashed attempts),
+    # counted when it claims the task again after one (or the watcher blocks it); a new coder
+    # starts again at 0. The claim queue reads it in SQL: no query per candidate.
+    crashes = models.PositiveIntegerField(default=0)
     # Not indexed: a heartbeat writes it, and an update that changes no indexed column can be a
     # HOT update (no index writes, same heap page; docs/decisions.md "Heartbeats are HOT"). Its
     # readers (the watcher, the takeover rule) filter by project and status first, which the
@@ -786,6 +844,8 @@ class Alert(models.Model):
         STALE_CHECKPOINT = "stale_checkpoint"
         STALE_PAUSE = "stale_pause"
         CIRCUIT_BREAKER = "circuit_breaker"  # TRIGGERED, until a human resolves it
+        STATE_TIMEOUT = "state_timeout"  # seed 003: a task over (80 % of) its state's budget
+        AGENT_ERROR = "agent_error"  # seed 003: an agent in error (repeated lease expiries)
 
     class Level(models.TextChoices):
         INFO = "info"

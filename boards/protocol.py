@@ -221,6 +221,13 @@ BREAKER_SEVERITIES: dict[str, str] = {
     "TECH_STACK_FLAW": "Pause: reconsider the technology choice (no pattern yet).",
     "EXTERNAL_DEPENDENCY": "Halt and wait: the external service must be back before work resumes.",
 }
+# Seed 003 retry (SPEC §13): the wait after the nth lease expiry of a task's coder, in seconds;
+# the (len + 1)th expiry of the same coder blocks the task (`retry_exhausted`).
+RETRY_BACKOFF_SECONDS = (5, 30, 120)
+RETRY_BACKOFF_MAX_STEPS = 10
+# Seed 003 per-state timeouts: a warning at this share of a state's budget (spec 026).
+STATE_TIMEOUT_WARN_RATIO = 0.8
+STATE_TIMEOUT_ACTIONS = ("alert", "block")
 MAX_BLOCKED_QUESTIONS = 3
 PRIORITY_RANGE = (1, 5)  # 1 highest
 # Per-task overrides (seed 002 "Config Scope", "Lease Model" lease_duration_override): their

@@ -64,6 +64,11 @@ urlpatterns = [
     ),
     path("p/<slug:slug>/agents/<str:agent_id>/enabled", actions.agent_enable, name="agent-enable"),
     path(
+        "p/<slug:slug>/agents/<str:agent_id>/availability",
+        actions.agent_availability,
+        name="agent-availability",
+    ),
+    path(
         "p/<slug:slug>/keys/<str:prefix>/revoke", actions.agent_key_revoke, name="agent-key-revoke"
     ),
 ]

@@ -25,6 +25,8 @@ class AgentSerializer(serializers.ModelSerializer):
             "enabled",
             "security_reviewer",
             "registered_at",
+            "overloaded",
+            "error_cleared_at",
         ]
         read_only_fields = fields
 

@@ -305,6 +305,10 @@ class WorkSerializer(serializers.Serializer):
     waiting_for_drafts = serializers.IntegerField(help_text="DRAFT tasks the planner may finalize")
     retry_after = serializers.IntegerField(allow_null=True)
     reason = serializers.CharField()
+    availability = serializers.CharField(
+        allow_null=True,
+        help_text="the asking agent's: enabled, overloaded or error (seed 003); null for a role",
+    )
 
 
 class ClaimResultSerializer(serializers.Serializer):
@@ -338,6 +342,8 @@ class ConfigSerializer(serializers.ModelSerializer):
             "archive_after_days",
             "watch_interval",
             "review_churn_threshold",
+            "retry_backoff",
+            "state_timeouts",
         ]
         read_only_fields = [name for name in fields if name != "escalation_webhook"]
 

@@ -365,6 +365,17 @@ urlpatterns = [
         name="api-agent-enable",
     ),
     path(
+        "agents/<str:agent_id>/availability",
+        op(
+            "agent_set_availability",
+            present="agent",
+            operation_id="agents_availability",
+            description="Admins: overloaded (takes no new work) or available (also clears an"
+            " error state).",
+        ).as_view(),
+        name="api-agent-availability",
+    ),
+    path(
         "keys/<str:prefix>/revoke",
         op(
             "agent_key_revoke",

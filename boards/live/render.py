@@ -17,6 +17,7 @@ from boards.live.outbox import AGENT, EVENT, EVENT_TYPES, SPRINT, TASK
 from boards.models import Event, Project, Task
 from boards.selectors import board as board_selectors
 from boards.selectors.access import config_of
+from boards.selectors.availability import agent_availability
 
 
 @functools.lru_cache(maxsize=8192)
@@ -79,6 +80,7 @@ def render_changes(project_id: int, changes: list[dict[str, Any]]) -> list[dict[
             )
             if agent is None:
                 continue
+            agent.availability = agent_availability(agent, now)
             out.append(
                 {
                     "type": EVENT_TYPES[AGENT],

@@ -391,6 +391,13 @@ OPERATIONS: dict[str, Operation] = {
             done=lambda a: f"{a.agent_id} enabled.",
         ),
         Operation(
+            "agent_set_availability",
+            agent_services.agent_set_availability,
+            AGENT,
+            i.AvailabilityInput,
+            done=lambda a: f"{a.agent_id} is {'overloaded' if a.overloaded else 'available'}.",
+        ),
+        Operation(
             "agent_key_issue",
             agent_services.agent_key_issue,
             AGENT,

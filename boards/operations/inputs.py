@@ -270,6 +270,20 @@ class ConfigInput(InputSerializer):
     archive_after_days = serializers.IntegerField(required=False, min_value=0)
     watch_interval = serializers.IntegerField(required=False, min_value=1)
     review_churn_threshold = serializers.IntegerField(required=False, min_value=1)
+    retry_backoff = serializers.JSONField(
+        required=False, help_text="seconds to wait after a coder's 1st, 2nd, … lease expiry"
+    )
+    state_timeouts = serializers.JSONField(
+        required=False, help_text='{"CLAIMED": {"seconds": 3600, "action": "alert|block"}}'
+    )
+
+
+class AvailabilityInput(InputSerializer):
+    state = serializers.ChoiceField(
+        choices=["available", "overloaded"],
+        help_text="overloaded: keeps what it holds, takes nothing new; available: also clears"
+        " an error state",
+    )
 
 
 class RegisterInput(InputSerializer):

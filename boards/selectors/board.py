@@ -20,6 +20,7 @@ from boards import protocol as p
 from boards.models import Alert, Handoff, Project, Review, Task
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of, in_project
+from boards.selectors.availability import agents_availability
 from boards.selectors.breaker import breaker_status
 from boards.selectors.filters import TaskFilter, filter_errors, in_sprint_q
 from boards.selectors.history import task_history, time_in_states
@@ -401,6 +402,10 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
         .select_related("current_task")
         .order_by("role", "agent_id")
     )
+    # Seed 003 availability on the agents panel, in one query for all of them.
+    available = agents_availability(project_id=project.pk, agents=agents, now=now)
+    for agent in agents:
+        agent.availability = available[agent.pk]
     alerts = list(Alert.objects.filter(project=project, resolved_at__isnull=True)[:20])
     return {
         **header,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
@@ -46,12 +46,54 @@ def _unmet_dependency():
 CLAIM_ORDER = ("priority", "created", "id")
 
 
+# -- retry with backoff (seed 003, SPEC §13) ----------------------------------------------------
+# A CLAIMED task whose lease died is a crashed attempt of its coder. It is claimable again (by
+# that coder or, as a takeover, by another) at lease_expires + lease_grace + backoff[n], n the
+# coder's crashes on it before this one (`Task.crashes`); once n reaches the schedule's length
+# the expiry exhausts the retries: claimable at once after the grace, and the claim (or the
+# watcher) blocks it instead (`retry_exhausts`). `retry_at` and `_retry_due` are the same rule,
+# for one row and as SQL for the queue.
+
+
+def retry_exhausts(task: Task, config: ProjectConfig) -> bool:
+    """This dead lease is one crash more than the schedule has steps: the task is blocked
+    (`retry_exhausted`) rather than given out again."""
+    return task.crashes >= len(config.retry_backoff)
+
+
+def retry_at(task: Task, config: ProjectConfig) -> datetime | None:
+    """When the CLAIMED `task`, its lease dead, may be claimed again; None without a lease."""
+    if task.lease_expires is None:
+        return None
+    wait = 0 if retry_exhausts(task, config) else config.retry_backoff[task.crashes]
+    return task.lease_expires + timedelta(seconds=config.lease_grace + wait)
+
+
+def retry_waits(task: Task, now: datetime, config: ProjectConfig) -> bool:
+    """The CLAIMED `task`'s lease is dead but its backoff has not passed: nobody may claim it
+    yet (claimable strictly after `retry_at`, as the queue's bound)."""
+    at = retry_at(task, config)
+    return at is not None and now <= at
+
+
+def _retry_due(now: datetime, config: ProjectConfig) -> Q:
+    """`retry_at(task) <= now` as a filter (strictly before, as `lease_alive`), one query for all
+    candidates: a clause per step of the schedule."""
+    stale = lease_stale_before(now, config)
+    steps = config.retry_backoff
+    due = Q(crashes__gte=len(steps), lease_expires__lt=stale)
+    for n, seconds in enumerate(steps):
+        due |= Q(crashes=n, lease_expires__lt=stale - timedelta(seconds=seconds))
+    return due
+
+
 def claim_candidates(
     project: Project, agent_id: str, now: datetime, config: ProjectConfig
 ) -> list[QuerySet[Task]]:
     """Claimable tasks, as querysets in seed order: the coder's own REJECTED, then
     INTEGRATION_FAILED, then UNCLAIMED whose dependencies are all MERGED, then CLAIMED tasks
-    whose lease is dead (`lease_alive`), each by priority then age.
+    whose lease is dead and whose retry backoff has passed (`retry_at`), each by priority then
+    age.
 
     A suspended task (seed 004 SUSPENDED, an overlay) is claimable by nobody until resumed.
     `task_claim` (a named claim) refuses the same tasks with its own words.
@@ -66,11 +108,8 @@ def claim_candidates(
         base.filter(status=TaskStatus.INTEGRATION_FAILED).order_by(*CLAIM_ORDER),
         base.filter(status=TaskStatus.UNCLAIMED).filter(deps_met).order_by(*CLAIM_ORDER),
         # A pending handoff is held for its agent id's next session (SPEC §13), not taken over.
-        base.filter(
-            status=TaskStatus.CLAIMED,
-            lease_expires__lt=lease_stale_before(now, config),
-            handoff_pending=False,
-        )
+        base.filter(status=TaskStatus.CLAIMED, handoff_pending=False)
+        .filter(_retry_due(now, config))
         .filter(deps_met)
         .order_by(*CLAIM_ORDER),
     ]
@@ -83,7 +122,7 @@ def holder_task(*, project_id: int, agent_id: str) -> Task | None:
         Task.objects.filter(
             project_id=project_id, assigned_to=agent_id, status__in=p.ACTIVE_CODER_STATES
         )
-        .only("key", "status", "lease_expires")
+        .only("key", "status", "lease_expires", "crashes", "handoff_pending")
         .first()
     )
 
@@ -106,17 +145,15 @@ def claimer_refusal(
 
     One task at a time (seed 000 agent machine): a coder holding a task (`holder_task`) claims
     nothing else, except that claim-next gives it back its own REJECTED task, or its own CLAIMED
-    task under a live lease (a restarted session goes on with it); a coder that handed off
-    registers again first.
+    task (under a live lease a restarted session goes on with it; under a dead one it is
+    retried once its backoff has passed, `retry_at`); a coder that handed off registers again
+    first.
     """
     if agent.status == AgentStatus.HANDOFF:
         return f"{agent.agent_id} handed off; register again to start fresh"
     if held is None or (task is not None and held.pk == task.pk):
         return None
-    if task is None and (
-        held.status == TaskStatus.REJECTED
-        or (held.status == TaskStatus.CLAIMED and lease_alive(held.lease_expires, now, config))
-    ):
+    if task is None and held.status in (TaskStatus.REJECTED, TaskStatus.CLAIMED):
         return None
     return f"{agent.agent_id} already holds {held.key} ({held.status})"
 
@@ -127,16 +164,28 @@ def claim_next_available(*, project: Project, agent, now: datetime, config: Proj
     held = holder_task(project_id=project.pk, agent_id=agent.agent_id)
     if claimer_refusal(agent, held, task=None, now=now, config=config) is not None:
         return False
-    if held is not None and held.status == TaskStatus.CLAIMED:
-        return True  # its own live claim, handed back
     candidates = claim_candidates(project, agent.agent_id, now, config)
+    if held is not None and held.status == TaskStatus.CLAIMED:
+        if lease_alive(held.lease_expires, now, config):
+            return True  # its own live claim, handed back
+        # Its own dead claim: retried once the backoff passed, unless that blocks it instead.
+        return not retry_exhausts(held, config) and candidates[3].filter(pk=held.pk).exists()
     for queryset in candidates[:1] if held is not None else candidates[1:]:
-        # Only a takeover that exhausts the task is passed over (the claim blocks it instead),
+        # Only a claim that exhausts the task is passed over (the claim blocks it instead),
         # so this reads at most those rows and one more.
-        for task in queryset.only("id", "status", "assigned_to", "failed_by").iterator():
-            if not takeover_exhausts(task, agent.agent_id):
+        fields = ("id", "status", "assigned_to", "failed_by", "crashes", "lease_expires")
+        for task in queryset.only(*fields).iterator():
+            if not claim_blocks(task, agent.agent_id, config):
                 return True
     return False
+
+
+def claim_blocks(task: Task, agent_id: str, config: ProjectConfig) -> bool:
+    """A claim of this candidate blocks it instead of giving it out: a takeover that exhausts
+    the hypothesis (first), or a dead lease one crash past the retry schedule."""
+    return takeover_exhausts(task, agent_id) or (
+        task.status == TaskStatus.CLAIMED and retry_exhausts(task, config)
+    )
 
 
 def waiting_on(task: Task) -> list[str]:
@@ -177,7 +226,11 @@ def limit_reached(task: Task, config: ProjectConfig) -> str | None:
 
 def is_limit_blocked(task: Task, config: ProjectConfig) -> bool:
     """An exhausted BLOCKED task leaves only by rescope, abandon or a human's written release."""
-    return hypothesis_exhausted(task) or limit_reached(task, config) is not None
+    return (
+        hypothesis_exhausted(task)
+        or limit_reached(task, config) is not None
+        or task.crashes > len(config.retry_backoff)  # blocked by `retry_exhausted`
+    )
 
 
 def dependency_cycle(task: Task, deps: list[Task]) -> list[str] | None:

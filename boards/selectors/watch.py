@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from agents.models import Agent
 from boards.errors import ProtocolValidationError
@@ -23,6 +24,7 @@ from boards.models import (
     Task,
 )
 from boards.protocol import (
+    STATE_TIMEOUT_WARN_RATIO,
     TERMINAL_TASK_STATES,
     Action,
     AgentStatus,
@@ -92,6 +94,94 @@ def coders_with_dead_leases(
         .select_related("current_task")
         .order_by("pk")
     )
+
+
+def retry_exhausted_claims(*, project: Project, now: datetime, config: ProjectConfig) -> list[Task]:
+    """CLAIMED tasks whose dead lease is their coder's crash past the retry schedule (seed 003
+    PERMANENTLY_FAILED): the watcher blocks them (`retry_exhausted`) without waiting for a claim."""
+    return list(
+        Task.objects.filter(
+            project=project,
+            status=TaskStatus.CLAIMED,
+            handoff_pending=False,
+            crashes__gte=len(config.retry_backoff),
+            lease_expires__lt=lease_stale_before(now, config),
+        ).order_by("pk")
+    )
+
+
+@dataclass(frozen=True)
+class StateTimeout:
+    """A task at 80 % or more of its state's time budget (seed 003 per-state timeouts)."""
+
+    task: Task
+    state: str
+    since: datetime  # when it entered the state (its last status change)
+    budget: int  # seconds
+    elapsed: int  # seconds
+    action: str  # alert | block
+    reason: str
+
+    @property
+    def over(self) -> bool:
+        return self.elapsed >= self.budget
+
+
+def state_timeouts(*, project: Project, now: datetime, config: ProjectConfig) -> list[StateTimeout]:
+    """Tasks in a state with a budget (`ProjectConfig.state_timeouts`) that have spent at least
+    80 % of it there. Time in state runs from the task's last status change: the last applied
+    event that moved it into its current state (its creation for a task never moved), else its
+    creation. One query whatever the number of budgets."""
+    rules = config.state_timeouts or {}
+    if not rules:
+        return []
+    entered = (
+        Event.objects.filter(task=OuterRef("pk"), outcome="applied", to_status=OuterRef("status"))
+        .exclude(from_status=F("to_status"))
+        .order_by("-timestamp", "-id")
+        .values("timestamp")[:1]
+    )
+    found = []
+    tasks = Task.objects.filter(project=project, status__in=list(rules)).annotate(
+        entered=Coalesce(Subquery(entered), F("created"))
+    )
+    for task in tasks.order_by("created", "id"):
+        rule = rules[task.status]
+        budget = int(rule["seconds"])
+        elapsed = int((now - task.entered).total_seconds())
+        if elapsed >= budget * STATE_TIMEOUT_WARN_RATIO:
+            found.append(
+                StateTimeout(
+                    task=task,
+                    state=task.status,
+                    since=task.entered,
+                    budget=budget,
+                    elapsed=elapsed,
+                    action=rule.get("action", "alert"),
+                    reason=rule.get("reason", ""),
+                )
+            )
+    return found
+
+
+def _state_timeout_conditions(timeouts: list[StateTimeout]) -> list[AlertCondition]:
+    """A warning from 80 % of a state's budget, critical from 100 % (one alert per task and
+    state: escalated once, not raised again each sweep)."""
+    found = []
+    for t in timeouts:
+        share = int(t.elapsed * 100 // t.budget)
+        found.append(
+            AlertCondition(
+                Alert.Type.STATE_TIMEOUT,
+                f"{t.task.key} {t.state}"[:64],
+                Alert.Level.CRITICAL if t.over else Alert.Level.WARNING,
+                f"STATE TIMEOUT: {t.task.key} in {t.state} for {t.elapsed} s"
+                f" ({share} % of {t.budget} s){': ' + t.reason if t.reason else ''}"[:500],
+                t.task,
+                t.task.assigned_to,
+            )
+        )
+    return found
 
 
 def stale_review_claims(*, project: Project, now: datetime, config: ProjectConfig) -> list[Review]:
@@ -231,6 +321,7 @@ def alert_conditions(
             )
         )
     found += _task_health_conditions(project, now, config)
+    found += _state_timeout_conditions(state_timeouts(project=project, now=now, config=config))
     sprint = Sprint.objects.filter(
         project=project, status=SprintStatus.CHECKPOINT, checkpoint_at__isnull=False
     ).first()

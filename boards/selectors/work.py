@@ -7,6 +7,7 @@ the claims enforce, so `/work` never sends an agent to a claim that is then refu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,12 +15,15 @@ from agents.models import Agent
 from boards.models import Discovery, Goal, Project, Task
 from boards.protocol import GoalStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
+from boards.selectors.availability import agent_availability
+from boards.selectors.leases import lease_alive
 from boards.selectors.reviews import reviewable_tasks
 from boards.selectors.sprints import sprint_current
 from boards.selectors.tasks import (
     claim_candidates,
     claim_next_available,
     holder_task,
+    retry_at,
     role_may_still_get_work,
 )
 
@@ -71,15 +75,41 @@ def work_for_role(
         "waiting_for_drafts": drafts,
         "retry_after": None,
         "reason": "",
+        "availability": None,
     }
     stop = stop_reason(project)
     if stop is not None:
         return {**result, "exit": 42, "stop": stop.code, "reason": stop.message}
     agent_id = agent.agent_id if agent is not None else ""
+    available = agent_availability(agent, now) if agent is not None else None
+    if available is not None:
+        result["availability"] = available.state
+    retry_after = config.coder_poll_interval
     if role == Agent.Role.CODER:
         if agent is not None:
-            work = claim_next_available(project=project, agent=agent, now=now, config=config)
             held = holder_task(project_id=project.pk, agent_id=agent_id)
+            work = claim_next_available(project=project, agent=agent, now=now, config=config)
+            retrying = False
+            if not work and held is not None and held.status == TaskStatus.CLAIMED:
+                at = retry_at(held, config)  # its own dead claim: ask again when it is due
+                if at is not None and at >= now:
+                    retrying = True
+                    retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
+            if (
+                (work or retrying)
+                and not available.takes_work
+                and not _live_claim(held, now, config)
+            ):
+                # Seed 003: no new work for an agent in error or overloaded; a claim is refused
+                # (agent_unavailable) until it clears.
+                return {
+                    **result,
+                    "retry_after": max(
+                        retry_after if retrying else 0,
+                        available.retry_after(now, config.coder_poll_interval),
+                    ),
+                    "reason": available.reason,
+                }
         else:
             work, held = (
                 any(qs.exists() for qs in claim_candidates(project, "", now, config)[1:]),
@@ -89,6 +119,12 @@ def work_for_role(
     elif role == Agent.Role.CODE_REVIEWER:
         if agent is not None:
             work = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
+            if work and not available.takes_work:
+                return {
+                    **result,
+                    "retry_after": available.retry_after(now, config.coder_poll_interval),
+                    "reason": available.reason,
+                }
         else:
             work = tasks.filter(
                 status=TaskStatus.READY_FOR_REVIEW, suspended_at__isnull=True
@@ -129,4 +165,13 @@ def work_for_role(
         if drafts
         else "work is in progress elsewhere"
     )
-    return {**result, "retry_after": config.coder_poll_interval, "reason": reason}
+    return {**result, "retry_after": retry_after, "reason": reason}
+
+
+def _live_claim(held: Task | None, now: datetime, config) -> bool:
+    """Work in hand: its own CLAIMED task under a live lease (claim-next hands it back)."""
+    return (
+        held is not None
+        and held.status == TaskStatus.CLAIMED
+        and lease_alive(held.lease_expires, now, config)
+    )

@@ -33,6 +33,7 @@ from django_fsm import TransitionNotAllowed
 from agents.models import Agent
 from boards import protocol as p
 from boards.errors import (
+    AgentUnavailable,
     Conflict,
     Forbidden,
     InvalidTransition,
@@ -45,6 +46,7 @@ from boards.errors import (
 from boards.live import outbox
 from boards.models import Event, Membership, Project, ProjectConfig, Task
 from boards.selectors.access import config_of, human_role, role_allows
+from boards.selectors.availability import agent_availability
 from boards.selectors.leases import lease_alive
 from boards.selectors.replay import task_snapshot
 from boards.selectors.tasks import tasks_by_keys
@@ -521,6 +523,30 @@ def refuse_if_stopped(
             now=now,
             task=task,
         )
+
+
+def refuse_if_unavailable(agent, *, action: str, now: datetime, task: Task | None = None) -> None:
+    """Seed 003 availability: an agent in error or overloaded gets no new task or review
+    (`boards.selectors.availability.agent_availability`, the one rule `/work` reads too)."""
+    available = agent_availability(agent, now)
+    if available.takes_work:
+        return
+    config = config_of(agent.project)
+    raise refusal(
+        AgentUnavailable(
+            available.reason,
+            {
+                "agent": agent.agent_id,
+                "availability": available.state,
+                "retry_after": available.retry_after(now, config.coder_poll_interval),
+            },
+        ),
+        project=agent.project,
+        actor=agent,
+        action=action,
+        now=now,
+        task=task,
+    )
 
 
 def conflict(

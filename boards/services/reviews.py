@@ -43,6 +43,7 @@ from boards.services.kernel import (
     refusal,
     refuse,
     refuse_if_stopped,
+    refuse_if_unavailable,
     require_not_lost,
     require_role,
     require_task_status,
@@ -82,6 +83,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
         # whose lapsed claims it may close) by primary key, then the task, then the reviews.
         task = lock_task_and_its_agents(task, agent)
         agent = lock_agent(agent)
+        refuse_if_unavailable(agent, action="claim_review", now=now, task=task)
         require_task_status(
             task,
             [TaskStatus.READY_FOR_REVIEW],

@@ -25,13 +25,17 @@ from boards.models import Alert, Project, ProjectConfig, Review, Sprint
 from boards.protocol import Action, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.leases import lease_alive
+from boards.selectors.tasks import retry_exhausts
 from boards.selectors.watch import (
+    StateTimeout,
     alert_conditions,
     coders_with_dead_leases,
     invariant_conditions,
     open_alerts,
+    retry_exhausted_claims,
     sprint_past_deadline,
     stale_review_claims,
+    state_timeouts,
     watcher_silent,
 )
 from boards.services.breaker import breaker_evaluate
@@ -50,6 +54,8 @@ from boards.services.tasks.holders import (
     release_holder,
     release_reviewers,
 )
+from boards.services.tasks.limits import crash_limit_block
+from boards.services.tasks.overrides import task_override_block
 from boards.validation import Violation
 
 # First key of the two-int advisory lock: this application's namespace for watcher sweeps.
@@ -98,9 +104,19 @@ def watch_sweep(
                 (f"lease of {a.agent_id}", lambda a=a: _expire_coder_lease(project, a, now))
                 for a in coders_with_dead_leases(project=project, now=now, config=config)
             ),
+            # After the expiries above, so the crash that exhausts the retries is recorded first.
+            *(
+                (f"retries of {t.key}", lambda t=t: _block_retry_exhausted(project, t, now))
+                for t in retry_exhausted_claims(project=project, now=now, config=config)
+            ),
             *(
                 (f"review claim of {r.reviewer}", lambda r=r: _release_stale_review(r, now))
                 for r in stale_review_claims(project=project, now=now, config=config)
+            ),
+            *(
+                (f"state timeout of {t.task.key}", lambda t=t: _block_timed_out(project, t, now))
+                for t in state_timeouts(project=project, now=now, config=config)
+                if t.over and t.action == "block"
             ),
             ("sprint completion", lambda: _complete_sprint(project, now)),
             ("sprint deadline", lambda: _deadline_checkpoint(project, now)),
@@ -218,6 +234,45 @@ def _expire_coder_lease(project: Project, agent: Agent, now: datetime) -> str:
     )
     release_holder(holder, task, lost=f"lease expired at {expired}")
     return f"lease expired: {holder.agent_id} on {task.key}"
+
+
+def _block_retry_exhausted(project: Project, task, now: datetime) -> str:
+    """Seed 003: its coder's lease died once more than the retry schedule allows; the task is
+    blocked by the system (`retry_exhausted`, or hypothesis exhaustion when that coder is the
+    second in failed_by), as a claim would have done."""
+    task = lock_task_and_its_agents(task)
+    config = config_of(project)
+    if (
+        task.status != TaskStatus.CLAIMED
+        or task.handoff_pending
+        or not retry_exhausts(task, config)
+        or lease_alive(task.lease_expires, now, config)
+    ):
+        return ""  # retried, taken over or blocked since the unlocked read
+    holder = agent_row(project, task.assigned_to)
+    limit = crash_limit_block(task, now=now, config=config)
+    release_holder(holder, task, lost=f"blocked: {limit}")
+    return f"blocked: {task.key} ({limit}, {task.crashes} lease expiries)"
+
+
+def _block_timed_out(project: Project, timeout: StateTimeout, now: datetime) -> str:
+    """Seed 003 per-state timeout with action `block`: the system override-blocks the task,
+    once — a BLOCKED task is no longer in the state whose budget it overran."""
+    task = lock_task_and_its_agents(timeout.task)
+    if task.status != timeout.state:
+        return ""  # it moved on since the unlocked read
+    reason = (
+        f"State timeout: {timeout.state} for {timeout.elapsed} s (budget {timeout.budget} s)"
+        + (f": {timeout.reason}" if timeout.reason else "")
+    )
+    task_override_block(
+        task=task,
+        actor=SYSTEM,
+        reason=reason,
+        now=now,
+        questions=[f"Why has {task.key} stayed {timeout.state} so long; what should happen?"],
+    )
+    return f"blocked: {task.key} ({reason})"
 
 
 def _release_stale_review(review: Review, now: datetime) -> str:

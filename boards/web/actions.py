@@ -179,6 +179,7 @@ def _issued(request: HttpRequest, project: Project, issued) -> HttpResponse:
 
 agent_key_issue = action("agent_key_issue", returns_to="agents", respond=_issued)
 agent_key_revoke = action("agent_key_revoke", returns_to="agents")
+agent_availability = action("agent_set_availability", returns_to="agents")
 
 
 @login_required

@@ -26,6 +26,7 @@ from boards.models import Membership, Project
 from boards.operations import inputs as i
 from boards.operations import operation
 from boards.selectors.access import config_of
+from boards.selectors.availability import agents_availability
 from boards.selectors.breaker import breaker_state
 from boards.selectors.inbox import inbox as inbox_items
 from boards.web.access import project_for_member, project_for_role
@@ -215,7 +216,11 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _agents_page(request: HttpRequest, project: Project) -> HttpResponse:
-    agents = agent_list(project=project).prefetch_related("keys").order_by("role", "agent_id")
+    agents = list(agent_list(project=project).prefetch_related("keys").order_by("role", "agent_id"))
+    now = timezone.now()
+    available = agents_availability(project_id=project.pk, agents=agents, now=now)
+    for agent in agents:
+        agent.availability = available[agent.pk]
     return render(
         request,
         "boards/oversight/agents.html",
@@ -225,7 +230,7 @@ def _agents_page(request: HttpRequest, project: Project) -> HttpResponse:
             "roles": Agent.Role.choices,
             "role": ADMIN,
             "next_page": "agents",
-            "now": timezone.now(),
+            "now": now,
             "canonical_url": reverse("agents", args=[project.slug]),
         },
     )

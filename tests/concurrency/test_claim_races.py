@@ -129,7 +129,9 @@ def _lapsed(world: World, key: str, coder: str = "coder-1"):
     world.claimed(key, coder)
     config = config_of(world.project)
     task = world.task(key)
-    return task, task.lease_expires + timedelta(seconds=config.lease_grace + 1)
+    return task, task.lease_expires + timedelta(
+        seconds=config.lease_grace + config.retry_backoff[0] + 1
+    )
 
 
 def test_heartbeat_after_takeover_is_lease_lost():

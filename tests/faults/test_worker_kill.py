@@ -62,7 +62,7 @@ from boards.services.watch import watch_sweep
 project = Project.objects.get(slug="faults")
 task = Task.objects.get(project=project, key="task-1")
 config = config_of(project)
-later = task.lease_expires + timedelta(seconds=config.lease_grace + 1)
+later = task.lease_expires + timedelta(seconds=config.lease_grace + config.retry_backoff[0] + 1)
 sweep = watch_sweep(project=project, now=later)
 coder = Agent.objects.get(project=project, agent_id="coder-2")
 task = task_claim(task=Task.objects.get(pk=task.pk), agent=coder, now=later, base_commit="b2")

@@ -26,6 +26,9 @@ from boards.selectors.tasks import (
     claim_candidates,
     claimer_refusal,
     holder_task,
+    retry_at,
+    retry_exhausts,
+    retry_waits,
     takeover_exhausts,
     waiting_on,
 )
@@ -39,6 +42,7 @@ from boards.services.kernel import (
     refusal,
     refuse,
     refuse_if_stopped,
+    refuse_if_unavailable,
     require_role,
     require_task_status,
     save_task,
@@ -50,7 +54,7 @@ from boards.services.tasks.holders import (
     lock_previous_holder,
     release_holder,
 )
-from boards.services.tasks.limits import limit_block
+from boards.services.tasks.limits import crash_limit_block, limit_block
 
 
 def _claim_locked(
@@ -91,6 +95,11 @@ def _claim_locked(
     )
     if takeover:
         exhausted = takeover_exhausts(task, agent.agent_id)
+        if not exhausted and from_status == TaskStatus.CLAIMED and retry_exhausts(task, config):
+            # Its coder's crash past the retry schedule: blocked whoever claims (seed 003).
+            limit = crash_limit_block(task, now=now, config=config)
+            release_holder(old_holder, task, lost=f"blocked: {limit}")
+            return None
         # "failed_by gets the coder appended when ... another coder takes it over" (SPEC §5.1).
         append_failed_by(task, previous)
         if exhausted:
@@ -98,7 +107,16 @@ def _claim_locked(
             limit_block(task, now=now, config=config, limit="hypothesis_exhaustion")
             return None
 
-    if same_coder and from_status in (TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED):
+    retry = same_coder and from_status == TaskStatus.CLAIMED  # its own lease died (seed 003)
+    if retry:
+        if retry_exhausts(task, config):
+            limit = crash_limit_block(task, now=now, config=config)
+            release_holder(agent, task, lost=f"blocked: {limit}")
+            return None
+        # The same coder tries again: worktree, iteration and review counters kept (seed 003
+        # "keep task context on retry"); one crashed attempt more.
+        task.crashes += 1
+    elif same_coder and from_status in (TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED):
         # Same coder continues: worktree and review counters kept, one more iteration.
         task.iteration = (task.iteration or 0) + 1
         if not task.worktree:
@@ -109,6 +127,7 @@ def _claim_locked(
         task.assigned_to = agent.agent_id
         task.review_cycles_current = 0
         task.iteration = 1
+        task.crashes = 0  # retries count per coder
         if from_status != TaskStatus.INTEGRATION_FAILED or not task.worktree:
             task.worktree = worktree or f".worktrees/{task.key}"
 
@@ -155,9 +174,11 @@ def _claim_locked(
     agent.heartbeat = now
     agent.save()
 
-    action = "claimed" if from_status != TaskStatus.CLAIMED else "reassigned"
+    action = "claimed" if from_status != TaskStatus.CLAIMED or retry else "reassigned"
     detail = f"{task.key}: {task.description}"
-    if takeover:
+    if retry:
+        detail = f"{task.key}: retry {task.crashes} after its lease expired"
+    elif takeover:
         detail = f"{task.key} taken over from {previous} (lease expired)"
     elif task.integration_fix and from_status == TaskStatus.INTEGRATION_FAILED:
         detail = f"{task.key}: integration fix"
@@ -174,6 +195,7 @@ def _claim_locked(
             "iteration": task.iteration,
             "lease_expires": p.format_timestamp(task.lease_expires),
             **({"previous": previous} if takeover else {}),
+            **({"retry": task.crashes} if retry else {}),
         },
     )
     return task
@@ -228,6 +250,7 @@ def task_claim(
         # task the first one took (one task at a time, seed 000).
         agent = lock_agent(agent)
         _check_claimer(project, agent, now, task=task, config=config)
+        refuse_if_unavailable(agent, action="claim", now=now, task=task)
         task = lock_task(task)
         task.project = project  # already loaded: spare _claim_locked a query
         if task.is_suspended:
@@ -238,12 +261,14 @@ def task_claim(
                 goal=task.goal.goal_id,
             )
         if task.status == TaskStatus.CLAIMED:
-            if (
-                task.assigned_to == agent.agent_id
-                or lease_alive(task.lease_expires, now, config)
-                or task.handoff_pending
-            ):
+            if lease_alive(task.lease_expires, now, config) or task.handoff_pending:
                 raise conflict(f"{task.key} is already claimed by {task.assigned_to}")
+            if retry_waits(task, now, config):
+                at = p.format_timestamp(retry_at(task, config))
+                raise conflict(
+                    f"{task.key}: its lease expired; claimable again after {at} (retry backoff)",
+                    retry_at=at,
+                )
         else:
             require_task_status(
                 task,
@@ -269,7 +294,7 @@ def task_claim(
     if blocked:
         # The limit's block is committed; the caller still did not get the task.
         raise Conflict(
-            f"{task.key} was blocked: hypothesis exhaustion (two coders failed)",
+            f"{task.key} was blocked: {task.blocked_reason}",
             {"task": task.key, "status": TaskStatus.BLOCKED},
         )
     return claimed
@@ -290,12 +315,25 @@ def task_claim_next(
     with transaction.atomic():
         agent = lock_agent(agent)  # before the holder check, as in task_claim
         held = _check_claimer(project, agent, now, task=None, config=config)
-        if held is not None and held.status == TaskStatus.CLAIMED:
-            return lock_task(held)  # its own live claim: go on with it
         querysets = claim_candidates(project, agent.agent_id, now, config)
-        # Seed 000: REJECTED goes back to its own coder before it takes anything else; a coder
-        # that holds nothing has no REJECTED task of its own, so that query is skipped.
-        querysets = querysets[:1] if held is not None else querysets[1:]
+        if (
+            held is not None
+            and held.status == TaskStatus.CLAIMED
+            and lease_alive(held.lease_expires, now, config)
+        ):
+            return lock_task(held)  # its own live claim: go on with it
+        # Anything else is new work, which an agent in error or overloaded does not get.
+        refuse_if_unavailable(agent, action="claim", now=now)
+        if held is not None and held.status == TaskStatus.CLAIMED:
+            # Its own dead claim: retried once the backoff has passed (the queue's predicate),
+            # nothing else meanwhile (one task at a time).
+            querysets = [querysets[3].filter(pk=held.pk)]
+        elif held is not None:
+            # Seed 000: REJECTED goes back to its own coder before it takes anything else.
+            querysets = querysets[:1]
+        else:
+            # A coder that holds nothing has no REJECTED task of its own: that query is skipped.
+            querysets = querysets[1:]
         busy: list[int] = []  # rows whose previous holder is mid-heartbeat: not this time
         for queryset in querysets:
             while True:

@@ -34,6 +34,7 @@ from boards.services.kernel import (
     save_task,
 )
 from boards.services.kernel import conflict as _conflict
+from boards.services.tasks.holders import append_failed_by
 
 LIMIT_QUESTIONS = {
     "review_deadlock": [
@@ -48,6 +49,10 @@ LIMIT_QUESTIONS = {
         "What did both coders miss: is the spec incomplete?",
         "Should the task be split into smaller tasks?",
     ],
+    "retry_exhausted": [
+        "Why does the coder's process keep dying on this task (crash, timeout, resources)?",
+        "Should the task be split, or given to another coder?",
+    ],
 }
 
 
@@ -61,6 +66,11 @@ def _limit_reason(task: Task, config: ProjectConfig, limit: str) -> str:
         return (
             f"Max iterations: {task.iteration} iterations without approval "
             f"(max {task.effective_max_iterations(config)})"
+        )
+    if limit == "retry_exhausted":
+        return (
+            f"Retry exhausted: {task.crashes} lease expiries of {task.assigned_to} "
+            f"(retries after {', '.join(f'{s} s' for s in config.retry_backoff)})"
         )
     return (
         f"Hypothesis exhaustion: {len(set(task.failed_by))} coders failed "
@@ -109,7 +119,23 @@ def limit_block(task: Task, *, now: datetime, config: ProjectConfig, limit: str)
         detail=task.blocked_reason,
         data={"limit": limit},
     )
-    limit_anomaly(task, now=now, limit=limit)
+    if limit != "retry_exhausted":
+        # A system-written retry_loop would feed the circuit breaker without the details its
+        # pattern needs (issue 11): the block and its event are the record.
+        limit_anomaly(task, now=now, limit=limit)
+
+
+def crash_limit_block(task: Task, *, now: datetime, config: ProjectConfig) -> str:
+    """The locked CLAIMED `task`'s lease died one time more than the retry schedule has steps
+    (seed 003 PERMANENTLY_FAILED): count the crash, put its coder in failed_by (a limit took the
+    work out of its hands, SPEC §5.1) and block the task. Hypothesis exhaustion comes first:
+    when that coder makes two distinct ones in failed_by, the block (and anomaly) is that.
+    Returns the limit. The caller releases the coder's agent row."""
+    task.crashes += 1
+    append_failed_by(task, task.assigned_to)
+    limit = "hypothesis_exhaustion" if len(set(task.failed_by)) >= 2 else "retry_exhausted"
+    limit_block(task, now=now, config=config, limit=limit)
+    return limit
 
 
 LIMIT_FIELDS: tuple[str, ...] = (

@@ -153,3 +153,21 @@ def test_agent_filters(admin_client, board):
 
     shown = {a.agent_id for a in response.context["cl"].result_list}
     assert shown == {"coder-1", "coder-2", "coder-3"}
+
+
+def test_set_availability_action_goes_through_the_service(admin_client, admin_user, board):
+    agent = board.world.agent("coder-2")
+
+    response = run_action(
+        admin_client, Agent, "set_availability", [agent], apply="1", state="overloaded"
+    )
+
+    assert response.status_code == 200
+    agent.refresh_from_db()
+    assert agent.overloaded is True
+    event = Event.objects.get(action="agent_availability_set")
+    assert (event.actor_kind, event.actor_id) == ("human", admin_user.username)
+    assert event.detail == "coder-2: enabled → overloaded"
+    run_action(admin_client, Agent, "set_availability", [agent], apply="1", state="available")
+    agent.refresh_from_db()
+    assert agent.overloaded is False

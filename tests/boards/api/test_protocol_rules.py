@@ -124,7 +124,7 @@ def test_a_handoff_frees_the_id_at_once_and_keeps_the_task_for_it(world):
 
     # Even once its lease lapsed past the grace, no other coder takes it over meanwhile.
     config = config_of(world.project)
-    later = task.lease_expires + timedelta(seconds=config.lease_grace + 1)
+    later = task.lease_expires + timedelta(seconds=config.lease_grace + config.retry_backoff[0] + 1)
     assert (
         tasks.task_claim_next(project=world.project, agent=world.agent("coder-2"), now=later)
         is None
@@ -154,7 +154,10 @@ def _take_away(world: World, how: str) -> None:
         agent_set_enabled(agent=coder, actor=world.admin, enabled=False, now=now)
         agent_set_enabled(agent=world.agent("coder-1"), actor=world.admin, enabled=True, now=now)
     elif how == "expiry and takeover":
-        later = task.lease_expires + timedelta(seconds=config_of(world.project).lease_grace + 1)
+        config = config_of(world.project)
+        later = task.lease_expires + timedelta(
+            seconds=config.lease_grace + config.retry_backoff[0] + 1
+        )
         world.now = later
         tasks.task_claim(task=task, agent=world.agent("coder-2"), now=later, base_commit="b2")
     elif how == "goal abort":

@@ -376,6 +376,14 @@ def agent_enabled(agent_id: str, value: bool) -> Check:
     return check
 
 
+def agent_overloaded(agent_id: str, value: bool) -> Check:
+    def check(t: Tenant, values: dict[str, str], response) -> None:
+        assert t.agent(agent_id).overloaded is value
+        assert response.json()["overloaded"] is value
+
+    return check
+
+
 def deadline_2099(t: Tenant, values: dict[str, str], response) -> None:
     assert Sprint.objects.get(project=t.project).deadline.year == 2099
     assert response.json()["deadline"].startswith("2099-01-01")
@@ -1087,6 +1095,16 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         wrong="planner-1",
         humans=ADMIN,
         check=agent_enabled("coder-2", True),
+    ),
+    Endpoint(
+        "api-agent-availability",
+        "POST",
+        "agents/{agent_id}/availability",
+        agent_coder_1,
+        body={"state": "overloaded"},
+        wrong="planner-1",
+        humans=ADMIN,
+        check=agent_overloaded("coder-1", True),
     ),
 )
 

@@ -25,14 +25,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from agents.models import Agent
-from agents.services import agent_handoff, agent_heartbeat
+from agents.services import agent_handoff, agent_heartbeat, agent_set_availability
 from boards.errors import ProtocolError
 from boards.models import Task
 from boards.selectors.access import config_of
+from boards.selectors.tasks import retry_at
 from boards.selectors.work import work_for_role
 from boards.services import projects, reviews, tasks
 from boards.services.goals import goal_create
 from boards.services.sprints import sprint_checkpoint, sprint_create
+from boards.services.watch import watch_sweep
 from tests.boards.api.helpers import agent_client, api_base
 from tests.lifecycle import World
 
@@ -119,11 +121,22 @@ STEPS = st.one_of(
     st.tuples(st.just("suspend"), key),
     st.tuples(st.just("handoff"), key),
     st.tuples(st.just("heartbeat"), st.sampled_from(AGENTS)),
+    # Seed 003: the holder's lease dies and the watcher records it (three of these put a coder
+    # in error); the same coder retries once its backoff passed (crashes grow towards the
+    # retry_exhausted block); a coder set overloaded, or available again.
+    st.tuples(st.just("crash"), key),
+    st.tuples(st.just("retry"), key),
+    st.tuples(st.just("crash_loop"), key, st.integers(1, 4)),
+    st.tuples(st.just("overloaded"), st.sampled_from(AGENTS), st.booleans()),
 )
 
 # When the board is looked at, relative to its last step: leases are 300 s and lease_grace
-# 60 s, so these land before expiry, inside the grace and beyond it.
-AT = st.one_of(st.sampled_from((0, 299, 301, 330, 359, 361, 400)), st.integers(0, 720))
+# 60 s, so these land before expiry, inside the grace and beyond it; then around the retry
+# backoff's steps (5 s, 30 s, 120 s after the grace).
+AT = st.one_of(
+    st.sampled_from((0, 299, 301, 330, 359, 361, 364, 365, 366, 389, 390, 391, 480, 481, 400)),
+    st.integers(0, 720),
+)
 
 
 def _approve(world: World, key: str) -> str:
@@ -174,6 +187,12 @@ def _task(world: World, key: str, crit, stage, who, failer, round_, depends) -> 
 
 def _step(world: World, step: tuple) -> None:
     kind, *args = step
+    if kind == "crash_loop":  # crash and retry, n times (errors, exhausted retries)
+        for _ in range(args[1]):
+            _step(world, ("crash", args[0]))
+            with contextlib.suppress(*REFUSED):
+                _step(world, ("retry", args[0]))
+        return
     if kind == "claim":
         world.claim(*args)
     elif kind == "claim_next":
@@ -209,6 +228,24 @@ def _step(world: World, step: tuple) -> None:
         agent_heartbeat(agent=world.agent(args[0]), now=world.tick())
     elif kind == "tick":
         world.tick(args[0])
+    elif kind == "crash":
+        task = world.task(args[0])
+        if task.status == "CLAIMED" and task.lease_expires is not None:
+            world.now = max(world.now, task.lease_expires) + timedelta(seconds=61)
+            watch_sweep(project=world.project, now=world.now)
+    elif kind == "retry":
+        task = world.task(args[0])
+        due = retry_at(task, config_of(world.project)) if task.status == "CLAIMED" else None
+        if due is not None:
+            world.now = max(world.now, due) + timedelta(seconds=1)
+            world.claim(args[0], task.assigned_to)
+    elif kind == "overloaded":
+        agent_set_availability(
+            agent=world.agent(args[0]),
+            actor=world.admin,
+            state="overloaded" if args[1] else "available",
+            now=world.tick(),
+        )
 
 
 REFUSED = (ProtocolError, PermissionDenied, Task.DoesNotExist, Agent.DoesNotExist)
@@ -285,10 +322,14 @@ def _board(world: World, now) -> str:
         lease = f"{(t.lease_expires - now).total_seconds():+.0f}s" if t.lease_expires else "-"
         rows.append(
             f"{t.key} {t.status} {t.criticality} by={t.assigned_to or '-'} lease={lease} "
-            f"failed_by={t.failed_by} suspended={t.is_suspended} reviews={open_reviews} "
+            f"failed_by={t.failed_by} crashes={t.crashes} suspended={t.is_suspended} "
+            f"reviews={open_reviews} "
             f"deps={[d.key for d in t.depends_on.all()]}"
         )
-    agents = [f"{a.agent_id}:{a.status}" for a in Agent.objects.filter(project=world.project)]
+    agents = [
+        f"{a.agent_id}:{a.status}{':overloaded' if a.overloaded else ''}"
+        for a in Agent.objects.filter(project=world.project)
+    ]
     return "\n".join([*rows, " ".join(agents)])
 
 

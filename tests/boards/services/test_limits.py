@@ -57,7 +57,7 @@ def _system_block_event(world, task: Task) -> Event:
 
 def _lease_gone(world) -> float:
     config = world.project.config
-    return config.lease_duration + config.lease_grace + 1
+    return config.lease_duration + config.lease_grace + config.retry_backoff[0] + 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,7 +534,7 @@ def test_verdict_after_the_review_lease_was_reclaimed_is_lease_lost(world):
     world.claim_review("task-1", "code-reviewer-1")
     # reviewer-1's review lease is dead: lapsed, and past the grace a heartbeat may still use.
     config = world.project.config
-    world.tick(config.lease_duration + config.lease_grace + 1)
+    world.tick(config.lease_duration + config.lease_grace + config.retry_backoff[0] + 1)
     world.claim_review("task-1", "code-reviewer-2")
     task = world.task("task-1")
     exc, _ = assert_refused_unchanged(

@@ -28,7 +28,9 @@ def _expire_agent_lease(world, agent_id: str) -> None:
     """Move the clock past `agent_id`'s own lease (and its grace)."""
     agent = world.agent(agent_id)
     gap = (agent.lease_expires - world.now).total_seconds()
-    world.tick(max(gap, 0) + world.project.config.lease_grace + 1)
+    world.tick(
+        max(gap, 0) + world.project.config.lease_grace + world.project.config.retry_backoff[0] + 1
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +277,12 @@ def test_iteration_reset_to_1_on_reassignment(world):
     world.claim("task-1", "coder-1")
     assert world.task("task-1").iteration == 2
     # The coder's lease dies, another coder takes the CLAIMED task over.
-    world.tick(world.project.config.lease_duration + world.project.config.lease_grace + 1)
+    world.tick(
+        world.project.config.lease_duration
+        + world.project.config.lease_grace
+        + world.project.config.retry_backoff[0]
+        + 1
+    )
     task = world.claim("task-1", "coder-2")
     assert (task.assigned_to, task.iteration) == ("coder-2", 1)
     assert_valid(world.project, now=world.now)

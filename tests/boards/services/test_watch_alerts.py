@@ -245,7 +245,10 @@ def test_a_task_taken_over_by_another_coder_is_reported_reassigned(world):
     task = world.claimed("T-1")
     watch_sweep(project=world.project, now=world.tick())
     assert _open(world, Alert.Type.REASSIGNED) == []
-    world.now = task.lease_expires + timedelta(seconds=config_of(world.project).lease_grace + 1)
+    config = config_of(world.project)
+    world.now = task.lease_expires + timedelta(
+        seconds=config.lease_grace + config.retry_backoff[0] + 1
+    )
     world.claim("T-1", "coder-2")
     watch_sweep(project=world.project, now=world.tick())
     [alert] = _open(world, Alert.Type.REASSIGNED)

@@ -389,6 +389,11 @@ ACTIONS = [
         {"reason": "Gateway back", "next": "breaker"},
         trip,
         lambda w: CircuitBreaker.objects.get(project=w.project).status == "OK",
+        "set an agent overloaded",
+        "/p/{slug}/agents/coder-3/availability",
+        {"state": "overloaded"},
+        lambda w: None,
+        lambda w: w.agent("coder-3").overloaded,
     ),
     Action(
         "edit the settings",
@@ -627,6 +632,22 @@ def test_revoke_and_disable_from_the_agents_page(world):
     assert "coder-1 disabled." in page
     client.post(f"/p/{world.project.slug}/agents/coder-1/enabled", {"enabled": "1"})
     assert world.coder.enabled
+
+
+def test_the_agents_page_shows_availability_and_sets_it(world):
+    client = client_for(world, ADMIN)
+    page = client.get(f"/p/{world.project.slug}/agents").content.decode()
+    assert "Set overloaded" in page
+    client.post(
+        f"/p/{world.project.slug}/agents/coder-1/availability",
+        {"state": "overloaded", "next": "agents"},
+    )
+    assert world.coder.overloaded
+    page = client.get(f"/p/{world.project.slug}/agents").content.decode()
+    assert "availability-overloaded" in page
+    assert "Set available" in page
+    client.post(f"/p/{world.project.slug}/agents/coder-1/availability", {"state": "available"})
+    assert not world.coder.overloaded
 
 
 def test_discovery_convert_needs_an_admin_but_a_member_may_reject(world):

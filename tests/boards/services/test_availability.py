@@ -1,0 +1,189 @@
+"""Seed 003 agent availability (enabled / disabled / overloaded / error), as claims, claim-next
+and `/work` respect it and the agents panel shows it. Error = 3 lease expiries (recorded by the
+watcher) within 5 min; it clears by itself when the window passes, or by a project admin."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import time_machine
+
+from agents.services import agent_set_availability, agent_set_enabled
+from boards.errors import AgentUnavailable, Conflict, ProtocolError
+from boards.models import Event
+from boards.selectors.access import config_of
+from boards.selectors.availability import ERROR_WINDOW, agent_availability
+from boards.selectors.board import BoardFilters, board_state
+from boards.selectors.tasks import retry_at
+from boards.selectors.work import work_for_role
+from boards.services import reviews, tasks
+from boards.services.watch import watch_sweep
+from tests.boards.api.helpers import agent_client, api_base, assert_envelope
+
+pytestmark = pytest.mark.django_db
+
+
+def _claim_next(world, coder="coder-1", now=None):
+    return tasks.task_claim_next(
+        project=world.project, agent=world.agent(coder), now=now or world.now, base_commit="b1"
+    )
+
+
+def _work(world, agent_id, now):
+    agent = world.agent(agent_id)
+    return work_for_role(project=world.project, role=agent.role, agent=agent, now=now)
+
+
+def _expire_and_sweep(world, key):
+    """The coder's lease on `key` dies; the watcher records it (lease_expired)."""
+    grace = config_of(world.project).lease_grace
+    world.now = world.task(key).lease_expires + timedelta(seconds=grace + 1)
+    assert (
+        f"lease expired: coder-1 on {key}"
+        in watch_sweep(project=world.project, now=world.now).actions
+    )
+
+
+def _into_error(world):
+    """Three lease expiries of coder-1 within 5 min (short leases on the task, retried by the
+    same coder after each backoff). Returns the instant of the third."""
+    world.claimed("T-1", lease_duration_override=30)
+    first = None
+    for n in range(3):
+        _expire_and_sweep(world, "T-1")
+        first = first or world.now
+        if n < 2:
+            world.now = retry_at(world.task("T-1"), config_of(world.project)) + timedelta(seconds=1)
+            assert _claim_next(world).key == "T-1"
+    assert world.now - first < timedelta(seconds=ERROR_WINDOW)
+    return first
+
+
+def test_enabled_by_default(world):
+    assert agent_availability(world.coder, world.now).state == "enabled"
+
+
+def test_three_lease_expiries_in_five_minutes_put_the_agent_in_error(world):
+    first = _into_error(world)
+    world.unclaimed("T-2")
+    now = world.now + timedelta(seconds=1)
+    available = agent_availability(world.coder, now)
+    assert available.state == "error"
+    until = first + timedelta(seconds=ERROR_WINDOW)
+    assert available.until == until
+    # Claim-next and a named claim are refused (429, exit 7: wait), /work says wait until then.
+    with pytest.raises(AgentUnavailable) as refused:
+        _claim_next(world, now=now)
+    assert refused.value.status_code == 429
+    assert refused.value.details["availability"] == "error"
+    assert refused.value.details["retry_after"] == int((until - now).total_seconds())
+    with pytest.raises(AgentUnavailable):  # its own task's retry, due or not
+        tasks.task_claim(task=world.task("T-1"), agent=world.coder, now=now, base_commit="b1")
+    answer = _work(world, "coder-1", now)
+    assert (answer["work"], answer["exit"], answer["availability"]) == (False, None, "error")
+    # Asked again when both the error and its own task's backoff are over.
+    due = retry_at(world.task("T-1"), config_of(world.project))
+    assert answer["retry_after"] == int((max(until, due) - now).total_seconds()) + (due > until)
+    # Another coder is not affected.
+    assert _work(world, "coder-2", now)["work"] is True
+    # The panel shows it.
+    state = board_state(project=world.project, filters=BoardFilters(), now=now)
+    [coder] = [a for a in state["agents"] if a.agent_id == "coder-1"]
+    assert coder.availability.state == "error"
+    # It clears by itself once the first of the three leaves the window.
+    assert agent_availability(world.coder, until - timedelta(seconds=1)).state == "error"
+    after = until + timedelta(seconds=1)
+    assert agent_availability(world.coder, after).state == "enabled"
+    due = retry_at(world.task("T-1"), config_of(world.project)) + timedelta(seconds=1)
+    assert _claim_next(world, now=max(after, due)).key == "T-1"
+
+
+def test_a_project_admin_clears_the_error(world):
+    _into_error(world)
+    now = world.now + timedelta(seconds=1)
+    agent_set_availability(agent=world.coder, actor=world.admin, state="available", now=now)
+    assert agent_availability(world.coder, now).state == "enabled"
+    [event] = Event.objects.filter(project=world.project, action="agent_availability_set")
+    assert event.detail == "coder-1: error → available"
+    # Clearing again: nothing to clear.
+    with pytest.raises(Conflict):
+        agent_set_availability(agent=world.coder, actor=world.admin, state="available", now=now)
+
+
+def test_only_a_project_admin_sets_availability(world):
+    with pytest.raises(ProtocolError):
+        agent_set_availability(
+            agent=world.coder, actor=world.planner, state="overloaded", now=world.now
+        )
+    assert world.coder.overloaded is False
+
+
+def test_an_overloaded_agent_keeps_its_task_and_takes_nothing_new(world):
+    world.claimed("T-1")
+    world.unclaimed("T-2")
+    for coder in ("coder-1", "coder-2"):
+        agent_set_availability(
+            agent=world.agent(coder), actor=world.admin, state="overloaded", now=world.now
+        )
+    now = world.tick()
+    assert agent_availability(world.coder, now).state == "overloaded"
+    # Its live claim is handed back (work in hand) and /work says so.
+    assert _claim_next(world, now=now).key == "T-1"
+    assert _work(world, "coder-1", now)["work"] is True
+    # coder-2 holds nothing: no new task, by name or by claim-next; /work says wait.
+    with pytest.raises(AgentUnavailable) as refused:
+        tasks.task_claim(
+            task=world.task("T-2"), agent=world.agent("coder-2"), now=now, base_commit="b1"
+        )
+    assert refused.value.details["availability"] == "overloaded"
+    with pytest.raises(AgentUnavailable):
+        _claim_next(world, "coder-2", now=now)
+    answer = _work(world, "coder-2", now)
+    assert (answer["work"], answer["availability"]) == (False, "overloaded")
+    assert answer["retry_after"] == config_of(world.project).coder_poll_interval
+    agent_set_availability(
+        agent=world.agent("coder-2"), actor=world.admin, state="available", now=now
+    )
+    assert _work(world, "coder-2", now)["work"] is True
+    assert _claim_next(world, "coder-2", now=now).key == "T-2"
+
+
+def test_an_overloaded_reviewer_claims_no_review(world):
+    world.ready_for_review("T-1")
+    agent_set_availability(
+        agent=world.reviewer, actor=world.admin, state="overloaded", now=world.now
+    )
+    now = world.tick()
+    assert _work(world, "code-reviewer-1", now)["work"] is False
+    with pytest.raises(AgentUnavailable):
+        reviews.review_claim(task=world.task("T-1"), agent=world.reviewer, now=now)
+
+
+def test_disabled_over_the_others(world):
+    agent_set_availability(agent=world.coder, actor=world.admin, state="overloaded", now=world.now)
+    agent_set_enabled(agent=world.coder, actor=world.admin, enabled=False, now=world.now)
+    assert agent_availability(world.coder, world.now).state == "disabled"
+
+
+def test_the_http_answers(world):
+    """Through the API with the agent's own key: claim-next 429 agent_unavailable (exit 7),
+    /work a 200 "wait" with Retry-After."""
+    world.unclaimed("T-1")
+    agent_set_availability(agent=world.coder, actor=world.admin, state="overloaded", now=world.now)
+    client = agent_client(world.coder)
+    base = api_base(world.project.slug)
+    with time_machine.travel(world.now, tick=False):
+        body = assert_envelope(
+            client.post(f"{base}/tasks/claim-next", {"base_commit": "b1"}, format="json"),
+            429,
+            "agent_unavailable",
+        )
+        assert body["details"]["exit"] == 7
+        work = client.get(f"{base}/work")
+    assert work.status_code == 200
+    assert work.json()["work"] is False
+    assert work.json()["availability"] == "overloaded"
+    assert work["Retry-After"] == str(config_of(world.project).coder_poll_interval)
+    agent_set_enabled(agent=world.coder, actor=world.admin, enabled=False, now=world.now)
+    assert_envelope(client.get(f"{base}/work"), 403, "permission_denied")
