@@ -25,6 +25,12 @@ EVENTS = Counter(
 )
 REFUSALS = Counter("liza_refusals", "Refused operations recorded, by protocol error code", ["code"])
 REDIS_FAILURES = Counter("liza_redis_failures", "Failed attempts to reach Redis")
+WEBHOOK_DELIVERIES = Counter(
+    "liza_webhook_deliveries",
+    "Escalation webhook attempts by outcome (delivered, failed, refused), and deliveries given "
+    "up (gave_up)",
+    ["outcome"],
+)
 
 
 def event_recorded(action: str, outcome: str, code: str | None) -> None:
