@@ -63,14 +63,8 @@ def _address_kind(address: str) -> str:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    for kind in (
-        "loopback",
-        "private",
-        "link_local",
-        "multicast",
-        "unspecified",
-        "reserved",
-    ):
+    # The most telling name first: 169.254.x is both link-local and private to Python.
+    for kind in ("loopback", "link_local", "unspecified", "multicast", "private", "reserved"):
         if getattr(ip, f"is_{kind}"):
             return kind.replace("_", "-")
     return "" if ip.is_global else "non-global"
