@@ -835,6 +835,15 @@ class WebhookAttemptInline(admin.TabularInline):
         return False
 
 
+@admin.register(WebhookAttempt)
+class WebhookAttemptAdmin(AppendOnlyAdmin):
+    list_display = ("at", "delivery", "url", "status_code", "error", "duration_ms")
+    list_filter = ("status_code",)
+    search_fields = ("delivery__project__slug", "url", "error")
+    date_hierarchy = "at"
+    list_select_related = ("delivery",)
+
+
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(AppendOnlyAdmin):
     """The escalation webhook's delivery log: written by the watcher's sender only."""
