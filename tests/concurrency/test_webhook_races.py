@@ -4,11 +4,17 @@ delivery is on the wire, none of its rows nor the project's sweep lock is held."
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections import Counter
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
 from boards.models import Alert, WebhookDelivery
 from boards.services.projects import config_update
@@ -16,6 +22,7 @@ from boards.services.watch import _take_sweep_lock, watch_sweep
 from boards.services.webhooks import webhook_deliver_due
 from tests.concurrency.conftest import run_together
 from tests.lifecycle import World
+from tests.live_server import ROOT, suite_database_url
 from tests.webhook_receiver import webhook_receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -88,3 +95,50 @@ def test_nothing_is_locked_while_a_delivery_is_on_the_wire():
         sender.join(10)
         [sent] = result["sent"]
         assert sent.outcome == "delivered"
+
+
+def test_the_watcher_loop_sends_from_its_own_thread_while_sweeps_go_on_and_stops_on_sigterm():
+    """A real `manage.py liza_watch`: its sender thread posts what a sweep queued while the
+    sweeps go on, and SIGTERM stops both cleanly."""
+    with webhook_receiver(delay=0.8) as receiver:
+        world = World(now=timezone.now())
+        config_update(
+            project=world.project,
+            actor=world.admin,
+            now=world.tick(),
+            escalation_webhook=receiver.url,
+            webhook_secret=SECRET,
+            watch_interval=1,
+        )
+        world.integration_failed("T-1")
+        env = {
+            **os.environ,
+            "DATABASE_URL": suite_database_url(),
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+        }
+        watcher = subprocess.Popen(
+            [sys.executable, "manage.py", "liza_watch", "--project", world.project.slug],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            lines = []
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                lines.append(watcher.stdout.readline())
+                heartbeats = [line for line in lines if "heartbeat:" in line]
+                if len(heartbeats) >= 3 and any("delivered" in line for line in lines):
+                    break
+            watcher.send_signal(signal.SIGTERM)
+            out, err = watcher.communicate(timeout=30)
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+        assert watcher.returncode == 0, err
+        assert out.rstrip().endswith("liza_watch stopped")
+        [delivered] = [line for line in lines if "webhook delivery" in line]
+        assert "delivered (HTTP 200" in delivered
+        assert len(receiver.received) == 1

@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import time
 from datetime import timedelta
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from prometheus_client import REGISTRY
 
 from boards.errors import ProtocolValidationError
@@ -328,3 +330,18 @@ def test_the_audit_says_the_secret_changed_never_what_it_is(world):
     ]
     for event in events:
         assert SECRET not in event.detail and SECRET not in json.dumps(event.data)
+
+
+def test_liza_watch_once_sweeps_then_sends_what_the_sweep_queued(world):
+    with webhook_receiver() as receiver:
+        _configure(world, receiver.url)
+        world.integration_failed("T-1")
+        out, err = StringIO(), StringIO()
+        call_command(
+            "liza_watch", "--once", "--project", world.project.slug, stdout=out, stderr=err
+        )
+        [request] = receiver.received
+        assert request.payload["alert"]["type"] == "integration_failed"
+        [delivery] = _deliveries(world)
+        assert f"webhook delivery {delivery.pk} delivered (HTTP 200, " in out.getvalue()
+        assert err.getvalue() == ""
