@@ -49,6 +49,8 @@ from boards.models import (
     SpecChange,
     Sprint,
     Task,
+    WebhookAttempt,
+    WebhookDelivery,
 )
 from boards.operations import Operation, operation
 from boards.services.projects import (
@@ -355,14 +357,21 @@ class MembershipAdmin(admin.ModelAdmin):
             self.delete_model(request, membership)
 
 
+SECRETS = ("webhook_secret",)
+
+
 @admin.register(ProjectConfig)
 class ProjectConfigAdmin(ServiceManagedAdmin):
     # Seed 002 `config`: pure configuration read by the services at each operation. Editable,
     # validated by the model's clean() (the ModelForm runs full_clean), and audited.
     editable_fields = tuple(
-        name for name in model_field_names(ProjectConfig) if name not in ("project",)
+        name for name in model_field_names(ProjectConfig) if name not in ("project", *SECRETS)
     )
-    fields = ("project", *editable_fields)
+    # The webhook's secret is write-only (set on the settings page or the API): the admin
+    # shows whether it is set, never the value.
+    exclude = SECRETS
+    readonly_fields = ("webhook_secret_state",)
+    fields = ("project", *editable_fields, "webhook_secret_state")
     list_display = (
         "project",
         "max_coder_iterations",
@@ -375,6 +384,10 @@ class ProjectConfigAdmin(ServiceManagedAdmin):
     search_fields = ("project__slug",)
     list_select_related = ("project",)
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    @admin.display(description="webhook secret")
+    def webhook_secret_state(self, obj: ProjectConfig) -> str:
+        return "set" if obj.webhook_secret else "not set"
 
     def edit(self, request, obj: ProjectConfig, changes) -> None:
         if changes.get("escalation_webhook") == "":
@@ -812,6 +825,54 @@ class AlertAdmin(TaskKeyColumn, ServiceManagedAdmin):
     search_fields = ("message", "agent_id", "task__key", "project__slug")
     date_hierarchy = "created"
     list_select_related = ("project", "task")
+
+
+class WebhookAttemptInline(admin.TabularInline):
+    model = WebhookAttempt
+    fields = ("at", "url", "status_code", "error", "duration_ms")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ("-at", "-id")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(WebhookAttempt)
+class WebhookAttemptAdmin(AppendOnlyAdmin):
+    list_display = ("at", "delivery", "url", "status_code", "error", "duration_ms")
+    list_filter = ("status_code",)
+    search_fields = ("delivery__project__slug", "url", "error")
+    date_hierarchy = "at"
+    list_select_related = ("delivery",)
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(AppendOnlyAdmin):
+    """The escalation webhook's delivery log: written by the watcher's sender only."""
+
+    list_display = ("created", "project", "kind", "status", "attempts", "delivered_at")
+    list_filter = ("status", "kind", "project")
+    search_fields = ("project__slug", "body")
+    date_hierarchy = "created"
+    list_select_related = ("project",)
+    fields = (
+        "project",
+        "alert",
+        "kind",
+        "status",
+        "created",
+        "attempts",
+        "next_attempt_at",
+        "delivered_at",
+        "body",
+    )
+    readonly_fields = fields
+    inlines = (WebhookAttemptInline,)
 
 
 @admin.register(Event)

@@ -135,6 +135,10 @@ class ProjectConfig(models.Model):
     coder_max_wait = models.PositiveIntegerField(default=300, help_text="seconds")
     integration_branch = models.CharField(max_length=200, default="integration")
     escalation_webhook = models.URLField(blank=True, help_text="empty = none (null in state.yaml)")
+    # The key that signs each delivery (HMAC-SHA256). Stored as given, not hashed: signing needs
+    # the raw secret. Write-only: no page, API answer, admin form or export shows it, only
+    # whether it is set (docs/decisions.md "Escalation webhook").
+    webhook_secret = models.CharField(max_length=200, blank=True, editable=False)
     lease_grace = models.PositiveIntegerField(default=p.LEASE_GRACE_SECONDS, help_text="seconds")
     archive_after_days = models.PositiveIntegerField(default=p.ARCHIVE_AFTER_DAYS)
     # Not a seed key: how often `manage.py liza_watch` sweeps this project (the original: 10 s).
@@ -846,6 +850,8 @@ class Alert(models.Model):
         CIRCUIT_BREAKER = "circuit_breaker"  # TRIGGERED, until a human resolves it
         STATE_TIMEOUT = "state_timeout"  # seed 003: a task over (80 % of) its state's budget
         AGENT_ERROR = "agent_error"  # seed 003: an agent in error (repeated lease expiries)
+        # Raised and resolved by the webhook's sender, not by a sweep's conditions.
+        WEBHOOK_FAILING = "webhook_failing"
 
     class Level(models.TextChoices):
         INFO = "info"
@@ -941,3 +947,63 @@ class Event(AppendOnlyModel):
         return (
             f"{self.timestamp:%Y-%m-%dT%H:%M:%SZ} {self.actor_id or self.actor_kind} {self.action}"
         )
+
+
+class WebhookDelivery(models.Model):
+    """One message for the project's escalation webhook (an outbox row): written in the
+    sweep's transaction, sent by a watcher after it commits, retried with backoff."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        GAVE_UP = "gave_up"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="webhook_deliveries"
+    )
+    alert = models.ForeignKey(
+        Alert, on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries"
+    )
+    kind = models.CharField(max_length=32, help_text="alert.raised or alert.escalated")
+    # The exact JSON body, signed and sent as is on every attempt (the receiver dedupes on
+    # its `delivery` id).
+    body = models.TextField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    created = models.DateTimeField()
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # A sender's claim: while it runs no other watcher takes the row (crash: it expires).
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="webhook_due")]
+
+    def __str__(self) -> str:
+        return f"delivery {self.pk} ({self.kind}, {self.status})"
+
+
+class WebhookAttempt(models.Model):
+    """One try at sending a delivery: the delivery log shown to project admins."""
+
+    delivery = models.ForeignKey(
+        WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log"
+    )
+    at = models.DateTimeField()
+    url = models.CharField(max_length=200, blank=True)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"attempt {self.pk} of delivery {self.delivery_id}"
+
+    @property
+    def ok(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300

@@ -24,6 +24,7 @@ urlpatterns = [
     path("inbox", pages.inbox_all, name="inbox-all"),
     path("p/<slug:slug>/inbox", pages.inbox, name="inbox"),
     path("p/<slug:slug>/settings", pages.project_settings, name="settings"),
+    path("p/<slug:slug>/webhook", pages.webhook_log, name="webhook-log"),
     path("p/<slug:slug>/agents", pages.agent_list_page, name="agents"),
     path(task + "/release", A["task_release"], name="task-release"),
     path(task + "/rescope", A["task_rescope"], name="task-rescope"),

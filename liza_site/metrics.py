@@ -24,13 +24,41 @@ EVENTS = Counter(
     ["action", "outcome"],
 )
 REFUSALS = Counter("liza_refusals", "Refused operations recorded, by protocol error code", ["code"])
+TRANSITIONS = Counter(
+    "liza_transitions",
+    "State transitions applied (committed), by the state left and the state entered",
+    ["from_state", "to_state"],
+)
+# The claim operations' events (seed 002: a lost claim race is logged `claim_failed`).
+CLAIM_ACTIONS = {
+    "claimed": "task",
+    "claim_failed": "task",
+    "review_claimed": "review",
+    "review_reclaimed": "review",
+    "claim_review_failed": "review",
+}
+CLAIMS = Counter(
+    "liza_claims", "Claims of tasks and reviews, by kind and outcome", ["kind", "outcome"]
+)
 REDIS_FAILURES = Counter("liza_redis_failures", "Failed attempts to reach Redis")
+WEBHOOK_DELIVERIES = Counter(
+    "liza_webhook_deliveries",
+    "Escalation webhook attempts by outcome (delivered, failed, refused), and deliveries given "
+    "up (gave_up)",
+    ["outcome"],
+)
 
 
-def event_recorded(action: str, outcome: str, code: str | None) -> None:
+def event_recorded(
+    action: str, outcome: str, code: str | None, from_state: str = "", to_state: str = ""
+) -> None:
     EVENTS.labels(action=action, outcome=outcome).inc()
     if code:
         REFUSALS.labels(code=code).inc()
+    if outcome == "applied" and from_state and to_state and from_state != to_state:
+        TRANSITIONS.labels(from_state=from_state, to_state=to_state).inc()
+    if action in CLAIM_ACTIONS:
+        CLAIMS.labels(kind=CLAIM_ACTIONS[action], outcome=outcome).inc()
 
 
 class _Collect:

@@ -161,6 +161,12 @@ else:
     }
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# The escalation webhook (boards.services.webhooks): receivers on loopback, private or
+# link-local addresses are refused unless this is set (a deployment whose receiver is on its
+# own network); how long one delivery may take; the site's public address for the payload's link.
+LIZA_WEBHOOK_ALLOW_PRIVATE = env.bool("LIZA_WEBHOOK_ALLOW_PRIVATE", default=False)
+LIZA_WEBHOOK_TIMEOUT = env.float("LIZA_WEBHOOK_TIMEOUT", default=5.0)
+LIZA_PUBLIC_URL = env.str("LIZA_PUBLIC_URL", default="")
 # The bearer token Prometheus scrapes /metrics with (staff sessions need none); unset: staff only.
 LIZA_METRICS_TOKEN = env.str("LIZA_METRICS_TOKEN", default="")
 # How often each ASGI worker checks that its channel layer answers while boards are open

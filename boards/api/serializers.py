@@ -326,6 +326,12 @@ class ConfigSerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="project admins only (absent for everyone else); null when none is set",
     )
+    webhook_secret_set = serializers.BooleanField(
+        source="webhook_secret",
+        required=False,
+        help_text="project admins only: whether the webhook's signing secret is set (the "
+        "secret itself is write-only and never shown)",
+    )
 
     class Meta:
         model = ProjectConfig
@@ -338,6 +344,7 @@ class ConfigSerializer(serializers.ModelSerializer):
             "coder_max_wait",
             "integration_branch",
             "escalation_webhook",
+            "webhook_secret_set",
             "lease_grace",
             "archive_after_days",
             "watch_interval",
@@ -345,14 +352,18 @@ class ConfigSerializer(serializers.ModelSerializer):
             "retry_backoff",
             "state_timeouts",
         ]
-        read_only_fields = [name for name in fields if name != "escalation_webhook"]
+        read_only_fields = [
+            name for name in fields if name not in ("escalation_webhook", "webhook_secret_set")
+        ]
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
         if self.context.get("show_webhook", False):
             data["escalation_webhook"] = instance.escalation_webhook or None
+            data["webhook_secret_set"] = bool(instance.webhook_secret)
         else:
             data.pop("escalation_webhook", None)
+            data.pop("webhook_secret_set", None)
         return data
 
 

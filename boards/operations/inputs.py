@@ -266,6 +266,16 @@ class ConfigInput(InputSerializer):
     coder_max_wait = serializers.IntegerField(required=False, min_value=0)
     integration_branch = serializers.CharField(required=False, max_length=200)
     escalation_webhook = serializers.URLField(required=False, allow_blank=True, allow_null=True)
+    webhook_secret = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        max_length=200,
+        write_only=True,
+        trim_whitespace=False,
+        help_text="signs each webhook delivery (HMAC-SHA256); write-only: never shown again; "
+        "empty or null removes it",
+    )
     lease_grace = serializers.IntegerField(required=False, min_value=0)
     archive_after_days = serializers.IntegerField(required=False, min_value=0)
     watch_interval = serializers.IntegerField(required=False, min_value=1)

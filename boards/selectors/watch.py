@@ -220,6 +220,19 @@ STALE_PAUSE_LEVELS = (
     (2 * 3600, Alert.Level.CRITICAL, "PAUSE FORGOTTEN?"),
     (30 * 60, Alert.Level.WARNING, "STALE PAUSE"),
 )
+
+
+def escalation_step(alert_type: str, message: str) -> int:
+    """How far a stale checkpoint alert has escalated (0 none, 1 STALE, 2 STUCK, 3 ABANDONED?),
+    read from its message's label; 0 for other types. The escalation webhook sends each step,
+    including the 8 h one, which keeps the CRITICAL level of the 2 h one."""
+    if alert_type != Alert.Type.STALE_CHECKPOINT:
+        return 0
+    label = message.partition(":")[0]
+    labels = [label for _, _, label in reversed(STALE_CHECKPOINT_LEVELS)]
+    return labels.index(label) + 1 if label in labels else 0
+
+
 LIMIT_WARNING_MARGIN = 2  # warn from (effective limit − 2): iteration 8/10, review cycle 3/5
 
 

@@ -184,7 +184,11 @@ def record_event(
     _note_board_changes(project, actor, action, task, to_status, outcome)
     code = (data or {}).get("code") if outcome != Event.Outcome.APPLIED else None
     # Counted when it commits: an event rolled back never happened (/metrics).
-    transaction.on_commit(lambda: metrics.event_recorded(str(action), str(outcome), code))
+    transaction.on_commit(
+        lambda: metrics.event_recorded(
+            str(action), str(outcome), code, str(from_status or ""), str(to_status or "")
+        )
+    )
     event = Event.objects.create(
         project=project,
         task=task,

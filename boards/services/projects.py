@@ -23,6 +23,7 @@ from boards.services.kernel import (
     require_role,
 )
 from boards.services.kernel import conflict as _conflict
+from boards.services.webhooks import check_webhook_secret, check_webhook_url
 
 
 @transaction.atomic
@@ -191,7 +192,7 @@ def config_update(*, project: Project, actor: Actor, now: datetime, **fields: An
         config = ProjectConfig.objects.select_for_update().get(project=project)
         old = {name: getattr(config, name) for name in fields}
         for name, value in fields.items():
-            if value is None and name == "escalation_webhook":
+            if value is None and name in ("escalation_webhook", "webhook_secret"):
                 value = ""  # null in state.yaml, blank here
             setattr(config, name, value)
         # Django's ValidationError names the field (400); the API and the settings form map it.
@@ -203,6 +204,12 @@ def config_update(*, project: Project, actor: Actor, now: datetime, **fields: An
             raise validation_error(exc.message_dict) from exc
         diff = {name: (old[name], getattr(config, name)) for name in fields}
         diff = {name: pair for name, pair in diff.items() if pair[0] != pair[1]}
+        if diff.get("escalation_webhook", ("", ""))[1]:
+            check_webhook_url(config.escalation_webhook)  # a public address (SSRF)
+        if "webhook_secret" in diff:
+            check_webhook_secret(config.webhook_secret)
+            # Write-only: the audit says that it changed, never what it is.
+            diff["webhook_secret"] = tuple("set" if v else "" for v in diff["webhook_secret"])
         if diff:
             config.save(update_fields=list(diff))
             record_event(

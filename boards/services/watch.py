@@ -30,6 +30,7 @@ from boards.selectors.watch import (
     StateTimeout,
     alert_conditions,
     coders_with_dead_leases,
+    escalation_step,
     invariant_conditions,
     open_alerts,
     retry_exhausted_claims,
@@ -56,6 +57,7 @@ from boards.services.tasks.holders import (
 )
 from boards.services.tasks.limits import crash_limit_block
 from boards.services.tasks.overrides import task_override_block
+from boards.services.webhooks import webhook_enqueue
 from boards.validation import Violation
 
 # First key of the two-int advisory lock: this application's namespace for watcher sweeps.
@@ -160,7 +162,9 @@ def _sync_alerts(
     """
     lines = []
     touched: list[Alert] = []  # raised, resolved or changed level: boards redraw them
-    conditions = alert_conditions(project=project, now=now, config=config_of(project))
+    escalate: list[tuple[Alert, str]] = []  # for the escalation webhook
+    config = config_of(project)
+    conditions = alert_conditions(project=project, now=now, config=config)
     if violations is not None:
         conditions += invariant_conditions(project=project, violations=violations)
     current = {(c.type, c.subject): c for c in conditions}
@@ -168,6 +172,8 @@ def _sync_alerts(
     for key, alert in already.items():
         if violations is None and alert.type == Alert.Type.INVALID_STATE:
             continue  # not checked this sweep: neither seen nor cleared
+        if alert.type == Alert.Type.WEBHOOK_FAILING:
+            continue  # the webhook's sender raises and resolves it (services.webhooks)
         if key not in current:
             alert.resolved_at = now
             alert.save(update_fields=["resolved_at"])
@@ -189,8 +195,11 @@ def _sync_alerts(
             )
             touched.append(alert)
             lines.append(f"alert {condition.level}: {condition.message}")
+            if alert.level == Alert.Level.CRITICAL or alert.type == Alert.Type.STALE_CHECKPOINT:
+                escalate.append((alert, "alert.raised"))
             continue
         alert.count += 1
+        step = escalation_step(alert.type, alert.message)
         alert.last_seen = now
         alert.message = condition.message
         if _LEVEL_RANK[condition.level] > _LEVEL_RANK[alert.level]:
@@ -198,7 +207,16 @@ def _sync_alerts(
             alert.escalated_at = now
             touched.append(alert)
             lines.append(f"alert escalated to {condition.level}: {condition.message}")
+            if alert.level == Alert.Level.CRITICAL or alert.type == Alert.Type.STALE_CHECKPOINT:
+                escalate.append((alert, "alert.escalated"))
+        elif escalation_step(alert.type, alert.message) > step:
+            # A step at the same level (a stale checkpoint: 2 h STUCK → 8 h ABANDONED?).
+            alert.escalated_at = now
+            lines.append(f"alert escalated: {condition.message}")
+            escalate.append((alert, "alert.escalated"))
         alert.save(update_fields=["count", "last_seen", "message", "level", "escalated_at"])
+    for alert, kind in escalate:  # an outbox row each, sent by a watcher after this commits
+        webhook_enqueue(project=project, config=config, alert=alert, kind=kind, now=now)
     if touched:  # the header's counts, and the cards whose badge changed
         outbox.changed(project.pk, outbox.SPRINT, project.pk)
         for alert in touched:

@@ -29,6 +29,7 @@ from boards.selectors.access import config_of
 from boards.selectors.availability import agents_availability
 from boards.selectors.breaker import breaker_state
 from boards.selectors.inbox import inbox as inbox_items
+from boards.selectors.webhooks import delivery_log
 from boards.web.access import project_for_member, project_for_role
 from boards.web.board import board_page
 
@@ -129,10 +130,12 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "coder_max_wait",
     "integration_branch",
     "escalation_webhook",
+    "webhook_secret",
     "archive_after_days",
     "watch_interval",
     "review_churn_threshold",
 )
+SECRET_FIELDS = ("webhook_secret",)  # write-only: never put back into the page
 
 
 def _input_type(field: Any) -> str:
@@ -152,6 +155,7 @@ def _settings_page(
     errors: dict[str, list[str]] | None = None,
 ) -> HttpResponse:
     """`values`: the config, or the submitted form's values when it was refused."""
+    config = config_of(project)
     fields = [
         {
             "name": name,
@@ -163,6 +167,11 @@ def _settings_page(
         }
         for name in SETTINGS_FIELDS
     ]
+    for field in fields:
+        if field["name"] in SECRET_FIELDS:
+            field["value"] = ""
+            field["type"] = "password"
+            field["secret_set"] = bool(getattr(config, field["name"]))
     return render(
         request,
         "boards/oversight/settings.html",
@@ -189,10 +198,17 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     changes = {
         name: value
         for name, value in submitted.items()
-        if value != str(getattr(config, name) if getattr(config, name) is not None else "")
+        if name not in SECRET_FIELDS
+        and value != str(getattr(config, name) if getattr(config, name) is not None else "")
     }
     if "escalation_webhook" in changes and not changes["escalation_webhook"]:
         changes["escalation_webhook"] = None
+    # A secret is never shown, so an empty box keeps it; a checkbox removes it.
+    for name in SECRET_FIELDS:
+        if request.POST.get(f"{name}_clear"):
+            changes[name] = None
+        elif submitted[name]:
+            changes[name] = request.POST[name]
     if not changes:
         messages.info(request, "Nothing changed.")
         return redirect("settings", project.slug)
@@ -210,6 +226,27 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
         return response
     messages.success(request, "Settings saved: " + ", ".join(sorted(changes)) + ".")
     return redirect("settings", project.slug)
+
+
+@login_required
+def webhook_log(request: HttpRequest, slug: str) -> HttpResponse:
+    """The escalation webhook's deliveries and each attempt (status code or error, duration):
+    project admins only, like the webhook's settings."""
+    project, _ = project_for_role(request, slug, ADMIN)
+    config = config_of(project)
+    return render(
+        request,
+        "boards/oversight/webhook.html",
+        {
+            "project": project,
+            "webhook_url": config.escalation_webhook,
+            "secret_set": bool(config.webhook_secret),
+            "deliveries": delivery_log(project=project),
+            "role": ADMIN,
+            "next_page": "webhook-log",
+            "canonical_url": reverse("webhook-log", args=[project.slug]),
+        },
+    )
 
 
 # -- agents and keys ---------------------------------------------------------------------------

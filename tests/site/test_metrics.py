@@ -16,11 +16,14 @@ from agents.services import agent_key_issue
 from boards.errors import Conflict
 from boards.models import Alert
 from boards.services.kernel import SYSTEM
+from boards.services.projects import config_update
 from boards.services.watch import watch_sweep
+from boards.services.webhooks import BACKOFF, webhook_deliver_due
 from liza_site.outages import REDIS
 from tests.factories import UserFactory
 from tests.lifecycle import World
 from tests.live_server import live_servers, suite_database_url
+from tests.webhook_receiver import webhook_receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -158,6 +161,38 @@ def test_committed_events_and_refusals_are_counted_once(
     assert grew("liza_events_total", action="claimed", outcome="applied") == 1
     assert grew("liza_events_total", action="claim_failed", outcome="rejected") == 1
     assert grew("liza_refusals_total", code="conflict") == 1
+    assert grew("liza_claims_total", kind="task", outcome="applied") == 1
+    assert grew("liza_claims_total", kind="task", outcome="rejected") == 1
+    # world.claimed() creates the task (DRAFT), finalizes it and claims it.
+    assert grew("liza_transitions_total", from_state="UNCLAIMED", to_state="CLAIMED") == 1
+    assert grew("liza_transitions_total", from_state="DRAFT", to_state="UNCLAIMED") == 1
+
+
+def test_webhook_deliveries_are_counted_by_outcome(
+    world, token, django_capture_on_commit_callbacks
+):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    before = scrape(**auth)
+    with webhook_receiver(statuses=[500, 200]) as receiver:
+        config_update(
+            project=world.project,
+            actor=world.admin,
+            now=world.tick(),
+            escalation_webhook=receiver.url,
+            webhook_secret="whsec-metrics-0123456789",
+        )
+        world.integration_failed("T-1")
+        at = world.tick()
+        watch_sweep(project=world.project, now=at)
+        with django_capture_on_commit_callbacks(execute=True):
+            webhook_deliver_due(now=at)
+            webhook_deliver_due(now=at + timedelta(seconds=BACKOFF[0]))
+    after = scrape(**auth)
+    for outcome in ("failed", "delivered"):
+        grew = _count(after, "liza_webhook_deliveries_total", outcome=outcome) - _count(
+            before, "liza_webhook_deliveries_total", outcome=outcome
+        )
+        assert grew == 1, outcome
 
 
 def test_redis_up_is_a_live_ping(token, settings):

@@ -8,7 +8,7 @@ import threading
 from datetime import datetime, timedelta
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from boards import protocol as p
@@ -16,8 +16,10 @@ from boards.liza_files import project_violations
 from boards.selectors.access import config_of
 from boards.selectors.watch import projects_to_watch
 from boards.services.watch import watch_sweep
+from boards.services.webhooks import webhook_deliver_due
 
 INVARIANTS_EVERY = timedelta(minutes=1)
+DELIVER_EVERY = 1.0  # seconds between two looks for due webhook deliveries
 
 
 class Command(BaseCommand):
@@ -45,6 +47,13 @@ class Command(BaseCommand):
         if not options["once"]:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: stop.set())
+        if not options["once"]:
+            # Webhook deliveries on a thread of their own: a slow receiver (up to
+            # LIZA_WEBHOOK_TIMEOUT per attempt) never delays a sweep.
+            sender = threading.Thread(
+                target=self._deliver_loop, args=(stop, slugs), name="liza-webhooks", daemon=True
+            )
+            sender.start()
         due: dict[int, datetime] = {}
         checked: dict[int, datetime] = {}  # when each project's invariants are next checked
         while not stop.is_set():
@@ -75,12 +84,31 @@ class Command(BaseCommand):
             if visited:  # one heartbeat per round of sweeps, not per idle wake-up
                 self._log(f"heartbeat: {swept} project(s) swept, {actions} action(s)")
             if options["once"]:
+                self._deliver(slugs)  # what this sweep queued, now that it has committed
                 return
             # A long-running process: drop a connection the database closed while we slept.
             close_old_connections()
             wake = min(due.values(), default=timezone.now() + timedelta(seconds=10))
             stop.wait(max(0.5, (wake - timezone.now()).total_seconds()))
+        if not options["once"]:
+            sender.join(timeout=30)
         self._log("stopped")
+
+    def _deliver(self, slugs) -> None:
+        for sent in webhook_deliver_due(now=timezone.now(), slugs=slugs):
+            self._log(sent.line(), error=sent.outcome != "delivered")
+
+    def _deliver_loop(self, stop: threading.Event, slugs) -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    self._deliver(slugs)
+                except Exception as exc:  # the database went away: log, retry next round
+                    self._log(f"webhook deliveries: {type(exc).__name__}: {exc}", error=True)
+                close_old_connections()
+                stop.wait(DELIVER_EVERY)
+        finally:
+            connection.close()  # this thread's own connection
 
     def _log(self, message: str, *, error: bool = False) -> None:
         line = f"[{p.format_timestamp(timezone.now())}] liza_watch {message}"

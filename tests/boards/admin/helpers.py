@@ -11,7 +11,15 @@ from django.urls import reverse
 
 from agents.models import Agent, AgentKey, IdempotentRequest
 from agents.services import agent_handoff, agent_key_issue
-from boards.models import Alert, CircuitBreakerCheck, Goal, Sprint, Task
+from boards.models import (
+    Alert,
+    CircuitBreakerCheck,
+    Goal,
+    Sprint,
+    Task,
+    WebhookAttempt,
+    WebhookDelivery,
+)
 from boards.services.goals import goal_create
 from boards.services.kernel import SYSTEM
 from boards.services.records import (
@@ -40,8 +48,8 @@ class Board:
 def build_board(world: World) -> Board:
     """One project with at least one row of every model of boards and agents.
 
-    Everything with a service is made through it; Alert and CircuitBreakerCheck have none yet
-    (the watcher writes them), so those two rows are created directly.
+    Everything with a service is made through it; Alert, CircuitBreakerCheck and the webhook's
+    deliveries have none callable here (the watcher writes them), so they are created directly.
     """
     project = world.project
     goal = goal_create(
@@ -104,6 +112,25 @@ def build_board(world: World) -> Board:
         task=world.task("task-2"),
         message="task-2 is BLOCKED",
         created=world.tick(),
+    )
+    # The watcher's webhook sender writes these (boards.services.webhooks), over HTTP.
+    delivery = WebhookDelivery.objects.create(
+        project=project,
+        alert=Alert.objects.filter(project=project).first(),
+        kind="alert.raised",
+        body='{"event": "alert.raised"}',
+        status=WebhookDelivery.Status.PENDING,
+        created=world.tick(),
+        next_attempt_at=world.now,
+        attempts=1,
+    )
+    WebhookAttempt.objects.create(
+        delivery=delivery,
+        at=world.now,
+        url="https://hooks.example.test/liza",
+        status_code=500,
+        error="HTTP 500",
+        duration_ms=12,
     )
     key, plain = agent_key_issue(
         actor=SYSTEM, agent=world.agent("coder-1"), now=world.tick(), label="ci"

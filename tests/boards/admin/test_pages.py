@@ -26,6 +26,8 @@ from boards.models import (
     SpecChange,
     Sprint,
     Task,
+    WebhookAttempt,
+    WebhookDelivery,
 )
 from tests.boards.admin.helpers import admin_url, build_board, changelist_url, result_pks
 from tests.factories import UserFactory
@@ -47,6 +49,8 @@ EVERY_MODEL = [
     CircuitBreaker,
     CircuitBreakerCheck,
     Alert,
+    WebhookDelivery,
+    WebhookAttempt,
     Event,
     Agent,
     AgentKey,

@@ -19,10 +19,11 @@ from boards.models import (
     SpecChange,
     Sprint,
     Task,
+    WebhookDelivery,
 )
 from tests.boards.admin.helpers import add_url, admin_url, changelist_url
 
-APPEND_ONLY = [Event, SpecChange]
+APPEND_ONLY = [Event, SpecChange, WebhookDelivery]
 # Created and moved only by services: no add, no delete, and (but Agent) no change form.
 SERVICE_MANAGED = [
     Goal,

@@ -1,0 +1,21 @@
+"""The escalation webhook's delivery log (issue #11), for project admins."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch
+
+from boards.models import Project, WebhookAttempt, WebhookDelivery
+
+LOG_LENGTH = 100
+
+
+def delivery_log(*, project: Project, limit: int = LOG_LENGTH) -> list[WebhookDelivery]:
+    """The project's latest deliveries, newest first, each with its attempts (newest first)."""
+    return list(
+        WebhookDelivery.objects.filter(project=project)
+        .select_related("alert")
+        .prefetch_related(
+            Prefetch("attempt_log", queryset=WebhookAttempt.objects.order_by("-at", "-id"))
+        )
+        .order_by("-created", "-id")[:limit]
+    )

@@ -1,0 +1,360 @@
+"""The escalation webhook (issue #11): critical alerts and stale-checkpoint escalations sent to
+a project's URL as signed JSON, never inside a transition.
+
+- `webhook_enqueue` writes a `WebhookDelivery` row (an outbox) in the sweep's transaction: the
+  sweep does no network I/O, so a slow or dead receiver cannot hold its locks.
+- `webhook_deliver_due`, run by the watcher after its sweeps have committed, claims due rows
+  (`SELECT … FOR UPDATE SKIP LOCKED`, then a short claim lease written in that transaction, so
+  a second watcher neither waits on them nor sends them), sends each with httpx and a short
+  timeout outside any transaction, and records the attempt: delivered, or retried after
+  `BACKOFF` and given up after its last step.
+- `FAILING_AFTER` failed attempts in a row raise the project's WEBHOOK_FAILING alert (one open
+  at a time); the next delivered message resolves it.
+
+The target must be a public address (`check_webhook_url`): checked when the URL is saved and
+again at each send, where the connection goes to the very address that was checked (a name
+that re-resolves to 127.0.0.1 after the save — DNS rebinding — is refused, not followed).
+`LIZA_WEBHOOK_ALLOW_PRIVATE` lifts the rule for deployments (and tests) whose receivers are
+on a private network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import socket
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.urls import reverse
+
+from boards.errors import ProtocolValidationError
+from boards.live import outbox
+from boards.models import Alert, Project, ProjectConfig, WebhookAttempt, WebhookDelivery
+from boards.protocol import format_timestamp
+from liza_site import metrics
+
+# Seconds before the 2nd, 3rd, 4th and 5th attempt; a 5th failure gives the delivery up.
+BACKOFF = (10, 60, 300, 1800)
+FAILING_AFTER = 3  # failed attempts in a row (the project's) that raise WEBHOOK_FAILING
+CLAIM_BATCH = 20
+SIGNATURE_HEADER = "X-Liza-Signature"
+TIMESTAMP_HEADER = "X-Liza-Timestamp"
+SECRET_MIN_LENGTH = 16
+
+
+# -- the target --------------------------------------------------------------------------------
+
+
+class WebhookRefused(ValueError):
+    """The URL may not be sent to (not http(s), unresolvable, or not a public address)."""
+
+
+def _address_kind(address: str) -> str:
+    """'' for a public (global) address, else why it is not one."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    # The most telling name first: 169.254.x is both link-local and private to Python.
+    for kind in ("loopback", "link_local", "unspecified", "multicast", "private", "reserved"):
+        if getattr(ip, f"is_{kind}"):
+            return kind.replace("_", "-")
+    return "" if ip.is_global else "non-global"
+
+
+def resolve_webhook_url(url: str) -> list[str]:
+    """The addresses `url`'s host resolves to, every one of them public; raises
+    `WebhookRefused` saying why not. Without the private-address rule (allowed): []."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WebhookRefused("must be an http or https URL with a host")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise WebhookRefused("has an invalid port") from exc
+    if settings.LIZA_WEBHOOK_ALLOW_PRIVATE:
+        return []
+    try:
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise WebhookRefused(f"host {parts.hostname} does not resolve") from exc
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    for address in addresses:
+        kind = _address_kind(address)
+        if kind:
+            raise WebhookRefused(
+                f"host {parts.hostname} resolves to {address}, a {kind} address: refused "
+                "(webhooks go to public addresses unless LIZA_WEBHOOK_ALLOW_PRIVATE is set)"
+            )
+    if not addresses:
+        raise WebhookRefused(f"host {parts.hostname} does not resolve")
+    return addresses
+
+
+def check_webhook_url(url: str) -> None:
+    """At save: a 400 naming `escalation_webhook` for a URL the sender would refuse."""
+    try:
+        resolve_webhook_url(url)
+    except WebhookRefused as exc:
+        raise ProtocolValidationError("escalation_webhook", str(exc)) from exc
+
+
+def check_webhook_secret(secret: str) -> None:
+    if secret and len(secret) < SECRET_MIN_LENGTH:
+        raise ProtocolValidationError(
+            "webhook_secret", f"at least {SECRET_MIN_LENGTH} characters (or empty to remove it)"
+        )
+
+
+# -- signing -----------------------------------------------------------------------------------
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """`sha256=<hex>` of HMAC-SHA256(secret, "<timestamp>." + body): the timestamp is signed
+    too, so a receiver that refuses old timestamps cannot be sent a recorded message again."""
+    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
+    return "sha256=" + mac.hexdigest()
+
+
+# -- the outbox --------------------------------------------------------------------------------
+
+
+def _link(project: Project) -> str:
+    path = reverse("inbox", args=[project.slug])
+    return settings.LIZA_PUBLIC_URL.rstrip("/") + path
+
+
+def webhook_enqueue(*, project: Project, config: ProjectConfig, alert: Alert, kind: str, now):
+    """A delivery of `alert` (its state now) in the caller's transaction; none without a URL."""
+    if not config.escalation_webhook:
+        return None
+    delivery = WebhookDelivery.objects.create(
+        project=project, alert=alert, kind=kind, body="", created=now, next_attempt_at=now
+    )
+    payload = {
+        "delivery": delivery.pk,
+        "event": kind,
+        "project": project.slug,
+        "alert": {
+            "id": alert.pk,
+            "type": alert.type,
+            "level": alert.level,
+            "subject": alert.subject,
+            "message": alert.message,
+            "task": alert.task.key if alert.task_id else None,
+            "agent": alert.agent_id or None,
+            "first_seen": format_timestamp(alert.created),
+            "last_seen": format_timestamp(alert.last_seen or alert.created),
+            "count": alert.count,
+        },
+        "link": _link(project),
+    }
+    delivery.body = json.dumps(payload, sort_keys=True)
+    delivery.save(update_fields=["body"])
+    return delivery
+
+
+# -- sending -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Sent:
+    """What one attempt did (the watcher logs it)."""
+
+    delivery: int
+    project: str
+    outcome: str  # delivered | failed | refused; `gave_up` when it was the last one
+    status_code: int | None
+    error: str
+    duration_ms: int
+    gave_up: bool = False
+
+    def line(self) -> str:
+        what = f"HTTP {self.status_code}" if self.status_code is not None else self.error
+        end = ", given up" if self.gave_up else ""
+        return (
+            f"{self.project}: webhook delivery {self.delivery} {self.outcome} "
+            f"({what}, {self.duration_ms} ms){end}"
+        )
+
+
+def _claim(now: datetime, slugs, limit: int) -> list[WebhookDelivery]:
+    lease = timedelta(seconds=settings.LIZA_WEBHOOK_TIMEOUT * 2 + 30)
+    with transaction.atomic():
+        due = WebhookDelivery.objects.filter(
+            status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now
+        ).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        if slugs:
+            due = due.filter(project__slug__in=slugs)
+        rows = list(
+            due.select_for_update(skip_locked=True, of=("self",)).order_by("next_attempt_at", "id")[
+                :limit
+            ]
+        )
+        WebhookDelivery.objects.filter(pk__in=[r.pk for r in rows]).update(
+            claimed_until=now + lease
+        )
+    return rows
+
+
+def _post(url: str, addresses: list[str], headers: dict[str, str], body: bytes) -> int:
+    """POST to `url`; with `addresses`, to the first one (the one checked), keeping the URL's
+    host name for the Host header and TLS (SNI and certificate)."""
+    extensions = {}
+    if addresses:
+        parts = urlsplit(url)
+        address = addresses[0]
+        host = f"[{address}]" if ":" in address else address
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        headers = {**headers, "Host": parts.netloc.rpartition("@")[2]}
+        if parts.scheme == "https":
+            extensions["sni_hostname"] = parts.hostname
+        url = urlunsplit(parts._replace(netloc=netloc))
+    with httpx.Client(timeout=settings.LIZA_WEBHOOK_TIMEOUT, follow_redirects=False) as client:
+        response = client.post(url, content=body, headers=headers, extensions=extensions)
+    return response.status_code
+
+
+def _send(delivery: WebhookDelivery, config: ProjectConfig, now: datetime):
+    """(outcome, status_code, error) of one POST; never raises."""
+    url, secret = config.escalation_webhook, config.webhook_secret
+    if not url:
+        return "failed", None, "no escalation_webhook set"
+    if not secret:
+        return "failed", None, "no webhook_secret set: deliveries are signed"
+    try:
+        addresses = resolve_webhook_url(url)
+    except WebhookRefused as exc:
+        return "refused", None, str(exc)
+    body = delivery.body.encode()
+    timestamp = str(int(now.timestamp()))
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "liza-board-webhook/1",
+        "X-Liza-Delivery": str(delivery.pk),
+        "X-Liza-Event": delivery.kind,
+        TIMESTAMP_HEADER: timestamp,
+        SIGNATURE_HEADER: signature(secret, timestamp, body),
+    }
+    try:
+        status = _post(url, addresses, headers, body)
+    except httpx.TimeoutException:
+        return "failed", None, f"timed out after {settings.LIZA_WEBHOOK_TIMEOUT:g} s"
+    except httpx.HTTPError as exc:
+        return "failed", None, f"{type(exc).__name__}: {exc}"[:500]
+    if 200 <= status < 300:
+        return "delivered", status, ""
+    return "failed", status, f"HTTP {status}"
+
+
+def webhook_deliver_due(
+    *, now: datetime, slugs=(), limit: int = CLAIM_BATCH, clock=time.monotonic
+) -> list[Sent]:
+    """Send the deliveries due at `now` that no other watcher holds; one attempt each.
+
+    Runs outside any transaction (the watcher calls it after its sweeps commit): each claim and
+    each attempt's record is its own short transaction, and the HTTP request is in none."""
+    sent = []
+    for delivery in _claim(now, slugs, limit):
+        config = ProjectConfig.objects.get(project_id=delivery.project_id)
+        started = clock()
+        outcome, status_code, error = _send(delivery, config, now)
+        duration_ms = int((clock() - started) * 1000)
+        sent.append(
+            _record_attempt(delivery, config, now, outcome, status_code, error, duration_ms)
+        )
+    return sent
+
+
+def _record_attempt(delivery, config, now, outcome, status_code, error, duration_ms) -> Sent:
+    with transaction.atomic():
+        delivery = (
+            WebhookDelivery.objects.select_for_update()
+            .select_related("project")
+            .get(pk=delivery.pk)
+        )
+        project = delivery.project
+        WebhookAttempt.objects.create(
+            delivery=delivery,
+            at=now,
+            url=config.escalation_webhook[:200],
+            status_code=status_code,
+            error=error[:500],
+            duration_ms=duration_ms,
+        )
+        delivery.attempts += 1
+        delivery.claimed_until = None
+        gave_up = False
+        if outcome == "delivered":
+            delivery.status = WebhookDelivery.Status.DELIVERED
+            delivery.delivered_at = now
+            delivery.next_attempt_at = None
+        elif delivery.attempts > len(BACKOFF):
+            delivery.status = WebhookDelivery.Status.GAVE_UP
+            delivery.next_attempt_at = None
+            gave_up = True
+        else:
+            delivery.next_attempt_at = now + timedelta(seconds=BACKOFF[delivery.attempts - 1])
+        delivery.save(
+            update_fields=["attempts", "claimed_until", "status", "delivered_at", "next_attempt_at"]
+        )
+        _sync_failing_alert(project, now, delivered=outcome == "delivered", error=error)
+        transaction.on_commit(lambda: _count(outcome, gave_up))
+    return Sent(
+        delivery.pk, project.slug, outcome, status_code, error, duration_ms, gave_up=gave_up
+    )
+
+
+def _count(outcome: str, gave_up: bool) -> None:
+    metrics.WEBHOOK_DELIVERIES.labels(outcome=outcome).inc()
+    if gave_up:
+        metrics.WEBHOOK_DELIVERIES.labels(outcome="gave_up").inc()
+
+
+def _sync_failing_alert(project: Project, now: datetime, *, delivered: bool, error: str) -> None:
+    """WEBHOOK_FAILING: raised once the project's last `FAILING_AFTER` attempts all failed,
+    counted while they go on failing, resolved by the next delivered message."""
+    open_alert = (
+        Alert.objects.select_for_update()
+        .filter(project=project, type=Alert.Type.WEBHOOK_FAILING, resolved_at__isnull=True)
+        .first()
+    )
+    if delivered:
+        if open_alert is not None:
+            open_alert.resolved_at = now
+            open_alert.save(update_fields=["resolved_at"])
+            outbox.changed(project.pk, outbox.SPRINT, project.pk)
+        return
+    message = f"WEBHOOK FAILING: last {FAILING_AFTER} attempts failed, latest: {error}"[:500]
+    if open_alert is not None:
+        open_alert.count += 1
+        open_alert.last_seen = now
+        open_alert.message = message
+        open_alert.save(update_fields=["count", "last_seen", "message"])
+        return
+    last = list(
+        WebhookAttempt.objects.filter(delivery__project=project)
+        .order_by("-at", "-id")
+        .values_list("status_code", flat=True)[:FAILING_AFTER]
+    )
+    if len(last) == FAILING_AFTER and not any(
+        code is not None and 200 <= code < 300 for code in last
+    ):
+        Alert.objects.create(
+            project=project,
+            type=Alert.Type.WEBHOOK_FAILING,
+            subject=project.slug,
+            level=Alert.Level.WARNING,
+            message=message,
+            created=now,
+            last_seen=now,
+        )
+        outbox.changed(project.pk, outbox.SPRINT, project.pk)

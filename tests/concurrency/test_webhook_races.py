@@ -1,0 +1,144 @@
+"""The escalation webhook with several watchers (issue #11): threads on their own PostgreSQL
+connections send the same due deliveries, and each is posted exactly once; and while a
+delivery is on the wire, none of its rows nor the project's sweep lock is held."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from boards.models import Alert, WebhookDelivery
+from boards.services.projects import config_update
+from boards.services.watch import _take_sweep_lock, watch_sweep
+from boards.services.webhooks import webhook_deliver_due
+from tests.concurrency.conftest import run_together
+from tests.lifecycle import World
+from tests.live_server import ROOT, suite_database_url
+from tests.webhook_receiver import webhook_receiver
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "whsec-race-0123456789"
+CRITICAL_TASKS = 9
+
+
+def _world_with_due_deliveries(url: str, count: int) -> World:
+    world = World()
+    config_update(
+        project=world.project,
+        actor=world.admin,
+        now=world.tick(),
+        escalation_webhook=url,
+        webhook_secret=SECRET,
+    )
+    for i in range(count):
+        world.integration_failed(f"T-{i}", coder=f"coder-{1 + i % 3}")
+    watch_sweep(project=world.project, now=world.tick())
+    assert WebhookDelivery.objects.filter(project=world.project).count() == count
+    return world
+
+
+def test_three_watchers_never_send_a_delivery_twice():
+    with webhook_receiver(delay=0.05) as receiver:
+        world = _world_with_due_deliveries(receiver.url, CRITICAL_TASKS)
+        now = world.tick()
+
+        def watcher() -> list[int]:
+            sent = []
+            while batch := webhook_deliver_due(now=now, limit=2):
+                sent += [s.delivery for s in batch]
+            return sent
+
+        outcomes = run_together(watcher, watcher, watcher)
+        assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+        per_watcher = [set(o.value) for o in outcomes]
+        everything = {d.pk for d in WebhookDelivery.objects.filter(project=world.project)}
+        assert sorted(pk for s in per_watcher for pk in s) == sorted(everything)  # disjoint
+        posted = Counter(int(r.headers["X-Liza-Delivery"]) for r in receiver.received)
+        assert posted == dict.fromkeys(everything, 1)
+        assert set(
+            WebhookDelivery.objects.filter(project=world.project).values_list("status", "attempts")
+        ) == {("delivered", 1)}
+
+
+def test_nothing_is_locked_while_a_delivery_is_on_the_wire():
+    with webhook_receiver(delay=0.8) as receiver:  # under the tests' 1 s timeout
+        world = _world_with_due_deliveries(receiver.url, 1)
+        now = world.tick()
+        delivery = WebhookDelivery.objects.get(project=world.project)
+        result = {}
+
+        def send() -> None:
+            try:
+                result["sent"] = webhook_deliver_due(now=now)
+            finally:
+                connection.close()
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        assert receiver.arrived.wait(10)
+        # The receiver holds the request: the sender's rows and the sweep lock are all free.
+        with transaction.atomic():
+            WebhookDelivery.objects.select_for_update(nowait=True).get(pk=delivery.pk)
+            Alert.objects.select_for_update(nowait=True).filter(project=world.project).count()
+            assert _take_sweep_lock(world.project)
+        assert not watch_sweep(project=world.project, now=world.tick()).skipped
+        sender.join(10)
+        [sent] = result["sent"]
+        assert sent.outcome == "delivered"
+
+
+def test_the_watcher_loop_sends_from_its_own_thread_while_sweeps_go_on_and_stops_on_sigterm():
+    """A real `manage.py liza_watch`: its sender thread posts what a sweep queued while the
+    sweeps go on, and SIGTERM stops both cleanly."""
+    with webhook_receiver(delay=0.8) as receiver:
+        world = World(now=timezone.now())
+        config_update(
+            project=world.project,
+            actor=world.admin,
+            now=world.tick(),
+            escalation_webhook=receiver.url,
+            webhook_secret=SECRET,
+            watch_interval=1,
+        )
+        world.integration_failed("T-1")
+        env = {
+            **os.environ,
+            "DATABASE_URL": suite_database_url(),
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+        }
+        watcher = subprocess.Popen(
+            [sys.executable, "manage.py", "liza_watch", "--project", world.project.slug],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            lines = []
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                lines.append(watcher.stdout.readline())
+                heartbeats = [line for line in lines if "heartbeat:" in line]
+                if len(heartbeats) >= 3 and any("delivered" in line for line in lines):
+                    break
+            watcher.send_signal(signal.SIGTERM)
+            out, err = watcher.communicate(timeout=30)
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+        assert watcher.returncode == 0, err
+        assert out.rstrip().endswith("liza_watch stopped")
+        [delivered] = [line for line in lines if "webhook delivery" in line]
+        assert "delivered (HTTP 200" in delivered
+        assert len(receiver.received) == 1
