@@ -305,9 +305,20 @@ class WorkSerializer(serializers.Serializer):
     waiting_for_drafts = serializers.IntegerField(help_text="DRAFT tasks the planner may finalize")
     retry_after = serializers.IntegerField(allow_null=True)
     reason = serializers.CharField()
+    merge = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="a code reviewer's APPROVED tasks whose merge it must still report",
+    )
 
 
 class ClaimResultSerializer(serializers.Serializer):
+    task = TaskSerializer(allow_null=True)
+
+
+class ReviewClaimResultSerializer(serializers.Serializer):
+    """A review claim-next: the review claimed (or held) and its task; both null when none."""
+
+    review = ReviewSerializer(allow_null=True)
     task = TaskSerializer(allow_null=True)
 
 

@@ -14,7 +14,7 @@ from agents.models import Agent
 from boards.models import Discovery, Goal, Project, Task
 from boards.protocol import GoalStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
-from boards.selectors.reviews import reviewable_tasks
+from boards.selectors.reviews import held_review, merges_awaiting, reviewable_tasks
 from boards.selectors.sprints import sprint_current
 from boards.selectors.tasks import (
     claim_candidates,
@@ -71,6 +71,7 @@ def work_for_role(
         "waiting_for_drafts": drafts,
         "retry_after": None,
         "reason": "",
+        "merge": [],
     }
     stop = stop_reason(project)
     if stop is not None:
@@ -87,24 +88,23 @@ def work_for_role(
             )
         complete = not work and held is None and not role_may_still_get_work(project, agent_id)
     elif role == Agent.Role.CODE_REVIEWER:
+        merges: list[str] = []
         if agent is not None:
-            work = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
+            # Its own merges first (seed 000 T10), then a review it holds, then a free slot.
+            merges = merges_awaiting(project=project, reviewer_id=agent_id)
+            work = bool(
+                merges
+                or held_review(project=project, reviewer=agent, now=now, config=config)
+                or reviewable_tasks(project=project, reviewer=agent, now=now, config=config)
+            )
         else:
             work = tasks.filter(
                 status=TaskStatus.READY_FOR_REVIEW, suspended_at__isnull=True
             ).exists()
-        # A reviewer is not done while a task it approved still awaits its merge report.
-        awaiting_merge = bool(agent_id) and any(
-            agent_id in (approved or [])
-            for approved in tasks.filter(status=TaskStatus.APPROVED).values_list(
-                "approved_by", flat=True
-            )
-        )
-        complete = (
-            not work
-            and not awaiting_merge
-            and not tasks.filter(status=TaskStatus.READY_FOR_REVIEW).exists()
-        )
+        result["merge"] = merges
+        if merges:
+            result["reason"] = f"merge {', '.join(merges)} (approved by {agent_id})"
+        complete = not work and not tasks.filter(status=TaskStatus.READY_FOR_REVIEW).exists()
     elif role == Agent.Role.PLANNER:
         work = (
             drafts > 0
@@ -117,11 +117,15 @@ def work_for_role(
             ).exists()
         )
         goal_open = Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).exists()
-        complete = not work and not goal_open and not tasks.non_terminal().exists()
+        active = tasks.non_terminal().exists()
+        # The original's INITIAL_PLANNING (an open goal, no task yet) and the goal to complete
+        # once every task is terminal: both are the planner's, with nobody else at work.
+        work = work or (goal_open and not active)
+        complete = not work and not goal_open and not active
     else:
         raise ValueError(role)
     if work:
-        return {**result, "work": True, "reason": "work is available"}
+        return {**result, "work": True, "reason": result["reason"] or "work is available"}
     if complete and not (drafts and role != Agent.Role.PLANNER):
         return {**result, "exit": 0, "reason": "role complete"}
     reason = (
