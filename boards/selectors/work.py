@@ -23,6 +23,15 @@ from boards.selectors.tasks import (
     role_may_still_get_work,
 )
 
+# Tasks whose work may still reach a reviewer: it is not role-complete while one exists.
+REVIEW_MAY_COME = (
+    TaskStatus.UNCLAIMED,
+    TaskStatus.CLAIMED,
+    TaskStatus.READY_FOR_REVIEW,
+    TaskStatus.REJECTED,
+    TaskStatus.INTEGRATION_FAILED,
+)
+
 
 @dataclass(frozen=True)
 class Stop:
@@ -104,7 +113,9 @@ def work_for_role(
         result["merge"] = merges
         if merges:
             result["reason"] = f"merge {', '.join(merges)} (approved by {agent_id})"
-        complete = not work and not tasks.filter(status=TaskStatus.READY_FOR_REVIEW).exists()
+        # Seed 000 says "no READY_FOR_REVIEW task"; like the original's supervisor, a reviewer
+        # also waits while work is on its way to review (claimable, in progress, reworked).
+        complete = not work and not tasks.filter(status__in=REVIEW_MAY_COME).exists()
     elif role == Agent.Role.PLANNER:
         work = (
             drafts > 0
