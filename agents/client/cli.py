@@ -307,6 +307,17 @@ def review_claim(ctx, key):
     emit(ctx, body, f"reviewing {key}")
 
 
+@review.command("claim-next")
+@click.pass_context
+def review_claim_next(ctx):
+    """Claim the review the server picks (exit 11 when there is none)."""
+    body = client(ctx).review_claim_next()
+    task = body.get("task")
+    emit(ctx, body, f"reviewing {task['key']} at {task['review_commit']}" if task else "no review")
+    if not body.get("review"):
+        ctx.exit(WAIT)
+
+
 @review.command("extend")
 @click.argument("key")
 @click.pass_context
@@ -568,6 +579,22 @@ def status(ctx):
 
 
 # -- the supervisor -------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--task", help="only this task's runs")
+@click.option("--agent", help="only this agent's runs")
+@click.pass_context
+def runs(ctx, task, agent):
+    """The supervisors' runs, newest first (exit code, restart reason, last output)."""
+    rows = client(ctx).runs(task=task, agent=agent)
+    lines = [
+        f"{r['id']:>5}  {r['agent']:<18} {r['task'] or '-':<12} "
+        f"exit {r['exit_code'] if r['ended'] else 'running'}"
+        + (f"  ({r['restart_reason']})" if r["restart_reason"] else "")
+        for r in rows
+    ]
+    emit(ctx, rows, "\n".join(lines) or "no runs")
 
 
 def _seconds(name: str, default: float | None) -> float | None:

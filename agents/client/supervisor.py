@@ -221,11 +221,15 @@ class Supervisor:
     # -- identity ------------------------------------------------------------------------------
 
     def register(self) -> None:
-        """Register the key's agent; `--role`/`--id` only assert who it is."""
+        """Register the key's agent; `--role`/`--id` only assert who it is (the role is read
+        from `/work` first, so a wrong `--role` registers nothing)."""
+        wanted = normalise_role(self.o.role)
+        if wanted:
+            role = self.client.work().body.get("role")
+            if role != wanted:
+                raise UsageError(f"the key's agent is a {role}, not a {wanted}")
         agent = self.client.register(terminal=f"liza supervise (pid {os.getpid()})")
-        role, wanted = agent["role"], normalise_role(self.o.role)
-        if wanted and wanted != role:
-            raise UsageError(f"the key is {agent['agent_id']}, a {role}, not a {wanted}")
+        role = agent["role"]
         if self.o.agent_id and self.o.agent_id != agent["agent_id"]:
             raise UsageError(f"the key is {agent['agent_id']}, not {self.o.agent_id}")
         self.agent = agent
@@ -249,7 +253,7 @@ class Supervisor:
         if self.role == "planner":
             return Assignment()
         if self.role == "code_reviewer":
-            body = self.client.post("reviews/claim-next")
+            body = self.client.review_claim_next()
             if not body.get("review"):
                 return None
             task = body["task"]
@@ -419,13 +423,10 @@ class Supervisor:
 
     def _run_start(self, a: Assignment, reason: str) -> int | None:
         try:
-            run = self.client.post(
-                "runs",
-                {
-                    "task": a.key or None,
-                    "restart_reason": reason,
-                    "command": " ".join(self.o.command)[:500],
-                },
+            run = self.client.run_start(
+                task=a.key or None,
+                restart_reason=reason,
+                command=self.redact(" ".join(self.o.command))[:500],
             )
         except LizaError as error:
             self.say(f"the run could not be reported: {error.code}: {error.message}")
@@ -438,13 +439,11 @@ class Supervisor:
         if run is None:
             return
         try:
-            self.client.post(
-                f"runs/{run}/finish",
-                {
-                    "exit_code": code,
-                    "stopped_by": stopped or "",
-                    "output": self.redact("\n".join(tail)),
-                },
+            self.client.run_finish(
+                run,
+                exit_code=code,
+                stopped_by=stopped or "",
+                output=self.redact("\n".join(tail)),
             )
         except LizaError as error:
             self.say(f"the run's end could not be reported: {error.code}: {error.message}")

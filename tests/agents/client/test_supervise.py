@@ -196,6 +196,10 @@ def finish_all(*procs: subprocess.Popen[str], timeout: float = 90) -> list[tuple
     return [(proc.returncode, out) for proc, out in zip(procs, outputs, strict=True)]
 
 
+def ended_runs(world: World) -> int:
+    return Run.objects.filter(project=world.project, ended__isnull=False).count()
+
+
 def wait_for(predicate, timeout: float = 60, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -330,9 +334,8 @@ def test_a_pause_stops_the_agent_with_42_and_continue_restarts_it(supervisors, w
     assert first.exit_code == 42 or first.stopped_by == "paused", first.output
 
     project_resume(project=world.project, actor=world.admin, now=timezone.now())
-    wait_for(
-        lambda: world.task("T1").status == TaskStatus.READY_FOR_REVIEW, what="the second spawn"
-    )
+    wait_for(lambda: ended_runs(world) == 2, what="the second spawn")
+    assert world.task("T1").status == TaskStatus.READY_FOR_REVIEW
     proc.send_signal(signal.SIGTERM)
     code, out = finish(proc)
     assert code == 0, out
@@ -392,14 +395,21 @@ def test_a_killed_coders_task_is_taken_over_after_its_lease_expires(
     os.kill(int((tmp_path / "agent.pid").read_text()), signal.SIGKILL)
     first.wait()
 
+    # Seed 000: a coder with nothing claimable is role-complete, so coder-2 comes once the
+    # lease (3 s) and its grace (1 s) have lapsed; claim-next then takes the task over.
+    lapsed = world.task("T1").lease_expires + timedelta(seconds=1)
+    wait_for(lambda: timezone.now() > lapsed, what="the lease to lapse")
     second = supervisors.start("coder-2", write_agent(tmp_path, "coder", CODER))
-    wait_for(
-        lambda: world.task("T1").status == TaskStatus.READY_FOR_REVIEW,
-        timeout=60,
-        what="coder-2 to take T1 over",
-    )
-    second.send_signal(signal.SIGTERM)
-    _, out = finish(second)
+    try:
+        wait_for(
+            lambda: Run.objects.filter(agent__agent_id="coder-2", ended__isnull=False).exists(),
+            timeout=60,
+            what="coder-2 to take T1 over",
+        )
+    finally:
+        second.send_signal(signal.SIGTERM)
+        _, out = finish(second)
+        print(out)
     task = world.task("T1")
     assert task.assigned_to == "coder-2" and "coder-1" in task.failed_by, out
     # coder-2 started a fresh branch: coder-1's worktree went with its claim.
