@@ -208,3 +208,40 @@ class IdempotentRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} {self.path} [{self.key}]"
+
+
+class Run(models.Model):
+    """One spawn of an agent command by `liza supervise` (issue 12 §2 "Runs"): who ran, on
+    which task, when, how it ended and the last lines it printed (secrets redacted), so a human
+    sees why a coder keeps failing and the watcher can read crash loops (`recent_crashes`)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, null=True, blank=True, related_name="runs"
+    )
+    started = models.DateTimeField()
+    ended = models.DateTimeField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    # Why this spawn happened: start, exit_42, crash: exit N, lease_lost, paused, draft_wait ...
+    restart_reason = models.CharField(max_length=100, blank=True)
+    # Set when the supervisor stopped the agent itself (lease_lost, paused, checkpoint ...).
+    stopped_by = models.CharField(max_length=100, blank=True)
+    command = models.CharField(max_length=500, blank=True)
+    output = models.TextField(blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["agent", "ended"], name="run_agent_ended"),
+            models.Index(fields=["task", "started"], name="run_task_started"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.agent_id}"
+
+    @property
+    def crashed(self) -> bool:
+        """Exited by itself with neither 0 (role complete) nor 42 (graceful abort)."""
+        return self.exit_code is not None and self.exit_code not in (0, 42) and not self.stopped_by

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hmac
+from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 
-from agents.models import Agent, AgentKey
+from agents.models import Agent, AgentKey, Run
 from boards.models import Project
 from boards.selectors.access import in_project
 
@@ -39,3 +40,33 @@ def agent_key_lookup(*, plain: str) -> AgentKey | None:
     if key is None or not hmac.compare_digest(key.key_hash, AgentKey.hash(plain)):
         return None
     return key
+
+
+def run_list(
+    *, project: Project, task: str | None = None, agent_id: str | None = None
+) -> QuerySet[Run]:
+    """The project's runs, newest first (a task's, an agent's)."""
+    rows = Run.objects.filter(project=project).select_related("agent", "task")
+    if task:
+        rows = rows.filter(task__key=task)
+    if agent_id:
+        rows = rows.filter(agent__agent_id=agent_id)
+    return rows.order_by("-started", "-id")
+
+
+def run_get(*, project: Project, run_id: int | str) -> Run:
+    return in_project(Run.objects.select_related("agent", "task"), project, pk=run_id)
+
+
+def recent_crashes(*, agent: Agent, window: timedelta, now: datetime) -> list[Run]:
+    """The runs of `agent` that crashed (exit neither 0 nor 42, not stopped by the supervisor)
+    and ended within `window` before `now`, newest first: a crash loop is three in five
+    minutes (seed 000 MAM contract), the rule `liza supervise` stops on and the watcher reads."""
+    rows = (
+        Run.objects.filter(agent=agent, ended__gt=now - window, ended__lte=now, stopped_by="")
+        .exclude(exit_code__in=(0, 42))
+        .exclude(exit_code__isnull=True)
+        .select_related("task")
+        .order_by("-ended", "-id")
+    )
+    return list(rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -9,7 +10,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from agents.models import Agent, AgentKey, IdempotentRequest
+from agents.models import Agent, AgentKey, IdempotentRequest, Run
 from boards.errors import (
     Collision,
     Conflict,
@@ -33,6 +34,7 @@ from boards.selectors.availability import ERROR, OVERLOADED, agent_availability
 from boards.selectors.leases import lease_alive
 from boards.selectors.work import Stop, stop_reason
 from boards.services.kernel import (
+    ANY_AGENT,
     Actor,
     clean_string_list,
     clean_text,
@@ -690,3 +692,89 @@ def idempotent_requests_purge(*, now: datetime) -> int:
     keys would otherwise keep theirs); returns how many went."""
     deleted, _ = IdempotentRequest.objects.filter(created_at__lt=now - IDEMPOTENCY_TTL).delete()
     return deleted
+
+
+# -- runs: each spawn of `liza supervise` (issue 12 §2) -------------------------------------------
+
+RUN_OUTPUT_LINES = 200
+RUN_OUTPUT_CHARS = 64_000
+# An agent key as boards issue them (liza_<12 hex>_<secret>): never stored, whoever printed it.
+_KEY_SHAPE = re.compile(r"liza_[0-9a-f]{12}_[A-Za-z0-9_\-]+")
+
+
+def redact_output(text: str) -> str:
+    """The last RUN_OUTPUT_LINES lines of an agent's output, agent keys hidden (the supervisor
+    hides the key and LIZA_* secrets it knows; this catches any key-shaped string)."""
+    text = text.replace("\x00", "")
+    lines = _KEY_SHAPE.sub("[redacted]", text).splitlines()[-RUN_OUTPUT_LINES:]
+    return "\n".join(lines)[-RUN_OUTPUT_CHARS:]
+
+
+@records_refusals
+def run_start(
+    *,
+    project: Project,
+    agent: Agent,
+    now: datetime,
+    task: str | None = None,
+    restart_reason: str = "",
+    command: str = "",
+) -> Run:
+    """A supervisor spawned its agent command (on `task`, a key of this project, or none)."""
+    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
+    restart_reason = clean_text(restart_reason, "restart_reason", required=False, max_length=100)
+    command = redact_output(clean_text(command, "command", required=False, max_length=500))
+    row = None
+    if task:
+        row = Task.objects.filter(project=project, key=task).first()
+        if row is None:
+            raise ProtocolValidationError("task", f"no task {task} in this project")
+    with transaction.atomic():
+        return Run.objects.create(
+            project=project,
+            agent=agent,
+            task=row,
+            started=now,
+            restart_reason=restart_reason,
+            command=command,
+        )
+
+
+@records_refusals
+def run_finish(
+    *,
+    run: Run,
+    agent: Agent,
+    now: datetime,
+    exit_code: int,
+    stopped_by: str = "",
+    output: str = "",
+) -> Run:
+    """The spawn ended: its exit code, whether the supervisor stopped it, its last lines. A
+    crash (neither 0 nor 42, not stopped) is logged for the board and the watcher."""
+    project = run.project
+    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
+    if run.agent_id != agent.pk:
+        raise Forbidden(f"run {run.pk} is {run.agent.agent_id}'s, not {agent.agent_id}'s")
+    stopped_by = clean_text(stopped_by, "stopped_by", required=False, max_length=100)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.ended is not None:
+            raise Conflict(f"run {run.pk} already ended", {"run": run.pk})
+        run.ended = now
+        run.exit_code = exit_code
+        run.stopped_by = stopped_by
+        run.output = redact_output(output)
+        run.save(update_fields=["ended", "exit_code", "stopped_by", "output"])
+        if run.crashed:
+            record_event(
+                project=project,
+                actor=agent,
+                action=Action.AGENT_CRASHED,
+                task=run.task,
+                now=now,
+                detail=f"{agent.agent_id}'s agent exited {exit_code}"
+                + (f" on {run.task.key}" if run.task else ""),
+                data={"run": run.pk, "exit_code": exit_code},
+            )
+    return run

@@ -317,6 +317,7 @@ class Action(StrEnum):
     # agents and keys
     REGISTERED = "registered"
     RESTARTED = "restarted"
+    AGENT_CRASHED = "agent_crashed"  # a supervised agent command exited neither 0 nor 42
     AGENT_CREATED = "agent_created"
     AGENT_UPDATED = "agent_updated"
     AGENT_ENABLED = "agent_enabled"

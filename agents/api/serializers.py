@@ -4,7 +4,32 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from agents.models import Agent, AgentKey
+from agents.models import Agent, AgentKey, Run
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """One spawn of an agent command by `liza supervise`."""
+
+    agent = serializers.SlugRelatedField(slug_field="agent_id", read_only=True)
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
+    crashed = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "agent",
+            "task",
+            "started",
+            "ended",
+            "exit_code",
+            "crashed",
+            "restart_reason",
+            "stopped_by",
+            "command",
+            "output",
+        ]
+        read_only_fields = fields
 
 
 class AgentSerializer(serializers.ModelSerializer):

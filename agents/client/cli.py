@@ -37,6 +37,7 @@ Exit codes:
   7   unreachable: no answer or a 5xx after retries; try again later
   {ROLE_COMPLETE}  liza work: the role is complete, nothing more will come
   {WAIT}  liza work / liza claim: nothing now; Retry-After is printed, ask again then
+  12  liza supervise: the agent crashed 3 times within 5 minutes
   42  stop: lease lost, paused, checkpoint or aborted; stop and restart
 """
 
@@ -47,6 +48,7 @@ class State:
     ) -> None:
         self.url, self.project, self.key, self.as_json = url, project, key, as_json
         self.retries = retries
+        self.key_file: str | None = None
         self._client: Client | None = None
 
     @property
@@ -149,6 +151,7 @@ def main(ctx, url, project, key, key_file, as_json, retries):
             click.echo(f"liza: {error.message}", err=True)
             ctx.exit(EXIT["usage"])
     ctx.obj = State(url, project, key, as_json, retries)
+    ctx.obj.key_file = key_file
 
 
 def client(ctx: click.Context) -> Client:
@@ -302,6 +305,17 @@ def review_claim(ctx, key):
     """Claim the review of KEY."""
     body = client(ctx).review_claim(key)
     emit(ctx, body, f"reviewing {key}")
+
+
+@review.command("claim-next")
+@click.pass_context
+def review_claim_next(ctx):
+    """Claim the review the server picks (exit 11 when there is none)."""
+    body = client(ctx).review_claim_next()
+    task = body.get("task")
+    emit(ctx, body, f"reviewing {task['key']} at {task['review_commit']}" if task else "no review")
+    if not body.get("review"):
+        ctx.exit(WAIT)
 
 
 @review.command("extend")
@@ -595,6 +609,86 @@ def mcp(ctx):
     from agents.client.mcp_server import run as serve_mcp
 
     ctx.exit(serve_mcp(client(ctx)))
+
+
+# -- the supervisor -------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--task", help="only this task's runs")
+@click.option("--agent", help="only this agent's runs")
+@click.pass_context
+def runs(ctx, task, agent):
+    """The supervisors' runs, newest first (exit code, restart reason, last output)."""
+    rows = client(ctx).runs(task=task, agent=agent)
+    lines = [
+        f"{r['id']:>5}  {r['agent']:<18} {r['task'] or '-':<12} "
+        f"exit {r['exit_code'] if r['ended'] else 'running'}"
+        + (f"  ({r['restart_reason']})" if r["restart_reason"] else "")
+        for r in rows
+    ]
+    emit(ctx, rows, "\n".join(lines) or "no runs")
+
+
+def _seconds(name: str, default: float | None) -> float | None:
+    value = os.environ.get(name)
+    return float(value) if value else default
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--role", help="assert the key's role (coder, code_reviewer/code-reviewer, planner)")
+@click.option("--id", "agent_id", help="assert the key's agent id")
+@click.option("--repo", type=click.Path(file_okay=False), help="the git repository (default: .)")
+@click.option("--dry-run", is_flag=True, help="print what it would do; register nothing")
+@click.option(
+    "--poll-interval",
+    type=float,
+    help="seconds between /work polls [LIZA_POLL_INTERVAL; default: Retry-After]",
+)
+@click.option(
+    "--heartbeat-interval",
+    type=float,
+    help="[LIZA_HEARTBEAT_INTERVAL; default: min(heartbeat_interval, lease/3)]",
+)
+@click.option("--restart-delay", type=float, help="after exit 42 [LIZA_RESTART_DELAY; 2]")
+@click.option("--crash-delay", type=float, help="after a crash [LIZA_CRASH_DELAY; 5]")
+@click.option("--crash-window", type=float, help="crash-loop window [LIZA_CRASH_WINDOW; 300]")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.pass_context
+def supervise(ctx, role, agent_id, repo, dry_run, command, **intervals):
+    """Run AGENT COMMAND under seed 000's supervisor: `liza supervise -- claude -p ...`.
+
+    \b
+    Registers the key's agent, waits for work, claims before spawning, prepares
+    .worktrees/<task> on task/<task>, heartbeats, restarts by exit code (0 stop,
+    42 after 2 s, other after 5 s), merges what its reviewer approved.
+    Exit: 0 stopped (role complete, aborted, signal), 2 usage, 6 collision,
+    12 crash loop (3 crashes within 5 minutes), else the protocol's code.
+    """
+    from agents.client.supervisor import Options, Supervisor, Timing
+
+    state: State = ctx.obj
+    state.client  # noqa: B018 — the configuration check, with its usage error
+    timing = Timing(
+        poll=intervals["poll_interval"] or _seconds("LIZA_POLL_INTERVAL", None),
+        heartbeat=intervals["heartbeat_interval"] or _seconds("LIZA_HEARTBEAT_INTERVAL", None),
+        restart=intervals["restart_delay"] or _seconds("LIZA_RESTART_DELAY", 2.0),
+        crash=intervals["crash_delay"] or _seconds("LIZA_CRASH_DELAY", 5.0),
+        crash_window=intervals["crash_window"] or _seconds("LIZA_CRASH_WINDOW", 300.0),
+    )
+    options = Options(
+        url=state.url,
+        project=state.project,
+        key=state.key,
+        key_file=state.key_file,
+        command=list(command),
+        role=role,
+        agent_id=agent_id,
+        repo=Path(repo) if repo else None,
+        dry_run=dry_run,
+        timing=timing,
+    )
+    ctx.exit(Supervisor(options, client=state.client).run())
 
 
 def run() -> None:

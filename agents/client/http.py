@@ -179,6 +179,10 @@ class Client:
     def review_claim(self, key: str) -> Any:
         return self.post(f"tasks/{key}/review/claim")
 
+    def review_claim_next(self) -> dict[str, Any]:
+        """`{"review", "task"}`: the review the server picked (both null when none)."""
+        return self.post("reviews/claim-next")
+
     def review_extend(self, key: str) -> Any:
         return self.post(f"tasks/{key}/review/extend")
 
@@ -269,6 +273,23 @@ class Client:
 
     def sprint_abort(self, *, reason: str) -> Any:
         return self.post("sprint/abort", {"reason": reason})
+
+    # -- runs (the supervisor's spawns) ----------------------------------------------------------
+
+    def run_start(
+        self, *, task: str | None = None, restart_reason: str = "", command: str = ""
+    ) -> dict[str, Any]:
+        body = {"task": task, "restart_reason": restart_reason, "command": command}
+        return self.post("runs", body)
+
+    def run_finish(
+        self, run: int, *, exit_code: int, stopped_by: str = "", output: str = ""
+    ) -> dict[str, Any]:
+        body = {"exit_code": exit_code, "stopped_by": stopped_by, "output": output}
+        return self.post(f"runs/{run}/finish", body)
+
+    def runs(self, *, task: str | None = None, agent: str | None = None) -> list[dict[str, Any]]:
+        return self.get("runs", task=task, agent=agent)
 
     # -- reads -----------------------------------------------------------------------------------
 

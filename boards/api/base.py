@@ -38,7 +38,7 @@ from agents.services import (
 from boards.api import serializers as s
 from boards.api.parsers import JSONParser
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
-from boards.models import Project, Task
+from boards.models import Project, Review, Task
 from boards.operations import operation, resolve_target
 from boards.selectors.access import human_role
 from boards.selectors.breaker import breaker_state
@@ -282,6 +282,13 @@ def _fresh_task(view: ProjectView, task: Task | None) -> Any:
     return view.task_response(task, fresh=True).data
 
 
+def _next_review(view: ProjectView, review: Review | None) -> Any:
+    if review is None:
+        return {"review": None, "task": None}
+    task = view.task_response(review.task).data["task"]
+    return {"review": s.ReviewSerializer(review).data, "task": task}
+
+
 def _tasks(view: ProjectView, created: list[Task]) -> Any:
     rows = task_list(project=view.project).filter(pk__in=[t.pk for t in created])
     return s.TaskSerializer(rows, many=True, context={"now": view.now}).data
@@ -298,6 +305,7 @@ PRESENTERS: dict[str, tuple[Presenter, Any]] = {
     "fresh_task": (_fresh_task, s.ClaimResultSerializer),
     "tasks": (_tasks, s.TaskSerializer(many=True)),
     "review": (lambda v, r: s.ReviewSerializer(r).data, s.ReviewSerializer),
+    "next_review": (_next_review, s.ReviewClaimResultSerializer),
     "goal": (lambda v, g: s.GoalSerializer(g).data, s.GoalSerializer),
     "sprint": (lambda v, r: s.SprintSerializer(r).data, s.SprintSerializer),
     "project": (lambda v, r: s.ProjectStateSerializer(r).data, s.ProjectStateSerializer),
@@ -312,6 +320,7 @@ PRESENTERS: dict[str, tuple[Presenter, Any]] = {
     "event": (lambda v, r: s.EventSerializer(r).data, s.EventSerializer),
     "handoff": (lambda v, r: s.HandoffSerializer(r).data, s.HandoffSerializer),
     "agent": (lambda v, r: agent_s.AgentSerializer(r).data, agent_s.AgentSerializer),
+    "run": (lambda v, r: agent_s.RunSerializer(r).data, agent_s.RunSerializer),
     "key": (lambda v, r: agent_s.AgentKeySerializer(r).data, agent_s.AgentKeySerializer),
     "issued_key": (_issued_key, agent_s.IssuedKeySerializer),
     "breaker": (

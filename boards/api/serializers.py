@@ -309,9 +309,20 @@ class WorkSerializer(serializers.Serializer):
         allow_null=True,
         help_text="the asking agent's: enabled, overloaded or error (seed 003); null for a role",
     )
+    merge = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="a code reviewer's APPROVED tasks whose merge it must still report",
+    )
 
 
 class ClaimResultSerializer(serializers.Serializer):
+    task = TaskSerializer(allow_null=True)
+
+
+class ReviewClaimResultSerializer(serializers.Serializer):
+    """A review claim-next: the review claimed (or held) and its task; both null when none."""
+
+    review = ReviewSerializer(allow_null=True)
     task = TaskSerializer(allow_null=True)
 
 

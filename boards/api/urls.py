@@ -28,6 +28,19 @@ urlpatterns = [
         ).as_view(),
         name="api-claim-next",
     ),
+    path(
+        "reviews/claim-next",
+        op(
+            "review_claim_next",
+            present="next_review",
+            operation_id="reviews_claim_next",
+            error_codes=(401, 403, 404, 409),
+            description="Claim the best review open to this reviewer (READY_FOR_REVIEW by "
+            "priority then age, the very slot rule of review/claim); a reviewer holding a live "
+            "review gets it back. `review` and `task` are null when there is none.",
+        ).as_view(),
+        name="api-review-claim-next",
+    ),
     path(task, views.TaskDetailView.as_view(), name="api-task"),
     path(
         task + "/claim",
@@ -335,6 +348,19 @@ urlpatterns = [
             error_codes=(400, 401, 403, 404),
         ).as_view(),
         name="api-notes",
+    ),
+    # -- the supervisors' runs (issue 12 §2)
+    path("runs", views.RunView.as_view(), name="api-runs"),
+    path(
+        "runs/<int:run_id>/finish",
+        op(
+            "run_finish",
+            present="run",
+            operation_id="runs_finish",
+            description="The spawn ended: exit code, whether the supervisor stopped it, the "
+            "last ~200 lines of its output (agent keys redacted). Only the run's own agent.",
+        ).as_view(),
+        name="api-run-finish",
     ),
     # -- agents and keys
     path("agents", views.AgentListView.as_view(), name="api-agents"),

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from agents import services as agent_services
 from agents.api import serializers as agent_s
 from agents.models import Agent
-from agents.selectors import agent_get, agent_list
+from agents.selectors import agent_get, agent_list, run_list
 from boards import protocol as p
 from boards.api import serializers as s
 from boards.api.base import READ_ERRORS, ProjectView, errors, operation_view
@@ -30,6 +30,8 @@ from boards.selectors.tasks import task_list
 from boards.selectors.watch import alert_list
 from boards.selectors.work import work_for_role
 from boards.services.kernel import require_role
+
+RUN_PAGE = 100  # the newest runs; a task's or an agent's history is filtered first
 
 # ----------------------------------------------------------------------------------------------
 # reads
@@ -184,6 +186,30 @@ class AnomalyView(
     def get(self, request: Request, slug: str) -> Response:
         rows = self.project.anomalies.select_related("task").order_by("timestamp", "id")
         return Response(s.AnomalySerializer(rows, many=True).data)
+
+
+class RunView(
+    operation_view(
+        "run_start",
+        present="run",
+        status=201,
+        operation_id="runs_start",
+        description="`liza supervise` spawned its agent command (on `task`, or none).",
+    ),
+):
+    @extend_schema(
+        operation_id="runs_list",
+        description="The supervisors' runs, newest first; `task` or `agent` filter them.",
+        parameters=[OpenApiParameter("task", str), OpenApiParameter("agent", str)],
+        responses={200: agent_s.RunSerializer(many=True), **READ_ERRORS},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        rows = run_list(
+            project=self.project,
+            task=request.query_params.get("task"),
+            agent_id=request.query_params.get("agent"),
+        )[:RUN_PAGE]
+        return Response(agent_s.RunSerializer(rows, many=True).data)
 
 
 class InboxView(ProjectView):

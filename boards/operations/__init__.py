@@ -23,7 +23,7 @@ from typing import Any
 from rest_framework import serializers
 
 from agents import services as agent_services
-from agents.selectors import agent_get, key_get
+from agents.selectors import agent_get, key_get, run_get
 from boards.errors import NotFound, validation_error
 from boards.models import Alert, Discovery, Membership
 from boards.operations import inputs as i
@@ -44,7 +44,7 @@ from boards.services import (
 )
 
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
-TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER = (
+TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN = (
     "task",
     "sprint",
     "goal",
@@ -54,6 +54,7 @@ TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER = (
     "key",
     "alert",
     "breaker",
+    "run",
 )
 
 
@@ -201,8 +202,20 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             "agent_handoff_pickup", agent_services.agent_handoff_pickup, TASK, principal="agent"
         ),
+        # -- the supervisor (`liza supervise`): each spawn of an agent command ----------------
+        Operation(
+            "run_start",
+            agent_services.run_start,
+            PROJECT,
+            i.RunStartInput,
+            principal="agent",
+        ),
+        Operation(
+            "run_finish", agent_services.run_finish, RUN, i.RunFinishInput, principal="agent"
+        ),
         # -- the code reviewer ---------------------------------------------------------------
         Operation("review_claim", reviews.review_claim, TASK, principal="agent"),
+        Operation("review_claim_next", reviews.review_claim_next, PROJECT, principal="agent"),
         Operation("review_extend", reviews.review_extend, TASK, principal="agent"),
         Operation(
             "review_verdict", reviews.review_verdict, TASK, i.VerdictInput, principal="agent"
@@ -447,6 +460,8 @@ def resolve_target(project, target: str, names: dict[str, str]) -> Any:
         return agent_get(project=project, agent_id=names["agent_id"])
     elif target == KEY:
         return key_get(project=project, prefix=names["prefix"])
+    elif target == RUN:
+        return run_get(project=project, run_id=names["run_id"])
     else:
         raise ValueError(target)
     if row is None:

@@ -90,6 +90,18 @@ class MergeInput(InputSerializer):
     merge_commit = serializers.CharField(**COMMIT)
 
 
+class RunStartInput(InputSerializer):
+    task = serializers.CharField(max_length=100, required=False, allow_null=True, allow_blank=True)
+    restart_reason = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    command = serializers.CharField(max_length=500, required=False, allow_blank=True)
+
+
+class RunFinishInput(InputSerializer):
+    exit_code = serializers.IntegerField(min_value=-255, max_value=255)
+    stopped_by = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    output = serializers.CharField(max_length=200_000, required=False, allow_blank=True)
+
+
 class ReasonInput(InputSerializer):
     reason = serializers.CharField(max_length=2000)
 

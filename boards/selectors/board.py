@@ -15,7 +15,7 @@ from django.db.models.functions import RowNumber
 from django.http import QueryDict
 from django.utils import timezone
 
-from agents.models import Agent
+from agents.models import Agent, Run
 from boards import protocol as p
 from boards.models import Alert, Handoff, Project, Review, Task
 from boards.protocol import TaskStatus
@@ -468,5 +468,9 @@ def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
         "depends_on": task.depends_on.order_by("key"),
         # Every round, closed ones too: `task.reviews` is the card's prefetch (open reviews only).
         "reviews": Review.objects.filter(project=project, task=task).order_by("claimed_at", "id"),
+        # The supervisors' spawns on it (issue 12 §2), newest first: why a coder keeps failing.
+        "runs": Run.objects.filter(project=project, task=task)
+        .select_related("agent")
+        .order_by("-started", "-id")[:20],
         "now": now,
     }

@@ -176,3 +176,37 @@ def reviewable_tasks(
         )
         is None
     ]
+
+
+def held_review(
+    *, project: Project, reviewer: Agent, now: datetime, config: ProjectConfig
+) -> Review | None:
+    """The live review claim `reviewer` holds (no verdict yet), if any: what a review
+    claim-next gives back to a reviewer restarted mid-review, as claim-next does for a coder."""
+    candidates = (
+        Review.objects.filter(
+            project=project,
+            reviewer=reviewer.agent_id,
+            closed_at__isnull=True,
+            verdict="",
+            task__status=TaskStatus.READY_FOR_REVIEW,
+            task__suspended_at__isnull=True,
+        )
+        .select_related("task")
+        .order_by("claimed_at", "id")
+    )
+    return next((r for r in candidates if review_live(r, now, config)), None)
+
+
+def merges_awaiting(*, project: Project, reviewer_id: str) -> list[str]:
+    """The APPROVED tasks `reviewer_id` approved, whose merge it must still report (seed 000
+    T10: the approving reviewer's supervisor merges): its work before any new review."""
+    if not reviewer_id:
+        return []
+    return list(
+        Task.objects.filter(
+            project=project, status=TaskStatus.APPROVED, approved_by__contains=[reviewer_id]
+        )
+        .order_by("priority", "created", "id")
+        .values_list("key", flat=True)
+    )

@@ -17,7 +17,7 @@ from boards.protocol import GoalStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.availability import agent_availability
 from boards.selectors.leases import lease_alive
-from boards.selectors.reviews import reviewable_tasks
+from boards.selectors.reviews import held_review, merges_awaiting, reviewable_tasks
 from boards.selectors.sprints import sprint_current
 from boards.selectors.tasks import (
     claim_candidates,
@@ -25,6 +25,15 @@ from boards.selectors.tasks import (
     holder_task,
     retry_at,
     role_may_still_get_work,
+)
+
+# Tasks whose work may still reach a reviewer: it is not role-complete while one exists.
+REVIEW_MAY_COME = (
+    TaskStatus.UNCLAIMED,
+    TaskStatus.CLAIMED,
+    TaskStatus.READY_FOR_REVIEW,
+    TaskStatus.REJECTED,
+    TaskStatus.INTEGRATION_FAILED,
 )
 
 
@@ -76,6 +85,7 @@ def work_for_role(
         "retry_after": None,
         "reason": "",
         "availability": None,
+        "merge": [],
     }
     stop = stop_reason(project)
     if stop is not None:
@@ -117,30 +127,33 @@ def work_for_role(
             )
         complete = not work and held is None and not role_may_still_get_work(project, agent_id)
     elif role == Agent.Role.CODE_REVIEWER:
+        merges: list[str] = []
         if agent is not None:
-            work = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
-            if work and not available.takes_work:
+            # Its own merges first (seed 000 T10), then a review it holds, then a free slot.
+            merges = merges_awaiting(project=project, reviewer_id=agent_id)
+            held_or_merge = bool(
+                merges or held_review(project=project, reviewer=agent, now=now, config=config)
+            )
+            fresh = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
+            if fresh and not held_or_merge and not available.takes_work:
+                # Seed 003: an agent in error or overloaded finishes what it holds (its review,
+                # its merges) but takes no new review until it clears.
                 return {
                     **result,
                     "retry_after": available.retry_after(now, config.coder_poll_interval),
                     "reason": available.reason,
                 }
+            work = held_or_merge or fresh
         else:
             work = tasks.filter(
                 status=TaskStatus.READY_FOR_REVIEW, suspended_at__isnull=True
             ).exists()
-        # A reviewer is not done while a task it approved still awaits its merge report.
-        awaiting_merge = bool(agent_id) and any(
-            agent_id in (approved or [])
-            for approved in tasks.filter(status=TaskStatus.APPROVED).values_list(
-                "approved_by", flat=True
-            )
-        )
-        complete = (
-            not work
-            and not awaiting_merge
-            and not tasks.filter(status=TaskStatus.READY_FOR_REVIEW).exists()
-        )
+        result["merge"] = merges
+        if merges:
+            result["reason"] = f"merge {', '.join(merges)} (approved by {agent_id})"
+        # Seed 000 says "no READY_FOR_REVIEW task"; like the original's supervisor, a reviewer
+        # also waits while work is on its way to review (claimable, in progress, reworked).
+        complete = not work and not tasks.filter(status__in=REVIEW_MAY_COME).exists()
     elif role == Agent.Role.PLANNER:
         work = (
             drafts > 0
@@ -153,11 +166,15 @@ def work_for_role(
             ).exists()
         )
         goal_open = Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).exists()
-        complete = not work and not goal_open and not tasks.non_terminal().exists()
+        active = tasks.non_terminal().exists()
+        # The original's INITIAL_PLANNING (an open goal, no task yet) and the goal to complete
+        # once every task is terminal: both are the planner's, with nobody else at work.
+        work = work or (goal_open and not active)
+        complete = not work and not goal_open and not active
     else:
         raise ValueError(role)
     if work:
-        return {**result, "work": True, "reason": "work is available"}
+        return {**result, "work": True, "reason": result["reason"] or "work is available"}
     if complete and not (drafts and role != Agent.Role.PLANNER):
         return {**result, "exit": 0, "reason": "role complete"}
     reason = (

@@ -16,13 +16,15 @@ from django.db import transaction
 from agents.models import Agent
 from boards import protocol as p
 from boards.errors import Conflict, Forbidden, InvalidTransition, LeaseLost, ProtocolValidationError
-from boards.models import Review, Task
+from boards.models import Project, Review, Task
 from boards.protocol import Action, AgentStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.leases import lease_alive
 from boards.selectors.reviews import (
+    held_review,
     review_live,
     review_slot_refusal,
+    reviewable_tasks,
     round_approvals,
     security_reviewer_ids,
 )
@@ -136,6 +138,30 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
             data={"commit": task.review_commit},
         )
     return review
+
+
+@records_refusals
+def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Review | None:
+    """The server picks the review: the first READY_FOR_REVIEW task (priority, then age) whose
+    slot `reviewable_tasks` — the very `review_slot_refusal` of `review_claim` — opens to
+    `agent`, claimed through `review_claim`. A reviewer holding a live review gets it back (a
+    restarted reviewer goes on with it). None when there is none.
+
+    A candidate another reviewer takes between the read and the claim is skipped (`Conflict`
+    inside its own savepoint); the next one is tried.
+    """
+    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
+    config = config_of(project)
+    held = held_review(project=project, reviewer=agent, now=now, config=config)
+    if held is not None:
+        return held
+    for task in reviewable_tasks(project=project, reviewer=agent, now=now, config=config):
+        try:
+            return review_claim(task=task, agent=agent, now=now)
+        except (Conflict, InvalidTransition):
+            continue  # lost the race for this one (its refusal is logged): the next
+    return None
 
 
 def _close_stale_review(stale: Review, task: Task, *, actor: Agent, now: datetime) -> None:

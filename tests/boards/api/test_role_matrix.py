@@ -25,7 +25,8 @@ import pytest
 from django.urls import URLPattern
 from rest_framework.test import APIClient
 
-from agents.models import Agent, AgentKey
+from agents import services as agent_services
+from agents.models import Agent, AgentKey, Run
 from agents.services import (
     agent_create,
     agent_handoff,
@@ -94,6 +95,7 @@ MISSING = {
     "prefix": "000000000000",
     "disc_id": "disc-999",
     "alert_id": "999999999",
+    "run_id": "999999999",
 }
 
 
@@ -439,7 +441,11 @@ def task_now(status: str, **expected: Any) -> Check:
 def review_open(t: Tenant, values: dict[str, str], response) -> None:
     review = Review.objects.get(project=t.project, task__key="t1", closed_at__isnull=True)
     assert review.reviewer == "code-reviewer-1"
-    assert response.json()["reviewer"] == "code-reviewer-1"
+    body = response.json()
+    # review/claim answers the review; reviews/claim-next the review and its task.
+    assert body.get("review", body)["reviewer"] == "code-reviewer-1"
+    if "review" in body:
+        assert body["task"]["key"] == "t1" and body["review"]["task"] == "t1"
 
 
 def review_extended(t: Tenant, values: dict[str, str], response) -> None:
@@ -493,6 +499,26 @@ def one_discovery(t: Tenant, values: dict[str, str], response) -> None:
 
 def one_anomaly(t: Tenant, values: dict[str, str], response) -> None:
     assert Anomaly.objects.get(project=t.project).type == "spec_gap"
+
+
+def a_run(t: Tenant) -> dict[str, str]:
+    t.world.claimed("t1")
+    run = agent_services.run_start(
+        project=t.project, agent=t.agent("coder-1"), now=t.world.tick(), task="t1"
+    )
+    return {"key": "t1", "run_id": str(run.pk)}
+
+
+def run_started(t: Tenant, values: dict[str, str], response) -> None:
+    run = Run.objects.get(project=t.project)
+    assert (run.agent.agent_id, run.task.key, run.restart_reason) == ("coder-1", "t1", "start")
+    assert response.json()["id"] == run.pk and run.ended is None
+
+
+def run_crashed(t: Tenant, values: dict[str, str], response) -> None:
+    run = Run.objects.get(pk=values["run_id"])
+    assert run.exit_code == 1 and run.crashed and run.output == "boom"
+    assert Event.objects.filter(project=t.project, action="agent_crashed", task__key="t1").exists()
 
 
 def logged(t: Tenant, values: dict[str, str], response) -> None:
@@ -749,6 +775,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         check=review_open,
     ),
     Endpoint(
+        "api-review-claim-next",
+        "POST",
+        "reviews/claim-next",
+        task_in("READY_FOR_REVIEW"),
+        right="code-reviewer-1",
+        wrong="coder-2",
+        check=review_open,
+    ),
+    Endpoint(
         "api-review-extend",
         "POST",
         TASK + "/review/extend",
@@ -819,6 +854,27 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         right="planner-1",
         ok=201,
         check=logged,
+    ),
+    Endpoint("api-runs", "GET", "runs", a_run, query="?task=t1", **READ),
+    Endpoint(
+        "api-runs",
+        "POST",
+        "runs",
+        task_in("CLAIMED"),
+        body={"task": "t1", "restart_reason": "start", "command": "agent.sh"},
+        right="coder-1",
+        ok=201,
+        check=run_started,
+    ),
+    Endpoint(
+        "api-run-finish",
+        "POST",
+        "runs/{run_id}/finish",
+        a_run,
+        body={"exit_code": 1, "output": "boom"},
+        right="coder-1",
+        wrong="coder-2",
+        check=run_crashed,
     ),
     Endpoint(
         "api-register",

@@ -6,7 +6,9 @@ if and only if
 
 * a coder: `task_claim_next` then gives it a task, or it already holds a CLAIMED task that its
   heartbeat keeps (work in hand: a restarted session picks it up, it does not claim it);
-* a code reviewer: `review_claim` then succeeds on at least one READY_FOR_REVIEW task.
+* a code reviewer: `review_claim` then succeeds on at least one READY_FOR_REVIEW task, or
+  `review_claim_next` gives it a review (one it holds: work in hand), or it must still report
+  the merge of a task it approved (`task_report_merge` then succeeds).
 
 Each claim attempt runs in a savepoint that is rolled back, so every check sees the same board;
 each example is built in its own savepoint too, so examples never see each other's rows.
@@ -30,7 +32,7 @@ from boards.errors import ProtocolError
 from boards.models import Task
 from boards.selectors.access import config_of
 from boards.selectors.tasks import retry_at
-from boards.selectors.work import work_for_role
+from boards.selectors.work import stop_reason, work_for_role
 from boards.services import projects, reviews, tasks
 from boards.services.goals import goal_create
 from boards.services.sprints import sprint_checkpoint, sprint_create
@@ -289,6 +291,26 @@ def _coder_gets_work(world: World, agent_id: str, now) -> bool:
 
 
 def _reviewer_gets_work(world: World, agent_id: str, now) -> bool:
+    agent = world.agent(agent_id)
+    approved = Task.objects.filter(project=world.project, status="APPROVED")
+    # A merge report is not refused on a stop, but a stopped agent has no work (exit 42).
+    if stop_reason(world.project) is None and any(
+        isinstance(
+            _undone(
+                lambda task=task: tasks.task_report_merge(
+                    task=task, agent=agent, merge_commit="m1", now=now
+                )
+            ),
+            Task,
+        )
+        for task in approved
+    ):
+        return True
+    next_review = _undone(
+        lambda: reviews.review_claim_next(project=world.project, agent=agent, now=now)
+    )
+    if next_review is not None and not isinstance(next_review, Exception):
+        return True
     ready = Task.objects.filter(project=world.project, status="READY_FOR_REVIEW")
     return any(
         not isinstance(

@@ -900,6 +900,7 @@ def _immediate(world) -> Discovery:
 
 @pytest.mark.parametrize(("decision", "triage"), [("defer", "deferred"), ("reject", "rejected")])
 def test_members_defer_or_reject_a_discovery(world, decision, triage):
+    world.unclaimed("t1")  # work under way: the open goal alone does not wake the planner
     discovery = _immediate(world)
     assert work_for_role(project=world.project, role="planner", agent=None, now=world.now)["work"]
     person = member(world.project, "member")

@@ -1,0 +1,460 @@
+"""`liza supervise` end to end: a real server process, real `liza supervise` processes, and tiny
+scripted agent commands (this file's AGENTS) working in a temporary git repository.
+
+Every delay of the supervisor is shortened through its flags; what the supervisors did is read
+back from the database and from git.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from agents.models import Agent, Run
+from agents.selectors import recent_crashes
+from boards.models import Event
+from boards.protocol import TaskStatus
+from tests.boards.api.helpers import key_for
+from tests.lifecycle import World
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FAST = [
+    "--poll-interval", "0.3", "--heartbeat-interval", "0.5", "--restart-delay", "0.2",
+    "--crash-delay", "0.2",
+]  # fmt: skip
+
+# The scripted agents: each reads the LIZA_* contract and speaks through `liza` itself.
+AGENT_LIB = """
+import json, os, subprocess, sys
+E = os.environ
+def liza(*args, check=True):
+    done = subprocess.run([sys.executable, "-m", "agents.client.cli", "--json", *args],
+                          capture_output=True, text=True)
+    if check and done.returncode:
+        print("liza", *args, "->", done.returncode, done.stdout, done.stderr, flush=True)
+        sys.exit(42 if done.returncode == 42 else 1)
+    return json.loads(done.stdout) if done.stdout.strip() else None
+def git(*args, cwd=None):
+    return subprocess.run(["git", *args], cwd=cwd or E["LIZA_WORKTREE"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+"""
+
+CODER = (
+    AGENT_LIB
+    + """
+key, wt = E["LIZA_TASK"], E["LIZA_WORKTREE"]
+assert os.getcwd() == os.path.realpath(wt), (os.getcwd(), wt)
+assert "LIZA_KEY" not in E and oct(os.stat(E["LIZA_KEY_FILE"]).st_mode & 0o777) == "0o600"
+prompt = open(E["LIZA_PROMPT_FILE"]).read()
+assert "=== ASSIGNED TASK ===" in prompt and key in prompt
+print("working on", key, "key", open(E["LIZA_KEY_FILE"]).read().strip(), flush=True)
+with open(os.path.join(wt, key + ".txt"), "a") as f:
+    f.write(E.get("CONTENT", "done") + "\\n")
+git("add", "-A"); git("commit", "-q", "-m", "work on " + key)
+liza("submit", key, "--commit", git("rev-parse", "HEAD"), "--tree-clean")
+sys.exit(42)
+"""
+)
+
+REVIEWER = (
+    AGENT_LIB
+    + """
+key = E["LIZA_TASK"]
+assert "=== REVIEW TASK ===" in open(E["LIZA_PROMPT_FILE"]).read()
+task = liza("task", "show", key)
+liza("review", "verdict", key, "APPROVED", "--commit", task["review_commit"])
+sys.exit(42)
+"""
+)
+
+
+def write_agent(tmp_path: Path, name: str, source: str) -> list[str]:
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    return [sys.executable, str(path)]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A repository with one commit on main and an `integration` branch."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "agents@example.com")
+    git(root, "config", "user.name", "Agents")
+    (root / "README").write_text("project\n")
+    (root / ".gitignore").write_text(".worktrees/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    git(root, "branch", "integration")
+    return root
+
+
+@pytest.fixture
+def world():
+    # Registered long ago: every lease is dead, so the supervisors may register these ids.
+    return World(now=timezone.now() - timedelta(hours=3))
+
+
+class Supervisors:
+    def __init__(self, server, world: World, repo: Path, tmp_path: Path) -> None:
+        self.server, self.world, self.repo, self.tmp = server, world, repo, tmp_path
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, agent_id: str, command: list[str], *extra: str, **env: str):
+        key_file = self.tmp / f"{agent_id}.key"
+        key_file.write_text(key_for(self.world.agent(agent_id)))
+        key_file.chmod(0o600)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agents.client.cli",
+                "supervise",
+                *FAST,
+                *extra,
+                "--",
+                *command,
+            ],
+            cwd=self.repo,
+            env={
+                **os.environ,
+                "LIZA_URL": self.server.url,
+                "LIZA_PROJECT": self.world.project.slug,
+                "LIZA_KEY_FILE": str(key_file),
+                "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
+                **env,
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def supervisors(cli_server, world, repo, tmp_path):
+    team = Supervisors(cli_server, world, repo, tmp_path)
+    yield team
+    team.stop()
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str]:
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"the supervisor did not stop:\n{out}") from None
+    return proc.returncode, out
+
+
+def finish_all(*procs: subprocess.Popen[str], timeout: float = 90) -> list[tuple[int, str]]:
+    """Every process's exit and output; all their outputs in the failure when one hangs."""
+    outputs: list[str] = [""] * len(procs)
+    readers = [
+        threading.Thread(target=lambda i=i, p=p: outputs.__setitem__(i, p.stdout.read()))
+        for i, p in enumerate(procs)
+    ]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            for reader in readers:
+                reader.join()
+            raise AssertionError("a supervisor did not stop:\n" + "\n---\n".join(outputs)) from None
+    for reader in readers:
+        reader.join()
+    return [(proc.returncode, out) for proc, out in zip(procs, outputs, strict=True)]
+
+
+def ended_runs(world: World) -> int:
+    return Run.objects.filter(project=world.project, ended__isnull=False).count()
+
+
+def wait_for(predicate, timeout: float = 60, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_coder_and_a_reviewer_supervisor_take_a_task_to_merged(supervisors, world, repo):
+    world.unclaimed("T1")
+    coder = supervisors.start("coder-1", write_agent(supervisors.tmp, "coder", CODER))
+    reviewer = supervisors.start("code-reviewer-1", write_agent(supervisors.tmp, "rev", REVIEWER))
+
+    (coder_exit, coder_out), (reviewer_exit, reviewer_out) = finish_all(coder, reviewer)
+
+    assert (coder_exit, reviewer_exit) == (0, 0), coder_out + reviewer_out
+    task = world.task("T1")
+    assert task.status == TaskStatus.MERGED, coder_out + reviewer_out
+    # Merged into integration: the reviewer's supervisor merged the reviewed commit.
+    assert task.merge_commit == git(repo, "rev-parse", "integration")
+    assert git(repo, "show", "integration:T1.txt") == "done"
+    assert not (repo / ".worktrees" / "T1").exists()
+    assert "task/T1" not in git(repo, "branch", "--list")
+    assert "T1: MERGED into integration" in reviewer_out
+    assert "role complete" in coder_out
+    # One run each, exit 42 (submitted, verdict given), the coder's key redacted.
+    runs = {r.agent.agent_id: r for r in Run.objects.filter(project=world.project)}
+    assert runs["coder-1"].exit_code == 42 and runs["coder-1"].task.key == "T1"
+    assert runs["code-reviewer-1"].exit_code == 42
+    assert "working on T1 key [redacted]" in runs["coder-1"].output
+    assert "liza_" not in runs["coder-1"].output
+
+
+def test_a_collision_exits_6(supervisors, world):
+    # coder-1's session is alive elsewhere.
+    Agent.objects.filter(project=world.project, agent_id="coder-1").update(
+        lease_expires=timezone.now() + timedelta(minutes=30)
+    )
+    proc = supervisors.start("coder-1", [sys.executable, "-c", "pass"])
+    code, out = finish(proc)
+    assert code == 6, out
+    assert "collision" in out
+
+
+CRASHER = AGENT_LIB + "\nprint('boom', flush=True)\nsys.exit(3)\n"
+
+
+def test_a_crash_loop_stops_the_supervisor(supervisors, world):
+    world.unclaimed("T1")
+    proc = supervisors.start("coder-1", write_agent(supervisors.tmp, "crash", CRASHER))
+
+    code, out = finish(proc)
+
+    assert code == 12, out
+    assert "crash loop: the agent crashed 3 times" in out
+    runs = list(Run.objects.filter(project=world.project).order_by("started"))
+    assert [r.exit_code for r in runs] == [3, 3, 3]
+    assert [r.restart_reason for r in runs] == ["start", "crash: exit 3", "crash: exit 3"]
+    assert all(r.crashed and r.output == "boom" for r in runs)
+    crashes = recent_crashes(
+        agent=world.agent("coder-1"), window=timedelta(minutes=5), now=timezone.now()
+    )
+    assert len(crashes) == 3
+    assert Event.objects.filter(project=world.project, action="agent_crashed").count() == 3
+
+
+def test_sigterm_is_forwarded_and_the_task_handed_off(supervisors, world):
+    world.unclaimed("T1")
+    sleeper = AGENT_LIB + "\nimport time\nprint('started', flush=True)\ntime.sleep(60)\n"
+    proc = supervisors.start("coder-1", write_agent(supervisors.tmp, "sleep", sleeper))
+    wait_for(lambda: Run.objects.filter(project=world.project).exists(), what="the agent to start")
+    time.sleep(0.5)
+
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc, timeout=30)
+
+    assert code == 0, out
+    task = world.task("T1")
+    assert task.status == TaskStatus.CLAIMED and task.handoff_pending
+    assert "T1: handed off" in out
+    run = Run.objects.get(project=world.project)
+    assert run.exit_code == -signal.SIGTERM
+
+
+def test_dry_run_registers_nothing(supervisors, world):
+    world.unclaimed("T1")
+    proc = supervisors.start("coder-1", ["true"], "--dry-run", "--role", "coder")
+    code, out = finish(proc)
+    assert code == 0, out
+    assert "would claim-next with base_commit" in out
+    assert world.task("T1").status == TaskStatus.UNCLAIMED
+    assert not Run.objects.filter(project=world.project).exists()
+
+
+# An agent that works on its first spawn only after a pause came and went: it heartbeats until
+# the server says stop (exit 42), the supervisor waits the pause out, and its next spawn codes.
+PAUSED_FIRST = (
+    AGENT_LIB
+    + """
+import time
+marker = os.path.join(E["MARKERS"], E["LIZA_TASK"] + ".first")
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    print("first spawn: heartbeating", flush=True)
+    while True:
+        liza("heartbeat")
+        time.sleep(0.2)
+"""
+    + CODER.removeprefix(AGENT_LIB)
+)
+
+
+def test_a_pause_stops_the_agent_with_42_and_continue_restarts_it(supervisors, world, tmp_path):
+    from boards.services.projects import project_pause, project_resume
+
+    world.unclaimed("T1")
+    proc = supervisors.start(
+        "coder-1", write_agent(tmp_path, "paused", PAUSED_FIRST), MARKERS=str(tmp_path)
+    )
+    wait_for(lambda: (tmp_path / "T1.first").exists(), what="the first spawn")
+
+    project_pause(project=world.project, actor=world.admin, reason="Hold", now=timezone.now())
+    wait_for(
+        lambda: Run.objects.filter(project=world.project, ended__isnull=False).exists(),
+        what="the first run to end",
+    )
+    time.sleep(1)  # the supervisor now waits without spawning
+    assert Run.objects.filter(project=world.project).count() == 1
+    first = Run.objects.get(project=world.project)
+    # The agent's own heartbeat (exit 42) or the supervisor's (`stop`) saw the pause first.
+    assert first.exit_code == 42 or first.stopped_by == "paused", first.output
+
+    project_resume(project=world.project, actor=world.admin, now=timezone.now())
+    wait_for(lambda: ended_runs(world) == 2, what="the second spawn")
+    assert world.task("T1").status == TaskStatus.READY_FOR_REVIEW
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc)
+    assert code == 0, out
+    second = Run.objects.filter(project=world.project).order_by("started").last()
+    assert second.restart_reason in ("exit_42", "paused") and second.exit_code == 42, out
+    assert "waiting: project" in out
+
+
+def test_drafts_are_waited_for_without_spawning_then_worked(supervisors, world, tmp_path):
+    from boards.services.tasks import task_finalize
+
+    world.draft("T1")
+    proc = supervisors.start("coder-1", write_agent(tmp_path, "coder", CODER))
+    time.sleep(2)
+    assert not Run.objects.filter(project=world.project).exists()
+    assert proc.poll() is None  # not role complete: the DRAFT may be finalized
+
+    task_finalize(task=world.task("T1"), actor=world.planner, now=timezone.now())
+    wait_for(lambda: world.task("T1").status == TaskStatus.READY_FOR_REVIEW, what="the work")
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc)
+    assert code == 0, out
+    assert Run.objects.get(project=world.project).task.key == "T1"
+
+
+SLEEPER = (
+    AGENT_LIB
+    + """
+import time
+open(os.path.join(E["MARKERS"], "agent.pid"), "w").write(str(os.getpid()))
+print("working slowly", flush=True)
+time.sleep(120)
+"""
+)
+
+
+def test_a_killed_coders_task_is_taken_over_after_its_lease_expires(
+    supervisors, world, tmp_path, repo
+):
+    from boards.services.projects import config_update
+
+    config_update(
+        project=world.project,
+        actor=world.admin,
+        now=timezone.now(),
+        lease_duration=3,
+        heartbeat_interval=1,
+        lease_grace=1,
+    )
+    world.unclaimed("T1")
+    first = supervisors.start(
+        "coder-1", write_agent(tmp_path, "sleeper", SLEEPER), MARKERS=str(tmp_path)
+    )
+    wait_for(lambda: (tmp_path / "agent.pid").exists(), what="coder-1's agent")
+    assert world.task("T1").assigned_to == "coder-1"
+    first.kill()  # SIGKILL: no handoff, no goodbye
+    os.kill(int((tmp_path / "agent.pid").read_text()), signal.SIGKILL)
+    first.wait()
+
+    # Seed 000: a coder with nothing claimable is role-complete, so coder-2 comes once the
+    # lease (3 s) and its grace (1 s) have lapsed; claim-next then takes the task over.
+    lapsed = world.task("T1").lease_expires + timedelta(seconds=1)
+    wait_for(lambda: timezone.now() > lapsed, what="the lease to lapse")
+    second = supervisors.start("coder-2", write_agent(tmp_path, "coder", CODER))
+    try:
+        wait_for(
+            lambda: Run.objects.filter(agent__agent_id="coder-2", ended__isnull=False).exists(),
+            timeout=60,
+            what="coder-2 to take T1 over",
+        )
+    finally:
+        second.send_signal(signal.SIGTERM)
+        _, out = finish(second)
+        print(out)
+    task = world.task("T1")
+    assert task.assigned_to == "coder-2" and "coder-1" in task.failed_by, out
+    # coder-2 started a fresh branch: coder-1's worktree went with its claim.
+    assert git(repo, "show", f"{task.review_commit}:T1.txt") == "done"
+
+
+REJECTING_ONCE = (
+    AGENT_LIB
+    + """
+key = E["LIZA_TASK"]
+task = liza("task", "show", key)
+liza("review", "verdict", key, "APPROVED", "--commit", task["review_commit"])
+sys.exit(42)
+"""
+)
+
+
+def test_an_integration_failure_is_reported_and_reclaimed(supervisors, world, tmp_path, repo):
+    world.unclaimed("T1")
+    # integration moves on under the task: the same file, another line.
+    (repo / "T1.txt").write_text("somebody else\n")
+    coder = supervisors.start("coder-1", write_agent(tmp_path, "coder", CODER))
+    wait_for(lambda: world.task("T1").status == TaskStatus.READY_FOR_REVIEW, what="the work")
+    coder.send_signal(signal.SIGTERM)
+    finish(coder)
+    git(repo, "checkout", "-q", "integration")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a conflicting change")
+    git(repo, "checkout", "-q", "main")
+
+    reviewer = supervisors.start("code-reviewer-1", write_agent(tmp_path, "rev", REVIEWER))
+    wait_for(
+        lambda: world.task("T1").status == TaskStatus.INTEGRATION_FAILED, what="the failed merge"
+    )
+    reviewer.send_signal(signal.SIGTERM)
+    _, reviewer_out = finish(reviewer)
+    assert "T1: INTEGRATION_FAILED" in reviewer_out and "CONFLICT" in reviewer_out
+    event = Event.objects.filter(project=world.project, action="integration_failed").get()
+    assert "CONFLICT" in event.detail or "CONFLICT" in str(event.data)
+
+    # Any coder re-claims it as an integration fix, in the kept worktree.
+    fixer = supervisors.start("coder-2", write_agent(tmp_path, "coder", CODER))
+    wait_for(lambda: world.task("T1").status == TaskStatus.READY_FOR_REVIEW, what="the fix")
+    fixer.send_signal(signal.SIGTERM)
+    finish(fixer)
+    task = world.task("T1")
+    assert task.integration_fix and task.assigned_to == "coder-2"
+    assert git(repo, "rev-list", "--count", f"{task.base_commit}..{task.review_commit}") == "2"
