@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from boards.web import actions, board, metrics, pages
+from boards.web import actions, board, insights, metrics, pages
 from boards.web.actions import ACTIONS as A
 
 project = "p/<slug:slug>"
@@ -17,6 +17,9 @@ urlpatterns = [
     path("p/<slug:slug>/fragment", board.board_fragment, name="board-fragment"),
     path("p/<slug:slug>/tasks/<str:key>/", board.task_drawer, name="task-drawer"),
     path("p/<slug:slug>/controls", board.board_controls, name="board-controls"),
+    # Insights and agent pages (issue #13): any member reads them.
+    path("p/<slug:slug>/insights/", insights.insights_page, name="insights"),
+    path("p/<slug:slug>/agents/<str:agent_id>/", insights.agent_page, name="agent-page"),
     # Human oversight (SPEC §7): pages, then POST-only actions, each a declared operation.
     path("inbox", pages.inbox_all, name="inbox-all"),
     path("p/<slug:slug>/inbox", pages.inbox, name="inbox"),
