@@ -60,6 +60,11 @@ def _rate(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
+def _seconds(value: float | None) -> float | None:
+    """Durations to a tenth of a second (percentiles may fall between two whole seconds)."""
+    return None if value is None else round(value, 1)
+
+
 def agents_table(agents) -> Table:
     """The per-agent figures (insights and the agent page show the same table)."""
     return Table(
@@ -123,7 +128,7 @@ def tables(data: Insights) -> dict[str, Table]:
                 ("max", DURATION),
             ],
             [
-                [t.state, t.spread.n, t.spread.p50, t.spread.p90, t.spread.max]
+                [t.state, t.spread.n, *map(_seconds, (t.spread.p50, t.spread.p90, t.spread.max))]
                 for t in data.time_in_state
             ],
         ),
@@ -142,7 +147,7 @@ def tables(data: Insights) -> dict[str, Table]:
                     s.state,
                     s.key,
                     p.format_timestamp(s.entered),
-                    s.seconds,
+                    _seconds(s.seconds),
                     "yes" if s.ongoing else "no",
                 ]
                 for t in data.time_in_state
@@ -166,20 +171,8 @@ def tables(data: Insights) -> dict[str, Table]:
                 ("max", DURATION),
             ],
             [
-                [
-                    "lead time",
-                    data.lead_time.n,
-                    data.lead_time.p50,
-                    data.lead_time.p90,
-                    data.lead_time.max,
-                ],
-                [
-                    "cycle time",
-                    data.cycle_time.n,
-                    data.cycle_time.p50,
-                    data.cycle_time.p90,
-                    data.cycle_time.max,
-                ],
+                [name, spread.n, *map(_seconds, (spread.p50, spread.p90, spread.max))]
+                for name, spread in (("lead time", data.lead_time), ("cycle time", data.cycle_time))
             ],
         ),
         "review_rounds": Table(
@@ -329,9 +322,14 @@ def _period(request: HttpRequest, project: Project, errors: list[str]) -> Period
     sprint_id = request.GET.get("sprint", "").strip()
     sprint = None
     if sprint_id:
-        sprint = Sprint.objects.filter(project=project, sprint_id=sprint_id).first()
+        # A NUL byte cannot reach PostgreSQL (it would answer 500): no sprint has one.
+        sprint = (
+            Sprint.objects.filter(project=project, sprint_id=sprint_id).first()
+            if "\x00" not in sprint_id
+            else None
+        )
         if sprint is None:
-            errors.append(f"sprint: no sprint {sprint_id!r} in this project")
+            errors.append(f"sprint: no sprint {sprint_id[:64]!r} in this project")
     start = _day(request.GET.get("from", ""), "from", errors)
     end = _day(request.GET.get("to", ""), "to", errors)
     if start and end and start > end:
