@@ -57,15 +57,22 @@ def _number(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.1f}"
 
 
+def _divisions(top: float) -> int:
+    """Grid lines that land on round numbers: 1 → halves, 2 → quarters, 5 and 10 → fifths."""
+    leading = round(top / 10 ** math.floor(math.log10(top)))
+    return {1: 2, 2: 4}.get(leading, 5)
+
+
 def _frame(chart_id: str, title: str, description: str, top: float, unit: str, body) -> SafeString:
+    n = _divisions(top)
     ticks = format_html_join(
         "",
         '<line class="grid" x1="{}" x2="{}" y1="{}" y2="{}"></line>'
         '<text class="y-label" x="{}" y="{}" text-anchor="end">{}</text>',
         (
-            (LEFT, WIDTH - RIGHT, y, y, LEFT - 6, y + 4, _number(top * i / 4))
-            for i in range(5)
-            for y in [round(TOP + PLOT_H - PLOT_H * i / 4, 1)]
+            (LEFT, WIDTH - RIGHT, y, y, LEFT - 6, y + 4, _number(top * i / n))
+            for i in range(n + 1)
+            for y in [round(TOP + PLOT_H - PLOT_H * i / n, 1)]
         ),
     )
     return format_html(
@@ -88,13 +95,22 @@ def _frame(chart_id: str, title: str, description: str, top: float, unit: str, b
 
 def _x_labels(labels: list[str], centre) -> SafeString:
     every = max(1, math.ceil(len(labels) / MAX_X_LABELS))
+    shown = [(i, label) for i, label in enumerate(labels) if i % every == 0 or i == len(labels) - 1]
+    # Long labels (state names) would run into each other: smaller and ellipsed past the slot.
+    room = PLOT_W / max(1, len(shown))
+    fits = max((len(label) for _, label in shown), default=0) * 6.5 <= room
     return format_html_join(
         "",
-        '<text class="x-label" x="{}" y="{}" text-anchor="middle">{}</text>',
+        '<text class="x-label{}" x="{}" y="{}" text-anchor="middle">{}<title>{}</title></text>',
         (
-            (round(centre(i), 1), HEIGHT - BOTTOM + 16, label)
-            for i, label in enumerate(labels)
-            if i % every == 0 or i == len(labels) - 1
+            (
+                "" if fits else " small",
+                round(centre(i), 1),
+                HEIGHT - BOTTOM + 16,
+                label if fits or len(label) * 5.5 <= room else label[: int(room / 5.5) - 1] + "…",
+                label,
+            )
+            for i, label in shown
         ),
     )
 
