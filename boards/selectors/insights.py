@@ -470,6 +470,8 @@ def _alerts_per_day(project: Project, period: Period) -> list[tuple[date, dict[s
 
 
 def agent_get(*, project: Project, agent_id: str) -> Agent | None:
+    if "\x00" in agent_id:
+        return None  # PostgreSQL refuses NUL in text (a 500); no agent id holds one
     return (
         Agent.objects.filter(project=project, agent_id=agent_id)
         .select_related("current_task")

@@ -311,10 +311,14 @@ def _day(raw: str, name: str, errors: list[str]) -> date | None:
     if not raw.strip():
         return None
     try:
-        return date.fromisoformat(raw.strip())
+        day = date.fromisoformat(raw.strip())
     except ValueError:
-        errors.append(f"{name}: give a day as YYYY-MM-DD")
+        day = None
+    # From 1970 on: a period reaching back before year 1 would overflow its date arithmetic.
+    if day is None or day.year < 1970:
+        errors.append(f"{name}: give a day as YYYY-MM-DD, from 1970 on")
         return None
+    return day
 
 
 def _period(request: HttpRequest, project: Project, errors: list[str]) -> Period:

@@ -95,6 +95,7 @@ def test_a_missing_project_or_agent_is_a_404(world, path):
     client = client_for(world.admin)
     assert client.get(path.format(slug="no-such-project")).status_code == 404
     assert client.get(f"/p/{world.project.slug}/agents/coder-9/").status_code == 404
+    assert client.get(f"/p/{world.project.slug}/agents/%00/").status_code == 404
     # Another project's agent of the same name is not this project's.
     stranger = ProjectFactory()
     assert client.get(f"/p/{stranger.slug}/agents/coder-1/").status_code == 404
@@ -189,6 +190,8 @@ def test_a_bad_csv_request_is_a_400_with_the_reason(world, query):
         {"from": "2026-13-01"},
         {"to": "x"},
         {"sprint": "\x00"},
+        {"to": "0001-01-01"},
+        {"from": "0001-01-01", "to": "0001-01-02"},
         {"from": "2026-02-02", "to": "2026-02-01"},
     ],
 )
