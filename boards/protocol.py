@@ -251,6 +251,19 @@ IN_PROGRESS_TASK_STATES: tuple[str, ...] = (
     "INTEGRATION_FAILED",
 )
 
+# Seed 002 `sprint.metrics` (SPEC §9): approving more than 95 % of at least 5 verdicts reads as
+# rubber-stamping (a warning, never a refusal). The one place of the rule: the sprint metrics
+# (a round of reviews) and insights (each reviewer) both ask `rubber_stamp`.
+RUBBER_STAMP_PERCENT = 95
+RUBBER_STAMP_MIN_VERDICTS = 5
+
+
+def rubber_stamp(approvals: int, verdicts: int) -> bool:
+    """More than 95 % approvals over at least 5 verdicts (exact, not the rounded percentage)."""
+    return (
+        verdicts >= RUBBER_STAMP_MIN_VERDICTS and 100 * approvals > RUBBER_STAMP_PERCENT * verdicts
+    )
+
 
 class Action(StrEnum):
     """What the server itself writes in the event log's `action` (seed 002 log.yaml names).

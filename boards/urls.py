@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from boards.web import actions, activity, board, graph, metrics, pages
+from boards.web import actions, activity, board, graph, insights, metrics, pages
 from boards.web.actions import ACTIONS as A
 
 project = "p/<slug:slug>"
@@ -20,6 +20,9 @@ urlpatterns = [
     path("p/<slug:slug>/graph/", graph.graph, name="graph"),
     path("p/<slug:slug>/activity/", activity.activity_page, name="activity"),
     path("p/<slug:slug>/activity/rows", activity.activity_rows, name="activity-rows"),
+    # Insights and agent pages (issue #13): any member reads them.
+    path("p/<slug:slug>/insights/", insights.insights_page, name="insights"),
+    path("p/<slug:slug>/agents/<str:agent_id>/", insights.agent_page, name="agent-page"),
     # Human oversight (SPEC §7): pages, then POST-only actions, each a declared operation.
     path("inbox", pages.inbox_all, name="inbox-all"),
     path("p/<slug:slug>/inbox", pages.inbox, name="inbox"),

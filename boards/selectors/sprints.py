@@ -97,9 +97,7 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
             round(100 * approvals / submitted) if submitted else None
         ),
         # SPEC §9: rubber-stamping warning above 95 % approvals over at least 5 verdicts.
-        "rubber_stamp_warning": bool(
-            approval_rate is not None and verdict_count >= 5 and approval_rate > 95
-        ),
+        "rubber_stamp_warning": p.rubber_stamp(approvals, verdict_count),
     }
 
 

@@ -1,0 +1,489 @@
+"""Insights (issue #13): flow and quality figures of a project or a sprint, from the event table.
+
+Everything here reads the append-only `Event` log (and `Alert` for the alerts chart); nothing is
+kept in aggregate tables, so a figure can always be recomputed for any period. Definitions (the
+ones docs/decisions.md "Insights" gives, and the tests compute by hand):
+
+- A task's *state history* is its applied events that name a `to_status`, in time order; a task
+  is in a state from the event that entered it until the next one. Refused attempts (`outcome`
+  rejected) name the state they tried and are left out.
+- The *cumulative flow diagram* counts, at the end of each UTC day of the period (the last point
+  at the period's end), the tasks in each state.
+- *Time in a state*: each stay in a non-terminal state that ended within the period, or still
+  runs at its end (counted up to the end, marked ongoing); p50/p90 and the slowest stays.
+- *Throughput*: transitions to MERGED per UTC day. *Lead time* = created → MERGED, *cycle time*
+  = first CLAIMED → MERGED, for the tasks merged within the period.
+- *Review rounds to approval*: at each transition to APPROVED in the period, the rejections the
+  task had had (`review_cycles_total` in the event's board snapshot) plus one, the approving
+  round.
+- *Per agent*, within the period: claims (claimed or took over), blocks it raised, lease expiries
+  (the watcher's `lease_expired`, naming the agent), verdicts received on its work (reviewers'
+  `approved`/`rejected` while the task was assigned to it) and the review rounds its approved
+  tasks needed; for reviewers, verdicts given and the rubber-stamp flag (`p.rubber_stamp`, the
+  rule the sprint metrics use).
+
+Percentiles interpolate linearly between the closest ranks (PostgreSQL's `percentile_cont`).
+Five queries whatever the size: the tasks, their state history, the per-agent counts, the
+alerts per day, the agents' roles.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.db.models import Case, CharField, Count, FloatField, Func, Q, When
+from django.db.models.fields.json import KT
+from django.db.models.functions import TruncDate
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.models import Alert, Event, Project, Sprint, Task
+from boards.protocol import Action, TaskStatus
+
+DEFAULT_DAYS = 14
+MAX_DAYS = 366  # one point a day: a year is 366 points, enough for a chart and a table
+SLOWEST = 5  # the slowest stays listed per state
+
+VERDICTS = (Action.APPROVED, Action.REJECTED)
+CLAIMS = (Action.CLAIMED, Action.REASSIGNED)
+
+
+def percentile(values: list[float], q: int, *, presorted: bool = False) -> float | None:
+    """The q-th percentile (0–100) by linear interpolation between closest ranks; None if empty."""
+    if not values:
+        return None
+    ordered = values if presorted else sorted(values)
+    # The rank as a whole part and hundredths: no binary fraction creeps into exact inputs.
+    low, hundredths = divmod((len(ordered) - 1) * q, 100)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * hundredths / 100
+
+
+@dataclass(frozen=True)
+class Period:
+    start: datetime
+    end: datetime
+    sprint: Sprint | None = None
+
+    @property
+    def days(self) -> list[date]:
+        # A period ending at midnight ends with the day before it.
+        last_moment = max(self.start, self.end - timedelta(microseconds=1))
+        first, last = self.start.astimezone(UTC).date(), last_moment.astimezone(UTC).date()
+        return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+    def samples(self) -> list[datetime]:
+        """The CFD's moments: the end of each UTC day, the last one the period's end."""
+        ends = [datetime.combine(d + timedelta(days=1), time(), UTC) for d in self.days]
+        return [min(moment, self.end) for moment in ends]
+
+
+def insights_period(
+    *,
+    now: datetime,
+    sprint: Sprint | None = None,
+    start: date | None = None,
+    end: date | None = None,
+) -> Period:
+    """The period asked for: whole UTC days from `start` to `end` (inclusive, the last one up to
+    now), else the sprint's run (started → ended or now), else the last 14 days."""
+    if sprint is not None and start is None and end is None and sprint.started:
+        return Period(sprint.started, min(sprint.ended or now, now), sprint)
+    last = min(end or now.astimezone(UTC).date(), now.astimezone(UTC).date())
+    first = start or last - timedelta(days=DEFAULT_DAYS - 1)
+    first = max(first, last - timedelta(days=MAX_DAYS - 1))
+    if first > last:
+        first = last
+    end_moment = min(datetime.combine(last + timedelta(days=1), time(), UTC), now)
+    return Period(datetime.combine(first, time(), UTC), end_moment, sprint)
+
+
+@dataclass(frozen=True)
+class Stay:
+    key: str
+    state: str
+    entered: datetime
+    seconds: float
+    ongoing: bool
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Percentiles of durations (seconds) or counts."""
+
+    n: int
+    p50: float | None
+    p90: float | None
+    max: float | None
+
+    @classmethod
+    def of(cls, values: list[float]) -> Spread:
+        ordered = sorted(values)
+        return cls(
+            len(ordered),
+            percentile(ordered, 50, presorted=True),
+            percentile(ordered, 90, presorted=True),
+            ordered[-1] if ordered else None,
+        )
+
+
+@dataclass(frozen=True)
+class StateTimes:
+    state: str
+    spread: Spread
+    slowest: list[Stay]
+
+
+@dataclass
+class AgentFigures:
+    agent_id: str
+    role: str = ""
+    claims: int = 0
+    blocks: int = 0
+    lease_expiries: int = 0
+    approvals_received: int = 0
+    rejections_received: int = 0
+    rounds_to_approval: list[int] = field(default_factory=list)
+    approvals_given: int = 0
+    rejections_given: int = 0
+
+    @property
+    def verdicts_received(self) -> int:
+        return self.approvals_received + self.rejections_received
+
+    @property
+    def approval_rate(self) -> float | None:
+        """Percentage of the verdicts on its work that approved it."""
+        n = self.verdicts_received
+        return 100 * self.approvals_received / n if n else None
+
+    @property
+    def rejection_rate(self) -> float | None:
+        n = self.verdicts_received
+        return 100 * self.rejections_received / n if n else None
+
+    @property
+    def mean_rounds_to_approval(self) -> float | None:
+        rounds = self.rounds_to_approval
+        return sum(rounds) / len(rounds) if rounds else None
+
+    @property
+    def verdicts_given(self) -> int:
+        return self.approvals_given + self.rejections_given
+
+    @property
+    def given_approval_rate(self) -> float | None:
+        n = self.verdicts_given
+        return 100 * self.approvals_given / n if n else None
+
+    @property
+    def rubber_stamp(self) -> bool:
+        return p.rubber_stamp(self.approvals_given, self.verdicts_given)
+
+
+@dataclass(frozen=True)
+class Insights:
+    period: Period
+    tasks: int
+    states: tuple[str, ...]
+    cfd: list[tuple[datetime, dict[str, int]]]
+    time_in_state: list[StateTimes]
+    throughput: list[tuple[date, int]]
+    lead_time: Spread
+    cycle_time: Spread
+    rounds_to_approval: dict[int, int]  # rounds → approvals that needed them
+    agents: list[AgentFigures]
+    alerts: list[tuple[date, dict[str, int]]]
+
+
+def _task_ids(period: Period):
+    """The sprint's planned and stretch tasks (a subquery), or None for the whole project."""
+    if period.sprint is None:
+        return None
+    sprint = period.sprint
+    return Task.objects.filter(Q(planned_in=sprint) | Q(stretch_in=sprint)).values("id")
+
+
+class Epoch(Func):
+    """A moment as seconds since 1970 (float8): 40,000 of them load several times faster than
+    datetimes (psycopg parses each timestamptz from text), and the arithmetic is plain."""
+
+    template = "EXTRACT(EPOCH FROM %(expressions)s)::float8"
+    output_field = FloatField()
+
+
+# One state-history row: (epoch, to_status, assignee at approval, rejections at approval).
+Row = tuple[float, str, str | None, str | None]
+
+
+def _state_history(project: Project, period: Period) -> dict[int, list[Row]]:
+    """Each task's applied transitions up to the period's end, in order (one query)."""
+    at_approval = Q(to_status=TaskStatus.APPROVED)
+    events = Event.objects.filter(
+        project=project,
+        task__isnull=False,
+        outcome=Event.Outcome.APPLIED,
+        timestamp__lte=period.end,
+    ).exclude(to_status="")
+    ids = _task_ids(period)
+    if ids is not None:
+        events = events.filter(task__in=ids)
+    rows = events.order_by("task_id", "timestamp", "id").values_list(
+        "task_id",
+        Epoch("timestamp"),
+        "to_status",
+        # Only the approvals need the snapshot's fields: the rest skip the JSON (50k rows).
+        Case(When(at_approval, then=KT("board__assigned_to")), output_field=CharField()),
+        Case(When(at_approval, then=KT("board__review_cycles_total")), output_field=CharField()),
+    )
+    history: dict[int, list[Row]] = defaultdict(list)
+    for task_id, *row in rows:
+        history[task_id].append(tuple(row))
+    return history
+
+
+def _stays(rows: list[Row]):
+    """(state, entered, left or None) for each stay; a repeated state (a takeover: CLAIMED →
+    CLAIMED) continues the stay."""
+    stays: list[list] = []
+    for timestamp, state, *_ in rows:
+        if stays and stays[-1][0] == state:
+            continue
+        if stays:
+            stays[-1][2] = timestamp
+        stays.append([state, timestamp, None])
+    return stays
+
+
+def _moment(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+def insights(*, project: Project, period: Period) -> Insights:
+    """Every figure of the insights page for `period` (see the module's definitions).
+
+    Two passes in Python over the state history (one row per transition, as float epochs):
+    the per-state and per-day figures need each task's stays in order, which SQL would give
+    only through window functions and as many rows again.
+    """
+    task_rows = Task.objects.filter(project=project)
+    ids = _task_ids(period)
+    if ids is not None:
+        task_rows = task_rows.filter(id__in=ids)
+    tasks = {
+        pk: (key, created)
+        for pk, key, created in task_rows.values_list("id", "key", Epoch("created")).order_by()
+    }
+    history = _state_history(project, period)
+    start, end = period.start.timestamp(), period.end.timestamp()
+    first_day = period.days[0]
+
+    samples = [moment.timestamp() for moment in period.samples()]
+    steps = {state: [0] * (len(samples) + 1) for state in p.TASK_STATES}
+    durations: dict[str, list[tuple[float, str, float, bool]]] = defaultdict(list)
+    merged_on: Counter[int] = Counter()
+    lead: list[float] = []
+    cycle: list[float] = []
+    rounds: Counter[int] = Counter()
+    rounds_of: dict[str, list[int]] = defaultdict(list)
+    terminal = p.TERMINAL_TASK_STATES
+    for task_id, rows in history.items():
+        key, created = tasks.get(task_id, ("?", None))
+        for state, entered, left in _stays(rows):
+            # The CFD: this state holds at every sample in [entered, left).
+            lo = bisect.bisect_left(samples, entered)
+            hi = len(samples) if left is None else bisect.bisect_left(samples, left)
+            if lo < hi:
+                counts = steps.setdefault(state, [0] * (len(samples) + 1))
+                counts[lo] += 1
+                counts[hi] -= 1
+            if state in terminal or (left is not None and left < start):
+                continue
+            ongoing = left is None
+            durations[state].append(((end if ongoing else left) - entered, key, entered, ongoing))
+        if rows[-1][0] < start:
+            continue  # nothing of this task happened in the period
+        first_claim = next((r[0] for r in rows if r[1] == TaskStatus.CLAIMED), None)
+        for timestamp, state, assignee, rejections in rows:
+            if timestamp < start:
+                continue
+            if state == TaskStatus.MERGED:
+                merged_on[(_moment(timestamp).date() - first_day).days] += 1
+                if created is not None:
+                    lead.append(timestamp - created)
+                if first_claim is not None:
+                    cycle.append(timestamp - first_claim)
+            elif state == TaskStatus.APPROVED and rejections is not None:
+                needed = int(rejections) + 1
+                rounds[needed] += 1
+                rounds_of[assignee or ""].append(needed)
+
+    cfd = []
+    running = dict.fromkeys(steps, 0)
+    for i, moment in enumerate(period.samples()):
+        for state in steps:
+            running[state] += steps[state][i]
+        cfd.append((moment, {state: running[state] for state in p.TASK_STATES}))
+    time_in_state = []
+    for state in p.NON_TERMINAL_TASK_STATES:
+        stays = durations[state]
+        slowest = heapq.nsmallest(SLOWEST, stays, key=lambda s: (-s[0], s[1]))
+        time_in_state.append(
+            StateTimes(
+                state,
+                Spread.of([stay[0] for stay in stays]),
+                [Stay(k, state, _moment(at), seconds, on) for seconds, k, at, on in slowest],
+            )
+        )
+    return Insights(
+        period=period,
+        tasks=len(tasks),
+        states=p.TASK_STATES,
+        cfd=cfd,
+        time_in_state=time_in_state,
+        throughput=[(day, merged_on.get(i, 0)) for i, day in enumerate(period.days)],
+        lead_time=Spread.of(lead),
+        cycle_time=Spread.of(cycle),
+        rounds_to_approval=dict(sorted(rounds.items())),
+        agents=agent_figures(project=project, period=period, rounds_of=rounds_of),
+        alerts=_alerts_per_day(project, period),
+    )
+
+
+def agent_figures(
+    *,
+    project: Project,
+    period: Period,
+    rounds_of: dict[str, list[int]] | None = None,
+    agent_id: str | None = None,
+) -> list[AgentFigures]:
+    """Per agent (every registered agent, and any other the events name), within `period`.
+
+    One grouped query counts claims, blocks, verdicts given and received and lease expiries;
+    `rounds_of` (the review rounds each coder's approved tasks needed) comes from `insights`'s
+    state history, or is read here when called alone (the agent page).
+    """
+    agents: dict[str, AgentFigures] = {}
+
+    def of(name: str) -> AgentFigures:
+        if name not in agents:
+            agents[name] = AgentFigures(name)
+        return agents[name]
+
+    roles = Agent.objects.filter(project=project)
+    if agent_id is not None:
+        roles = roles.filter(agent_id=agent_id)
+    for name, role in roles.values_list("agent_id", "role"):
+        of(name).role = role
+    events = Event.objects.filter(
+        project=project,
+        outcome=Event.Outcome.APPLIED,
+        timestamp__gte=period.start,
+        timestamp__lte=period.end,
+        action__in=[*CLAIMS, *VERDICTS, Action.BLOCKED, Action.LEASE_EXPIRED],
+    )
+    ids = _task_ids(period)
+    if ids is not None:
+        events = events.filter(task__in=ids)
+    if agent_id is not None:
+        events = events.filter(
+            Q(actor_id=agent_id) | Q(board__assigned_to=agent_id) | Q(data__agent=agent_id)
+        )
+    counted = (
+        events.values_list("action", "actor_id", KT("board__assigned_to"), KT("data__agent"))
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for action, actor, assignee, expired, n in counted:
+        if action in CLAIMS:
+            of(actor).claims += n
+        elif action == Action.BLOCKED:
+            of(actor).blocks += n
+        elif action == Action.LEASE_EXPIRED and expired:
+            of(expired).lease_expiries += n
+        elif action in VERDICTS:
+            given = of(actor)
+            if action == Action.APPROVED:
+                given.approvals_given += n
+            else:
+                given.rejections_given += n
+            if assignee:
+                received = of(assignee)
+                if action == Action.APPROVED:
+                    received.approvals_received += n
+                else:
+                    received.rejections_received += n
+    if rounds_of is None:
+        rounds_of = _rounds_of(project, period, agent_id)
+    for name, rounds in rounds_of.items():
+        if name:
+            of(name).rounds_to_approval.extend(rounds)
+    if agent_id is not None:
+        return [figures for name, figures in agents.items() if name == agent_id]
+    return sorted(agents.values(), key=lambda a: (a.role or "~", a.agent_id))
+
+
+def _rounds_of(project: Project, period: Period, agent_id: str | None) -> dict[str, list[int]]:
+    events = Event.objects.filter(
+        project=project,
+        outcome=Event.Outcome.APPLIED,
+        to_status=TaskStatus.APPROVED,
+        timestamp__gte=period.start,
+        timestamp__lte=period.end,
+        board__isnull=False,
+    )
+    if agent_id is not None:
+        events = events.filter(board__assigned_to=agent_id)
+    rounds: dict[str, list[int]] = defaultdict(list)
+    for assignee, rejections in events.values_list(
+        KT("board__assigned_to"), KT("board__review_cycles_total")
+    ):
+        if rejections is not None:
+            rounds[assignee or ""].append(int(rejections) + 1)
+    return rounds
+
+
+def _alerts_per_day(project: Project, period: Period) -> list[tuple[date, dict[str, int]]]:
+    """Alerts first seen each UTC day, by level (the sprint's: on its tasks or on none)."""
+    alerts = Alert.objects.filter(
+        project=project, created__gte=period.start, created__lte=period.end
+    )
+    ids = _task_ids(period)
+    if ids is not None:
+        alerts = alerts.filter(Q(task__in=ids) | Q(task__isnull=True))
+    per_day: dict[date, dict[str, int]] = {
+        day: dict.fromkeys(Alert.Level.values, 0) for day in period.days
+    }
+    for day, level, n in (
+        alerts.annotate(day=TruncDate("created", tzinfo=UTC))
+        .values_list("day", "level")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        if day in per_day:
+            per_day[day][level] = n
+    return list(per_day.items())
+
+
+def agent_get(*, project: Project, agent_id: str) -> Agent | None:
+    if "\x00" in agent_id:
+        return None  # PostgreSQL refuses NUL in text (a 500); no agent id holds one
+    return (
+        Agent.objects.filter(project=project, agent_id=agent_id)
+        .select_related("current_task")
+        .first()
+    )
+
+
+def agent_events(*, project: Project, agent_id: str, limit: int = 100) -> list[Event]:
+    """The agent's latest events: what it did, and what the system did to it (lease expiries)."""
+    return list(
+        Event.objects.filter(project=project)
+        .filter(Q(actor_kind=Event.ActorKind.AGENT, actor_id=agent_id) | Q(data__agent=agent_id))
+        .select_related("task")
+        .order_by("-timestamp", "-id")[:limit]
+    )
