@@ -337,6 +337,7 @@ class ConfigSerializer(serializers.ModelSerializer):
             "lease_grace",
             "archive_after_days",
             "watch_interval",
+            "wip_limits",
         ]
         read_only_fields = [name for name in fields if name != "escalation_webhook"]
 

@@ -257,6 +257,23 @@ class TriageInput(InputSerializer):
     task = ConvertTaskInput(required=False, help_text="convert only: the DRAFT task to create")
 
 
+class WipLimitsField(serializers.Field):
+    """The board's advisory WIP limits: {"CLAIMED": 3} from the API, "CLAIMED=3, BLOCKED=2"
+    from the settings form; one rule (protocol.wip_limits_error) for both."""
+
+    default_error_messages = {"invalid": "{message}"}
+
+    def to_internal_value(self, data):
+        limits = p.wip_limits_parse(data) if isinstance(data, str) else data
+        message = p.wip_limits_error(limits)
+        if message:
+            self.fail("invalid", message=message)
+        return limits
+
+    def to_representation(self, value):
+        return value
+
+
 class ConfigInput(InputSerializer):
     max_coder_iterations = serializers.IntegerField(required=False, min_value=1)
     max_review_cycles = serializers.IntegerField(required=False, min_value=1)
@@ -269,6 +286,10 @@ class ConfigInput(InputSerializer):
     lease_grace = serializers.IntegerField(required=False, min_value=0)
     archive_after_days = serializers.IntegerField(required=False, min_value=0)
     watch_interval = serializers.IntegerField(required=False, min_value=1)
+    wip_limits = WipLimitsField(
+        required=False,
+        help_text="advisory, display only: e.g. CLAIMED=3, READY_FOR_REVIEW=4 (empty: none)",
+    )
 
 
 class RegisterInput(InputSerializer):

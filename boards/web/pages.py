@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from agents.models import Agent
 from agents.selectors import agent_list
 from agents.services import agent_create_with_key
+from boards import protocol as p
 from boards.errors import ProtocolError, as_protocol_error
 from boards.models import Membership, Project
 from boards.operations import inputs as i
@@ -106,7 +107,16 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "escalation_webhook",
     "archive_after_days",
     "watch_interval",
+    "wip_limits",
 )
+
+
+def _setting_text(config: Any, name: str) -> str:
+    """A setting as its form field shows it (and compares it, to save only what changed)."""
+    value = getattr(config, name)
+    if name == "wip_limits":
+        return p.wip_limits_text(value or {})
+    return str(value) if value is not None else ""
 
 
 def _input_type(field: Any) -> str:
@@ -129,7 +139,9 @@ def _settings_page(
     fields = [
         {
             "name": name,
-            "value": (values.get(name, "") if isinstance(values, dict) else getattr(values, name))
+            "value": (
+                values.get(name, "") if isinstance(values, dict) else _setting_text(values, name)
+            )
             or "",
             "errors": (errors or {}).get(name, []),
             "help": i.ConfigInput().fields[name].help_text or "",
@@ -161,9 +173,7 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     submitted = {name: request.POST.get(name, "").strip() for name in SETTINGS_FIELDS}
     # Only what the person changed: an untouched field is not re-validated or re-saved.
     changes = {
-        name: value
-        for name, value in submitted.items()
-        if value != str(getattr(config, name) if getattr(config, name) is not None else "")
+        name: value for name, value in submitted.items() if value != _setting_text(config, name)
     }
     if "escalation_webhook" in changes and not changes["escalation_webhook"]:
         changes["escalation_webhook"] = None
