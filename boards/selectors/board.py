@@ -21,9 +21,8 @@ from django.db.models import (
     Subquery,
     Window,
 )
-from django.db.models.functions import Coalesce
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import RowNumber
+from django.db.models.functions import Coalesce, RowNumber
 from django.http import QueryDict
 from django.utils import timezone
 
