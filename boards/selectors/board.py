@@ -1,7 +1,7 @@
 """The board (SPEC §7): columns of cards, in a constant number of queries whatever the count.
 
 Cards are built from plain rows (`_TaskRow`) with the model's own derived values, so a 2,000-task
-board costs four queries for its cards and no model instances.
+board costs five queries for its cards and no model instances.
 """
 
 from __future__ import annotations
