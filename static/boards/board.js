@@ -123,6 +123,7 @@
       // Swimlanes: which lane and cell a card goes to (and their counts) is the server's
       // grouping, so the board asks it again rather than copying the rule here.
       scheduleResync();
+      refreshDrawer(task.key);
       return;
     }
     if (existing) {
@@ -148,10 +149,14 @@
       placeCard(col, fragment(change.html));
       updateMore(col);
     }
+    refreshDrawer(task.key);
+  }
+
+  function refreshDrawer(key) {
     const drawer = document.getElementById("drawer");
-    if (!drawer.hidden && drawer.querySelector(`[data-key="${CSS.escape(task.key)}"]`)) {
-      if (editing(drawer)) markDrawerStale(drawer, task.key);
-      else openDrawer(task.key);
+    if (!drawer.hidden && drawer.querySelector(`[data-key="${CSS.escape(key)}"]`)) {
+      if (editing(drawer)) markDrawerStale(drawer, key);
+      else openDrawer(key);
     }
   }
 

@@ -125,7 +125,10 @@ def test_keyboard_flow_and_search(browser, server, team):
         context.close()
 
 
-def test_swimlanes_by_assignee_and_wip_limits(browser, server, team):
+def test_swimlanes_by_assignee_and_wip_limits(browser, server, team, agent_client):
+    from tests.factories import register
+
+    fourth = register(team.project, "coder-4", now=timezone.now())
     context, page = _board_at(browser, server, team, 1440, 900)
     try:
         # WIP: CLAIMED holds 2 for a limit of 1, said in words; UNCLAIMED is under its 5.
@@ -166,6 +169,18 @@ def test_swimlanes_by_assignee_and_wip_limits(browser, server, team):
         assert all(layout["right"][s] <= layout["viewport"] for s in ACTIVE), layout
         screenshot(page, "board-swimlanes")
 
+        # Live in lanes: the server regroups; the claimed card shows up in its new lane.
+        agent_client(fourth).claim("T-urgent")
+        page.wait_for_selector(
+            '.lane[data-lane="coder-4"] .column[data-status="CLAIMED"] .card[data-key="T-urgent"]',
+            timeout=LIVE_TIMEOUT_MS + 1_000,
+        )
+        assert page.locator('.card[data-key="T-urgent"]').count() == 1
+        assert page.locator('.column-head[data-status="CLAIMED"] .count').inner_text() == "3"
+        page.wait_for_selector(
+            "#board-announcer:has-text('T-urgent moved to CLAIMED.')", state="attached"
+        )
+
         # Other groupings render their lanes from the same cards.
         page.goto(f"/p/{team.project.slug}/?lanes=goal")
         assert page.locator(".lane").evaluate_all("ls => ls.map(l => l.dataset.lane)") == ["goal-1"]
@@ -183,7 +198,6 @@ def test_a_live_card_keeps_the_server_order_and_the_column_cap(browser, server, 
     context, page = _board_at(browser, server, team, 1440, 900)
     try:
         page.eval_on_selector('.column[data-status="CLAIMED"]', "c => { c.dataset.cap = '2'; }")
-        coder = agent_client(team.agent("coder-1"))
         # coder-1 holds T-claimed: a coder of its own for T-urgent.
         from tests.factories import register
 
@@ -207,7 +221,6 @@ def test_a_live_card_keeps_the_server_order_and_the_column_cap(browser, server, 
         )
         assert server_order[:2] == shown
         assert server_order == ["T-urgent", "T-claimed-2", "T-claimed"]
-        del coder
     finally:
         context.close()
 
