@@ -52,8 +52,10 @@ if str(ROOT) not in sys.path:
 PYTHON = sys.executable
 HOST = "127.0.0.1"
 PG_BASE = os.environ.get("LIZA_BENCH_PG", "postgres://postgres@127.0.0.1:5432")
-DB_NAME = "liza_bench_board"
-REDIS_URL = "redis://127.0.0.1:6379/13"
+# Overridable so that two people (or helpers) benchmarking on one machine do not drop each
+# other's database or flush each other's Redis.
+DB_NAME = os.environ.get("LIZA_BENCH_BOARD_DB", "liza_bench_board")
+REDIS_URL = os.environ.get("LIZA_BENCH_BOARD_REDIS", "redis://127.0.0.1:6379/13")
 SIZES = (100, 500, 2000, 5000)
 CLIENTS = (100, 500)
 RATE = 5.0  # events per second
@@ -217,20 +219,29 @@ def bulk_tasks(project, sprint, count: int) -> None:
     # A history like a real project's (the header's sprint metrics read it): five events each.
     from boards.models import Event
 
-    history = ("created", "finalized", "claimed", "ready_for_review", "approved")
+    # With their transitions: a card's age in its state is read from the last one.
+    history = (
+        ("created", "", "DRAFT"),
+        ("finalized", "DRAFT", "UNCLAIMED"),
+        ("claimed", "UNCLAIMED", "CLAIMED"),
+        ("ready_for_review", "CLAIMED", "READY_FOR_REVIEW"),
+        ("approved", "READY_FOR_REVIEW", "APPROVED"),
+    )
     Event.objects.bulk_create(
         (
             Event(
                 project=project,
                 task=t,
-                timestamp=now,
+                timestamp=now + timedelta(seconds=n),
                 actor_kind="agent",
                 actor_id="coder-1",
                 action=action,
+                from_status=before,
+                to_status=after,
                 detail=f"{t.key} {action}",
             )
             for t in rows
-            for action in history
+            for n, (action, before, after) in enumerate(history)
         ),
         batch_size=5000,
     )
@@ -292,8 +303,20 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
         project, _planner, user, sprint = make_project(f"render-{size}")
         bulk_tasks(project, sprint, size)
 
-        def view(project=project, user=user):
-            request = factory.get(f"/p/{project.slug}/")
+        # Advisory WIP limits on some columns (issue #13): the marking path runs too.
+        from django.utils import timezone
+
+        from boards.services.projects import config_update
+
+        config_update(
+            project=project,
+            actor=user,
+            now=timezone.now(),
+            wip_limits={"CLAIMED": 3, "READY_FOR_REVIEW": 5, "BLOCKED": 2},
+        )
+
+        def view(project=project, user=user, query=""):
+            request = factory.get(f"/p/{project.slug}/{query}")
             request.user = user
             response = views.board(request, slug=project.slug)
             assert response.status_code == 200
@@ -311,6 +334,15 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
             view()
             view_ms.append((time.perf_counter() - t0) * 1000)
             cpu_ms.append((time.process_time() - c0) * 1000)
+
+        # Swimlanes (issue #13): the same board grouped by assignee, then by sprint.
+        lanes_ms: dict[str, list[float]] = {"assignee": [], "sprint": []}
+        for by, times in lanes_ms.items():
+            view(query=f"?lanes={by}")
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                view(query=f"?lanes={by}")
+                times.append((time.perf_counter() - t0) * 1000)
 
         params = {
             "project": project.pk,
@@ -355,6 +387,8 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
             "sql_ms_min": round(min(sql_ms), 2),
             "ratio": round(statistics.median(view_ms) / statistics.median(sql_ms), 1),
             "event_render_ms_p50": round(statistics.median(event_ms), 2),
+            "lanes_assignee_ms_p50": round(statistics.median(lanes_ms["assignee"]), 2),
+            "lanes_sprint_ms_p50": round(statistics.median(lanes_ms["sprint"]), 2),
             "html_kb": round(len(html) / 1024),
         }
         log("render", row)

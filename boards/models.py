@@ -161,6 +161,9 @@ class ProjectConfig(models.Model):
     state_timeouts = models.JSONField(
         default=dict, blank=True, help_text="time budget per task state; empty = none"
     )
+    # Not a seed key either: the board's advisory WIP limits, {column: max cards} (issue #13).
+    # Display only; no claim or transition reads them (docs/decisions.md).
+    wip_limits = models.JSONField(default=dict, blank=True)
 
     objects = ProjectScopedManager()
 
@@ -181,6 +184,9 @@ class ProjectConfig(models.Model):
         for name in ("max_coder_iterations", "max_review_cycles", "lease_duration"):
             if getattr(self, name) < 1:
                 errors[name] = "must be at least 1"
+        wip_error = p.wip_limits_error(self.wip_limits)
+        if wip_error:
+            errors["wip_limits"] = wip_error
         if errors:
             raise ValidationError(errors)
 

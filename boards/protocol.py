@@ -229,6 +229,44 @@ RETRY_BACKOFF_MAX_STEPS = 10
 STATE_TIMEOUT_WARN_RATIO = 0.8
 STATE_TIMEOUT_ACTIONS = ("alert", "block")
 MAX_BLOCKED_QUESTIONS = 3
+# The board's advisory WIP limits (issue #13) apply to the columns work sits in, not to the
+# terminal ones. Display only: no rule of the protocol reads them.
+WIP_LIMIT_MAX = 10_000
+
+
+def wip_limits_error(value: object) -> str:
+    """Why `value` is not a {column: limit} map of non-terminal states to 1..WIP_LIMIT_MAX
+    ("" when it is)."""
+    if not isinstance(value, dict):
+        return 'a map of column to limit, e.g. {"CLAIMED": 3}'
+    allowed = [s for s in TASK_STATES if s not in TERMINAL_TASK_STATES]
+    for status, limit in value.items():
+        if status not in allowed:
+            return f"{status!s:.40} is not a column with a WIP limit; one of {', '.join(allowed)}"
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= WIP_LIMIT_MAX:
+            return f"{status}: a limit is a whole number from 1 to {WIP_LIMIT_MAX}"
+    return ""
+
+
+def wip_limits_text(value: dict[str, int]) -> str:
+    """The settings form's spelling of the WIP limits: "CLAIMED=3, BLOCKED=2"."""
+    return ", ".join(f"{s}={value[s]}" for s in TASK_STATES if s in value)
+
+
+def wip_limits_parse(text: str) -> dict[str, object]:
+    """The settings form's "CLAIMED=3, BLOCKED=2" as a map (validated by wip_limits_error)."""
+    limits: dict[str, object] = {}
+    for part in text.replace(";", ",").split(","):
+        if not part.strip():
+            continue
+        status, _, limit = part.partition("=")
+        limit = limit.strip()
+        limits[status.strip().upper()] = (
+            int(limit) if limit.isascii() and limit.isdigit() else limit
+        )
+    return limits
+
+
 PRIORITY_RANGE = (1, 5)  # 1 highest
 # Per-task overrides (seed 002 "Config Scope", "Lease Model" lease_duration_override): their
 # bounds, written once for the API, the board's forms, the admin and the services.

@@ -362,6 +362,7 @@ class ConfigSerializer(serializers.ModelSerializer):
             "review_churn_threshold",
             "retry_backoff",
             "state_timeouts",
+            "wip_limits",
         ]
         read_only_fields = [
             name for name in fields if name not in ("escalation_webhook", "webhook_secret_set")

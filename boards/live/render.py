@@ -45,7 +45,7 @@ def render_changes(project_id: int, changes: list[dict[str, Any]]) -> list[dict[
             event_ids.append(object_id)
         elif kind == TASK:
             # The board's own card path (plain rows), then the goal and sprints a board
-            # filters live cards by: four queries.
+            # filters live cards by: a constant handful of queries.
             task = Task.objects.filter(pk=object_id, project=project)
             cards = board_selectors.board_cards(task, config=config, now=now)
             if not cards:

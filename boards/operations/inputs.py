@@ -269,6 +269,23 @@ class TriageInput(InputSerializer):
     task = ConvertTaskInput(required=False, help_text="convert only: the DRAFT task to create")
 
 
+class WipLimitsField(serializers.Field):
+    """The board's advisory WIP limits: {"CLAIMED": 3} from the API, "CLAIMED=3, BLOCKED=2"
+    from the settings form; one rule (protocol.wip_limits_error) for both."""
+
+    default_error_messages = {"invalid": "{message}"}
+
+    def to_internal_value(self, data):
+        limits = p.wip_limits_parse(data) if isinstance(data, str) else data
+        message = p.wip_limits_error(limits)
+        if message:
+            self.fail("invalid", message=message)
+        return limits
+
+    def to_representation(self, value):
+        return value
+
+
 class ConfigInput(InputSerializer):
     max_coder_iterations = serializers.IntegerField(required=False, min_value=1)
     max_review_cycles = serializers.IntegerField(required=False, min_value=1)
@@ -297,6 +314,10 @@ class ConfigInput(InputSerializer):
     )
     state_timeouts = serializers.JSONField(
         required=False, help_text='{"CLAIMED": {"seconds": 3600, "action": "alert|block"}}'
+    )
+    wip_limits = WipLimitsField(
+        required=False,
+        help_text="advisory, display only: e.g. CLAIMED=3, READY_FOR_REVIEW=4 (empty: none)",
     )
 
 

@@ -1,23 +1,34 @@
 """The board (SPEC §7): columns of cards, in a constant number of queries whatever the count.
 
 Cards are built from plain rows (`_TaskRow`) with the model's own derived values, so a 2,000-task
-board costs four queries for its cards and no model instances.
+board costs five queries for its cards and no model instances.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from django.db.models import BooleanField, Count, F, Prefetch, Q, QuerySet, Window
+from django.db.models import (
+    BooleanField,
+    Count,
+    F,
+    Max,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Window,
+)
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import RowNumber
+from django.db.models.functions import Coalesce, RowNumber
 from django.http import QueryDict
 from django.utils import timezone
 
 from agents.models import Agent, Run
 from boards import protocol as p
-from boards.models import Alert, Handoff, Project, Review, Task
+from boards.models import Alert, Event, Handoff, Project, Review, Sprint, Task
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of, in_project
 from boards.selectors.availability import agents_availability
@@ -50,6 +61,10 @@ BOARD_COLUMNS: tuple[str, ...] = (
     TaskStatus.SUPERSEDED,
     TaskStatus.ABANDONED,
 )
+# Swimlanes (issue #13): what the board can group its cards by (`?lanes=`), display only.
+LANES: dict[str, str] = {"goal": "goal", "sprint": "sprint", "assignee": "assignee"}
+# The lane of a card with no goal, sprint or assignee.
+NO_LANE = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,7 @@ class BoardFilters:
     expanded: tuple[str, ...] = ()  # terminal columns the viewer opened
     errors: tuple[tuple[str, str], ...] = ()  # (parameter, message) of refused parameters
     archived: bool = False  # also show tasks ended more than archive_after_days ago
+    lanes: str = ""  # "" (no swimlanes) or one of LANES: a display choice, not a filter
 
     @classmethod
     def from_query(cls, params: QueryDict) -> BoardFilters:
@@ -91,6 +107,8 @@ class BoardFilters:
             expanded=tuple(s for s in params.getlist("open") if s in p.TERMINAL_TASK_STATES),
             errors=tuple((name, "; ".join(msgs)) for name, msgs in errors.items()),
             archived=params.get("archived") == "1",
+            # An unknown grouping is simply not applied: it narrows nothing, so no 400.
+            lanes=params.get("lanes", "") if params.get("lanes", "") in LANES else "",
         )
 
     def as_data(self) -> dict[str, object]:
@@ -160,10 +178,32 @@ class Card:
     awaiting_human_approval: bool = False
     # The levels of the task's open alerts (the watcher's), most severe first.
     alerts: tuple[str, ...] = ()
+    # Issue #13: the human approval gate (seed 004) whether or not it is pending yet, when the
+    # task entered its state (the last applied transition, else its creation), its lanes, and
+    # the board's own order as a string that sorts the same way (board.js places live cards).
+    approval_gate: bool = False
+    entered: str | None = None
+    goal: str = NO_LANE
+    sprint: str = NO_LANE
+    order: str = ""
+
+    @property
+    def summary(self) -> str:
+        """The first line of the description, what a card shows of it."""
+        return self.description.strip().split("\n", 1)[0].strip()
+
+    def lane(self, by: str) -> str:
+        return {"goal": self.goal, "sprint": self.sprint, "assignee": self.assigned_to}[by]
 
 
 def _iso(value) -> str | None:
     return p.format_timestamp(value) if value else None
+
+
+def _order(priority: int, created: datetime, pk: int) -> str:
+    """The board's order (priority, created, id) as one string that sorts the same way."""
+    stamp = created.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")
+    return f"{priority:02d}.{stamp}.{pk:012d}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +230,25 @@ def card_for(task: Task, config, now) -> Card:
         now=now,
         security_ids=security_reviewer_ids(task.project_id),
         alerts=_open_alert_levels([task.pk]).get(task.pk, ()),
+        entered=_entered_states([task.pk]).get(task.pk),
+        goal=task.goal.goal_id if task.goal_id else NO_LANE,
+        sprint=_with_lanes(Task.objects.filter(pk=task.pk)).values_list(_SPRINT_LANE, flat=True)[0]
+        or NO_LANE,
+    )
+
+
+def _entered_states(task_ids: list[int]) -> dict[int, datetime]:
+    """When each task entered its current state: its last applied transition (one query).
+
+    A task with none (created in its state, or bulk-loaded) falls back to its creation."""
+    return dict(
+        Event.objects.filter(_among(Event, "task_id", task_ids), outcome=Event.Outcome.APPLIED)
+        .exclude(to_status="")
+        .exclude(from_status=F("to_status"))
+        .values("task_id")
+        .annotate(at=Max("timestamp"))
+        .values_list("task_id", "at")
+        .order_by()
     )
 
 
@@ -215,6 +274,9 @@ def _card(
     now,
     security_ids: set[str],
     alerts: tuple[str, ...] = (),
+    entered: datetime | None = None,
+    goal: str | None = NO_LANE,
+    sprint: str | None = NO_LANE,
 ) -> Card:
     """The card of `task` (a Task or a `_TaskRow`): the rules are the selectors' own."""
     active = [r for r in open_reviews if review_live(r, now, config)]
@@ -243,6 +305,32 @@ def _card(
             task, approvers(open_reviews), security_ids
         ),
         alerts=alerts,
+        approval_gate=task.needs_human_approval,
+        entered=_iso(entered or task.created),
+        goal=goal or NO_LANE,
+        sprint=sprint or NO_LANE,
+        order=_order(task.priority, task.created, task.id),
+    )
+
+
+# A task's sprint lane: the first sprint (by creation) planning it, else one holding it as
+# stretch. A subquery per row, so a task in two sprints is still one row and one card.
+def _first_sprint(through) -> Subquery:
+    return Subquery(
+        through.objects.filter(task_id=OuterRef("pk"))
+        .order_by("sprint__started", "sprint_id")
+        .values("sprint__sprint_id")[:1]
+    )
+
+
+_SPRINT_LANE = "lane_sprint"
+
+
+def _with_lanes(queryset: QuerySet) -> QuerySet:
+    return queryset.annotate(
+        lane_sprint=Coalesce(
+            _first_sprint(Sprint.planned.through), _first_sprint(Sprint.stretch.through)
+        )
     )
 
 
@@ -273,6 +361,9 @@ class _TaskRow:
     suspended_at: object
     needs_human_approval: bool
     project_id: int
+    created: datetime
+    goal__goal_id: str | None
+    lane_sprint: str | None
 
     is_terminal = Task.is_terminal
     is_suspended = Task.is_suspended
@@ -300,11 +391,12 @@ def _among(model, column: str, ids: list[int]) -> RawSQL:
 
 
 def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
-    """The cards of `queryset`'s tasks, in its order: four queries whatever their number."""
-    rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
+    """The cards of `queryset`'s tasks, in its order: five queries whatever their number."""
+    rows = [_TaskRow(*values) for values in _with_lanes(queryset).values_list(*_TASK_ROW_FIELDS)]
     waiting: dict[int, list[str]] = {}
     reviews: dict[int, list[_ReviewRow]] = {}
     alerts: dict[int, tuple[str, ...]] = {}
+    entered: dict[int, datetime] = {}
     if rows:
         ids = [row.id for row in rows]
         Edge = Task.depends_on.through
@@ -319,6 +411,7 @@ def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
         ):
             reviews.setdefault(task_id, []).append(_ReviewRow(*review))
         alerts = _open_alert_levels(ids)
+        entered = _entered_states(ids)
     security = security_reviewer_ids(rows[0].project_id) if rows else set()
     return [
         _card(
@@ -329,6 +422,9 @@ def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
             now=now,
             security_ids=security,
             alerts=alerts.get(row.id, ()),
+            entered=entered.get(row.id),
+            goal=row.goal__goal_id,
+            sprint=row.lane_sprint,
         )
         for row in rows
     ]
@@ -349,10 +445,35 @@ class Column:
     terminal: bool
     expanded: bool
     cards_html: str = ""  # the cards' markup, filled in by the view (boards.live.render.card_html)
+    # The advisory WIP limit (ProjectConfig.wip_limits; None: none) and the card cap.
+    limit: int | None = None
+    cap: int = COLUMN_CARD_LIMIT
+    lane: str | None = None  # the swimlane this column is a cell of (None: no swimlanes)
 
     @property
     def hidden(self) -> int:
         return self.count - len(self.cards)
+
+    @property
+    def over_limit(self) -> bool:
+        """Display only (issue #13): claims never read it, the protocol has no WIP rule."""
+        return self.limit is not None and self.count > self.limit
+
+    @property
+    def at_limit(self) -> bool:
+        return self.limit is not None and self.count == self.limit
+
+
+@dataclass
+class Lane:
+    """One swimlane: the cells of the shown columns for one goal, sprint or assignee."""
+
+    key: str
+    columns: list[Column]
+
+    @property
+    def count(self) -> int:
+        return sum(c.count for c in self.columns)
 
 
 def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, object]:
@@ -371,6 +492,7 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
         archived = tasks.filter(old).count()
         tasks = tasks.exclude(old)
     counts = dict(tasks.order_by().values_list("status").annotate(n=Count("id")))
+    limits = wip_limits(config)
     shown = [s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded]
     ranked = tasks.filter(status__in=shown).annotate(
         rank=Window(
@@ -394,9 +516,12 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
             cards=by_status[s],
             terminal=s in p.TERMINAL_TASK_STATES,
             expanded=s not in p.TERMINAL_TASK_STATES or s in filters.expanded,
+            limit=limits.get(s),
+            cap=COLUMN_CARD_LIMIT,
         )
         for s in BOARD_COLUMNS
     ]
+    lanes = _lanes(tasks, columns, filters.lanes) if filters.lanes else []
     agents = list(
         Agent.objects.filter(project=project)
         .select_related("current_task")
@@ -410,12 +535,58 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
     return {
         **header,
         "columns": columns,
+        "lanes": lanes,
         "agents": agents,
         "alerts": alerts,
         "filters": filters,
         "total": sum(counts.values()),
         "archived": archived,
     }
+
+
+def wip_limits(config) -> dict[str, int]:
+    """The project's advisory WIP limits by column (issue #13), the columns without one left
+    out. Display only: no claim or transition reads them."""
+    return {s: int(n) for s, n in (config.wip_limits or {}).items() if s in BOARD_COLUMNS and n}
+
+
+_LANE_VALUES = {"goal": F("goal__goal_id"), "assignee": F("assigned_to")}
+
+
+def _lanes(tasks: QuerySet, columns: list[Column], by: str) -> list[Lane]:
+    """The shown columns split into swimlanes by goal, sprint or assignee: one more query (the
+    counts per lane and column); the cards are the columns' own, so each column keeps its cap
+    and its order. Lanes are sorted by key, the cards with none last."""
+    value = _LANE_VALUES.get(by, F(_SPRINT_LANE))
+    scoped = _with_lanes(tasks) if by == "sprint" else tasks
+    counts: dict[tuple[str, str], int] = {}
+    for status, key, n in (
+        scoped.order_by().values_list("status", value).annotate(n=Count("id")).order_by()
+    ):
+        counts[status, key or NO_LANE] = counts.get((status, key or NO_LANE), 0) + n
+    shown = [c for c in columns if c.expanded]
+    keys = sorted(
+        {k for s, k in counts if any(c.status == s for c in shown)}, key=lambda k: (k == NO_LANE, k)
+    )
+    return [
+        Lane(
+            key=key,
+            columns=[
+                Column(
+                    status=c.status,
+                    count=counts.get((c.status, key), 0),
+                    cards=[card for card in c.cards if card.lane(by) == key],
+                    terminal=c.terminal,
+                    expanded=True,
+                    limit=None,  # a column's WIP limit is the column's, shown in its heading
+                    cap=c.cap,
+                    lane=key,
+                )
+                for c in shown
+            ],
+        )
+        for key in keys
+    ]
 
 
 def open_alert_counts(*, project: Project) -> dict[str, int]:

@@ -20,6 +20,7 @@ from boards.models import Project
 from boards.selectors.access import projects_of
 from boards.selectors.board import (
     BOARD_COLUMNS,
+    LANES,
     BoardFilters,
     board_header,
     board_state,
@@ -41,7 +42,8 @@ def _board_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     # (cards are replaced by key), never lost.
     seq = current_sequence(project.pk)
     state = board_state(project=project, filters=filters, now=now)
-    for column in state["columns"]:
+    lane_columns = [column for lane in state["lanes"] for column in lane.columns]
+    for column in [*state["columns"], *lane_columns]:
         # Joined template output, escaped when each card was rendered.
         column.cards_html = mark_safe("".join(card_html(card) for card in column.cards))
     return {
@@ -50,6 +52,7 @@ def _board_context(request: HttpRequest, project: Project) -> dict[str, Any]:
         "now": now,
         "task_states": p.TASK_STATES,
         "criticalities": p.CRITICALITIES,
+        "lane_choices": tuple(LANES),
     }
 
 

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from agents.models import Agent
 from agents.selectors import agent_list
 from agents.services import agent_create_with_key
+from boards import protocol as p
 from boards.errors import ProtocolError, as_protocol_error
 from boards.models import Membership, Project
 from boards.operations import inputs as i
@@ -134,8 +135,17 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "archive_after_days",
     "watch_interval",
     "review_churn_threshold",
+    "wip_limits",
 )
 SECRET_FIELDS = ("webhook_secret",)  # write-only: never put back into the page
+
+
+def _setting_text(config: Any, name: str) -> str:
+    """A setting as its form field shows it (and compares it, to save only what changed)."""
+    value = getattr(config, name)
+    if name == "wip_limits":
+        return p.wip_limits_text(value or {})
+    return str(value) if value is not None else ""
 
 
 def _input_type(field: Any) -> str:
@@ -159,7 +169,9 @@ def _settings_page(
     fields = [
         {
             "name": name,
-            "value": (values.get(name, "") if isinstance(values, dict) else getattr(values, name))
+            "value": (
+                values.get(name, "") if isinstance(values, dict) else _setting_text(values, name)
+            )
             or "",
             "errors": (errors or {}).get(name, []),
             "help": i.ConfigInput().fields[name].help_text or "",
@@ -198,8 +210,7 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     changes = {
         name: value
         for name, value in submitted.items()
-        if name not in SECRET_FIELDS
-        and value != str(getattr(config, name) if getattr(config, name) is not None else "")
+        if name not in SECRET_FIELDS and value != _setting_text(config, name)
     }
     if "escalation_webhook" in changes and not changes["escalation_webhook"]:
         changes["escalation_webhook"] = None

@@ -65,20 +65,74 @@
     return t.content.firstElementChild;
   }
 
+  // The "N more" line of a capped column: its count minus the cards it shows.
+  function updateMore(col) {
+    const shown = col.querySelectorAll(".cards > .card").length;
+    const hidden = parseInt(col.querySelector(".count").dataset.count, 10) - shown;
+    let more = col.querySelector(".more");
+    if (hidden > 0 && col.dataset.expanded === "1") {
+      if (!more) {
+        more = document.createElement("p");
+        more.className = "more";
+        col.appendChild(more);
+      }
+      more.dataset.hidden = String(hidden);
+      more.textContent = `${hidden} more — narrow the filters to see them`;
+    } else if (more) more.remove();
+  }
+
+  // In the server's order (priority, created, id: the card's data-order sorts the same way)
+  // and within the column's cap: a card that would land past the cap is only counted, one that
+  // lands inside it pushes the last card out (issue #13).
   function placeCard(col, card) {
     const cards = col.querySelector(".cards");
-    const prio = parseInt(card.dataset.priority, 10);
-    const after = Array.from(cards.children).find((c) => parseInt(c.dataset.priority, 10) > prio);
-    cards.insertBefore(card, after || null);
+    const order = card.dataset.order || "";
+    const after = Array.from(cards.children).find((c) => (c.dataset.order || "") > order);
+    const cap = parseInt(col.dataset.cap || "0", 10);
+    if (cap && cards.children.length >= cap) {
+      if (!after) return;
+      cards.insertBefore(card, after);
+      cards.lastElementChild.remove();
+    } else cards.insertBefore(card, after || null);
+    narrowCard(card);
+  }
+
+  // -- announcements for screen readers: short sentences, gathered for a moment ---------------
+  const announcer = document.getElementById("board-announcer");
+  let pending = [];
+  let announceTimer = null;
+  function announce(sentence) {
+    if (!announcer) return;
+    pending.push(sentence);
+    clearTimeout(announceTimer);
+    announceTimer = setTimeout(() => {
+      const shown = pending.slice(0, 3);
+      const rest = pending.length - shown.length;
+      announcer.textContent = shown.join(" ") + (rest > 0 ? ` And ${rest} more change${rest > 1 ? "s" : ""}.` : "");
+      pending = [];
+    }, 800);
   }
 
   function applyTask(change) {
     const task = change.task;
     const existing = board.querySelector(`.card[data-key="${CSS.escape(task.key)}"]`);
     const oldCol = existing ? existing.closest(".column") : null;
+    if (existing && existing.dataset.status !== task.status) announce(`${task.key} moved to ${task.status}.`);
+    else if (!existing && matches(task)) announce(`${task.key} is now ${task.status}.`);
+    if (document.getElementById("columns").dataset.lanes) {
+      // Swimlanes: which lane and cell a card goes to (and their counts) is the server's
+      // grouping, so the board asks it again rather than copying the rule here.
+      scheduleResync();
+      refreshDrawer(task.key);
+      return;
+    }
     if (existing) {
+      const hadHidden = oldCol.querySelector(".more");
       existing.remove();
       bumpCount(oldCol, -1);
+      updateMore(oldCol);
+      // Its column showed fewer cards than it holds: the next one is the server's to say.
+      if (hadHidden) scheduleResync();
     }
     if (!matches(task)) {
       if (!existing && task.status !== "DRAFT") scheduleResync();
@@ -91,11 +145,18 @@
       scheduleResync();
     }
     bumpCount(col, +1);
-    if (col && col.dataset.expanded === "1") placeCard(col, fragment(change.html));
+    if (col && col.dataset.expanded === "1") {
+      placeCard(col, fragment(change.html));
+      updateMore(col);
+    }
+    refreshDrawer(task.key);
+  }
+
+  function refreshDrawer(key) {
     const drawer = document.getElementById("drawer");
-    if (!drawer.hidden && drawer.querySelector(`[data-key="${CSS.escape(task.key)}"]`)) {
-      if (editing(drawer)) markDrawerStale(drawer, task.key);
-      else openDrawer(task.key);
+    if (!drawer.hidden && drawer.querySelector(`[data-key="${CSS.escape(key)}"]`)) {
+      if (editing(drawer)) markDrawerStale(drawer, key);
+      else openDrawer(key);
     }
   }
 
@@ -198,6 +259,7 @@
       board.dataset.seq = String(lastSeq);
       board.dataset.resyncs = String(parseInt(board.dataset.resyncs || "0", 10) + 1);
       refreshControls();
+      for (const card of document.querySelectorAll("#columns .card")) narrowCard(card);
       tick();
     } catch (err) {
       setStatus("resync failed, retrying…", false);
@@ -226,7 +288,8 @@
   // -- countdowns ------------------------------------------------------------------------------
   function human(seconds) {
     const s = Math.abs(Math.round(seconds));
-    const text = s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`
+    const text = s >= 86400 ? `${Math.floor(s / 86400)}d${String(Math.floor((s % 86400) / 3600)).padStart(2, "0")}h`
+      : s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`
       : `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
     return text;
   }
@@ -238,6 +301,10 @@
       if (Number.isNaN(left)) continue;
       el.textContent = left >= 0 ? `${human(left)} left` : `expired ${human(left)} ago`;
       el.classList.toggle("expired", left < 0);
+    }
+    for (const el of board.querySelectorAll("[data-entered]")) {
+      const ago = (now - Date.parse(el.dataset.entered)) / 1000;
+      if (!Number.isNaN(ago)) el.textContent = `${human(Math.max(0, ago))}`;
     }
     for (const el of board.querySelectorAll("[data-since]")) {
       const ago = (now - Date.parse(el.dataset.since)) / 1000;
@@ -255,13 +322,19 @@
   }
 
   // -- the task drawer -------------------------------------------------------------------------
-  async function openDrawer(key) {
+  let returnFocusTo = null; // the card whose drawer is open: focus goes back to it on close
+
+  async function openDrawer(key, { focus = false } = {}) {
     const drawer = document.getElementById("drawer");
     const response = await fetch(board.dataset.drawerUrl + encodeURIComponent(key) + "/", { credentials: "same-origin" });
     if (!response.ok) return;
     drawer.innerHTML = await response.text();
     drawer.hidden = false;
     tick();
+    if (focus) {
+      drawer.setAttribute("tabindex", "-1");
+      drawer.focus();
+    }
   }
 
   // Someone typing in one of the drawer's forms keeps their text: a live change to the task
@@ -282,7 +355,12 @@
   }
 
   function closeDrawer() {
-    document.getElementById("drawer").hidden = true;
+    const drawer = document.getElementById("drawer");
+    if (drawer.hidden) return;
+    drawer.hidden = true;
+    // By key: a live update may have replaced the card element meanwhile.
+    const back = returnFocusTo && board.querySelector(`#columns .card[data-key="${CSS.escape(returnFocusTo.dataset.key)}"]`);
+    if (back) back.focus();
     // Forget the drawer the last action re-opened, so a reload shows the plain board.
     const url = new URL(window.location.href);
     if (url.searchParams.has("task")) {
@@ -301,17 +379,81 @@
       openDrawer(reopen.closest(".drawer-body").dataset.key);
       return;
     }
+    const focusColumn = e.target.closest("[data-focus-column]");
+    if (focusColumn) {
+      e.preventDefault();
+      const col = column(focusColumn.dataset.focusColumn);
+      const first = col && visibleCards().find((c) => col.contains(c));
+      if (first) first.focus();
+      else if (col) col.scrollIntoView();
+      return;
+    }
     const card = e.target.closest(".card");
-    if (card) openDrawer(card.dataset.key);
+    if (card) {
+      returnFocusTo = card;
+      openDrawer(card.dataset.key);
+    }
   });
   board.addEventListener("keydown", (e) => {
     const card = e.target.closest(".card");
     if (card && (e.key === "Enter" || e.key === " ")) {
       e.preventDefault();
-      openDrawer(card.dataset.key);
+      returnFocusTo = card;
+      openDrawer(card.dataset.key, { focus: true });
     }
-    if (e.key === "Escape") closeDrawer();
   });
+
+  // -- keyboard: "/" search, j/k next/previous card, Esc closes the drawer --------------------
+  const search = document.getElementById("board-search");
+
+  function visibleCards() {
+    return Array.from(document.querySelectorAll("#columns .card")).filter((c) => !c.hidden && c.offsetParent !== null);
+  }
+
+  function moveFocus(step) {
+    const cards = visibleCards();
+    if (!cards.length) return;
+    const at = cards.indexOf(document.activeElement);
+    const next = at < 0 ? (step > 0 ? 0 : cards.length - 1) : Math.min(cards.length - 1, Math.max(0, at + step));
+    cards[next].focus();
+    cards[next].scrollIntoView({ block: "nearest", inline: "nearest" });
+  }
+
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "Escape") {
+      closeDrawer();
+      return;
+    }
+    if (e.target.closest("input, textarea, select, [contenteditable]")) return;
+    if (e.key === "/" && search) {
+      e.preventDefault();
+      search.focus();
+      search.select();
+    } else if (e.key === "j" || e.key === "k") {
+      e.preventDefault();
+      moveFocus(e.key === "j" ? 1 : -1);
+    }
+  });
+
+  // -- instant narrowing as one types; Enter asks the server (key and whole description) ------
+  function narrowCard(card) {
+    const q = search ? search.value.trim().toLowerCase() : "";
+    const text = `${card.dataset.key} ${(card.querySelector(".desc") || {}).textContent || ""}`.toLowerCase();
+    card.hidden = Boolean(q) && !text.includes(q);
+  }
+  let narrowTimer = null;
+  if (search) {
+    search.addEventListener("input", () => {
+      const cards = Array.from(document.querySelectorAll("#columns .card"));
+      for (const card of cards) narrowCard(card);
+      clearTimeout(narrowTimer);
+      const shown = cards.filter((c) => !c.hidden).length;
+      narrowTimer = setTimeout(() => announce(`${shown} card${shown === 1 ? "" : "s"} shown match “${search.value.trim()}”.`), 400);
+    });
+  }
+  const lanes = document.getElementById("board-lanes");
+  if (lanes) lanes.addEventListener("change", () => lanes.form.requestSubmit());
 
   // After an oversight action the server sends the person back here: with `?task=` (a redirect
   // after success) or, after a refusal, as the answer to the POST itself; the drawer they used

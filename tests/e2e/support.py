@@ -33,9 +33,9 @@ def sign_in(page, user, password: str = PASSWORD, next_path: str = "/") -> None:
     assert "/login/" not in page.url, f"sign-in failed for {user.get_username()}"
 
 
-def open_board(page, slug: str):
+def open_board(page, slug: str, query: str = ""):
     """The board page, with its websocket open (so no change can slip in before it listens)."""
-    response = page.goto(f"/p/{slug}/")
+    response = page.goto(f"/p/{slug}/{query}")
     assert response is not None and response.status == 200, response and response.status
     page.wait_for_selector('#board[data-live="1"]', timeout=5_000)
     return response

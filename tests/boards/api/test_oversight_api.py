@@ -242,6 +242,10 @@ def test_bad_limits_are_a_400_naming_the_field(body, field):
         ({"escalation_webhook": "not a url"}, "escalation_webhook"),
         ({"lease_duraton": 600}, "lease_duraton"),
         ({}, "config"),
+        ({"wip_limits": {"MERGED": 3}}, "wip_limits"),  # terminal columns have none
+        ({"wip_limits": {"CLAIMED": 0}}, "wip_limits"),
+        ({"wip_limits": {"CLAIMED": "many"}}, "wip_limits"),
+        ({"wip_limits": [3]}, "wip_limits"),
     ],
 )
 def test_bad_config_is_a_400_naming_the_field(body, field):
@@ -260,6 +264,17 @@ def test_the_watch_interval_is_a_config_setting():
     assert response.status_code == 200, response.json()
     assert response.json()["watch_interval"] == 3
     assert config_of(Project.objects.get(pk=t.project.pk)).watch_interval == 3
+
+
+def test_wip_limits_are_an_advisory_config_setting():
+    """Issue #13: display only; they are config, edited and audited like any other setting."""
+    t = Tenant()
+    url = f"{api_base(t.slug)}/config"
+    assert _admin(t).get(url).json()["wip_limits"] == {}
+    response = _admin(t).patch(url, {"wip_limits": {"CLAIMED": 2}}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["wip_limits"] == {"CLAIMED": 2}
+    assert config_of(Project.objects.get(pk=t.project.pk)).wip_limits == {"CLAIMED": 2}
 
 
 def test_converting_a_discovery_needs_an_admin():

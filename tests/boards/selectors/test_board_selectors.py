@@ -212,3 +212,173 @@ def test_time_in_each_state_comes_from_the_event_log(world):
     task = world.task("task-1")
     spent = dict(time_in_states(task=task, now=world.now + timedelta(seconds=30)))
     assert spent == {"DRAFT": 1.0, "UNCLAIMED": 1.0, "CLAIMED": 30.0}
+
+
+# -- issue #13: what a card shows, swimlanes, WIP limits -------------------------------------
+
+
+def test_card_fields_of_issue_13(world):
+    _every_kind_of_card(world)
+    world.unclaimed("two-lines", sprint_scope="planned", description="First line\nSecond line")
+    config, now = config_of(world.project), world.tick()
+    cards = {
+        c.key: c
+        for c in board_cards(Task.objects.filter(project=world.project), config=config, now=now)
+    }
+    assert cards["two-lines"].summary == "First line"
+    # The approval gate shows from the start, pending or not; "awaiting" only once approved.
+    assert cards["awaiting"].approval_gate and cards["awaiting"].awaiting_human_approval
+    assert not cards["claimed"].approval_gate
+    # Age in state: the last applied transition into the current state, from the event log.
+    claimed = world.task("claimed")
+    entered = (
+        claimed.events.filter(to_status="CLAIMED", outcome="applied").latest("timestamp").timestamp
+    )
+    assert cards["claimed"].entered == p.format_timestamp(entered)
+    assert cards["waiting"].entered is not None
+    # Lanes: the goal of the task, its sprint (planned or stretch), its assignee.
+    assert (cards["claimed"].goal, cards["claimed"].sprint) == ("goal-1", "sprint-1")
+    assert cards["reviewed"].sprint == "sprint-1"  # a stretch task
+    assert cards["claimed"].lane("assignee") == "coder-1"
+    # The order string sorts like the board's query (priority, created, id).
+    ordered = board_cards(
+        Task.objects.filter(project=world.project).order_by("priority", "created", "id"),
+        config=config,
+        now=now,
+    )
+    assert [c.order for c in ordered] == sorted(c.order for c in ordered)
+    assert len({c.order for c in ordered}) == len(ordered)
+
+
+def test_a_task_in_no_sprint_and_no_goal_has_no_lane():
+    world = World()
+    world.unclaimed("loose")
+    card = board_cards(
+        Task.objects.filter(key="loose"), config=config_of(world.project), now=world.tick()
+    )[0]
+    assert (card.goal, card.sprint, card.assigned_to) == ("", "", "")
+
+
+@pytest.mark.parametrize(
+    "by, expected",
+    [
+        (
+            "assignee",
+            {
+                "coder-1": {"CLAIMED": ["c1"]},
+                "coder-2": {"CLAIMED": ["c2"]},
+                "coder-3": {"BLOCKED": ["b3"]},
+                "": {"UNCLAIMED": ["u1", "u2"]},
+            },
+        ),
+        (
+            "goal",
+            {"goal-1": {"UNCLAIMED": ["u1", "u2"], "CLAIMED": ["c1", "c2"], "BLOCKED": ["b3"]}},
+        ),
+        (
+            "sprint",
+            {"sprint-1": {"UNCLAIMED": ["u1", "u2"], "CLAIMED": ["c1", "c2"], "BLOCKED": ["b3"]}},
+        ),
+    ],
+)
+def test_swimlanes_group_the_columns_cards(world, by, expected, django_assert_max_num_queries):
+    world.unclaimed("u2", sprint_scope="planned", priority=2)
+    world.unclaimed("u1", sprint_scope="planned", priority=1)
+    world.claimed("c1", coder="coder-1", sprint_scope="planned")
+    world.claimed("c2", coder="coder-2", sprint_scope="stretch")
+    world.blocked("b3", coder="coder-3", sprint_scope="planned")
+    plain = board_state(project=world.project, filters=BoardFilters(), now=world.tick())
+    assert plain["lanes"] == []
+    with django_assert_max_num_queries(len(_queries_of(world)) + 1):
+        state = board_state(project=world.project, filters=BoardFilters(lanes=by), now=world.tick())
+    got = {
+        lane.key: {c.status: [card.key for card in c.cards] for c in lane.columns if c.cards}
+        for lane in state["lanes"]
+    }
+    assert got == expected
+    assert list(got) == sorted(got, key=lambda k: (k == "", k))  # none last
+    for lane in state["lanes"]:
+        # Each lane has a cell for every shown column, with its count in that lane.
+        assert [c.status for c in lane.columns] == [
+            s for s in BOARD_COLUMNS if s not in p.TERMINAL_TASK_STATES
+        ]
+        assert all(c.count == len(c.cards) for c in lane.columns)
+        assert lane.count == sum(len(v) for v in got[lane.key].values())
+
+
+def _queries_of(world) -> list[str]:
+    """The queries of the board without swimlanes (lanes add at most one)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        board_state(project=world.project, filters=BoardFilters(), now=world.tick())
+    return queries.captured_queries
+
+
+@pytest.mark.parametrize("lanes", ["", "goal", "sprint", "assignee"])
+def test_the_board_state_is_constant_in_queries(world, lanes, django_assert_max_num_queries):
+    """Five tasks or fifty: the same number of queries, swimlanes or not."""
+    from tests.boards.views.helpers import bulk_tasks
+
+    bulk_tasks(world, 5, list(p.TASK_STATES), prefix="few")
+    filters = BoardFilters(lanes=lanes, expanded=tuple(p.TERMINAL_TASK_STATES))
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as few:
+        board_state(project=world.project, filters=filters, now=world.tick())
+    bulk_tasks(world, 50, list(p.TASK_STATES), prefix="many")
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        state = board_state(project=world.project, filters=filters, now=world.tick())
+    assert state["total"] == 55
+
+
+def test_wip_limits_mark_columns_and_never_refuse_a_claim(world):
+    from boards.services.projects import config_update
+
+    config_update(
+        project=world.project, actor=world.admin, now=world.tick(), wip_limits={"CLAIMED": 1}
+    )
+    world.claimed("c1", coder="coder-1", sprint_scope="planned")
+    world.claimed("c2", coder="coder-2", sprint_scope="planned")  # over the limit: still claimed
+    state = board_state(project=world.project, filters=BoardFilters(), now=world.tick())
+    columns = {c.status: c for c in state["columns"]}
+    assert (columns["CLAIMED"].count, columns["CLAIMED"].limit) == (2, 1)
+    assert columns["CLAIMED"].over_limit
+    assert columns["UNCLAIMED"].limit is None and not columns["UNCLAIMED"].over_limit
+
+
+@pytest.mark.parametrize(
+    "value, error",
+    [
+        ({"CLAIMED": 3, "BLOCKED": 2}, ""),
+        ({}, ""),
+        ({"MERGED": 3}, "not a column with a WIP limit"),
+        ({"NOPE": 3}, "not a column with a WIP limit"),
+        ({"CLAIMED": 0}, "whole number from 1"),
+        ({"CLAIMED": True}, "whole number from 1"),
+        ({"CLAIMED": "3"}, "whole number from 1"),
+        ({"CLAIMED": 10_001}, "whole number from 1"),
+        ([3], "a map of column to limit"),
+    ],
+)
+def test_wip_limit_values(value, error):
+    assert (p.wip_limits_error(value) == "") == (error == "")
+    assert error in p.wip_limits_error(value)
+
+
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("CLAIMED=3, BLOCKED=2", {"CLAIMED": 3, "BLOCKED": 2}),
+        ("claimed = 3; blocked=2", {"CLAIMED": 3, "BLOCKED": 2}),
+        ("", {}),
+        ("CLAIMED=x", {"CLAIMED": "x"}),  # refused by wip_limits_error, named
+        ("CLAIMED=²", {"CLAIMED": "²"}),
+    ],
+)
+def test_wip_limits_form_spelling(text, parsed):
+    assert p.wip_limits_parse(text) == parsed
+    if not p.wip_limits_error(parsed):
+        assert p.wip_limits_parse(p.wip_limits_text(parsed)) == parsed

@@ -759,6 +759,33 @@ def test_bad_input_is_a_4xx_and_changes_nothing(world, path, data, setup):
     assert list(Task.objects.filter(project=world.project).values()) == tasks_before
 
 
+def test_wip_limits_are_edited_on_the_settings_page(world):
+    client = client_for(world, ADMIN)
+    data = {**ACTIONS[-1].data, "wip_limits": "claimed=2, READY_FOR_REVIEW=4"}
+    response = client.post(f"/p/{world.project.slug}/settings", data)
+    assert response.status_code == 302
+    config = config_of(Project.objects.get(pk=world.project.pk))
+    assert config.wip_limits == {"CLAIMED": 2, "READY_FOR_REVIEW": 4}
+    page = client.get(f"/p/{world.project.slug}/settings").content.decode()
+    assert 'name="wip_limits" value="CLAIMED=2, READY_FOR_REVIEW=4"' in page
+    # Saving the same text again changes nothing.
+    client.post(
+        f"/p/{world.project.slug}/settings", {**data, "wip_limits": "CLAIMED=2, READY_FOR_REVIEW=4"}
+    )
+    assert Event.objects.filter(project=world.project, action="config_updated").count() == 1
+    refused = client.post(f"/p/{world.project.slug}/settings", {**data, "wip_limits": "MERGED=1"})
+    assert refused.status_code == 400
+    assert 'data-field="wip_limits"' in refused.content.decode()
+    assert "MERGED=1" in refused.content.decode()  # what they typed, kept
+    assert config_of(Project.objects.get(pk=world.project.pk)).wip_limits["CLAIMED"] == 2
+    # The board marks the column over its limit, in words.
+    world.claimed("c1", coder="coder-1")
+    world.claimed("c2", coder="coder-2")
+    world.claimed("c3", coder="coder-3")
+    board = client.get(f"/p/{world.project.slug}/?sprint=all").content.decode()
+    assert "▲ over limit 2" in board and "over its WIP limit of 2" in board
+
+
 def test_invalid_settings_show_the_field_error(world):
     client = client_for(world, ADMIN)
     data = {**ACTIONS[-1].data, "heartbeat_interval": "600", "lease_duration": "300"}

@@ -185,7 +185,7 @@ def test_the_board_shows_the_sprint_cards_header_agents_and_alerts(world):
     assert 'class="assignee">coder-1<' in claimed
     assert 'class="countdown" data-expires="' in claimed  # the lease countdown
     assert 'class="iteration">1/10<' in claimed
-    assert 'class="waiting">task-dep<' in waiting
+    assert 'class="waiting-keys">task-dep<' in waiting
     assert "code-reviewer-1" in reviewed
     # Header, agent panel, alerts; the socket and the sequence the page continues from.
     assert "Goal goal-1" in html and "sprint-1" in html
