@@ -21,3 +21,20 @@ TASK_STATES: tuple[str, ...] = (
     "INTEGRATION_FAILED",
 )
 VERDICTS: tuple[str, ...] = ("APPROVED", "REJECTED")
+
+# The states by name, for the scripted agents (agents/client/demo_agents).
+(
+    DRAFT,
+    UNCLAIMED,
+    CLAIMED,
+    READY_FOR_REVIEW,
+    REJECTED,
+    APPROVED,
+    MERGED,
+    BLOCKED,
+    ABANDONED,
+    SUPERSEDED,
+    INTEGRATION_FAILED,
+) = TASK_STATES
+TERMINAL_TASK_STATES = frozenset({MERGED, ABANDONED, SUPERSEDED})
+GOAL_IN_PROGRESS = "IN_PROGRESS"

@@ -21,8 +21,7 @@ from agents.client.demo_agents.common import (
 )
 from agents.client.errors import LizaError
 from agents.client.http import Client
-
-READY = "READY_FOR_REVIEW"
+from agents.client.wire import APPROVED, READY_FOR_REVIEW, REJECTED
 
 
 def judge(env: Env, task: dict[str, Any]) -> tuple[str, str]:
@@ -31,17 +30,17 @@ def judge(env: Env, task: dict[str, Any]) -> tuple[str, str]:
     try:
         text = git("show", f"{commit}:demo/{key}.md", cwd=env.repo)
     except GitError as error:
-        return "REJECTED", f"demo/{key}.md is not in {commit[:8]}: {error}"
+        return REJECTED, f"demo/{key}.md is not in {commit[:8]}: {error}"
     if f"# {key}" not in text:
-        return "REJECTED", f"demo/{key}.md does not start with its title"
+        return REJECTED, f"demo/{key}.md does not start with its title"
     if strict(key) and "Checked:" not in text:
-        return "REJECTED", "Say how the DONE WHEN was verified: add a 'Checked:' line"
-    return "APPROVED", "the file says what the task asks, and how it was checked"
+        return REJECTED, "Say how the DONE WHEN was verified: add a 'Checked:' line"
+    return APPROVED, "the file says what the task asks, and how it was checked"
 
 
 def claim_one(client: Client, me: str) -> str:
     """Without a supervisor: the first READY_FOR_REVIEW task whose review this agent may take."""
-    for row in client.tasks(status=READY):
+    for row in client.tasks(status=READY_FOR_REVIEW):
         try:
             client.review_claim(row["key"])
         except LizaError as error:
@@ -60,7 +59,7 @@ def main(env: Env, client: Client) -> int:
         return finish(client, me)
     task = client.task(key)
     reviewers = task.get("reviewing_by") or []
-    if task["status"] != READY or me not in reviewers:
+    if task["status"] != READY_FOR_REVIEW or me not in reviewers:
         say(me, f"{key} is {task['status']}, reviewed by {', '.join(reviewers) or 'nobody'}")
         return RESTART
     verdict, reason = judge(env, task)

@@ -11,9 +11,9 @@ from typing import Any
 
 from agents.client.demo_agents.common import RESTART, Env, finish, git, run, say
 from agents.client.http import Client
+from agents.client.wire import CLAIMED
 
 ASK = "[ask]"
-CLAIMED = "CLAIMED"
 
 
 def answer_of(task: dict[str, Any]) -> str:

@@ -17,9 +17,9 @@ from typing import Any
 from agents.client.demo_agents.common import DONE, RESTART, Env, finish, run, say
 from agents.client.errors import LizaError
 from agents.client.http import Client
+from agents.client.wire import BLOCKED, GOAL_IN_PROGRESS, TERMINAL_TASK_STATES
 
 DEFAULT_GOAL = "Write the demo guide: an introduction, a usage page, a glossary and an FAQ"
-TERMINAL = {"MERGED", "ABANDONED", "SUPERSEDED"}
 SPEC = "README.md"
 
 
@@ -94,20 +94,20 @@ def answer_blocked(client: Client, me: str, task: dict[str, Any]) -> None:
 def main(env: Env, client: Client) -> int:
     """One wake trigger per session, the first that applies (the original's order)."""
     me = env.agent_id
-    blocked = client.tasks(status="BLOCKED")
+    blocked = client.tasks(status=BLOCKED)
     if blocked:
         for task in blocked:
             answer_blocked(client, me, task)
         return finish(client, me)
     goal = current_goal(client, me)
-    if goal["status"] != "IN_PROGRESS":
+    if goal["status"] != GOAL_IN_PROGRESS:
         say(me, f"goal {goal['id']} is {goal['status']}: nothing to plan")
         return DONE
     tasks = client.tasks(goal=goal["id"])
     if not tasks:
         initial_planning(client, me, goal["id"])
         return finish(client, me)
-    if all(t["status"] in TERMINAL for t in tasks):
+    if all(t["status"] in TERMINAL_TASK_STATES for t in tasks):
         try:
             client.goal_complete(reason="every task of the goal has ended")
         except LizaError as error:

@@ -25,7 +25,7 @@ from agents.client import Client
 from agents.client.cli import ROLE_COMPLETE, WAIT, main
 from agents.services import agent_create
 from boards.models import Discovery, Event, Handoff, Task
-from boards.protocol import Action, TaskStatus
+from boards.protocol import Action, GoalStatus, TaskStatus
 from boards.services.projects import project_pause
 from boards.services.tasks import task_finalize, task_release_claim
 from tests.boards.api.helpers import key_for
@@ -310,3 +310,23 @@ def test_a_write_retried_with_its_key_is_applied_once_on_the_server(cli_server, 
     assert again.body == first.body
     assert again.headers.get("idempotent-replayed") == "true"
     assert Discovery.objects.filter(project=world.project).count() == 1
+
+
+def test_the_planner_answers_a_blocked_task_and_completes_the_goal(cli_server, world):
+    planner = Liza(cli_server, world, "planner-1")
+    planner("goal", "create", "--description", "Ship the parser")
+    world.blocked("T1")
+
+    released = planner("task", "release", "T1", "--reason", "Use JSON")
+    assert released["task"]["status"] == TaskStatus.UNCLAIMED
+    assert planner("status", "--status", "UNCLAIMED")["counts"] == {TaskStatus.UNCLAIMED: 1}
+    assert planner("status", "--status", "BLOCKED")["counts"] == {}
+
+
+def test_the_planner_completes_a_goal_once(cli_server, world):
+    planner = Liza(cli_server, world, "planner-1")
+    planner("goal", "create", "--description", "Ship the parser")
+
+    assert planner("goal", "complete", "--reason", "nothing left")["status"] == GoalStatus.COMPLETED
+    again = planner("goal", "complete", "--reason", "again", exit=4)
+    error_of(again, "invalid_transition", 4)

@@ -25,6 +25,7 @@ from boards.services.projects import project_pause
 from boards.services.tasks import task_release_claim
 from tests.boards.api.helpers import key_for
 from tests.lifecycle import World
+from tests.live_server import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -220,3 +221,25 @@ def test_a_key_the_server_refuses_ends_liza_mcp_with_its_exit_code(cli_server, w
 
     assert done.returncode == 3, done.stderr
     assert b"liza mcp:" in done.stderr and done.stdout == b""
+
+
+def test_no_server_ends_liza_mcp_with_exit_7(tmp_path):
+    key_file = tmp_path / "k.key"
+    key_file.write_text("liza_whatever")
+    key_file.chmod(0o600)
+
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("liza")), "mcp"],
+        env={
+            "LIZA_URL": f"http://127.0.0.1:{free_port()}",
+            "LIZA_PROJECT": "demo",
+            "LIZA_KEY_FILE": str(key_file),
+            "LIZA_RETRIES": "0",
+        },
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 7, done.stderr
+    assert b"unreachable" in done.stderr
