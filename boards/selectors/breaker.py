@@ -35,8 +35,9 @@ from boards.selectors.sprints import sprint_open
 # The report's file name in the original (seed 002 `current_trigger.report_file`); here the
 # report lives in the trip's history row and is shown at /p/<slug>/breaker.
 REPORT_FILE = "circuit_breaker_report.md"
-TRIGGERED = "TRIGGERED"
-OK = "OK"
+# The breaker's statuses, also the `result` of its history entries (seed 002).
+TRIGGERED = CircuitBreaker.Status.TRIGGERED
+OK = CircuitBreaker.Status.OK
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,14 @@ def _value(raw: Any) -> str | None:
     return json.dumps(raw, sort_keys=True)
 
 
+def _details(anomaly: Anomaly) -> dict[str, Any]:
+    return anomaly.details if isinstance(anomaly.details, dict) else {}
+
+
 def _detail(anomaly: Anomaly, *names: str) -> str | None:
     """The first of `names` present in the anomaly's details (workaround_pattern falls back
     from root_cause to what, as liza-analyze.sh does)."""
-    details = anomaly.details if isinstance(anomaly.details, dict) else {}
+    details = _details(anomaly)
     for name in names:
         value = _value(details.get(name))
         if value is not None:
@@ -155,7 +160,7 @@ def retry_cluster(*, anomalies: Sequence[Anomaly]) -> PatternMatch | None:
 
 def debt_accumulation(*, anomalies: Sequence[Anomaly]) -> PatternMatch | None:
     """≥ 3 trade_off with `debt_created: true` (a JSON true: the string "true" is not)."""
-    debts = [a for a in _of_type(anomalies, "trade_off") if a.details.get("debt_created") is True]
+    debts = [a for a in _of_type(anomalies, "trade_off") if _details(a).get("debt_created") is True]
     if len(debts) < 3:
         return None
     groups = _groups(debts, lambda a: _detail(a, "what") or "(no what)")
