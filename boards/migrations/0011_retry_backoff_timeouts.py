@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('boards', '0009_project_last_swept'),
+        ('boards', '0010_breaker_report_churn'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0004_heartbeat_hot'),
+        ('agents', '0005_retry_availability'),
         ('boards', '0009_project_last_swept'),
     ]
 
