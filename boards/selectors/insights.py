@@ -35,6 +35,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
+from django.db import connection
 from django.db.models import Case, CharField, Count, FloatField, Func, Q, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDate
@@ -240,9 +241,13 @@ def _state_history(project: Project, period: Period) -> dict[int, list[Row]]:
         Case(When(at_approval, then=KT("board__assigned_to")), output_field=CharField()),
         Case(When(at_approval, then=KT("board__review_cycles_total")), output_field=CharField()),
     )
+    # Straight from the cursor: Django's per-value converters cost a tenth of the page here.
+    with connection.cursor() as cursor:
+        cursor.execute(*rows.query.sql_with_params())
+        fetched = cursor.fetchall()
     history: dict[int, list[Row]] = defaultdict(list)
-    for task_id, *row in rows:
-        history[task_id].append(tuple(row))
+    for task_id, *row in fetched:
+        history[task_id].append(row)
     return history
 
 
@@ -304,7 +309,8 @@ def insights(*, project: Project, period: Period) -> Insights:
             if state in terminal or (left is not None and left < start):
                 continue
             ongoing = left is None
-            durations[state].append(((end if ongoing else left) - entered, key, entered, ongoing))
+            # Negated: the slowest sort first as plain tuples (then by key), no key function.
+            durations[state].append((entered - (end if ongoing else left), key, entered, ongoing))
         if rows[-1][0] < start:
             continue  # nothing of this task happened in the period
         first_claim = next((r[0] for r in rows if r[1] == TaskStatus.CLAIMED), None)
@@ -331,12 +337,12 @@ def insights(*, project: Project, period: Period) -> Insights:
     time_in_state = []
     for state in p.NON_TERMINAL_TASK_STATES:
         stays = durations[state]
-        slowest = heapq.nsmallest(SLOWEST, stays, key=lambda s: (-s[0], s[1]))
+        slowest = heapq.nsmallest(SLOWEST, stays)
         time_in_state.append(
             StateTimes(
                 state,
-                Spread.of([stay[0] for stay in stays]),
-                [Stay(k, state, _moment(at), seconds, on) for seconds, k, at, on in slowest],
+                Spread.of([-stay[0] for stay in stays]),
+                [Stay(k, state, _moment(at), -negated, on) for negated, k, at, on in slowest],
             )
         )
     return Insights(
@@ -438,6 +444,9 @@ def _rounds_of(project: Project, period: Period, agent_id: str | None) -> dict[s
     )
     if agent_id is not None:
         events = events.filter(board__assigned_to=agent_id)
+    ids = _task_ids(period)
+    if ids is not None:
+        events = events.filter(task__in=ids)
     rounds: dict[str, list[int]] = defaultdict(list)
     for assignee, rejections in events.values_list(
         KT("board__assigned_to"), KT("board__review_cycles_total")

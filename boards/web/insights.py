@@ -358,6 +358,9 @@ def insights_page(request: HttpRequest, slug: str) -> HttpResponse:
         name = f"{project.slug}-{chart}-{period.start:%Y%m%d}-{period.end:%Y%m%d}.csv"
         return csv_response(t[chart], name)
     drawn = svgs(data, t)
+    period_query = urlencode(
+        {k: request.GET[k] for k in ("sprint", "from", "to") if request.GET.get(k, "").strip()}
+    )
     context = {
         "project": project,
         "role": role,
@@ -370,9 +373,7 @@ def insights_page(request: HttpRequest, slug: str) -> HttpResponse:
         "sprints": list(Sprint.objects.filter(project=project).order_by("-started", "-id")),
         "errors": errors,
         # The period's query, which each table's CSV link repeats.
-        "query": urlencode(
-            {k: request.GET[k] for k in ("sprint", "from", "to") if request.GET.get(k, "").strip()}
-        ),
+        "csv_prefix": "?" + "".join(f"{pair}&" for pair in period_query.split("&") if pair),
         "from_value": request.GET.get("from", ""),
         "to_value": request.GET.get("to", ""),
     }

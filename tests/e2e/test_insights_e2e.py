@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.support import screenshot, sign_in
+from tests.e2e.test_csp import RECORD_VIOLATIONS
 from tests.factories import member
 from tests.insights_history import build_history
 
@@ -36,6 +37,7 @@ def test_the_charts_draw_the_hand_computed_numbers(browser, server):
     viewer = member(world.project, "viewer")
     context = browser.new_context(base_url=server.url, viewport={"width": 1440, "height": 900})
     context.set_default_timeout(10_000)
+    context.add_init_script(RECORD_VIOLATIONS)  # the pages run under the strict CSP
     try:
         page = context.new_page()
         sign_in(page, viewer)
@@ -112,12 +114,15 @@ def test_the_charts_draw_the_hand_computed_numbers(browser, server):
         title = page.text_content("#svg-throughput rect.bar:nth-of-type(2) title")
         assert title == "01-06 · merged: 1 tasks"
         screenshot(page, "insights")
+        assert page.evaluate("window.__cspViolations") == []
 
         # An agent's page, from the board's agents panel.
         page.goto(f"/p/{world.project.slug}/")
         with page.expect_navigation():
             page.click('#agents a.agent-id:text-is("coder-3")')
         assert page.url.endswith(f"/p/{world.project.slug}/agents/coder-3/")
-        assert "C" in page.inner_text("#agent-history")
+        history = page.inner_text("#agent-history")
+        assert "blocked" in history and "claimed" in history
+        assert page.evaluate("window.__cspViolations") == []
     finally:
         context.close()

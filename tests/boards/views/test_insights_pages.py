@@ -136,7 +136,10 @@ def test_each_csv_holds_its_tables_numbers(world, frozen, chart):
     header, *rows = parse_csv(response)
     assert rows == table_cells(html, chart)
     assert len(header) == len(rows[0]) if rows else True
-    assert f'href="?&amp;format=csv&amp;chart={chart}"' in html
+    assert f'href="?format=csv&amp;chart={chart}"' in html
+    # A chosen period goes with the CSV link.
+    chosen = client.get(url, {"from": "2026-01-01", "sprint": ""}).content.decode()
+    assert f'href="?from=2026-01-01&amp;format=csv&amp;chart={chart}"' in chosen
 
 
 def test_the_csvs_hold_the_figures(world):
