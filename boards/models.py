@@ -943,7 +943,11 @@ class Event(AppendOnlyModel):
 
     class Meta:
         ordering = ["timestamp", "id"]
-        indexes = [models.Index(fields=["project", "task", "timestamp"])]
+        indexes = [
+            models.Index(fields=["project", "task", "timestamp"]),
+            # The activity feed's keyset pages: a project's events newest first, from an id.
+            models.Index(fields=["project", "-id"], name="event_project_recent"),
+        ]
         constraints = [
             # "One-line detail is mandatory" (seed 002 log.yaml).
             models.CheckConstraint(condition=~Q(detail=""), name="event_detail_required"),

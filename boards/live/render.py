@@ -10,6 +10,7 @@ import functools
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import Agent
@@ -118,6 +119,10 @@ def events_recorded(project: Project, event_ids: list[int]) -> dict[str, Any]:
         .select_related("task")
         .order_by("-id")[:EVENTS_PER_MESSAGE]
     )
+    urls = {
+        "board_url": reverse("board", args=[project.slug]),
+        "activity_url": reverse("activity", args=[project.slug]),
+    }
     return {
         "type": EVENT_TYPES[EVENT],
         "omitted": max(0, len(event_ids) - EVENTS_PER_MESSAGE),
@@ -127,9 +132,7 @@ def events_recorded(project: Project, event_ids: list[int]) -> dict[str, Any]:
                 "actor": e.actor_id if e.actor_kind == Event.ActorKind.AGENT else "",
                 "task": e.task.key if e.task else "",
                 "action": e.action,
-                "html": render_to_string(
-                    "boards/_activity_row.html", {"e": e, "project": project}
-                ).strip(),
+                "html": render_to_string("boards/_activity_row.html", {"e": e, **urls}).strip(),
             }
             for e in rows
         ],

@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from agents.selectors import agent_list
 from boards.live.outbox import current_sequence
@@ -19,6 +20,14 @@ from boards.selectors.activity import activity, activity_filters, known_actions
 from boards.web.access import project_for_member
 
 ROWS_AFTER_LIMIT = 200  # more missed than this: the feed reloads instead
+
+
+def row_urls(slug: str) -> dict[str, str]:
+    """What a row links to (boards/_activity_row.html): reversed once, not once a row."""
+    return {
+        "board_url": reverse("board", args=[slug]),
+        "activity_url": reverse("activity", args=[slug]),
+    }
 
 
 @login_required
@@ -32,6 +41,7 @@ def activity_page(request: HttpRequest, slug: str) -> HttpResponse:
         "agents": agent_list(project=project).order_by("agent_id"),
         "actions": known_actions(project=project),
         "next_page": "activity",
+        **row_urls(project.slug),
     }
     if filters.errors:
         return render(request, "boards/activity.html", context, status=400)
@@ -56,6 +66,6 @@ def activity_rows(request: HttpRequest, slug: str) -> JsonResponse:
     seq = current_sequence(project.pk)
     page = activity(project=project, filters=filters, limit=ROWS_AFTER_LIMIT)
     html = render_to_string(
-        "boards/_activity_rows.html", {"events": page.events, "project": project}, request
+        "boards/_activity_rows.html", {"events": page.events, **row_urls(project.slug)}, request
     )
     return JsonResponse({"seq": seq, "html": html, "truncated": page.older is not None})
