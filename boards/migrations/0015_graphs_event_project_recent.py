@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('boards', '0009_project_last_swept'),
+        ('boards', '0014_alert_types_merged'),
     ]
 
     operations = [
