@@ -389,6 +389,8 @@ ACTIONS = [
         {"reason": "Gateway back", "next": "breaker"},
         trip,
         lambda w: CircuitBreaker.objects.get(project=w.project).status == "OK",
+    ),
+    Action(
         "set an agent overloaded",
         "/p/{slug}/agents/coder-3/availability",
         {"state": "overloaded"},
