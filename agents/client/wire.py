@@ -21,3 +21,5 @@ TASK_STATES: tuple[str, ...] = (
     "INTEGRATION_FAILED",
 )
 VERDICTS: tuple[str, ...] = ("APPROVED", "REJECTED")
+# The few the supervisor reads: its claim, and the planner's wake triggers.
+CLAIMED, BLOCKED, INTEGRATION_FAILED = "CLAIMED", "BLOCKED", "INTEGRATION_FAILED"
