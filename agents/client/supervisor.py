@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.client import gitops
+from agents.client import gitops, wire
 from agents.client.errors import EXIT, LizaError, UsageError
 from agents.client.http import Client
 
@@ -107,6 +107,7 @@ class Supervisor:
         self.crashes: collections.deque[float] = collections.deque()
         self.held: set[str] = set()  # tasks this process has spawned on (kept on restart)
         self.spawns = 0
+        self.last: Assignment | None = None  # the latest spawn's, handed off on a signal
         self.agent: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
         self._wake = threading.Event()
@@ -135,6 +136,9 @@ class Supervisor:
                 return self._stopped()
             try:
                 outcome = self.step(reason)
+            except gitops.GitError as error:
+                self.say(f"git: {error}")
+                return EXIT["usage"]
             except LizaError as error:
                 if error.exit in (EXIT["usage"], EXIT["refused"], EXIT["collision"]):
                     raise
@@ -341,14 +345,21 @@ class Supervisor:
         run = self._run_start(a, reason)
         tail: collections.deque[str] = collections.deque(maxlen=OUTPUT_LINES)
         self.say(f"spawning {' '.join(self.o.command)} ({reason})")
-        self.child = subprocess.Popen(
-            self.o.command,
-            cwd=cwd,
-            env=self.environment(a, prompt),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: signals reach its children
-        )
+        self.last = a
+        try:
+            self.child = subprocess.Popen(
+                self.o.command,
+                cwd=cwd,
+                env=self.environment(a, prompt),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: signals reach its children
+            )
+        except OSError as error:
+            # A command that cannot start is a crash like any other (the shell's 127).
+            tail.append(f"liza supervise: cannot run {self.o.command[0]}: {error}")
+            self._run_finish(run, 127, tail, None)
+            return 127, None
         reader = threading.Thread(target=self._pump, args=(self.child, tail), daemon=True)
         reader.start()
         lost: list[str] = []
@@ -461,7 +472,7 @@ class Supervisor:
         }
         for secret in sorted(filter(None, secrets), key=len, reverse=True):
             text = text.replace(secret, "[redacted]")
-        return KEY_PATTERN.sub("[redacted]", text)
+        return KEY_PATTERN.sub("[redacted]", text.replace("\x00", ""))
 
     # -- signals -------------------------------------------------------------------------------
 
@@ -480,10 +491,11 @@ class Supervisor:
 
     def _stopped(self, a: Assignment | None = None) -> int:
         """After SIGINT/SIGTERM: hand the coder's task off cleanly, then exit."""
+        a = a or self.last
         if a is not None and self.role == "coder" and a.key:
             try:
                 task = self.client.task(a.key)
-                if task["status"] == "CLAIMED" and task["assigned_to"] == self.agent["agent_id"]:
+                if task["status"] == wire.CLAIMED and task["assigned_to"] == self.agent["agent_id"]:
                     self.client.handoff(
                         a.key,
                         summary=f"the supervisor of {self.agent['agent_id']} was stopped by "
@@ -622,10 +634,10 @@ def wake_trigger(tasks: list[dict[str, Any]]) -> str:
     statuses = [t["status"] for t in tasks]
     if not tasks:
         return "INITIAL_PLANNING"
-    if "BLOCKED" in statuses:
+    if wire.BLOCKED in statuses:
         return "BLOCKED_TASKS"
-    if "INTEGRATION_FAILED" in statuses:
-        return "INTEGRATION_FAILED"
+    if wire.INTEGRATION_FAILED in statuses:
+        return wire.INTEGRATION_FAILED  # the trigger has the state's name
     if any(len(t.get("failed_by") or []) >= 2 for t in tasks):
         return "HYPOTHESIS_EXHAUSTED"
     return "UNKNOWN"

@@ -28,11 +28,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from agents.services import agent_key_issue
+from agents.services import agent_key_issue, run_start
 from boards.models import Goal
 from boards.services import tasks
 from boards.services.goals import goal_create
 from boards.services.kernel import SYSTEM
+from boards.services.projects import config_update
 from boards.services.records import anomaly_create, discovery_create
 from boards.services.sprints import sprint_create
 from liza_site.wsgi import application
@@ -104,6 +105,9 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
         "tasks_block",
         "tasks_handoff",
         "tasks_handoff_pickup",
+        "runs_list",
+        "runs_start",
+        "runs_finish",
     },
     "coder-5": {"tasks_claim_next", "tasks_claim"},  # idle
     "planner-1": {
@@ -123,7 +127,7 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
         "tasks_report_merge",
         "tasks_report_integration_failure",
     },
-    "code-reviewer-2": {"reviews_claim"},  # idle
+    "code-reviewer-2": {"reviews_claim", "reviews_claim_next"},  # idle
     "admin": {
         "agents_create",
         "agent_keys_list",
@@ -188,6 +192,11 @@ class Seed:
         goal_create(
             project=world.project, actor=world.planner, description="Retry", now=world.tick()
         )
+        # The module's fuzzing outlasts the default 300 s lease on a loaded machine; the seed's
+        # claims must still be alive for the last known-good call.
+        config_update(
+            project=world.project, actor=world.admin, now=world.tick(), lease_duration=86_400
+        )
         for agent_id in ("coder-4", "coder-5", "coder-6"):
             register(world.project, agent_id, now=world.now)
         world.merged("t-merged")
@@ -234,6 +243,10 @@ class Seed:
             task="t-claimed",
             now=world.tick(),
         )
+        run = run_start(
+            project=world.project, agent=world.coder, now=world.tick(), task="t-claimed"
+        )
+        self.run_ids = [str(run.pk)]
         # How each principal authenticates: call keyword arguments (headers, cookies).
         self.auth: dict[str, dict[str, dict[str, str]]] = {}
         for agent_id in (*AGENT_IDS, "coder-5"):
@@ -271,6 +284,8 @@ def aim_at_the_seed(case, seed: Seed) -> None:
         params["agent_id"] = _pick(params["agent_id"], AGENT_IDS)
     if "disc_id" in params:
         params["disc_id"] = _pick(params["disc_id"], DISCOVERY_IDS * 3)
+    if "run_id" in params:
+        params["run_id"] = _pick(params["run_id"], seed.run_ids * 3)
     if "prefix" in params:
         params["prefix"] = _pick(params["prefix"], seed.revocable)
     body = case.body

@@ -458,3 +458,29 @@ def test_an_integration_failure_is_reported_and_reclaimed(supervisors, world, tm
     task = world.task("T1")
     assert task.integration_fix and task.assigned_to == "coder-2"
     assert git(repo, "rev-list", "--count", f"{task.base_commit}..{task.review_commit}") == "2"
+
+
+def test_a_lease_lost_while_the_agent_runs_terminates_it_and_restarts(supervisors, world, tmp_path):
+    from boards.services.tasks import task_release_claim
+
+    world.unclaimed("T1")
+    proc = supervisors.start(
+        "coder-1", write_agent(tmp_path, "sleeper", SLEEPER), MARKERS=str(tmp_path)
+    )
+    wait_for(lambda: (tmp_path / "agent.pid").exists(), what="the agent")
+    agent_pid = int((tmp_path / "agent.pid").read_text())
+    (tmp_path / "agent.pid").unlink()
+
+    # An admin takes the claim back: the next heartbeat is 409 lease_lost (exit 42).
+    task_release_claim(task=world.task("T1"), actor=world.admin, reason="stuck", now=timezone.now())
+    wait_for(lambda: ended_runs(world) == 1, what="the agent to be stopped")
+    wait_for(lambda: (tmp_path / "agent.pid").exists(), what="the restarted agent")
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc)
+
+    first, second = Run.objects.filter(project=world.project).order_by("started")[:2]
+    assert first.stopped_by == "lease_lost" and first.exit_code == -signal.SIGTERM, out
+    assert second.restart_reason == "lease_lost"
+    with pytest.raises(ProcessLookupError):
+        os.kill(agent_pid, 0)  # the first agent is gone
+    assert code == 0

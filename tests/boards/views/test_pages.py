@@ -426,3 +426,31 @@ def test_tasks_ended_longer_ago_than_archive_after_days_leave_the_default_board(
     ProjectConfig.objects.filter(project=world.project).update(archive_after_days=0)  # off
     count, keys, html = merged("")
     assert count == 2 and "archived task" not in html
+
+
+def test_the_drawer_lists_the_supervisors_runs_newest_first(world):
+    from agents.services import run_finish, run_start
+
+    world.claimed("task-1", sprint_scope="planned")
+    coder = world.agent("coder-1")
+    crashed = run_start(project=world.project, agent=coder, now=world.tick(), task="task-1")
+    run_finish(
+        run=crashed, agent=coder, now=world.tick(), exit_code=1, output="Traceback: KeyError"
+    )
+    run_start(
+        project=world.project,
+        agent=coder,
+        now=world.tick(),
+        task="task-1",
+        restart_reason="crash: exit 1",
+    )
+
+    html = (
+        client_for(member(world.project, "viewer"))
+        .get(f"/p/{world.project.slug}/tasks/task-1/")
+        .content.decode()
+    )
+
+    runs = html[html.index("<h3>Runs</h3>") :]
+    assert runs.index("running") < runs.index("crash: exit 1") < runs.index("exit <span")
+    assert '<li class="run crashed">' in runs and "Traceback: KeyError" in runs
