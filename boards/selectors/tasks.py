@@ -193,16 +193,17 @@ def waiting_on(task: Task) -> list[str]:
     return list(task.depends_on.exclude(status=TaskStatus.MERGED).values_list("key", flat=True))
 
 
-def role_may_still_get_work(project: Project, agent_id: str) -> bool:
-    """Seed 000 exit 0 for coders: "No UNCLAIMED tasks AND no REJECTED tasks assigned to this
-    agent" — an UNCLAIMED task still waiting on a dependency keeps the coder polling, and so does
-    an INTEGRATION_FAILED one (any coder may take it)."""
+def work_may_still_come(project: Project) -> bool:
+    """A coder or a code reviewer with nothing to do now is not role-complete (seed 000 exit 0)
+    while any task is open past DRAFT: work can still come back to either role — a rejection, a
+    BLOCKED task released, a dead lease taken over, an approved task whose merge fails. Seed
+    000's literal rules (a coder: "no UNCLAIMED and no REJECTED of its own"; a reviewer: "no
+    READY_FOR_REVIEW") stop a supervisor while that work is on its way, and nobody is left to
+    take it (docs/decisions.md). DRAFT tasks are `/work`'s "waiting for drafts"."""
     return (
         Task.objects.filter(project=project)
-        .filter(
-            Q(status__in=(TaskStatus.UNCLAIMED, TaskStatus.INTEGRATION_FAILED))
-            | Q(status=TaskStatus.REJECTED, assigned_to=agent_id)
-        )
+        .non_terminal()
+        .exclude(status=TaskStatus.DRAFT)
         .exists()
     )
 

@@ -24,16 +24,7 @@ from boards.selectors.tasks import (
     claim_next_available,
     holder_task,
     retry_at,
-    role_may_still_get_work,
-)
-
-# Tasks whose work may still reach a reviewer: it is not role-complete while one exists.
-REVIEW_MAY_COME = (
-    TaskStatus.UNCLAIMED,
-    TaskStatus.CLAIMED,
-    TaskStatus.READY_FOR_REVIEW,
-    TaskStatus.REJECTED,
-    TaskStatus.INTEGRATION_FAILED,
+    work_may_still_come,
 )
 
 
@@ -125,7 +116,7 @@ def work_for_role(
                 any(qs.exists() for qs in claim_candidates(project, "", now, config)[1:]),
                 None,
             )
-        complete = not work and held is None and not role_may_still_get_work(project, agent_id)
+        complete = not work and held is None and not work_may_still_come(project)
     elif role == Agent.Role.CODE_REVIEWER:
         merges: list[str] = []
         if agent is not None:
@@ -151,9 +142,7 @@ def work_for_role(
         result["merge"] = merges
         if merges:
             result["reason"] = f"merge {', '.join(merges)} (approved by {agent_id})"
-        # Seed 000 says "no READY_FOR_REVIEW task"; like the original's supervisor, a reviewer
-        # also waits while work is on its way to review (claimable, in progress, reworked).
-        complete = not work and not tasks.filter(status__in=REVIEW_MAY_COME).exists()
+        complete = not work and not work_may_still_come(project)
     elif role == Agent.Role.PLANNER:
         work = (
             drafts > 0
