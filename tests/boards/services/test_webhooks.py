@@ -19,7 +19,7 @@ from boards.models import Alert, Event, WebhookDelivery
 from boards.services import sprints as sprint_services
 from boards.services.projects import config_update
 from boards.services.watch import watch_sweep
-from boards.services.webhooks import BACKOFF, FAILING_AFTER, webhook_deliver_due
+from boards.services.webhooks import BACKOFF, FAILING_AFTER, _post, webhook_deliver_due
 from tests.webhook_receiver import verify, webhook_receiver
 
 SECRET = "whsec-0123456789abcdef"
@@ -359,3 +359,16 @@ def test_a_receiver_that_is_down_is_a_failed_attempt_tried_again_later(world):
     [delivery] = _deliveries(world)
     assert delivery.status == "pending"
     assert delivery.next_attempt_at == at + timedelta(seconds=BACKOFF[0])
+
+
+def test_a_send_goes_to_the_address_that_was_checked_keeping_the_name_as_host():
+    """Against DNS rebinding the sender connects to the address it checked, not to whatever
+    the name resolves to by then: here a name that resolves to nothing at all."""
+    with webhook_receiver() as receiver:
+        port = receiver.url.split(":")[2].split("/")[0]
+        url = f"http://receiver.invalid:{port}/hooks/liza"
+        status = _post(url, ["127.0.0.1"], {"X-Test": "1"}, b"{}")
+        assert status == 200
+        [request] = receiver.received
+        assert request.headers["Host"] == f"receiver.invalid:{port}"
+        assert request.path == "/hooks/liza"
