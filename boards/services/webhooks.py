@@ -248,7 +248,9 @@ def _send(delivery: WebhookDelivery, config: ProjectConfig, now: datetime):
         status = _post(url, addresses, headers, body)
     except httpx.TimeoutException:
         return "failed", None, f"timed out after {settings.LIZA_WEBHOOK_TIMEOUT:g} s"
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as exc:
+        # Whatever the receiver's side does, one failed attempt on the log, never a row left
+        # claimed and unrecorded.
         return "failed", None, f"{type(exc).__name__}: {exc}"[:500]
     if 200 <= status < 300:
         return "delivered", status, ""

@@ -86,7 +86,12 @@ def test_board_drawer_oversight_admin_and_docs_run_without_a_violation(browsing,
     page.locator('#drawer .drawer-body[data-key="T-1"]').wait_for(timeout=3_000)
     _collect(page, violations, "drawer")
 
-    for path in (f"/p/{slug}/inbox", f"/p/{slug}/settings", f"/p/{slug}/agents"):
+    for path in (
+        f"/p/{slug}/inbox",
+        f"/p/{slug}/settings",
+        f"/p/{slug}/webhook",
+        f"/p/{slug}/agents",
+    ):
         _visit(page, violations, path)
 
     task = world.task("T-1")

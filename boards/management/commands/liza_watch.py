@@ -1,5 +1,6 @@
 """manage.py liza_watch [--once] [--project SLUG]: the watcher (SPEC §9), a thin loop around
-boards.services.watch.watch_sweep."""
+boards.services.watch.watch_sweep, and the escalation webhook's sender
+(boards.services.webhooks.webhook_deliver_due) after the sweeps commit."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ class Command(BaseCommand):
     help = (
         "Sweep every project (or --project ones) each watch_interval seconds: dead leases, "
         "stale review claims, sprint deadlines and finished sprints, alerts, and once a minute "
-        "the invariants (INVALID STATE alerts). --once: one sweep, then "
-        "exit. Safe to run several at once."
+        "the invariants (INVALID STATE alerts); escalation webhook deliveries from a thread of "
+        "their own. --once: one sweep and its deliveries, then exit. Safe to run several at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
