@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.forms.models import model_to_dict
 
 from boards.models import (
@@ -18,7 +20,11 @@ from tests.factories import ProjectFactory, UserFactory
 
 def _config_form(config, **changes):
     data = model_to_dict(config, exclude=["id", "project"])
-    data = {k: ("" if v is None else v) for k, v in data.items()}
+    # As the change form shows them: JSON fields (retry_backoff, state_timeouts) as JSON text.
+    data = {
+        k: ("" if v is None else json.dumps(v) if isinstance(v, list | dict) else v)
+        for k, v in data.items()
+    }
     return {**data, **changes}
 
 

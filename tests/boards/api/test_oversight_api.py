@@ -246,6 +246,10 @@ def test_bad_limits_are_a_400_naming_the_field(body, field):
         ({"wip_limits": {"CLAIMED": 0}}, "wip_limits"),
         ({"wip_limits": {"CLAIMED": "many"}}, "wip_limits"),
         ({"wip_limits": [3]}, "wip_limits"),
+        ({"retry_backoff": [5, 0]}, "retry_backoff"),
+        ({"retry_backoff": "5,30"}, "retry_backoff"),
+        ({"state_timeouts": {"CLAIMED": {"seconds": -1}}}, "state_timeouts"),
+        ({"state_timeouts": {"MERGED": {"seconds": 60}}}, "state_timeouts"),
     ],
 )
 def test_bad_config_is_a_400_naming_the_field(body, field):
@@ -275,6 +279,24 @@ def test_wip_limits_are_an_advisory_config_setting():
     assert response.status_code == 200, response.json()
     assert response.json()["wip_limits"] == {"CLAIMED": 2}
     assert config_of(Project.objects.get(pk=t.project.pk)).wip_limits == {"CLAIMED": 2}
+
+
+def test_retry_backoff_and_state_timeouts_are_config_settings():
+    t = Tenant()
+    url = f"{api_base(t.slug)}/config"
+    assert _admin(t).get(url).json()["retry_backoff"] == [5, 30, 120]  # seed 003
+    assert _admin(t).get(url).json()["state_timeouts"] == {}
+    budgets = {"CLAIMED": {"seconds": 3600, "action": "block", "reason": "too long"}}
+    response = _admin(t).patch(
+        url, {"retry_backoff": [10, 60], "state_timeouts": budgets}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+    assert (response.json()["retry_backoff"], response.json()["state_timeouts"]) == (
+        [10, 60],
+        budgets,
+    )
+    config = config_of(Project.objects.get(pk=t.project.pk))
+    assert (config.retry_backoff, config.state_timeouts) == ([10, 60], budgets)
 
 
 def test_converting_a_discovery_needs_an_admin():
