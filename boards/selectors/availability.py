@@ -6,9 +6,12 @@ agents panel:
 - **disabled**: a project admin disabled the identity (`Agent.enabled`); its key is refused on
   every request (403), what it held was taken back.
 - **error**: `ERROR_EXPIRIES` lease expiries of the agent (events `lease_expired`, written by
-  the watcher) within the last `ERROR_WINDOW` seconds, counting only those after an admin's
-  clear (`Agent.error_cleared_at`). It clears by itself once the third most recent expiry is
-  older than the window (seed 003 spec 026: "3 timeouts in 5 min → pause that agent").
+  the watcher) within the last `ERROR_WINDOW` seconds (seed 003 spec 026: "3 timeouts in 5 min
+  → pause that agent"), or as many crashes of its supervised agent command (events
+  `agent_crashed`, written when `liza supervise` reports a run that exited neither 0 nor 42:
+  seed 000's crash loop), counting only those after an admin's clear
+  (`Agent.error_cleared_at`). It clears by itself once the third most recent of them is older
+  than the window.
 - **overloaded**: set by a project admin (`Agent.overloaded`): the agent keeps what it holds
   and heartbeats, but takes no new task or review until set available again. Liza coders hold
   one task at a time, so seed 003's "queue full" has no capacity to measure here: it is the
@@ -21,6 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from django.db.models import Q
 
 from agents.models import Agent
 from boards.models import Event
@@ -65,32 +70,53 @@ def _error_until(expiries: list[datetime]) -> datetime | None:
     return expiries[ERROR_EXPIRIES - 1] + timedelta(seconds=ERROR_WINDOW)
 
 
-def _lease_expiries(project_id: int, now: datetime):
-    """(agent id, when) of the project's lease expiries in the window, newest first."""
+def _failures(project_id: int, now: datetime):
+    """(action, agent id, when) of the project's lease expiries and supervised crashes in the
+    window, newest first. A lease expiry names its agent in its data (the watcher writes it); a
+    crash is reported by the agent itself."""
     return (
         Event.objects.filter(
             project_id=project_id,
-            action=Action.LEASE_EXPIRED,
+            action__in=(Action.LEASE_EXPIRED, Action.AGENT_CRASHED),
             outcome=Event.Outcome.APPLIED,
             timestamp__gt=now - timedelta(seconds=ERROR_WINDOW),
             timestamp__lte=now,
         )
         .order_by("-timestamp")
-        .values_list("data__agent", "timestamp")
+        .values_list("action", "data__agent", "actor_id", "timestamp")
     )
+
+
+def _error_from(rows, agent: Agent, now: datetime) -> datetime | None:
+    """When `agent`'s error clears, from its failures among `rows` (newest first): the later of
+    the two rules, each counted on its own."""
+    expiries: list[datetime] = []
+    crashes: list[datetime] = []
+    for action, named, actor, at in rows:
+        if action == Action.LEASE_EXPIRED and named == agent.agent_id:
+            expiries.append(at)
+        elif action == Action.AGENT_CRASHED and actor == agent.agent_id:
+            crashes.append(at)
+    until = [
+        u
+        for u in (
+            _error_until([at for at in expiries if _counts(agent, at, now)]),
+            _error_until([at for at in crashes if _counts(agent, at, now)]),
+        )
+        if u is not None
+    ]
+    return max(until) if until else None
 
 
 def agent_in_error(agent: Agent, now: datetime) -> datetime | None:
     """THE "agent in error" predicate: when the error clears by itself, or None when the agent
-    is not in error. Its one source today is repeated lease expiries (recorded by the watcher);
-    a crash loop reported by the agent's supervisor (issue 11, the agent client's slice) is to
-    be added here, so claims, `/work` and the board follow."""
-    expiries = [
-        at
-        for _, at in _lease_expiries(agent.project_id, now).filter(data__agent=agent.agent_id)
-        if _counts(agent, at, now)
-    ]
-    return _error_until(expiries)
+    is not in error. Two sources: repeated lease expiries (recorded by the watcher) and a crash
+    loop of its supervised agent command (reported by `liza supervise`)."""
+    rows = _failures(agent.project_id, now).filter(
+        Q(action=Action.LEASE_EXPIRED, data__agent=agent.agent_id)
+        | Q(action=Action.AGENT_CRASHED, actor_id=agent.agent_id)
+    )
+    return _error_from(rows, agent, now)
 
 
 def _availability(agent: Agent, error_until: datetime | None) -> Availability:
@@ -121,10 +147,5 @@ def agents_availability(
     *, project_id: int, agents: list[Agent], now: datetime
 ) -> dict[int, Availability]:
     """`agent_availability` for the board's agents panel in one query: agent pk → state."""
-    by_id = {a.agent_id: a for a in agents}
-    stamps: dict[str, list[datetime]] = {}
-    for agent_id, at in _lease_expiries(project_id, now):
-        agent = by_id.get(agent_id)
-        if agent is not None and _counts(agent, at, now):
-            stamps.setdefault(agent_id, []).append(at)
-    return {a.pk: _availability(a, _error_until(stamps.get(a.agent_id, []))) for a in agents}
+    rows = list(_failures(project_id, now))
+    return {a.pk: _availability(a, _error_from(rows, a, now)) for a in agents}

@@ -32,6 +32,7 @@ from boards.protocol import (
     TaskStatus,
     format_timestamp,
 )
+from boards.selectors.availability import ERROR, agents_availability
 from boards.selectors.leases import lease_stale_before
 from boards.validation import Violation
 
@@ -365,6 +366,22 @@ def alert_conditions(
                 f"{label}: project paused for {minutes} min",
             )
         )
+    # Seed 003: an agent in error (repeated lease expiries or a crash loop), until it clears.
+    agents = list(Agent.objects.filter(project=project))
+    states = agents_availability(project_id=project.pk, agents=agents, now=now)
+    for agent in agents:
+        available = states[agent.pk]
+        if available.state == ERROR:
+            found.append(
+                AlertCondition(
+                    Alert.Type.AGENT_ERROR,
+                    agent.agent_id,
+                    Alert.Level.WARNING,
+                    f"AGENT ERROR: {available.reason}"[:500],
+                    None,
+                    agent.agent_id,
+                )
+            )
     return found
 
 

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 import time_machine
 
-from agents.services import agent_set_availability, agent_set_enabled
+from agents.services import agent_set_availability, agent_set_enabled, run_finish, run_start
 from boards.errors import AgentUnavailable, Conflict, ProtocolError
-from boards.models import Event
+from boards.models import Alert, Event
 from boards.selectors.access import config_of
 from boards.selectors.availability import ERROR_WINDOW, agent_availability
 from boards.selectors.board import BoardFilters, board_state
@@ -187,3 +187,46 @@ def test_the_http_answers(world):
     assert work["Retry-After"] == str(config_of(world.project).coder_poll_interval)
     agent_set_enabled(agent=world.coder, actor=world.admin, enabled=False, now=world.now)
     assert_envelope(client.get(f"{base}/work"), 403, "permission_denied")
+
+
+def _crash(world, agent_id, now, exit_code=1):
+    """The agent's supervisor reports a run of its agent command that crashed."""
+    agent = world.agent(agent_id)
+    run = run_start(project=world.project, agent=agent, now=now - timedelta(seconds=2))
+    run_finish(run=run, agent=agent, now=now, exit_code=exit_code)
+
+
+@pytest.mark.parametrize(
+    ("exits", "in_error"),
+    [
+        ((1, 1, 1), True),  # seed 000's crash loop: three crashes within 5 min
+        ((1, 1), False),
+        ((1, 42, 1), False),  # 42 is a requested restart, 0 a finished role: not crashes
+        ((1, 0, 1), False),
+    ],
+)
+def test_a_crash_loop_reported_by_the_supervisor_puts_the_agent_in_error(world, exits, in_error):
+    for n, exit_code in enumerate(exits):
+        _crash(world, "coder-1", world.now + timedelta(seconds=60 * n), exit_code)
+    now = world.now + timedelta(seconds=60 * len(exits))
+    available = agent_availability(world.agent("coder-1"), now)
+    assert (available.state == "error") is in_error
+    world.unclaimed("T-2")
+    sweep = watch_sweep(project=world.project, now=now)
+    alerts = Alert.objects.filter(project=world.project, type=Alert.Type.AGENT_ERROR)
+    assert [a.subject for a in alerts.filter(resolved_at__isnull=True)] == (
+        ["coder-1"] if in_error else []
+    )
+    if not in_error:
+        assert _claim_next(world, now=now).key == "T-2"
+        return
+    assert any("coder-1" in line for line in sweep.alerts)
+    with pytest.raises(AgentUnavailable):
+        _claim_next(world, now=now)
+    # The loop leaves the window 5 min after its first crash: the agent takes work again and the
+    # watcher resolves its alert.
+    later = world.now + timedelta(seconds=ERROR_WINDOW + 1)
+    assert agent_availability(world.agent("coder-1"), later).state == "enabled"
+    watch_sweep(project=world.project, now=later)
+    assert not alerts.filter(resolved_at__isnull=True).exists()
+    assert _claim_next(world, now=later).key == "T-2"
