@@ -111,8 +111,11 @@ def test_an_import_ignores_the_report_file_and_round_trips_byte_identical(
     tripped, manage, tmp_path
 ):
     world = tripped
-    write_liza_dir(world.project, tmp_path / "first")
-    assert (tmp_path / "first" / ".liza" / REPORT).is_file()
+    run = manage("liza_export", str(tmp_path / "first"), project=world.project.slug)
+    assert run.code == 0, run.err
+    liza = tmp_path / "first" / ".liza"
+    names = ("state.yaml", "log.yaml", "alerts.log", REPORT)
+    assert run.out_lines == [str(liza / name) for name in names]
 
     run = manage("liza_import", str(tmp_path / "first"), project="copy")
     assert run.code == 0, run.err
