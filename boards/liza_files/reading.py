@@ -112,6 +112,10 @@ PROJECT_WIDE_NOTE = "project"  # seed 002 human_notes `for:` naming no task
 def read_liza_dir(path: str | Path, *, lenient: bool = False) -> tuple[dict, list]:
     """Parse `<path>/.liza/{state,log}.yaml` (or `path` itself when it is the `.liza` dir).
 
+    Nothing else there is opened: `alerts.log` and `circuit_breaker_report.md` are written from
+    stored rows on export and cannot be mapped back to them (docs/decisions.md "Circuit breaker
+    report file").
+
     Raises LizaFileError listing every problem that makes the files impossible to store
     (`lenient` turns the gaps the original Liza's own scripts leave into warnings).
     """

@@ -170,7 +170,8 @@ SPRINT_METRIC_KEYS: tuple[str, ...] = (
 )
 ALIGNMENT_KEYS: tuple[str, ...] = ("timestamp", "event", "summary")
 
-# Extra config keys of SPEC §4 beyond seed 002's (written only when not the default).
+# Extra config keys of SPEC §4 beyond seed 002's (written only when not the default). Keys an
+# issue added (watch_interval, review_churn_threshold) are not written, and left out on import.
 EXTRA_CONFIG_KEYS: tuple[str, ...] = ("lease_grace", "archive_after_days")
 
 # Keys of a log.yaml entry (seed 002 "log.yaml Schema") and of a task `history` entry (seed 002

@@ -14,8 +14,9 @@ from boards.models import Project
 
 class Command(BaseCommand):
     help = (
-        "Write a project as seed 002's <PATH>/.liza/state.yaml and log.yaml; refused, with the "
-        "reasons, when the original Liza's validator would reject the state."
+        "Write a project as seed 002's <PATH>/.liza/state.yaml and log.yaml, with alerts.log "
+        "and, while the circuit breaker is tripped, circuit_breaker_report.md; refused, with "
+        "the reasons, when the original Liza's validator would reject the state."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
