@@ -211,3 +211,30 @@ def live_server(name: str = "server", **options: Any) -> Iterator[LiveServer]:
     """One server (see `live_servers`)."""
     with live_servers([name], **options) as (server,):
         yield server
+
+
+def watcher_process(
+    project_slug: str,
+    *,
+    once: bool = False,
+    env: Mapping[str, str] | None = None,
+    stderr: int = subprocess.PIPE,
+) -> subprocess.Popen:
+    """A real `manage.py liza_watch` process for one project on the suite's database (text
+    pipes; `stderr=subprocess.STDOUT` merges its log into stdout). The caller stops it."""
+    command = [sys.executable, "manage.py", "liza_watch", "--project", project_slug]
+    if once:
+        command.insert(3, "--once")
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DATABASE_URL": suite_database_url(),
+            "DJANGO_SETTINGS_MODULE": SETTINGS,
+            **(env or {}),
+        },
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )

@@ -5,10 +5,7 @@ threads, on a board with many due actions; every action happens exactly once (ev
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -26,7 +23,7 @@ from boards.services.watch import _take_sweep_lock, watch_sweep
 from tests.concurrency.conftest import run_together
 from tests.factories import register
 from tests.lifecycle import World
-from tests.live_server import ROOT, suite_database_url
+from tests.live_server import watcher_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -85,18 +82,7 @@ def _assert_each_action_done_once(world: World) -> None:
 
 def test_three_watcher_processes_do_each_action_exactly_once():
     world = _board_with_due_actions()
-    env = {
-        **os.environ,
-        "DATABASE_URL": suite_database_url(),
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-    }
-    command = [sys.executable, "manage.py", "liza_watch", "--once", "--project", world.project.slug]
-    watchers = [
-        subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for _ in range(3)
-    ]
+    watchers = [watcher_process(world.project.slug, once=True) for _ in range(3)]
     outputs = [w.communicate(timeout=120) for w in watchers]
     for watcher, (out, err) in zip(watchers, outputs, strict=True):
         assert watcher.returncode == 0, err
@@ -155,19 +141,7 @@ def test_a_watcher_skips_a_project_another_watcher_is_sweeping():
 def test_the_watcher_loop_sweeps_every_watch_interval_and_stops_on_sigterm():
     world = _board_with_due_actions()
     config_update(project=world.project, actor=world.admin, now=world.tick(), watch_interval=1)
-    env = {
-        **os.environ,
-        "DATABASE_URL": suite_database_url(),
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-    }
-    watcher = subprocess.Popen(
-        [sys.executable, "manage.py", "liza_watch", "--project", world.project.slug],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    watcher = watcher_process(world.project.slug)
     try:
         heartbeats = []
         deadline = time.monotonic() + 60

@@ -4,10 +4,7 @@ delivery is on the wire, none of its rows nor the project's sweep lock is held."
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -22,7 +19,7 @@ from boards.services.watch import _take_sweep_lock, watch_sweep
 from boards.services.webhooks import webhook_deliver_due
 from tests.concurrency.conftest import run_together
 from tests.lifecycle import World
-from tests.live_server import ROOT, suite_database_url
+from tests.live_server import watcher_process
 from tests.webhook_receiver import webhook_receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -111,19 +108,7 @@ def test_the_watcher_loop_sends_from_its_own_thread_while_sweeps_go_on_and_stops
             watch_interval=1,
         )
         world.integration_failed("T-1")
-        env = {
-            **os.environ,
-            "DATABASE_URL": suite_database_url(),
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-        }
-        watcher = subprocess.Popen(
-            [sys.executable, "manage.py", "liza_watch", "--project", world.project.slug],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        watcher = watcher_process(world.project.slug)
         try:
             lines = []
             deadline = time.monotonic() + 60

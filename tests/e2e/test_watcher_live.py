@@ -5,9 +5,7 @@ but the watcher moves the sprint, and the page is never reloaded."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import uuid
 from datetime import timedelta
 
@@ -19,7 +17,7 @@ from boards.services.goals import goal_create
 from boards.services.sprints import sprint_create
 from tests.e2e.support import mark_page, open_board, page_not_reloaded, sign_in
 from tests.lifecycle import World
-from tests.live_server import ROOT, live_server, suite_database_url
+from tests.live_server import live_server, suite_database_url, watcher_process
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -42,19 +40,8 @@ def test_a_passed_deadline_reaches_an_open_board_as_checkpoint_within_one_interv
     with live_server(
         name="watch-e2e", database_url=database_url, redis_url=REDIS_URL, env=env
     ) as server:
-        watcher = subprocess.Popen(
-            [sys.executable, "manage.py", "liza_watch", "--project", world.project.slug],
-            cwd=ROOT,
-            env={
-                **os.environ,
-                **env,
-                "DATABASE_URL": database_url,
-                "REDIS_URL": REDIS_URL,
-                "DJANGO_SETTINGS_MODULE": "tests.settings",
-            },
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+        watcher = watcher_process(
+            world.project.slug, env={**env, "REDIS_URL": REDIS_URL}, stderr=subprocess.STDOUT
         )
         context = browser.new_context(base_url=server.url, viewport={"width": 1600, "height": 900})
         try:
