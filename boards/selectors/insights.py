@@ -23,8 +23,9 @@ ones docs/decisions.md "Insights" gives, and the tests compute by hand):
   rule the sprint metrics use).
 
 Percentiles interpolate linearly between the closest ranks (PostgreSQL's `percentile_cont`).
-Five queries whatever the size: the tasks, their state history, the per-agent counts, the
-alerts per day, the agents' roles.
+Five queries whatever the size: the tasks (a count on PostgreSQL), their stays (on PostgreSQL
+one statement that returns the figures' few hundred rows; elsewhere the state history, walked
+in Python), the per-agent counts, the alerts per day, the agents' roles.
 """
 
 from __future__ import annotations
@@ -304,7 +305,7 @@ def insights(*, project: Project, period: Period) -> Insights:
     SQLite) two passes in Python over the state history (`_flow_python`). Both give the same
     figures (tests/boards/selectors/test_insights.py runs each on the same history).
     """
-    if connection.vendor == "postgresql":
+    if _sql_path():
         tasks = _task_rows(project, period).count()
         flow = _flow_sql(project, period)
     else:
@@ -329,6 +330,11 @@ def insights(*, project: Project, period: Period) -> Insights:
         agents=agent_figures(project=project, period=period, rounds_of=flow.rounds_of),
         alerts=_alerts_per_day(project, period),
     )
+
+
+def _sql_path() -> bool:
+    """The per-stay work in SQL where the SQL is PostgreSQL's (bench/insights.py times both)."""
+    return connection.vendor == "postgresql"
 
 
 def _flow_python(project: Project, period: Period) -> tuple[int, _Flow]:
