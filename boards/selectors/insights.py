@@ -405,7 +405,7 @@ def _flow_python(project: Project, period: Period) -> tuple[int, _Flow]:
 #          `width_bucket` is a binary search in the samples, less one on an exact match to
 #          count the samples *before* the moment, as bisect_left does)
 #   stay   the rows of each non-terminal state's durations that Python needs: the SLOWEST
-#          longest (ties by key, byte order as Python's) and the two closest ranks of p50/p90
+#          longest (with their ties) and the two closest ranks of p50/p90
 #   event  each merge and approval in the period, in history order (throughput, lead and
 #          cycle times, review rounds; a few thousand rows at most)
 FLOW_SQL = """
@@ -429,18 +429,16 @@ bounds AS (
     FROM stays, samples
 ),
 durations AS (
-    SELECT s.state, COALESCE(s.left_at, %s) - s.entered AS seconds, s.entered,
-           s.left_at IS NULL AS ongoing, COALESCE(t.key, '?') COLLATE "C" AS key
-    FROM stays s LEFT JOIN {task} t ON t.id = s.task_id
-    WHERE s.state = ANY(%s) AND (s.left_at IS NULL OR s.left_at >= %s)
+    SELECT task_id, state, COALESCE(left_at, %s) - entered AS seconds, entered,
+           left_at IS NULL AS ongoing
+    FROM stays WHERE state = ANY(%s) AND (left_at IS NULL OR left_at >= %s)
 ),
 ranked AS (
-    SELECT *,
-           row_number() OVER (PARTITION BY state ORDER BY seconds) - 1 AS asc_rank,
-           row_number() OVER (PARTITION BY state ORDER BY seconds DESC, key, entered, ongoing)
-               AS desc_rank,
-           count(*) OVER (PARTITION BY state) AS n
-    FROM durations
+    -- One sort: the rank from the top (ties share it, so every stay tied for the last of the
+    -- SLOWEST comes along for Python to order by key) and the position from the bottom.
+    SELECT *, count(*) OVER (PARTITION BY state) - row_number() OVER top AS asc_rank,
+           rank() OVER top AS desc_rank, count(*) OVER (PARTITION BY state) AS n
+    FROM durations WINDOW top AS (PARTITION BY state ORDER BY seconds DESC)
 ),
 firsts AS (
     SELECT task_id, min(at) FILTER (WHERE to_status = %s) AS first_claim
@@ -450,8 +448,9 @@ SELECT 'cfd' AS part, state, lo, hi, count(*), NULL::float8, NULL::float8, NULL:
        NULL::bool, NULL::bigint, NULL::float8
 FROM bounds WHERE lo < hi GROUP BY state, lo, hi
 UNION ALL
-SELECT 'stay', state, asc_rank, desc_rank, n, seconds, entered, key, ongoing, NULL, NULL
-FROM ranked
+SELECT 'stay', state, asc_rank, desc_rank, n, seconds, entered, COALESCE(t.key, '?'), ongoing,
+       NULL, NULL
+FROM ranked LEFT JOIN {task} t ON t.id = ranked.task_id
 WHERE desc_rank <= %s
    OR asc_rank IN ((n - 1) * 50 / 100, (n - 1) * 50 / 100 + 1,
                    (n - 1) * 90 / 100, (n - 1) * 90 / 100 + 1)
@@ -524,7 +523,7 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
     flow = _Flow(steps, [])
     ranks: dict[str, dict[int, float]] = defaultdict(dict)
     counts: dict[str, int] = {}
-    slowest: dict[str, list[tuple[int, Stay]]] = defaultdict(list)
+    slowest: dict[str, list[tuple[float, str, float, bool]]] = defaultdict(list)
     for part, state, a, b, n, x, y, text, flag, _task, _at in fetched:
         if part == "cfd":
             counts_of = steps.setdefault(state, [0] * (len(samples) + 1))
@@ -534,7 +533,7 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
             ranks[state][a] = x
             counts[state] = n
             if b <= SLOWEST:
-                slowest[state].append((b, Stay(text, state, _moment(y), x, flag)))
+                slowest[state].append((-x, text, y, flag))
         elif state == TaskStatus.MERGED:
             flow.merged_on[a] += 1
             if x is not None:
@@ -550,7 +549,10 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
         if n:
             at = ranks[state]
             spread = Spread(n, _percentile_of(at, n, 50), _percentile_of(at, n, 90), at[n - 1])
-        stays = [stay for _, stay in sorted(slowest[state], key=lambda ranked: ranked[0])]
+        stays = [
+            Stay(key, state, _moment(at), -negated, ongoing)
+            for negated, key, at, ongoing in heapq.nsmallest(SLOWEST, slowest[state])
+        ]
         flow.time_in_state.append(StateTimes(state, spread, stays))
     return flow
 
