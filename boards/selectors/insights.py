@@ -219,9 +219,10 @@ class Epoch(Func):
 
     def as_sqlite(self, compiler, connection, **extra_context):
         # SQLite keeps 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC): whole microseconds over 10^6, the
-        # same correctly rounded division as Python's `datetime.timestamp()`.
+        # same correctly rounded division as Python's `datetime.timestamp()`. The '%' is
+        # doubled twice: once for the template, once for the backend's parameter style.
         template = (
-            "((CAST(strftime('%%s', %(expressions)s) AS INTEGER) * 1000000"
+            "((CAST(strftime('%%%%s', %(expressions)s) AS INTEGER) * 1000000"
             " + CAST(substr(%(expressions)s || '.000000', 21, 6) AS INTEGER)) / 1000000.0)"
         )
         return self.as_sql(compiler, connection, template=template, **extra_context)
