@@ -412,7 +412,10 @@ def _flow_python(project: Project, period: Period) -> tuple[int, _Flow]:
 FLOW_SQL = """
 WITH h AS ({history}),
 marked AS (
-    SELECT *, LAG(to_status) OVER (PARTITION BY task_id ORDER BY at, id) AS prev FROM h
+    SELECT *, LAG(to_status) OVER w AS prev,
+           -- The first claim so far: at a merge, the task's first (nothing follows MERGED).
+           min(at) FILTER (WHERE to_status = %s) OVER w AS first_claim
+    FROM h WINDOW w AS (PARTITION BY task_id ORDER BY at, id)
 ),
 stays AS (
     SELECT task_id, to_status AS state, at AS entered,
@@ -440,10 +443,6 @@ ranked AS (
     SELECT *, count(*) OVER (PARTITION BY state) - row_number() OVER top AS asc_rank,
            rank() OVER top AS desc_rank, count(*) OVER (PARTITION BY state) AS n
     FROM durations WINDOW top AS (PARTITION BY state ORDER BY seconds DESC)
-),
-firsts AS (
-    SELECT task_id, min(at) FILTER (WHERE to_status = %s) AS first_claim
-    FROM h GROUP BY task_id
 )
 SELECT 'cfd' AS part, state, lo, hi, count(*), NULL::float8, NULL::float8, NULL::text,
        NULL::bool, NULL::bigint, NULL::float8
@@ -458,8 +457,8 @@ WHERE desc_rank <= %s
 UNION ALL
 SELECT 'event', h.to_status, (h.ts AT TIME ZONE 'UTC')::date - %s::date,
        h.rejections::int, NULL,
-       h.at - t.created, h.at - f.first_claim, h.assignee, NULL, h.task_id, h.at
-FROM h JOIN firsts f ON f.task_id = h.task_id LEFT JOIN (
+       h.at - t.created, h.at - h.first_claim, h.assignee, NULL, h.task_id, h.at
+FROM marked h LEFT JOIN (
     SELECT id, EXTRACT(EPOCH FROM created)::float8 AS created FROM {task}
 ) t ON t.id = h.task_id
 WHERE h.at >= %s AND (h.to_status = %s OR (h.to_status = %s AND h.rejections IS NOT NULL))
@@ -504,12 +503,12 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
     samples = [moment.timestamp() for moment in period.samples()]
     params = [
         *history_params,
+        TaskStatus.CLAIMED.value,
         samples,
         len(samples),
         end,
         list(p.NON_TERMINAL_TASK_STATES),
         start,
-        TaskStatus.CLAIMED.value,
         SLOWEST,
         period.days[0],
         start,
