@@ -1,6 +1,6 @@
 """Insights server time at 5,000 tasks and 50,000 events (issue #13; bench/README.md "Insights").
 
-    .venv/bin/python bench/insights.py [--quick] [--json] [--keep-db]
+    .venv/bin/python bench/insights.py [--quick] [--json] [--keep-db] [--profile]
 
 Creates its own throwaway PostgreSQL database (`liza_bench_insights`, dropped at the end),
 seeds one project with 5,000 tasks over 30 days whose histories add up to exactly 50,000
@@ -9,7 +9,8 @@ approved → merged, a fifth of the tasks stopping on the way, some blocked; eve
 its board snapshot, as `kernel.record_event` writes them) and 600 alerts, then measures, in
 process with RequestFactory (server time: the view function, rendering included):
 
-  page      `/p/<slug>/insights/` over the 30 days (every event in the period)
+  page      `/p/<slug>/insights/` over the 30 days (every event in the period); and again on
+            the portable Python path (the "before": what SQLite runs)
   sprint    the same for a sprint planned with half the tasks
   csv:<c>   `?format=csv&chart=<c>` for each chart
   selector  `boards.selectors.insights.insights` alone (no tables, SVG or template)
@@ -32,6 +33,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -231,7 +233,7 @@ def timed(fn, repeats: int) -> dict[str, float]:
     }
 
 
-def measure(repeats: int) -> dict[str, Any]:
+def measure(repeats: int, profile: bool = False) -> dict[str, Any]:
     import psycopg
     from django.contrib.auth import get_user_model
     from django.db import connection
@@ -289,7 +291,18 @@ def measure(repeats: int) -> dict[str, Any]:
         "html_kb": round(len(html) / 1024),
         "rows": rows,
     }
+    if profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.runcall(view())
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
     rows.append({"what": "page (30 days)", **timed(view(), repeats)})
+    # Before, in the same run: the portable path (the state history walked in Python), the
+    # one SQLite takes and PostgreSQL took before the per-stay work moved into SQL.
+    with mock.patch("boards.selectors.insights._sql_path", return_value=False):
+        rows.append({"what": "page, Python path (before)", **timed(view(), repeats)})
     rows.append(
         {"what": "page, sprint (2,500 tasks)", **timed(view(sprint=sprint.sprint_id), repeats)}
     )
@@ -303,6 +316,13 @@ def measure(repeats: int) -> dict[str, Any]:
             **timed(lambda: insights(project=project, period=period), repeats),
         }
     )
+    with mock.patch("boards.selectors.insights._sql_path", return_value=False):
+        rows.append(
+            {
+                "what": "selector, Python path (before)",
+                **timed(lambda: insights(project=project, period=period), repeats),
+            }
+        )
     raw = psycopg.connect(f"{PG_BASE}/{DB_NAME}", autocommit=True)
     params = {"project": project.pk, "start": period.start, "end": period.end}
     fetched = raw.execute(BARE_HISTORY, params).fetchall()
@@ -344,12 +364,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="5 repeats instead of 20")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="cProfile one page to stderr")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     database("create")
     try:
         setup_django()
-        result = measure(5 if args.quick else 20)
+        result = measure(5 if args.quick else 20, profile=args.profile)
     finally:
         from django.db import connections
 

@@ -23,8 +23,9 @@ ones docs/decisions.md "Insights" gives, and the tests compute by hand):
   rule the sprint metrics use).
 
 Percentiles interpolate linearly between the closest ranks (PostgreSQL's `percentile_cont`).
-Five queries whatever the size: the tasks, their state history, the per-agent counts, the
-alerts per day, the agents' roles.
+Five queries whatever the size: the tasks (a count on PostgreSQL), their stays (on PostgreSQL
+one statement that returns the figures' few hundred rows; elsewhere the state history, walked
+in Python), the per-agent counts, the alerts per day, the agents' roles.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
-from django.db.models import Case, CharField, Count, FloatField, Func, Q, When
+from django.db.models import Case, CharField, Count, F, FloatField, Func, Q, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDate
 
@@ -216,6 +217,16 @@ class Epoch(Func):
     template = "EXTRACT(EPOCH FROM %(expressions)s)::float8"
     output_field = FloatField()
 
+    def as_sqlite(self, compiler, connection, **extra_context):
+        # SQLite keeps 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC): whole microseconds over 10^6, the
+        # same correctly rounded division as Python's `datetime.timestamp()`. The '%' is
+        # doubled twice: once for the template, once for the backend's parameter style.
+        template = (
+            "((CAST(strftime('%%%%s', %(expressions)s) AS INTEGER) * 1000000"
+            " + CAST(substr(%(expressions)s || '.000000', 21, 6) AS INTEGER)) / 1000000.0)"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra_context)
+
 
 # One state-history row: (epoch, to_status, assignee at approval, rejections at approval).
 Row = tuple[float, str, str | None, str | None]
@@ -224,22 +235,19 @@ Row = tuple[float, str, str | None, str | None]
 def _state_history(project: Project, period: Period) -> dict[int, list[Row]]:
     """Each task's applied transitions up to the period's end, in order (one query)."""
     at_approval = Q(to_status=TaskStatus.APPROVED)
-    events = Event.objects.filter(
-        project=project,
-        task__isnull=False,
-        outcome=Event.Outcome.APPLIED,
-        timestamp__lte=period.end,
-    ).exclude(to_status="")
-    ids = _task_ids(period)
-    if ids is not None:
-        events = events.filter(task__in=ids)
-    rows = events.order_by("task_id", "timestamp", "id").values_list(
-        "task_id",
-        Epoch("timestamp"),
-        "to_status",
-        # Only the approvals need the snapshot's fields: the rest skip the JSON (50k rows).
-        Case(When(at_approval, then=KT("board__assigned_to")), output_field=CharField()),
-        Case(When(at_approval, then=KT("board__review_cycles_total")), output_field=CharField()),
+    rows = (
+        _history_query(project, period)
+        .order_by("task_id", "timestamp", "id")
+        .values_list(
+            "task_id",
+            Epoch("timestamp"),
+            "to_status",
+            # Only the approvals need the snapshot's fields: the rest skip the JSON (50k rows).
+            Case(When(at_approval, then=KT("board__assigned_to")), output_field=CharField()),
+            Case(
+                When(at_approval, then=KT("board__review_cycles_total")), output_field=CharField()
+            ),
+        )
     )
     # Straight from the cursor: Django's per-value converters cost a tenth of the page here.
     with connection.cursor() as cursor:
@@ -268,20 +276,75 @@ def _moment(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def insights(*, project: Project, period: Period) -> Insights:
-    """Every figure of the insights page for `period` (see the module's definitions).
+@dataclass
+class _Flow:
+    """The per-stay figures, before assembly: CFD deltas per sample index, time in state,
+    merges per day index, lead and cycle times, review rounds (overall and per coder)."""
 
-    Two passes in Python over the state history (one row per transition, as float epochs):
-    the per-state and per-day figures need each task's stays in order, which SQL would give
-    only through window functions and as many rows again.
-    """
+    steps: dict[str, list[int]]
+    time_in_state: list[StateTimes]
+    merged_on: Counter[int] = field(default_factory=Counter)
+    lead: list[float] = field(default_factory=list)
+    cycle: list[float] = field(default_factory=list)
+    rounds: Counter[int] = field(default_factory=Counter)
+    rounds_of: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+
+
+def _task_rows(project: Project, period: Period):
     task_rows = Task.objects.filter(project=project)
     ids = _task_ids(period)
     if ids is not None:
         task_rows = task_rows.filter(id__in=ids)
+    return task_rows
+
+
+def insights(*, project: Project, period: Period) -> Insights:
+    """Every figure of the insights page for `period` (see the module's definitions).
+
+    On PostgreSQL the per-stay work runs in one SQL statement (`_flow_sql`: window functions
+    over each task's transitions) and Python reads a few hundred rows; elsewhere (the embedded
+    SQLite) two passes in Python over the state history (`_flow_python`). Both give the same
+    figures (tests/boards/selectors/test_insights.py runs each on the same history).
+    """
+    if _sql_path():
+        tasks = _task_rows(project, period).count()
+        flow = _flow_sql(project, period)
+    else:
+        tasks, flow = _flow_python(project, period)
+    samples = period.samples()
+    cfd = []
+    running = dict.fromkeys(flow.steps, 0)
+    for i, moment in enumerate(samples):
+        for state in flow.steps:
+            running[state] += flow.steps[state][i]
+        cfd.append((moment, {state: running[state] for state in p.TASK_STATES}))
+    return Insights(
+        period=period,
+        tasks=tasks,
+        states=p.TASK_STATES,
+        cfd=cfd,
+        time_in_state=flow.time_in_state,
+        throughput=[(day, flow.merged_on.get(i, 0)) for i, day in enumerate(period.days)],
+        lead_time=Spread.of(flow.lead),
+        cycle_time=Spread.of(flow.cycle),
+        rounds_to_approval=dict(sorted(flow.rounds.items())),
+        agents=agent_figures(project=project, period=period, rounds_of=flow.rounds_of),
+        alerts=_alerts_per_day(project, period),
+    )
+
+
+def _sql_path() -> bool:
+    """The per-stay work in SQL where the SQL is PostgreSQL's (bench/insights.py times both)."""
+    return connection.vendor == "postgresql"
+
+
+def _flow_python(project: Project, period: Period) -> tuple[int, _Flow]:
+    """The portable path: each task's state history read whole, its stays walked in Python."""
     tasks = {
         pk: (key, created)
-        for pk, key, created in task_rows.values_list("id", "key", Epoch("created")).order_by()
+        for pk, key, created in _task_rows(project, period)
+        .values_list("id", "key", Epoch("created"))
+        .order_by()
     }
     history = _state_history(project, period)
     start, end = period.start.timestamp(), period.end.timestamp()
@@ -290,11 +353,7 @@ def insights(*, project: Project, period: Period) -> Insights:
     samples = [moment.timestamp() for moment in period.samples()]
     steps = {state: [0] * (len(samples) + 1) for state in p.TASK_STATES}
     durations: dict[str, list[tuple[float, str, float, bool]]] = defaultdict(list)
-    merged_on: Counter[int] = Counter()
-    lead: list[float] = []
-    cycle: list[float] = []
-    rounds: Counter[int] = Counter()
-    rounds_of: dict[str, list[int]] = defaultdict(list)
+    flow = _Flow(steps, [])
     terminal = p.TERMINAL_TASK_STATES
     for task_id, rows in history.items():
         key, created = tasks.get(task_id, ("?", None))
@@ -318,46 +377,191 @@ def insights(*, project: Project, period: Period) -> Insights:
             if timestamp < start:
                 continue
             if state == TaskStatus.MERGED:
-                merged_on[(_moment(timestamp).date() - first_day).days] += 1
+                flow.merged_on[(_moment(timestamp).date() - first_day).days] += 1
                 if created is not None:
-                    lead.append(timestamp - created)
+                    flow.lead.append(timestamp - created)
                 if first_claim is not None:
-                    cycle.append(timestamp - first_claim)
+                    flow.cycle.append(timestamp - first_claim)
             elif state == TaskStatus.APPROVED and rejections is not None:
                 needed = int(rejections) + 1
-                rounds[needed] += 1
-                rounds_of[assignee or ""].append(needed)
-
-    cfd = []
-    running = dict.fromkeys(steps, 0)
-    for i, moment in enumerate(period.samples()):
-        for state in steps:
-            running[state] += steps[state][i]
-        cfd.append((moment, {state: running[state] for state in p.TASK_STATES}))
-    time_in_state = []
+                flow.rounds[needed] += 1
+                flow.rounds_of[assignee or ""].append(needed)
     for state in p.NON_TERMINAL_TASK_STATES:
         stays = durations[state]
         slowest = heapq.nsmallest(SLOWEST, stays)
-        time_in_state.append(
+        flow.time_in_state.append(
             StateTimes(
                 state,
                 Spread.of([-stay[0] for stay in stays]),
                 [Stay(k, state, _moment(at), -negated, on) for negated, k, at, on in slowest],
             )
         )
-    return Insights(
-        period=period,
-        tasks=len(tasks),
-        states=p.TASK_STATES,
-        cfd=cfd,
-        time_in_state=time_in_state,
-        throughput=[(day, merged_on.get(i, 0)) for i, day in enumerate(period.days)],
-        lead_time=Spread.of(lead),
-        cycle_time=Spread.of(cycle),
-        rounds_to_approval=dict(sorted(rounds.items())),
-        agents=agent_figures(project=project, period=period, rounds_of=rounds_of),
-        alerts=_alerts_per_day(project, period),
+    return len(tasks), flow
+
+
+# The per-stay work on PostgreSQL. `h` is the state history (`_state_history`'s rows); `stays`
+# collapses repeated states (a takeover) and gives each stay the moment it was left (LEAD).
+# One statement, three parts told apart by `part` (the CTEs are computed once):
+#   cfd    (state, lo, hi, n): n stays holding at the samples lo..hi-1 (the CFD's deltas;
+#          `width_bucket` is a binary search in the samples, less one on an exact match to
+#          count the samples *before* the moment, as bisect_left does)
+#   stay   the rows of each non-terminal state's durations that Python needs: the SLOWEST
+#          longest (with their ties) and the two closest ranks of p50/p90
+#   event  each merge and approval in the period, in history order (throughput, lead and
+#          cycle times, review rounds; a few thousand rows at most)
+FLOW_SQL = """
+WITH h AS ({history}),
+marked AS (
+    SELECT *, LAG(to_status) OVER w AS prev,
+           -- The first claim so far: at a merge, the task's first (nothing follows MERGED).
+           min(at) FILTER (WHERE to_status = %s) OVER w AS first_claim
+    FROM h WINDOW w AS (PARTITION BY task_id ORDER BY at, id)
+),
+stays AS (
+    SELECT task_id, to_status AS state, at AS entered,
+           LEAD(at) OVER (PARTITION BY task_id ORDER BY at, id) AS left_at
+    FROM marked WHERE prev IS DISTINCT FROM to_status
+),
+samples AS (SELECT %s::float8[] AS a, %s::int AS n),
+bounds AS (
+    SELECT state,
+           width_bucket(entered, a) - COALESCE(a[width_bucket(entered, a)] = entered, false)::int
+               AS lo,
+           CASE WHEN left_at IS NULL THEN n ELSE
+           width_bucket(left_at, a) - COALESCE(a[width_bucket(left_at, a)] = left_at, false)::int
+           END AS hi
+    FROM stays, samples
+),
+durations AS (
+    SELECT task_id, state, COALESCE(left_at, %s) - entered AS seconds, entered,
+           left_at IS NULL AS ongoing
+    FROM stays WHERE state = ANY(%s) AND (left_at IS NULL OR left_at >= %s)
+),
+ranked AS (
+    -- One sort: the rank from the top (ties share it, so every stay tied for the last of the
+    -- SLOWEST comes along for Python to order by key) and the position from the bottom.
+    SELECT *, count(*) OVER (PARTITION BY state) - row_number() OVER top AS asc_rank,
+           rank() OVER top AS desc_rank, count(*) OVER (PARTITION BY state) AS n
+    FROM durations WINDOW top AS (PARTITION BY state ORDER BY seconds DESC)
+)
+SELECT 'cfd' AS part, state, lo, hi, count(*), NULL::float8, NULL::float8, NULL::text,
+       NULL::bool, NULL::bigint, NULL::float8
+FROM bounds WHERE lo < hi GROUP BY state, lo, hi
+UNION ALL
+SELECT 'stay', state, asc_rank, desc_rank, n, seconds, entered, COALESCE(t.key, '?'), ongoing,
+       NULL, NULL
+FROM ranked LEFT JOIN {task} t ON t.id = ranked.task_id
+WHERE desc_rank <= %s
+   OR asc_rank IN ((n - 1) * 50 / 100, (n - 1) * 50 / 100 + 1,
+                   (n - 1) * 90 / 100, (n - 1) * 90 / 100 + 1)
+UNION ALL
+SELECT 'event', h.to_status, (h.ts AT TIME ZONE 'UTC')::date - %s::date,
+       h.rejections::int, NULL,
+       h.at - t.created, h.at - h.first_claim, h.assignee, NULL, h.task_id, h.at
+FROM marked h LEFT JOIN (
+    SELECT id, EXTRACT(EPOCH FROM created)::float8 AS created FROM {task}
+) t ON t.id = h.task_id
+WHERE h.at >= %s AND (h.to_status = %s OR (h.to_status = %s AND h.rejections IS NOT NULL))
+ORDER BY 1, 10, 11
+"""
+
+
+def _history_query(project: Project, period: Period):
+    """The state history as a queryset (the filters `_state_history` and `_flow_sql` share)."""
+    events = Event.objects.filter(
+        project=project,
+        task__isnull=False,
+        outcome=Event.Outcome.APPLIED,
+        timestamp__lte=period.end,
+    ).exclude(to_status="")
+    ids = _task_ids(period)
+    if ids is not None:
+        events = events.filter(task__in=ids)
+    return events
+
+
+def _flow_sql(project: Project, period: Period) -> _Flow:
+    at_approval = Q(to_status=TaskStatus.APPROVED)
+    history = (
+        _history_query(project, period)
+        .order_by()
+        .annotate(
+            at=Epoch("timestamp"),
+            ts=F("timestamp"),
+            assignee=Case(
+                When(at_approval, then=KT("board__assigned_to")), output_field=CharField()
+            ),
+            rejections=Case(
+                When(at_approval, then=KT("board__review_cycles_total")),
+                output_field=CharField(),
+            ),
+        )
+        .values("task_id", "id", "to_status", "at", "ts", "assignee", "rejections")
     )
+    history_sql, history_params = history.query.sql_with_params()
+    start, end = period.start.timestamp(), period.end.timestamp()
+    samples = [moment.timestamp() for moment in period.samples()]
+    params = [
+        *history_params,
+        TaskStatus.CLAIMED.value,
+        samples,
+        len(samples),
+        end,
+        list(p.NON_TERMINAL_TASK_STATES),
+        start,
+        SLOWEST,
+        period.days[0],
+        start,
+        TaskStatus.MERGED.value,
+        TaskStatus.APPROVED.value,
+    ]
+    sql = FLOW_SQL.format(history=history_sql, task=connection.ops.quote_name(Task._meta.db_table))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    steps = {state: [0] * (len(samples) + 1) for state in p.TASK_STATES}
+    flow = _Flow(steps, [])
+    ranks: dict[str, dict[int, float]] = defaultdict(dict)
+    counts: dict[str, int] = {}
+    slowest: dict[str, list[tuple[float, str, float, bool]]] = defaultdict(list)
+    for part, state, a, b, n, x, y, text, flag, _task, _at in fetched:
+        if part == "cfd":
+            counts_of = steps.setdefault(state, [0] * (len(samples) + 1))
+            counts_of[a] += n
+            counts_of[b] -= n
+        elif part == "stay":
+            ranks[state][a] = x
+            counts[state] = n
+            if b <= SLOWEST:
+                slowest[state].append((-x, text, y, flag))
+        elif state == TaskStatus.MERGED:
+            flow.merged_on[a] += 1
+            if x is not None:
+                flow.lead.append(x)
+            if y is not None:
+                flow.cycle.append(y)
+        else:  # an approval: b holds the rejections before it
+            flow.rounds[b + 1] += 1
+            flow.rounds_of[text or ""].append(b + 1)
+    for state in p.NON_TERMINAL_TASK_STATES:
+        n = counts.get(state, 0)
+        spread = Spread(0, None, None, None)
+        if n:
+            at = ranks[state]
+            spread = Spread(n, _percentile_of(at, n, 50), _percentile_of(at, n, 90), at[n - 1])
+        stays = [
+            Stay(key, state, _moment(at), -negated, ongoing)
+            for negated, key, at, ongoing in heapq.nsmallest(SLOWEST, slowest[state])
+        ]
+        flow.time_in_state.append(StateTimes(state, spread, stays))
+    return flow
+
+
+def _percentile_of(ranked: dict[int, float], n: int, q: int) -> float:
+    """`percentile` from the two closest ranks alone (the arithmetic is the same)."""
+    low, hundredths = divmod((n - 1) * q, 100)
+    high = min(low + 1, n - 1)
+    return ranked[low] + (ranked[high] - ranked[low]) * hundredths / 100
 
 
 def agent_figures(
