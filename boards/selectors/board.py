@@ -7,7 +7,7 @@ board costs five queries for its cards and no model instances.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import (
     BooleanField,
@@ -179,12 +179,10 @@ class Card:
     # The levels of the task's open alerts (the watcher's), most severe first.
     alerts: tuple[str, ...] = ()
     # Issue #13: the human approval gate (seed 004) whether or not it is pending yet, when the
-    # task entered its state (the last applied transition, else its creation), its lanes, and
-    # the board's own order as a string that sorts the same way (board.js places live cards).
+    # task entered its state (the last applied transition, else its creation), and the board's
+    # own order as a string that sorts the same way (board.js places live cards by it).
     approval_gate: bool = False
     entered: str | None = None
-    goal: str = NO_LANE
-    sprint: str = NO_LANE
     order: str = ""
 
     @property
@@ -192,18 +190,16 @@ class Card:
         """The first line of the description, what a card shows of it."""
         return self.description.strip().split("\n", 1)[0].strip()
 
-    def lane(self, by: str) -> str:
-        return {"goal": self.goal, "sprint": self.sprint, "assignee": self.assigned_to}[by]
-
 
 def _iso(value) -> str | None:
     return p.format_timestamp(value) if value else None
 
 
 def _order(priority: int, created: datetime, pk: int) -> str:
-    """The board's order (priority, created, id) as one string that sorts the same way."""
-    stamp = created.astimezone(UTC).strftime("%Y%m%d%H%M%S%f")
-    return f"{priority:02d}.{stamp}.{pk:012d}"
+    """The board's order (priority, created, id) as one string that sorts the same way:
+    fixed-width numbers (seconds since 1970 to the microsecond, cheaper than a date format;
+    a double keeps a microsecond apart until the year 2255)."""
+    return f"{priority:02d}.{created.timestamp():017.6f}.{pk:012d}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,9 +227,6 @@ def card_for(task: Task, config, now) -> Card:
         security_ids=security_reviewer_ids(task.project_id),
         alerts=_open_alert_levels([task.pk]).get(task.pk, ()),
         entered=_entered_states([task.pk]).get(task.pk),
-        goal=task.goal.goal_id if task.goal_id else NO_LANE,
-        sprint=_with_lanes(Task.objects.filter(pk=task.pk)).values_list(_SPRINT_LANE, flat=True)[0]
-        or NO_LANE,
     )
 
 
@@ -275,8 +268,6 @@ def _card(
     security_ids: set[str],
     alerts: tuple[str, ...] = (),
     entered: datetime | None = None,
-    goal: str | None = NO_LANE,
-    sprint: str | None = NO_LANE,
 ) -> Card:
     """The card of `task` (a Task or a `_TaskRow`): the rules are the selectors' own."""
     active = [r for r in open_reviews if review_live(r, now, config)]
@@ -307,8 +298,6 @@ def _card(
         alerts=alerts,
         approval_gate=task.needs_human_approval,
         entered=_iso(entered or task.created),
-        goal=goal or NO_LANE,
-        sprint=sprint or NO_LANE,
         order=_order(task.priority, task.created, task.id),
     )
 
@@ -362,8 +351,6 @@ class _TaskRow:
     needs_human_approval: bool
     project_id: int
     created: datetime
-    goal__goal_id: str | None
-    lane_sprint: str | None
 
     is_terminal = Task.is_terminal
     is_suspended = Task.is_suspended
@@ -392,7 +379,7 @@ def _among(model, column: str, ids: list[int]) -> RawSQL:
 
 def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
     """The cards of `queryset`'s tasks, in its order: five queries whatever their number."""
-    rows = [_TaskRow(*values) for values in _with_lanes(queryset).values_list(*_TASK_ROW_FIELDS)]
+    rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
     waiting: dict[int, list[str]] = {}
     reviews: dict[int, list[_ReviewRow]] = {}
     alerts: dict[int, tuple[str, ...]] = {}
@@ -423,8 +410,6 @@ def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
             security_ids=security,
             alerts=alerts.get(row.id, ()),
             entered=entered.get(row.id),
-            goal=row.goal__goal_id,
-            sprint=row.lane_sprint,
         )
         for row in rows
     ]
@@ -554,16 +539,18 @@ _LANE_VALUES = {"goal": F("goal__goal_id"), "assignee": F("assigned_to")}
 
 
 def _lanes(tasks: QuerySet, columns: list[Column], by: str) -> list[Lane]:
-    """The shown columns split into swimlanes by goal, sprint or assignee: one more query (the
-    counts per lane and column); the cards are the columns' own, so each column keeps its cap
-    and its order. Lanes are sorted by key, the cards with none last."""
+    """The shown columns split into swimlanes by goal, sprint or assignee: one more query (each
+    task's lane: a narrow row per task, so the counts are right for the cut columns too); the
+    cards are the columns' own, so each column keeps its cap and its order. Lanes are sorted
+    by key, the cards with none last."""
     value = _LANE_VALUES.get(by, F(_SPRINT_LANE))
     scoped = _with_lanes(tasks) if by == "sprint" else tasks
+    # Each task's lane, for all of them (the counts) and the shown cards (by key): one query.
+    lane_of: dict[str, str] = {}
     counts: dict[tuple[str, str], int] = {}
-    for status, key, n in (
-        scoped.order_by().values_list("status", value).annotate(n=Count("id")).order_by()
-    ):
-        counts[status, key or NO_LANE] = counts.get((status, key or NO_LANE), 0) + n
+    for key, status, lane in scoped.order_by().values_list("key", "status", value):
+        lane_of[key] = lane or NO_LANE
+        counts[status, lane or NO_LANE] = counts.get((status, lane or NO_LANE), 0) + 1
     shown = [c for c in columns if c.expanded]
     keys = sorted(
         {k for s, k in counts if any(c.status == s for c in shown)}, key=lambda k: (k == NO_LANE, k)
@@ -575,7 +562,7 @@ def _lanes(tasks: QuerySet, columns: list[Column], by: str) -> list[Lane]:
                 Column(
                     status=c.status,
                     count=counts.get((c.status, key), 0),
-                    cards=[card for card in c.cards if card.lane(by) == key],
+                    cards=[card for card in c.cards if lane_of.get(card.key) == key],
                     terminal=c.terminal,
                     expanded=True,
                     limit=None,  # a column's WIP limit is the column's, shown in its heading

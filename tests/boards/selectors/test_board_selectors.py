@@ -236,10 +236,6 @@ def test_card_fields_of_issue_13(world):
     )
     assert cards["claimed"].entered == p.format_timestamp(entered)
     assert cards["waiting"].entered is not None
-    # Lanes: the goal of the task, its sprint (planned or stretch), its assignee.
-    assert (cards["claimed"].goal, cards["claimed"].sprint) == ("goal-1", "sprint-1")
-    assert cards["reviewed"].sprint == "sprint-1"  # a stretch task
-    assert cards["claimed"].lane("assignee") == "coder-1"
     # The order string sorts like the board's query (priority, created, id).
     ordered = board_cards(
         Task.objects.filter(project=world.project).order_by("priority", "created", "id"),
@@ -250,13 +246,24 @@ def test_card_fields_of_issue_13(world):
     assert len({c.order for c in ordered}) == len(ordered)
 
 
-def test_a_task_in_no_sprint_and_no_goal_has_no_lane():
+def test_tasks_without_a_goal_sprint_or_assignee_share_the_last_lane():
     world = World()
+    goal = goal_create(project=world.project, actor=world.planner, description="G", now=world.now)
+    sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
+    world.unclaimed("in-sprint", sprint_scope="stretch")  # a stretch task has its sprint's lane
     world.unclaimed("loose")
-    card = board_cards(
-        Task.objects.filter(key="loose"), config=config_of(world.project), now=world.tick()
-    )[0]
-    assert (card.goal, card.sprint, card.assigned_to) == ("", "", "")
+    Task.objects.filter(project=world.project).update(goal=None)  # test setup: no goal at all
+    for by, first in (("goal", ""), ("sprint", "sprint-1"), ("assignee", "")):
+        state = board_state(
+            project=world.project,
+            filters=BoardFilters(sprint="all", lanes=by),
+            now=world.tick(),
+        )
+        lanes = {
+            lane.key: [k.key for c in lane.columns for k in c.cards] for lane in state["lanes"]
+        }
+        assert next(iter(lanes)) == first, (by, lanes)
+        assert sorted(k for keys in lanes.values() for k in keys) == ["in-sprint", "loose"]
 
 
 @pytest.mark.parametrize(
