@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from agents.selectors import run_list
 from boards import protocol as p
 from boards.models import Project, Sprint
 from boards.selectors.insights import (
@@ -380,6 +381,9 @@ def insights_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "boards/insights.html", context, status=400 if errors else 200)
 
 
+AGENT_PAGE_RUNS = 20  # the agent page lists its latest runs, as the drawer does
+
+
 @login_required
 def agent_page(request: HttpRequest, slug: str, agent_id: str) -> HttpResponse:
     """`/p/<slug>/agents/<agent_id>/`: its task and lease, its history, its quality figures
@@ -403,5 +407,6 @@ def agent_page(request: HttpRequest, slug: str, agent_id: str) -> HttpResponse:
             "table": agents_table(figures),
             "rows": shown(agents_table(figures)),
             "events": agent_events(project=project, agent_id=agent.agent_id),
+            "runs": list(run_list(project=project, agent_id=agent.agent_id)[:AGENT_PAGE_RUNS]),
         },
     )

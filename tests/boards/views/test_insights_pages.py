@@ -14,7 +14,7 @@ import time_machine
 from django.test import Client
 from django.utils import timezone
 
-from agents.services import agent_key_issue
+from agents.services import agent_key_issue, run_finish, run_start
 from boards.services.goals import goal_create
 from boards.services.kernel import SYSTEM
 from tests.factories import ProjectFactory, UserFactory, member
@@ -239,3 +239,26 @@ def test_the_agent_page_shows_task_lease_history_and_figures(world):
     assert len(figures) == 1 and figures[0][0] == "coder-3" and figures[0][2] == "1"
     coder1 = client.get(f"/p/{world.project.slug}/agents/coder-1/").content.decode()
     assert table_cells(coder1, "agents")[0][:4] == ["coder-1", "coder", "2", "2"]
+
+
+def test_the_agent_page_lists_its_supervisors_runs(world):
+    """Issue 12: each spawn reported by `liza supervise` shows on the agent's page (newest
+    first, crashes marked, the redacted output) as in the task drawer; another agent's don't."""
+    world.claimed("T-4", coder="coder-3")
+    coder = world.agent("coder-3")
+    crashed = run_start(project=world.project, agent=coder, now=world.tick(), task="T-4")
+    run_finish(run=crashed, agent=coder, now=world.tick(), exit_code=3, output="Traceback: boom")
+    running = run_start(
+        project=world.project, agent=coder, now=world.tick(), task="T-4", restart_reason="crash"
+    )
+    other = world.agent("coder-1")
+    run_start(project=world.project, agent=other, now=world.tick())
+    client = client_for(member(world.project, "viewer"))
+    html = client.get(f"/p/{world.project.slug}/agents/coder-3/").content.decode()
+    runs = re.search(r'<ol class="runs">.*?</ol>', html, re.S).group(0)
+    items = re.findall(r'<li class="run( crashed)?">', runs)
+    assert items == ["", " crashed"]  # the running restart first, then the crash
+    assert 'exit <span class="exit-code">3</span>' in runs and "Traceback: boom" in runs
+    assert "crash" in runs and running.pk != crashed.pk
+    idle = client.get(f"/p/{world.project.slug}/agents/coder-2/").content.decode()
+    assert '<ol class="runs">' not in idle and "No run reported" in idle
