@@ -4,9 +4,10 @@ its role under its own `liza supervise`, against a running server (issue 12 §4)
 The keys come from a directory of `<agent-id>.key` files (what `manage.py liza_demo --team DIR`
 writes, with the project's slug in DIR/project): the agent id names the role, so the directory
 alone says who the team is. The git repository is a throwaway one with an `integration`
-branch unless `--repo` names one. It ends when the goal is COMPLETED (exit 0), when `--timeout`
-passes or every supervisor has stopped first (exit 1), or on SIGINT/SIGTERM (each supervisor
-is asked to hand off and stop; exit 130/143).
+branch unless `--repo` names one. The planner starts first, the coders and reviewers once it
+has planned (before that their `/work` would call their role complete). It ends when the goal
+is COMPLETED (exit 0), when `--timeout` passes or every supervisor has stopped first (exit 1),
+or on SIGINT/SIGTERM (each supervisor is asked to hand off and stop; exit 130/143).
 """
 
 from __future__ import annotations
@@ -95,8 +96,9 @@ class Team:
         self.stopping: int | None = None
         self._wake = threading.Event()
 
-    def start(self) -> None:
-        for agent_id, key_file in self.keys.items():
+    def start(self, agent_ids: Sequence[str]) -> None:
+        for agent_id in agent_ids:
+            key_file = self.keys[agent_id]
             command = [
                 sys.executable, "-m", "agents.client.cli",
                 "--url", self.url, "--project", self.project, "--key-file", str(key_file),
@@ -119,6 +121,19 @@ class Team:
                 + " ".join(agent_command(agent_id)[1:])
             )
 
+    def planned(self, client: Client, timeout: float, poll: float) -> bool:
+        """Whether the planner has put a task past DRAFT. Until then `/work` tells a coder or a
+        reviewer its role is complete (nothing open, nothing coming), so they start after."""
+        deadline = time.monotonic() + timeout
+        while self.stopping is None and time.monotonic() < deadline:
+            with contextlib.suppress(LizaError):
+                if any(t["status"] != wire.DRAFT for t in client.tasks()):
+                    return True
+            if all(m.process.poll() is not None for m in self.members):
+                return False
+            self._wake.wait(poll)
+        return False
+
     def _pump(self, agent_id: str, process: subprocess.Popen[str]) -> None:
         assert process.stdout is not None
         for line in process.stdout:
@@ -128,14 +143,22 @@ class Team:
         try:
             return client.goal().get("status")
         except LizaError:
-            return None  # no goal yet (the planner sets it), or the server is away a moment
+            return None  # no goal, or the server away a moment: asked again
 
     def wait(self, timeout: float, poll: float) -> int:
-        """0 once the goal is COMPLETED; 1 on the timeout or if every supervisor stopped first."""
-        planner = next(iter(self.keys.values()))
+        """The planner first, the others once it has planned; then 0 once the goal is
+        COMPLETED, 1 on the timeout or if every supervisor stopped first."""
+        planner, *others = self.keys
         deadline = time.monotonic() + timeout
-        key = planner.read_text().strip()
+        key = self.keys[planner].read_text().strip()
         with Client(self.url, self.project, key, retries=0) as client:
+            self.start([planner])
+            if not self.planned(client, timeout, poll):
+                if self.stopping is None:
+                    self.echo("liza demo-team: the planner planned no task")
+                    return 1
+                return 128 + self.stopping
+            self.start(others)
             while self.stopping is None:
                 if self.goal_status(client) == wire.GOAL_COMPLETED:
                     self.echo("liza demo-team: the goal is COMPLETED")
@@ -195,8 +218,7 @@ def run_team(
     started = time.monotonic()
     code = 1
     try:
-        team.start()
-        code = team.wait(timeout, poll=1.0)
+        code = team.wait(timeout, poll=0.5)
     finally:
         with contextlib.suppress(Exception):
             team.stop(STOP_GRACE if code == 0 else 0.0)

@@ -18,6 +18,7 @@ from agents.models import Agent
 from agents.services import agent_create, agent_create_with_key, agent_key_issue
 from boards.models import Membership, Project, Task
 from boards.protocol import format_timestamp, parse_timestamp
+from boards.services.goals import goal_create
 from boards.services.kernel import SYSTEM
 from boards.services.projects import membership_set, project_create
 from boards.validation import reference_time
@@ -126,6 +127,8 @@ TEAM_AGENTS = (
     ("code-reviewer-2", "code_reviewer"),
 )
 TEAM_NAME = "Liza Board team demo"
+# The scripted planner's plan is written for this goal (agents/client/demo_agents/planner.py).
+TEAM_GOAL = "Write the demo guide: an introduction, a usage page, a glossary and an FAQ"
 
 
 @dataclass(frozen=True)
@@ -136,8 +139,9 @@ class TeamResult:
 
 
 def team_build(*, slug: str, now: datetime) -> TeamResult:
-    """An empty project for `liza demo-team`: no goal, no task (its planner sets the goal and
-    plans it), the admin login, and a planner, two coders and two reviewers, each with a key.
+    """An empty project for `liza demo-team`: an open goal and no task (its planner plans it),
+    the admin login, and a planner, two coders and two reviewers, each with a key. (Without a
+    goal IN_PROGRESS the planner's `/work` says its role is complete.)
 
     The project is always new: `slug` if free, else the first free `slug-N`, so every run of
     the team starts from an empty board (a finished team's board stays to be looked at)."""
@@ -154,4 +158,5 @@ def team_build(*, slug: str, now: datetime) -> TeamResult:
             project=project, actor=admin, role=role, agent_id=agent_id, now=now, label="demo-team"
         )
         keys[agent_id] = plain
+    goal_create(project=project, actor=admin, description=TEAM_GOAL, spec_ref="README.md", now=now)
     return TeamResult(project=project, admin=admin, keys=keys)

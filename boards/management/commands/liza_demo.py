@@ -16,9 +16,10 @@ from boards.liza_files.demo import ADMIN_PASSWORD, demo_build, team_build
 class Command(BaseCommand):
     help = (
         "Create the demo project from seed 002's example blackboard (timestamps moved to now), "
-        "the admin login and a fresh agent key. Safe to run again. With --team DIR: a new empty "
-        "project for `liza demo-team` (slug `team`, or `team-N` if taken), its planner, two "
-        "coders and two reviewers, each key written to DIR/<agent-id>.key (mode 0600)."
+        "the admin login and a fresh agent key. Safe to run again. With --team DIR: a new "
+        "project for `liza demo-team` (slug `team`, or `team-N` if taken) with an open goal and "
+        "no task, its planner, two coders and two reviewers, each key written to "
+        "DIR/<agent-id>.key (mode 0600)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -55,6 +56,8 @@ class Command(BaseCommand):
             with os.fdopen(fd, "w") as handle:
                 handle.write(key + "\n")
         (directory / "project").write_text(team.project.slug + "\n")
-        self.stdout.write(f'Liza Board team project "{team.project.slug}": empty, no goal yet')
+        self.stdout.write(
+            f'Liza Board team project "{team.project.slug}": an open goal, no task yet'
+        )
         self.stdout.write(f"Admin login: {team.admin.get_username()} / {ADMIN_PASSWORD}")
         self.stdout.write(f"Agent keys ({', '.join(team.keys)}): {directory}/<agent-id>.key")
