@@ -691,6 +691,52 @@ def supervise(ctx, role, agent_id, repo, dry_run, command, **intervals):
     ctx.exit(Supervisor(options, client=state.client).run())
 
 
+@main.command("demo-team", context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--keys",
+    "keys_dir",
+    envvar="LIZA_TEAM_KEYS",
+    type=click.Path(file_okay=False, exists=True),
+    required=True,
+    help="a directory of <agent-id>.key files, e.g. from `manage.py liza_demo --team DIR` "
+    "[LIZA_TEAM_KEYS]",
+)
+@click.option("--repo", type=click.Path(file_okay=False), help="default: a new throwaway one")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="seconds")
+@click.argument("supervise_args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def demo_team(ctx, keys_dir, repo, timeout, supervise_args):
+    """A planner, two coders and two reviewers: scripted agents (no LLM), each under its own
+    `liza supervise`, until the goal is COMPLETED.
+
+    \b
+    One supervisor per DIR/<agent-id>.key (planner-N, coder-N, code-reviewer-N); the
+    project is --project/LIZA_PROJECT, else DIR/project. SUPERVISE_ARGS (e.g.
+    --poll-interval 1) go to every `liza supervise`.
+    Exit: 0 the goal completed, 1 timeout or every supervisor stopped first,
+    130/143 interrupted (each supervisor hands off and stops).
+    """
+    from agents.client.team import run_team
+
+    state: State = ctx.obj
+    keys = Path(keys_dir)
+    project = state.project
+    if not project and (keys / "project").is_file():
+        project = (keys / "project").read_text().strip()
+    if not state.url or not project:
+        raise UsageError("missing configuration: --url/LIZA_URL and --project/LIZA_PROJECT")
+    ctx.exit(
+        run_team(
+            url=state.url,
+            project=project,
+            keys_dir=keys,
+            repo=Path(repo).resolve() if repo else None,
+            timeout=timeout,
+            supervise_args=supervise_args,
+        )
+    )
+
+
 def run() -> None:
     main(prog_name="liza")
 

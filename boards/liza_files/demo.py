@@ -15,11 +15,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
 from agents.models import Agent
-from agents.services import agent_create, agent_key_issue
+from agents.services import agent_create, agent_create_with_key, agent_key_issue
 from boards.models import Membership, Project, Task
 from boards.protocol import format_timestamp, parse_timestamp
+from boards.services.goals import goal_create
 from boards.services.kernel import SYSTEM
-from boards.services.projects import membership_set
+from boards.services.projects import membership_set, project_create
 from boards.validation import reference_time
 
 from .importing import import_project
@@ -116,3 +117,46 @@ def _demo_admin() -> AbstractBaseUser:
     admin.set_password(ADMIN_PASSWORD)
     admin.save()
     return admin
+
+
+TEAM_AGENTS = (
+    ("planner-1", "planner"),
+    ("coder-1", "coder"),
+    ("coder-2", "coder"),
+    ("code-reviewer-1", "code_reviewer"),
+    ("code-reviewer-2", "code_reviewer"),
+)
+TEAM_NAME = "Liza Board team demo"
+# The scripted planner's plan is written for this goal (agents/client/demo_agents/planner.py).
+TEAM_GOAL = "Write the demo guide: an introduction, a usage page, a glossary and an FAQ"
+
+
+@dataclass(frozen=True)
+class TeamResult:
+    project: Project
+    admin: AbstractBaseUser
+    keys: dict[str, str]  # agent id -> key (shown once)
+
+
+def team_build(*, slug: str, now: datetime) -> TeamResult:
+    """An empty project for `liza demo-team`: an open goal and no task (its planner plans it),
+    the admin login, and a planner, two coders and two reviewers, each with a key. (Without a
+    goal IN_PROGRESS the planner's `/work` says its role is complete.)
+
+    The project is always new: `slug` if free, else the first free `slug-N`, so every run of
+    the team starts from an empty board (a finished team's board stays to be looked at)."""
+    candidate, number = slug, 1
+    while Project.objects.filter(slug=candidate).exists():
+        number += 1
+        candidate = f"{slug}-{number}"
+    project = project_create(slug=candidate, name=TEAM_NAME, now=now)
+    admin = _demo_admin()
+    membership_set(project=project, user=admin, role=Membership.Role.ADMIN, actor=SYSTEM, now=now)
+    keys = {}
+    for agent_id, role in TEAM_AGENTS:
+        _, (_, plain) = agent_create_with_key(
+            project=project, actor=admin, role=role, agent_id=agent_id, now=now, label="demo-team"
+        )
+        keys[agent_id] = plain
+    goal_create(project=project, actor=admin, description=TEAM_GOAL, spec_ref="README.md", now=now)
+    return TeamResult(project=project, admin=admin, keys=keys)

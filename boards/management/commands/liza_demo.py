@@ -1,26 +1,36 @@
-"""manage.py liza_demo [--slug demo]: a demo project with live leases, a login and an agent key."""
+"""manage.py liza_demo [--slug demo] [--team DIR]: a demo project with live leases, a login and an
+agent key; with `--team DIR`, an empty project for `liza demo-team` and its five agents' keys."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from boards.liza_files import LizaImportError
-from boards.liza_files.demo import ADMIN_PASSWORD, demo_build
+from boards.liza_files.demo import ADMIN_PASSWORD, demo_build, team_build
 
 
 class Command(BaseCommand):
     help = (
         "Create the demo project from seed 002's example blackboard (timestamps moved to now), "
-        "the admin login and a fresh agent key. Safe to run again."
+        "the admin login and a fresh agent key. Safe to run again. With --team DIR: a new "
+        "project for `liza demo-team` (slug `team`, or `team-N` if taken) with an open goal and "
+        "no task, its planner, two coders and two reviewers, each key written to "
+        "DIR/<agent-id>.key (mode 0600)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--slug", default="demo", help="slug of the demo project")
+        parser.add_argument("--slug", default=None, help="slug of the project (demo / team)")
+        parser.add_argument("--team", metavar="DIR", help="create the team project; keys in DIR")
 
     def handle(self, *args, **options) -> None:
+        if options["team"]:
+            return self.team(Path(options["team"]), options["slug"] or "team")
         try:
-            demo = demo_build(slug=options["slug"], now=timezone.now())
+            demo = demo_build(slug=options["slug"] or "demo", now=timezone.now())
         except LizaImportError as exc:
             for message in exc.messages:
                 self.stderr.write(message)
@@ -32,3 +42,22 @@ class Command(BaseCommand):
             self.stdout.write("The project already existed and was kept as it is.")
         self.stdout.write(f"Admin login: {demo.admin.get_username()} / {ADMIN_PASSWORD}")
         self.stdout.write(f"Agent key ({demo.agent.agent_id}): {demo.agent_key}")
+
+    def team(self, directory: Path, slug: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        team = team_build(slug=slug, now=timezone.now())
+        # The previous run's keys would name another project's agents: only this run's stay.
+        for old in directory.glob("*.key"):
+            old.unlink()
+        for agent_id, key in team.keys.items():
+            fd = os.open(
+                directory / f"{agent_id}.key", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600
+            )
+            with os.fdopen(fd, "w") as handle:
+                handle.write(key + "\n")
+        (directory / "project").write_text(team.project.slug + "\n")
+        self.stdout.write(
+            f'Liza Board team project "{team.project.slug}": an open goal, no task yet'
+        )
+        self.stdout.write(f"Admin login: {team.admin.get_username()} / {ADMIN_PASSWORD}")
+        self.stdout.write(f"Agent keys ({', '.join(team.keys)}): {directory}/<agent-id>.key")

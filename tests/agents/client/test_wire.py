@@ -16,4 +16,5 @@ def test_the_clients_verdicts_are_the_servers():
 def test_the_clients_terminal_states_and_goal_state_are_the_protocols():
     assert wire.TERMINAL_TASK_STATES == p.TERMINAL_TASK_STATES
     assert wire.GOAL_IN_PROGRESS == p.GoalStatus.IN_PROGRESS
+    assert wire.GOAL_COMPLETED == p.GoalStatus.COMPLETED
     assert (wire.CLAIMED, wire.BLOCKED) == (p.TaskStatus.CLAIMED, p.TaskStatus.BLOCKED)

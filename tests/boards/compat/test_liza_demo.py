@@ -14,7 +14,8 @@ from django.utils import timezone
 from agents.models import Agent
 from agents.selectors import agent_key_lookup
 from boards.liza_files.demo import DEMO_DIR, shift_timestamps
-from boards.models import Event, Membership, Project, Task
+from boards.models import Event, Goal, Membership, Project, Task
+from boards.protocol import GoalStatus
 from boards.validation import reference_time
 
 
@@ -141,3 +142,31 @@ def test_the_printed_demo_key_registers_and_claims_over_http(manage):
     # The demo's only claimable task: task-4a (UNCLAIMED, no dependencies); task-4b waits on it.
     assert claimed.json()["task"]["key"] == "task-4a"
     assert claimed.json()["task"]["assigned_to"] == "coder-4"
+
+
+@pytest.mark.django_db
+def test_liza_demo_team_writes_five_private_keys_for_a_new_project_with_an_open_goal(
+    manage, tmp_path
+):
+    keys = tmp_path / "keys"
+    first = manage("liza_demo", "--team", str(keys))
+    second = manage("liza_demo", "--team", str(keys))  # a second run: a new, empty board
+
+    assert (first.code, second.code) == (0, 0), first.err + second.err
+    assert 'team project "team"' in first.out and 'team project "team-2"' in second.out
+    assert (keys / "project").read_text().strip() == "team-2"
+    files = sorted(keys.glob("*.key"))
+    assert [f.stem for f in files] == [
+        "code-reviewer-1", "code-reviewer-2", "coder-1", "coder-2", "planner-1",
+    ]  # fmt: skip
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o600
+        key = agent_key_lookup(plain=path.read_text().strip())
+        assert key is not None and key.agent.project.slug == "team-2"
+        assert key.agent.agent_id == path.stem and key.agent.registered_at is None
+    for slug in ("team", "team-2"):
+        project = Project.objects.get(slug=slug)
+        assert not Task.objects.filter(project=project).exists()
+        goal = Goal.objects.get(project=project)
+        assert goal.status == GoalStatus.IN_PROGRESS
+        assert Membership.objects.filter(project=project, role=Membership.Role.ADMIN).exists()
