@@ -484,3 +484,49 @@ def test_a_lease_lost_while_the_agent_runs_terminates_it_and_restarts(supervisor
     with pytest.raises(ProcessLookupError):
         os.kill(agent_pid, 0)  # the first agent is gone
     assert code == 0
+
+
+def test_agents_on_two_machines_share_a_remote(supervisors, world, repo, tmp_path):
+    """A bare repository as the shared remote, one clone per machine: the coder's supervisor
+    pushes task/T1 from its clone, the reviewer's supervisor fetches it into its own, and its
+    merge lands on the remote's integration."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(remote))
+    machines = {}
+    for name in ("coder-machine", "reviewer-machine"):
+        machines[name] = tmp_path / name
+        git(tmp_path, "clone", "-q", str(remote), str(machines[name]))
+        git(machines[name], "config", "user.email", f"{name}@example.com")
+        git(machines[name], "config", "user.name", name)
+    world.unclaimed("T1")
+    coder = supervisors.start(
+        "coder-1",
+        write_agent(tmp_path, "coder", CODER),
+        "--repo", str(machines["coder-machine"]), "--remote", "origin",
+    )  # fmt: skip
+    reviewer = supervisors.start(
+        "code-reviewer-1",
+        write_agent(tmp_path, "rev", REVIEWER),
+        "--repo", str(machines["reviewer-machine"]),
+        LIZA_REMOTE="origin",
+    )  # fmt: skip
+
+    (coder_exit, coder_out), (reviewer_exit, reviewer_out) = finish_all(coder, reviewer)
+
+    assert (coder_exit, reviewer_exit) == (0, 0), coder_out + reviewer_out
+    task = world.task("T1")
+    assert task.status == TaskStatus.MERGED, coder_out + reviewer_out
+    assert "T1: pushed task/T1 to origin" in coder_out
+    # The coder's commit is on the remote's integration, merged from the reviewer's clone.
+    assert task.merge_commit == git(remote, "rev-parse", "integration")
+    assert git(remote, "show", "integration:T1.txt") == "done"
+    assert git(remote, "log", "-1", "--format=%ae", task.review_commit) == (
+        "coder-machine@example.com"
+    )
+    assert "T1: MERGED into integration" in reviewer_out
+    # The merged branch is gone from the remote; the reviewer's clone kept no worktree of it.
+    assert git(remote, "branch", "--list", "task/*") == ""
+    assert not (machines["reviewer-machine"] / ".worktrees" / "T1.review").exists()
+    # The original repository was never touched: each machine worked in its own clone.
+    assert git(repo, "rev-parse", "integration") == git(repo, "rev-parse", "main")
+    assert not (repo / ".worktrees").exists()
