@@ -195,7 +195,8 @@ def prepare_review_worktree(repo: Path, key: str, *, remote: str, commit: str) -
     `task/<key>`; None while that commit has not arrived there (the coder's supervisor pushes
     after its agent exits, which may be after the submit the review was claimed on)."""
     fetch(repo, remote)
-    if commit_of(repo, commit) is None:
+    pushed = remote_commit(repo, remote, branch_of(key))
+    if commit_of(repo, commit) is None or pushed is None or not _is_ancestor(repo, commit, pushed):
         return None
     path = repo / ".worktrees" / f"{key}.review"
     path.parent.mkdir(exist_ok=True)
@@ -317,12 +318,17 @@ def merge_task_remote(
             fetch(repo, remote)
             head = remote_commit(repo, remote, branch)
             reviewed = commit_of(repo, review_commit) if review_commit else None
-            if head is None:
-                raise GitError(f"{remote}/{branch} does not exist")
-            if reviewed is None or head != reviewed:
+            if review_commit and (
+                head is None
+                or reviewed is None
+                or (head != reviewed and _is_ancestor(repo, head, reviewed))
+            ):
+                # The coder's supervisor has not pushed the reviewed commit yet: later.
+                raise PushError(f"{remote}/{branch} does not have the reviewed commit yet")
+            if head is None or reviewed is None or head != reviewed:
                 raise GitError(
-                    f"{remote}/{branch} is at {head[:12]}, not at the reviewed commit "
-                    f"{review_commit}"
+                    f"{remote}/{branch} is at {(head or 'nothing')[:12]}, not at the reviewed "
+                    f"commit {review_commit or '(none)'}"
                 )
             checkout = _merge_checkout(repo, base_commit(repo, integration, remote))
             _merge_into(checkout, key, head, integration)

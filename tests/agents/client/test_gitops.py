@@ -262,3 +262,38 @@ def test_an_integration_fix_on_another_clone_continues_the_pushed_branch(remote,
 
     assert git(path, "rev-parse", "HEAD") == work
     assert git(path, "rev-parse", "--abbrev-ref", "HEAD") == "task/T1"
+
+
+def test_a_reviewed_commit_not_pushed_yet_is_merged_later_not_failed(remote, tmp_path):
+    coder = clone(remote, tmp_path / "coder")
+    reviewer = clone(remote, tmp_path / "reviewer")
+    coded(coder, "T1", "t1.txt", "pushed\n")
+    unpushed = commit(coder / ".worktrees" / "T1", "t1.txt", "submitted, not pushed yet\n")
+
+    assert gitops.prepare_review_worktree(reviewer, "T1", remote="origin", commit=unpushed) is None
+    with pytest.raises(gitops.PushError, match="does not have the reviewed commit yet"):
+        gitops.merge_task_remote(
+            reviewer, "T1", integration="integration", review_commit=unpushed, remote="origin"
+        )
+
+    gitops.push_task(coder, "T1", remote="origin", expected=git(remote, "rev-parse", "task/T1"))
+    assert (
+        gitops.merge_task_remote(
+            reviewer, "T1", integration="integration", review_commit=unpushed, remote="origin"
+        )
+        == git(remote, "rev-parse", "integration")
+        == unpushed
+    )
+
+
+def test_a_remote_branch_moved_after_review_is_not_merged(remote, tmp_path):
+    coder = clone(remote, tmp_path / "coder")
+    reviewed = coded(coder, "T1", "t1.txt", "reviewed\n")
+    commit(coder / ".worktrees" / "T1", "t1.txt", "sneaked in\n")
+    gitops.push_task(coder, "T1", remote="origin", expected=reviewed)
+
+    with pytest.raises(gitops.GitError, match="not at the reviewed commit") as raised:
+        gitops.merge_task_remote(
+            coder, "T1", integration="integration", review_commit=reviewed, remote="origin"
+        )
+    assert not isinstance(raised.value, gitops.PushError)
