@@ -530,3 +530,11 @@ def test_agents_on_two_machines_share_a_remote(supervisors, world, repo, tmp_pat
     # The original repository was never touched: each machine worked in its own clone.
     assert git(repo, "rev-parse", "integration") == git(repo, "rev-parse", "main")
     assert not (repo / ".worktrees").exists()
+
+
+def test_an_unknown_remote_is_a_usage_error(supervisors, world):
+    proc = supervisors.start("coder-1", ["true"], "--remote", "nowhere")
+    code, out = finish(proc)
+    assert code == 2, out
+    assert "no git remote 'nowhere'" in out
+    assert not Run.objects.filter(project=world.project).exists()
