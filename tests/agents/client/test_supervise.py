@@ -486,18 +486,24 @@ def test_a_lease_lost_while_the_agent_runs_terminates_it_and_restarts(supervisor
     assert code == 0
 
 
-def test_agents_on_two_machines_share_a_remote(supervisors, world, repo, tmp_path):
-    """A bare repository as the shared remote, one clone per machine: the coder's supervisor
-    pushes task/T1 from its clone, the reviewer's supervisor fetches it into its own, and its
-    merge lands on the remote's integration."""
+def shared_remote(repo: Path, tmp_path: Path, *names: str) -> tuple[Path, dict[str, Path]]:
+    """A bare copy of `repo` as the remote, and a clone of it per machine name."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(repo), str(remote))
     machines = {}
-    for name in ("coder-machine", "reviewer-machine"):
+    for name in names:
         machines[name] = tmp_path / name
         git(tmp_path, "clone", "-q", str(remote), str(machines[name]))
         git(machines[name], "config", "user.email", f"{name}@example.com")
         git(machines[name], "config", "user.name", name)
+    return remote, machines
+
+
+def test_agents_on_two_machines_share_a_remote(supervisors, world, repo, tmp_path):
+    """A bare repository as the shared remote, one clone per machine: the coder's supervisor
+    pushes task/T1 from its clone, the reviewer's supervisor fetches it into its own, and its
+    merge lands on the remote's integration."""
+    remote, machines = shared_remote(repo, tmp_path, "coder-machine", "reviewer-machine")
     world.unclaimed("T1")
     coder = supervisors.start(
         "coder-1",
@@ -538,3 +544,33 @@ def test_an_unknown_remote_is_a_usage_error(supervisors, world):
     assert code == 2, out
     assert "no git remote 'nowhere'" in out
     assert not Run.objects.filter(project=world.project).exists()
+
+
+COMMIT_THEN_CRASH = (
+    AGENT_LIB
+    + """
+with open(os.path.join(E["LIZA_WORKTREE"], "T1.txt"), "a") as f:
+    f.write("half done\\n")
+git("add", "-A"); git("commit", "-q", "-m", "half of T1")
+sys.exit(3)
+"""
+)
+
+
+def test_a_crashed_coders_commits_are_pushed_all_the_same(supervisors, world, repo, tmp_path):
+    remote, machines = shared_remote(repo, tmp_path, "coder-machine")
+    world.unclaimed("T1")
+    proc = supervisors.start(
+        "coder-1",
+        write_agent(tmp_path, "crash", COMMIT_THEN_CRASH),
+        "--repo", str(machines["coder-machine"]), "--remote", "origin",
+    )  # fmt: skip
+
+    code, out = finish(proc)
+
+    assert code == 12, out  # the crash loop stopped it, after three spawns ...
+    # ... each of whose commits reached the remote: the kept branch, pushed after every exit.
+    assert git(remote, "rev-list", "--count", "main..task/T1") == "3", out
+    assert git(remote, "show", "task/T1:T1.txt").splitlines() == ["half done"] * 3
+    assert out.count("T1: pushed task/T1 to origin") == 3
+    assert world.task("T1").status == TaskStatus.CLAIMED
