@@ -639,6 +639,11 @@ def _seconds(name: str, default: float | None) -> float | None:
 @click.option("--role", help="assert the key's role (coder, code_reviewer/code-reviewer, planner)")
 @click.option("--id", "agent_id", help="assert the key's agent id")
 @click.option("--repo", type=click.Path(file_okay=False), help="the git repository (default: .)")
+@click.option(
+    "--remote",
+    envvar="LIZA_REMOTE",
+    help="the shared git remote when agents run on several machines [LIZA_REMOTE; none]",
+)
 @click.option("--dry-run", is_flag=True, help="print what it would do; register nothing")
 @click.option(
     "--poll-interval",
@@ -655,13 +660,15 @@ def _seconds(name: str, default: float | None) -> float | None:
 @click.option("--crash-window", type=float, help="crash-loop window [LIZA_CRASH_WINDOW; 300]")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
-def supervise(ctx, role, agent_id, repo, dry_run, command, **intervals):
+def supervise(ctx, role, agent_id, repo, remote, dry_run, command, **intervals):
     """Run AGENT COMMAND under seed 000's supervisor: `liza supervise -- claude -p ...`.
 
     \b
     Registers the key's agent, waits for work, claims before spawning, prepares
     .worktrees/<task> on task/<task>, heartbeats, restarts by exit code (0 stop,
     42 after 2 s, other after 5 s), merges what its reviewer approved.
+    With --remote, each machine has its own clone: task branches and
+    integration go through that remote (fetch before, push after).
     Exit: 0 stopped (role complete, aborted, signal), 2 usage, 6 collision,
     12 crash loop (3 crashes within 5 minutes), else the protocol's code.
     """
@@ -685,6 +692,7 @@ def supervise(ctx, role, agent_id, repo, dry_run, command, **intervals):
         role=role,
         agent_id=agent_id,
         repo=Path(repo) if repo else None,
+        remote=remote or None,
         dry_run=dry_run,
         timing=timing,
     )

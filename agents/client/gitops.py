@@ -21,6 +21,11 @@ class GitError(Exception):
     """A git command failed: `str()` is the command and git's message."""
 
 
+class PushError(GitError):
+    """The remote did not take a push (unreachable, or it kept moving): nothing is wrong with
+    the work itself, so the caller tries again later instead of reporting a failed merge."""
+
+
 def git(repo: Path, *args: str, check: bool = True) -> str:
     done = subprocess.run(
         ["git", *args],
@@ -57,9 +62,12 @@ def commit_of(repo: Path, ref: str) -> str | None:
     return out or None
 
 
-def base_commit(repo: Path, integration: str) -> str:
-    """integration's HEAD at claim time, falling back to main, master, HEAD (the original T4)."""
-    for ref in (integration, "main", "master", "HEAD"):
+def base_commit(repo: Path, integration: str, remote: str | None = None) -> str:
+    """integration's HEAD at claim time, falling back to main, master, HEAD (the original T4);
+    with a remote, the remote's branches first (fetched just before)."""
+    names = (integration, "main", "master")
+    remote_refs = tuple(f"refs/remotes/{remote}/{name}" for name in names) if remote else ()
+    for ref in (*remote_refs, *names, "HEAD"):
         sha = commit_of(repo, ref)
         if sha:
             return sha
@@ -99,7 +107,21 @@ def remove_worktree(repo: Path, key: str) -> None:
         git(repo, "branch", "-D", branch_of(key))
 
 
-def prepare_worktree(repo: Path, key: str, *, base: str, keep: bool) -> Path:
+def fetch(repo: Path, remote: str) -> None:
+    """The remote's branches as `refs/remotes/<remote>/*`; deleted ones pruned."""
+    try:
+        git(repo, "fetch", "--quiet", "--prune", remote)
+    except GitError as error:
+        raise PushError(str(error)) from error
+
+
+def remote_commit(repo: Path, remote: str, branch: str) -> str | None:
+    return commit_of(repo, f"refs/remotes/{remote}/{branch}")
+
+
+def prepare_worktree(
+    repo: Path, key: str, *, base: str, keep: bool, remote: str | None = None
+) -> Path:
     """`.worktrees/<key>` on `task/<key>` (seed 000 "Worktree on Reassignment").
 
     keep (same coder continuing, integration fix, a restart): the worktree as it is; if the
@@ -111,13 +133,23 @@ def prepare_worktree(repo: Path, key: str, *, base: str, keep: bool) -> Path:
     path.parent.mkdir(exist_ok=True)
     registered = {p.resolve() for p in _registered_worktrees(repo)}
     if keep:
+        pushed = remote_commit(repo, remote, branch_of(key)) if remote else None
         if path.resolve() in registered and path.is_dir():
+            _catch_up(path, pushed)
             return path
         git(repo, "worktree", "prune")
         if commit_of(repo, f"refs/heads/{branch_of(key)}"):
             if path.exists():
                 shutil.rmtree(path)
             git(repo, "worktree", "add", str(path), branch_of(key))
+            _catch_up(path, pushed)
+            return path
+        if pushed:
+            # Another machine worked on it (an integration fix taken over here): its pushed
+            # branch is the work to continue.
+            if path.exists():
+                shutil.rmtree(path)
+            git(repo, "worktree", "add", "-b", branch_of(key), str(path), pushed)
             return path
         raise GitError(
             f"the worktree {path} and the branch {branch_of(key)} are both missing: "
@@ -126,6 +158,64 @@ def prepare_worktree(repo: Path, key: str, *, base: str, keep: bool) -> Path:
     remove_worktree(repo, key)
     git(repo, "worktree", "add", "-b", branch_of(key), str(path), base)
     return path
+
+
+def _catch_up(path: Path, pushed: str | None) -> None:
+    """A kept branch behind its pushed copy (the work went on from another clone) is
+    fast-forwarded to it; a branch ahead of it or beside it is this clone's own work and kept."""
+    if pushed and _is_ancestor(path, "HEAD", pushed) and not _is_ancestor(path, pushed, "HEAD"):
+        git(path, "merge", "--quiet", "--ff-only", pushed)
+
+
+def push_task(repo: Path, key: str, *, remote: str, expected: str | None) -> str:
+    """Push `task/<key>` to the remote, replacing its branch only if it still is `expected`
+    (what this supervisor saw when it prepared the worktree or last pushed; None: no branch),
+    so a supervisor that lost the task cannot overwrite its new holder's pushes. The pushed
+    commit."""
+    head = commit_of(repo, f"refs/heads/{branch_of(key)}")
+    if head is None:
+        raise GitError(f"the branch {branch_of(key)} does not exist: nothing to push")
+    ref = f"refs/heads/{branch_of(key)}"
+    try:
+        git(
+            repo,
+            "push",
+            "--quiet",
+            f"--force-with-lease={ref}:{expected or ''}",
+            remote,
+            f"{ref}:{ref}",
+        )
+    except GitError as error:
+        raise PushError(str(error)) from error
+    return head
+
+
+def prepare_review_worktree(repo: Path, key: str, *, remote: str, commit: str) -> Path | None:
+    """`.worktrees/<key>.review`, detached at the reviewed commit fetched from the remote's
+    `task/<key>`; None while that commit has not arrived there (the coder's supervisor pushes
+    after its agent exits, which may be after the submit the review was claimed on)."""
+    fetch(repo, remote)
+    pushed = remote_commit(repo, remote, branch_of(key))
+    if commit_of(repo, commit) is None or pushed is None or not _is_ancestor(repo, commit, pushed):
+        return None
+    path = repo / ".worktrees" / f"{key}.review"
+    path.parent.mkdir(exist_ok=True)
+    if path.resolve() in {p.resolve() for p in _registered_worktrees(repo)} and path.is_dir():
+        git(path, "checkout", "--quiet", "--force", "--detach", commit)
+        return path
+    git(repo, "worktree", "prune")
+    if path.exists():
+        shutil.rmtree(path)
+    git(repo, "worktree", "add", "--detach", str(path), commit)
+    return path
+
+
+def remove_review_worktree(repo: Path, key: str) -> None:
+    path = repo / ".worktrees" / f"{key}.review"
+    if path.resolve() in {p.resolve() for p in _registered_worktrees(repo)}:
+        git(repo, "worktree", "remove", "--force", str(path))
+    elif path.exists():
+        shutil.rmtree(path)
 
 
 @contextmanager
@@ -173,37 +263,129 @@ def merge_task(repo: Path, key: str, *, integration: str, review_commit: str) ->
         )
     with merge_lock(repo):
         checkout = integration_checkout(repo, integration)
-        if not _contains(checkout, head):
-            fast = git(checkout, "merge", "--ff-only", head, check=False)
-            del fast  # a fast-forward leaves HEAD at the reviewed commit; otherwise, merge
-            if commit_of(checkout, "HEAD") != head:
-                done = subprocess.run(
-                    ["git", "merge", "--no-edit", "-m", f"Merge {branch_of(key)}", head],
-                    cwd=checkout,
-                    capture_output=True,
-                    text=True,
-                    env={**os.environ, "LC_ALL": "C"},
-                )
-                if done.returncode != 0:
-                    git(checkout, "merge", "--abort", check=False)
-                    message = (done.stdout + done.stderr).strip()
-                    raise GitError(f"merging {branch_of(key)} into {integration} failed: {message}")
-        script = checkout / "scripts" / "integration-test.sh"
-        if script.exists():
-            test = subprocess.run(
-                ["bash", str(script)], cwd=checkout, capture_output=True, text=True
-            )
-            if test.returncode != 0:
-                git(checkout, "reset", "--hard", "ORIG_HEAD")
-                tail = (test.stdout + test.stderr).strip()[-2000:]
-                raise GitError(f"scripts/integration-test.sh failed after merging: {tail}")
+        _merge_into(checkout, key, head, integration)
         return git(checkout, "rev-parse", "HEAD")
 
 
+def _merge_into(checkout: Path, key: str, head: str, integration: str) -> None:
+    """`head` merged into the checkout (fast-forward, else a merge commit) and the
+    integration test run; a conflict or a failed test leaves the checkout as it was."""
+    if _contains(checkout, head):
+        return
+    git(checkout, "merge", "--ff-only", head, check=False)
+    # A fast-forward leaves HEAD at the reviewed commit; otherwise, a merge commit.
+    if commit_of(checkout, "HEAD") != head:
+        done = subprocess.run(
+            ["git", "merge", "--no-edit", "-m", f"Merge {branch_of(key)}", head],
+            cwd=checkout,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+        if done.returncode != 0:
+            git(checkout, "merge", "--abort", check=False)
+            message = (done.stdout + done.stderr).strip()
+            raise GitError(f"merging {branch_of(key)} into {integration} failed: {message}")
+    script = checkout / "scripts" / "integration-test.sh"
+    if script.exists():
+        test = subprocess.run(["bash", str(script)], cwd=checkout, capture_output=True, text=True)
+        if test.returncode != 0:
+            git(checkout, "reset", "--hard", "ORIG_HEAD")
+            tail = (test.stdout + test.stderr).strip()[-2000:]
+            raise GitError(f"scripts/integration-test.sh failed after merging: {tail}")
+
+
+PUSH_ATTEMPTS = 5
+
+
+def merge_task_remote(
+    repo: Path,
+    key: str,
+    *,
+    integration: str,
+    review_commit: str,
+    remote: str,
+    attempts: int = PUSH_ATTEMPTS,
+) -> str:
+    """The shared-remote merge: fetch, merge the remote's `task/<key>` (at the reviewed commit)
+    into the remote's integration in `.worktrees/.merge` (detached: no local branch is moved),
+    push integration. A push rejected because someone else merged first is retried from a
+    fresh fetch up to `attempts` times, then PushError (the caller tries again later); a
+    conflict is GitError with git's message, as in merge_task. The merged commit."""
+    branch = branch_of(key)
+    with merge_lock(repo):
+        for _ in range(attempts):
+            fetch(repo, remote)
+            head = remote_commit(repo, remote, branch)
+            reviewed = commit_of(repo, review_commit) if review_commit else None
+            if review_commit and (
+                head is None
+                or reviewed is None
+                or (head != reviewed and _is_ancestor(repo, head, reviewed))
+            ):
+                # The coder's supervisor has not pushed the reviewed commit yet: later.
+                raise PushError(f"{remote}/{branch} does not have the reviewed commit yet")
+            if head is None or reviewed is None or head != reviewed:
+                raise GitError(
+                    f"{remote}/{branch} is at {(head or 'nothing')[:12]}, not at the reviewed "
+                    f"commit {review_commit or '(none)'}"
+                )
+            checkout = _merge_checkout(repo, base_commit(repo, integration, remote))
+            _merge_into(checkout, key, head, integration)
+            merged = git(checkout, "rev-parse", "HEAD")
+            if merged == remote_commit(repo, remote, integration):
+                return merged  # already in it (a retry after a merge that was pushed)
+            done = subprocess.run(
+                ["git", "push", "--porcelain", remote, f"HEAD:refs/heads/{integration}"],
+                cwd=checkout,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+            )
+            if done.returncode == 0:
+                return merged
+            message = (done.stdout + done.stderr).strip()
+            if "[rejected]" not in message and "[remote rejected]" not in message:
+                raise PushError(f"pushing {integration} to {remote} failed: {message}")
+        raise PushError(
+            f"{integration} on {remote} moved under each of {attempts} merges of {branch}; "
+            "trying again later"
+        )
+
+
+def _merge_checkout(repo: Path, start: str) -> Path:
+    """`.worktrees/.merge`, detached at `start`, clean."""
+    path = repo / ".worktrees" / ".merge"
+    path.parent.mkdir(exist_ok=True)
+    if path.resolve() in {p.resolve() for p in _registered_worktrees(repo)} and path.is_dir():
+        git(path, "merge", "--abort", check=False)
+        git(path, "checkout", "--quiet", "--force", "--detach", start)
+        git(path, "clean", "-fdxq")
+        return path
+    git(repo, "worktree", "prune")
+    if path.exists():
+        shutil.rmtree(path)
+    git(repo, "worktree", "add", "--detach", str(path), start)
+    return path
+
+
+def delete_remote_branch(repo: Path, remote: str, branch: str) -> None:
+    try:
+        git(repo, "push", "--quiet", remote, "--delete", branch)
+    except GitError as error:
+        raise PushError(str(error)) from error
+
+
 def _contains(checkout: Path, commit: str) -> bool:
+    return _is_ancestor(checkout, commit, "HEAD")
+
+
+def _is_ancestor(cwd: Path, ancestor: str, descendant: str) -> bool:
     return (
         subprocess.run(
-            ["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=checkout
+            ["git", "merge-base", "--is-ancestor", ancestor, descendant],
+            cwd=cwd,
+            capture_output=True,
         ).returncode
         == 0
     )

@@ -10,7 +10,8 @@ stop it), merges what its reviewer approved, and reports each spawn to the serve
 
 The spawned command's environment (README "Supervisor"): LIZA_URL, LIZA_PROJECT, LIZA_KEY_FILE
 (a 0600 file: the key itself is never in the environment), LIZA_ROLE, LIZA_AGENT_ID, LIZA_TASK,
-LIZA_WORKTREE, LIZA_PROMPT_FILE, LIZA_INTEGRATION_BRANCH, LIZA_BASE_COMMIT, LIZA_REPO.
+LIZA_WORKTREE, LIZA_PROMPT_FILE, LIZA_INTEGRATION_BRANCH, LIZA_BASE_COMMIT, LIZA_REPO,
+LIZA_REMOTE (empty without a shared remote).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Options:
     role: str | None = None
     agent_id: str | None = None
     repo: Path | None = None
+    remote: str | None = None  # the shared remote when agents run on several machines
     dry_run: bool = False
     timing: Timing = field(default_factory=Timing)
 
@@ -108,6 +110,10 @@ class Supervisor:
         self.held: set[str] = set()  # tasks this process has spawned on (kept on restart)
         self.spawns = 0
         self.last: Assignment | None = None  # the latest spawn's, handed off on a signal
+        # With a remote: each task branch's commit on the remote as this supervisor last saw
+        # or pushed it (the push's lease), and the branches whose push has not gone through.
+        self.pushed: dict[str, str | None] = {}
+        self.unpushed: set[str] = set()
         self.agent: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
         self._wake = threading.Event()
@@ -122,6 +128,11 @@ class Supervisor:
             self.repo = gitops.repo_root(self.o.repo or Path.cwd())
         except gitops.GitError as error:
             raise UsageError(f"not in a git repository: {error}") from error
+        if self.o.remote:
+            try:
+                gitops.git(self.repo, "remote", "get-url", self.o.remote)
+            except gitops.GitError as error:
+                raise UsageError(f"no git remote {self.o.remote!r}: {error}") from error
         if self.o.dry_run:
             return self.dry_run()
         self.register()
@@ -136,6 +147,11 @@ class Supervisor:
                 return self._stopped()
             try:
                 outcome = self.step(reason)
+            except gitops.PushError as error:
+                # The remote away for a while: the next round tries again.
+                self.say(f"git remote {self.o.remote}: {error}; trying again")
+                self.sleep(self.t.poll if self.t.poll is not None else self.t.crash)
+                continue
             except gitops.GitError as error:
                 self.say(f"git: {error}")
                 return EXIT["usage"]
@@ -153,6 +169,7 @@ class Supervisor:
     def step(self, reason: str) -> int | str:
         """One round: wait, merge or claim-spawn-judge. An exit code ends the supervisor; a
         string is why the next spawn happens (its run's restart reason)."""
+        self.push_pending()
         body = self.client.work().body
         if body.get("exit") == EXIT["stop"]:
             if body.get("stop") == "aborted":
@@ -175,6 +192,8 @@ class Supervisor:
             self.sleep(self._poll(body))
             return reason
         code, lost = self.spawn(assignment, reason)
+        if self.o.remote and self.role == "coder" and assignment.key:
+            self.push(assignment.key)  # whatever the exit code: the work must not be lost
         if self.stopping is not None:
             return self._stopped(assignment)
         if lost:
@@ -261,10 +280,25 @@ class Supervisor:
             if not body.get("review"):
                 return None
             task = body["task"]
-            worktree = gitops.worktree_path(self.repo, task["key"])
+            if self.o.remote:
+                worktree = gitops.prepare_review_worktree(
+                    self.repo, task["key"], remote=self.o.remote, commit=task["review_commit"]
+                )
+                if worktree is None:
+                    self.say(
+                        f"{task['key']}: the review commit {task['review_commit']} is not on "
+                        f"{self.o.remote} yet (its coder's supervisor pushes when the agent "
+                        "exits); waiting"
+                    )
+                    return None
+            else:
+                worktree = gitops.worktree_path(self.repo, task["key"])
             self.say(f"claimed the review of {task['key']} at {task['review_commit']}")
             return Assignment(task=task, review=body["review"], worktree=worktree)
-        base = gitops.base_commit(self.repo, self.integration)  # before the claim (T4)
+        if self.o.remote:
+            gitops.fetch(self.repo, self.o.remote)
+        # before the claim (T4)
+        base = gitops.base_commit(self.repo, self.integration, self.o.remote)
         task = self.client.claim_next(base_commit=base)
         if task is None:
             return None
@@ -272,7 +306,7 @@ class Supervisor:
         keep = key in self.held or task["iteration"] > 1 or task["integration_fix"]
         try:
             worktree = gitops.prepare_worktree(
-                self.repo, key, base=task["base_commit"] or base, keep=keep
+                self.repo, key, base=task["base_commit"] or base, keep=keep, remote=self.o.remote
             )
         except gitops.GitError as error:
             self.say(f"{key}: the worktree cannot be prepared; blocking it: {error}")
@@ -283,6 +317,8 @@ class Supervisor:
                 attempted=[f"prepare .worktrees/{key} on {gitops.branch_of(key)}"],
             )
             return None
+        if self.o.remote:
+            self.pushed[key] = gitops.remote_commit(self.repo, self.o.remote, gitops.branch_of(key))
         handoff = None
         if task.get("handoff_pending"):
             try:
@@ -298,12 +334,25 @@ class Supervisor:
         for key in keys:
             task = self.client.task(key)
             try:
-                merged = gitops.merge_task(
-                    self.repo,
-                    key,
-                    integration=self.integration,
-                    review_commit=task.get("review_commit") or "",
-                )
+                if self.o.remote:
+                    merged = gitops.merge_task_remote(
+                        self.repo,
+                        key,
+                        integration=self.integration,
+                        review_commit=task.get("review_commit") or "",
+                        remote=self.o.remote,
+                    )
+                else:
+                    merged = gitops.merge_task(
+                        self.repo,
+                        key,
+                        integration=self.integration,
+                        review_commit=task.get("review_commit") or "",
+                    )
+            except gitops.PushError as error:
+                # Not the work's fault: the task stays APPROVED, /work lists it again.
+                self.say(f"{key}: not merged yet, the remote did not take it: {error}")
+                continue
             except gitops.GitError as error:
                 self.say(f"{key}: INTEGRATION_FAILED: {error}")
                 self.client.integration_failed(key, reason=str(error)[:2000])
@@ -312,8 +361,47 @@ class Supervisor:
             self.say(f"{key}: MERGED into {self.integration} at {merged[:12]}")
             try:
                 gitops.remove_worktree(self.repo, key)
+                if self.o.remote:
+                    gitops.remove_review_worktree(self.repo, key)
+                    gitops.delete_remote_branch(self.repo, self.o.remote, gitops.branch_of(key))
             except gitops.GitError as error:
                 self.say(f"{key}: merged, but its worktree could not be removed: {error}")
+
+    # -- the shared remote (a coder's pushes) ---------------------------------------------------
+
+    def push(self, key: str) -> None:
+        """Push the coder's `task/<key>` after its agent exits, unless the task is no longer
+        this agent's (its new holder's branch is not to be overwritten). A failed push is said
+        and tried again at every round while the task stays ours."""
+        try:
+            task = self.client.task(key)
+        except LizaError as error:
+            self.say(f"{key}: not pushed now, the task could not be read: {error.message}")
+            self.unpushed.add(key)
+            return
+        if (
+            task.get("assigned_to") != self.agent["agent_id"]
+            or task["status"] in wire.TERMINAL_TASK_STATES
+        ):
+            self.unpushed.discard(key)
+            return
+        try:
+            self.pushed[key] = gitops.push_task(
+                self.repo, key, remote=self.o.remote or "", expected=self.pushed.get(key)
+            )
+        except gitops.GitError as error:
+            self.unpushed.add(key)
+            self.say(
+                f"{key}: PUSH FAILED: {gitops.branch_of(key)} is not on {self.o.remote}; a "
+                f"reviewer cannot see this work until it is (retrying every round): {error}"
+            )
+            return
+        self.unpushed.discard(key)
+        self.say(f"{key}: pushed {gitops.branch_of(key)} to {self.o.remote}")
+
+    def push_pending(self) -> None:
+        for key in sorted(self.unpushed):
+            self.push(key)
 
     # -- one spawn -----------------------------------------------------------------------------
 
@@ -331,6 +419,7 @@ class Supervisor:
             LIZA_INTEGRATION_BRANCH=self.integration,
             LIZA_BASE_COMMIT=(a.task or {}).get("base_commit") or "",
             LIZA_REPO=str(self.repo),
+            LIZA_REMOTE=self.o.remote or "",
         )
         return env
 
@@ -519,9 +608,14 @@ class Supervisor:
         self.say(f"/work: {body.get('reason')} (work={body.get('work')}, exit={body.get('exit')})")
         role = normalise_role(self.o.role) or "the key's role"
         try:
-            base = gitops.base_commit(self.repo, integration)
+            base = gitops.base_commit(self.repo, integration, self.o.remote)
         except gitops.GitError as error:
             base = f"unavailable ({error})"
+        if self.o.remote:
+            self.say(
+                f"shared remote {self.o.remote}: would fetch before each claim, push task "
+                f"branches after each coder spawn, merge into {self.o.remote}/{integration}"
+            )
         if role == "coder":
             self.say(f"would claim-next with base_commit {base}, prepare .worktrees/<task>")
         elif role == "code_reviewer":
@@ -577,8 +671,9 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
         ]
         if task.get("integration_fix"):
             sections.append(
-                f"INTEGRATION FIX: merge {s.integration} into this branch and resolve the "
-                "conflicts only; the implementation was already reviewed."
+                f"INTEGRATION FIX: merge {f'{s.o.remote}/' if s.o.remote else ''}"
+                f"{s.integration} into this branch and resolve the conflicts only; the "
+                "implementation was already reviewed."
             )
         if task["iteration"] > 1 and task.get("rejection_reason"):
             sections += [

@@ -484,3 +484,93 @@ def test_a_lease_lost_while_the_agent_runs_terminates_it_and_restarts(supervisor
     with pytest.raises(ProcessLookupError):
         os.kill(agent_pid, 0)  # the first agent is gone
     assert code == 0
+
+
+def shared_remote(repo: Path, tmp_path: Path, *names: str) -> tuple[Path, dict[str, Path]]:
+    """A bare copy of `repo` as the remote, and a clone of it per machine name."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(remote))
+    machines = {}
+    for name in names:
+        machines[name] = tmp_path / name
+        git(tmp_path, "clone", "-q", str(remote), str(machines[name]))
+        git(machines[name], "config", "user.email", f"{name}@example.com")
+        git(machines[name], "config", "user.name", name)
+    return remote, machines
+
+
+def test_agents_on_two_machines_share_a_remote(supervisors, world, repo, tmp_path):
+    """A bare repository as the shared remote, one clone per machine: the coder's supervisor
+    pushes task/T1 from its clone, the reviewer's supervisor fetches it into its own, and its
+    merge lands on the remote's integration."""
+    remote, machines = shared_remote(repo, tmp_path, "coder-machine", "reviewer-machine")
+    world.unclaimed("T1")
+    coder = supervisors.start(
+        "coder-1",
+        write_agent(tmp_path, "coder", CODER),
+        "--repo", str(machines["coder-machine"]), "--remote", "origin",
+    )  # fmt: skip
+    reviewer = supervisors.start(
+        "code-reviewer-1",
+        write_agent(tmp_path, "rev", REVIEWER),
+        "--repo", str(machines["reviewer-machine"]),
+        LIZA_REMOTE="origin",
+    )  # fmt: skip
+
+    (coder_exit, coder_out), (reviewer_exit, reviewer_out) = finish_all(coder, reviewer)
+
+    assert (coder_exit, reviewer_exit) == (0, 0), coder_out + reviewer_out
+    task = world.task("T1")
+    assert task.status == TaskStatus.MERGED, coder_out + reviewer_out
+    assert "T1: pushed task/T1 to origin" in coder_out
+    # The coder's commit is on the remote's integration, merged from the reviewer's clone.
+    assert task.merge_commit == git(remote, "rev-parse", "integration")
+    assert git(remote, "show", "integration:T1.txt") == "done"
+    assert git(remote, "log", "-1", "--format=%ae", task.review_commit) == (
+        "coder-machine@example.com"
+    )
+    assert "T1: MERGED into integration" in reviewer_out
+    # The merged branch is gone from the remote; the reviewer's clone kept no worktree of it.
+    assert git(remote, "branch", "--list", "task/*") == ""
+    assert not (machines["reviewer-machine"] / ".worktrees" / "T1.review").exists()
+    # The original repository was never touched: each machine worked in its own clone.
+    assert git(repo, "rev-parse", "integration") == git(repo, "rev-parse", "main")
+    assert not (repo / ".worktrees").exists()
+
+
+def test_an_unknown_remote_is_a_usage_error(supervisors, world):
+    proc = supervisors.start("coder-1", ["true"], "--remote", "nowhere")
+    code, out = finish(proc)
+    assert code == 2, out
+    assert "no git remote 'nowhere'" in out
+    assert not Run.objects.filter(project=world.project).exists()
+
+
+COMMIT_THEN_CRASH = (
+    AGENT_LIB
+    + """
+with open(os.path.join(E["LIZA_WORKTREE"], "T1.txt"), "a") as f:
+    f.write("half done\\n")
+git("add", "-A"); git("commit", "-q", "-m", "half of T1")
+sys.exit(3)
+"""
+)
+
+
+def test_a_crashed_coders_commits_are_pushed_all_the_same(supervisors, world, repo, tmp_path):
+    remote, machines = shared_remote(repo, tmp_path, "coder-machine")
+    world.unclaimed("T1")
+    proc = supervisors.start(
+        "coder-1",
+        write_agent(tmp_path, "crash", COMMIT_THEN_CRASH),
+        "--repo", str(machines["coder-machine"]), "--remote", "origin",
+    )  # fmt: skip
+
+    code, out = finish(proc)
+
+    assert code == 12, out  # the crash loop stopped it, after three spawns ...
+    # ... each of whose commits reached the remote: the kept branch, pushed after every exit.
+    assert git(remote, "rev-list", "--count", "main..task/T1") == "3", out
+    assert git(remote, "show", "task/T1:T1.txt").splitlines() == ["half done"] * 3
+    assert out.count("T1: pushed task/T1 to origin") == 3
+    assert world.task("T1").status == TaskStatus.CLAIMED
