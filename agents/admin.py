@@ -21,7 +21,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from agents.models import Agent, AgentKey, IdempotentRequest
+from agents.models import Agent, AgentKey, IdempotentRequest, Run
 from agents.services import (
     agent_key_issue,
     agent_key_label,
@@ -224,3 +224,23 @@ class IdempotentRequestAdmin(AppendOnlyAdmin):
     search_fields = ("key", "path", "agent__agent_id")
     date_hierarchy = "created_at"
     list_select_related = ("agent",)
+
+
+@admin.register(Run)
+class RunAdmin(AppendOnlyAdmin):
+    """The supervisors' runs of agent commands (issue 12): visible for a human asking why an
+    agent keeps failing, never written from the admin (`liza supervise` reports them)."""
+
+    list_display = (
+        "started",
+        "agent",
+        "task",
+        "ended",
+        "exit_code",
+        "stopped_by",
+        "restart_reason",
+    )
+    list_filter = ("exit_code",)
+    search_fields = ("agent__agent_id", "task__key", "restart_reason", "output")
+    date_hierarchy = "started"
+    list_select_related = ("agent", "task")

@@ -201,7 +201,8 @@ class RunView(
         operation_id="runs_list",
         description="The supervisors' runs, newest first; `task` or `agent` filter them.",
         parameters=[OpenApiParameter("task", str), OpenApiParameter("agent", str)],
-        responses={200: agent_s.RunSerializer(many=True), **READ_ERRORS},
+        # 400: a filter the database cannot hold (a NUL byte), refused like every query.
+        responses={200: agent_s.RunSerializer(many=True), **errors(400, 401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
         rows = run_list(

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from boards import protocol as p
@@ -269,6 +270,9 @@ class TriageInput(InputSerializer):
     task = ConvertTaskInput(required=False, help_text="convert only: the DRAFT task to create")
 
 
+# Described to the OpenAPI schema (drf-spectacular cannot see inside a custom field): the API
+# takes the map; the settings form's "CLAIMED=3" spelling is the board's.
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}})
 class WipLimitsField(serializers.Field):
     """The board's advisory WIP limits: {"CLAIMED": 3} from the API, "CLAIMED=3, BLOCKED=2"
     from the settings form; one rule (protocol.wip_limits_error) for both."""

@@ -135,6 +135,7 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
         "agent_keys_revoke",
         "agents_disable",
         "agents_enable",
+        "agents_availability",
         "inbox_retrieve",
         "config_update",
         "notes_create",

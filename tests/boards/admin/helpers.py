@@ -10,7 +10,7 @@ from django.db import models
 from django.urls import reverse
 
 from agents.models import Agent, AgentKey, IdempotentRequest
-from agents.services import agent_handoff, agent_key_issue
+from agents.services import agent_handoff, agent_key_issue, run_finish, run_start
 from boards.models import (
     Alert,
     CircuitBreakerCheck,
@@ -146,6 +146,11 @@ def build_board(world: World) -> Board:
         body={"id": "disc-1"},
         created_at=world.now,
     )
+    # A supervisor's run of coder-1's agent command that crashed (issue 12).
+    run = run_start(
+        project=world.project, agent=world.agent("coder-1"), now=world.tick(), task="task-1"
+    )
+    run_finish(run=run, agent=world.agent("coder-1"), now=world.tick(), exit_code=1, output="boom")
     return Board(
         world=world,
         goal=goal,

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.models import Agent, AgentKey, IdempotentRequest
+from agents.models import Agent, AgentKey, IdempotentRequest, Run
 from boards.models import (
     Alert,
     Anomaly,
@@ -55,6 +55,7 @@ EVERY_MODEL = [
     Agent,
     AgentKey,
     IdempotentRequest,
+    Run,
 ]
 
 

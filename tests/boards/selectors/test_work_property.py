@@ -30,6 +30,7 @@ from agents.models import Agent
 from agents.services import agent_handoff, agent_heartbeat, agent_set_availability
 from boards.errors import ProtocolError
 from boards.models import Task
+from boards.protocol import AgentStatus
 from boards.selectors.access import config_of
 from boards.selectors.tasks import retry_at
 from boards.selectors.work import stop_reason, work_for_role
@@ -285,6 +286,10 @@ def _coder_gets_work(world: World, agent_id: str, now) -> bool:
     )
     if isinstance(claimed, Task):
         return True
+    if world.agent(agent_id).status == AgentStatus.HANDOFF:
+        # A session that handed off has ended: its id registers again before any work (SPEC
+        # §13); its task's lease is held for that next session, not for it.
+        return False
     beat = _undone(lambda: agent_heartbeat(agent=world.agent(agent_id), now=now))
     in_hand = not isinstance(beat, Exception) and beat.stop is None and beat.task is not None
     return in_hand and beat.task.status == "CLAIMED"

@@ -9,7 +9,7 @@ from django.test import Client
 from boards.models import Alert, Membership, WebhookAttempt, WebhookDelivery
 from boards.selectors.access import config_of
 from boards.services.projects import config_update
-from boards.web.pages import SECRET_FIELDS, SETTINGS_FIELDS
+from boards.web.pages import SECRET_FIELDS, SETTINGS_FIELDS, _setting_text
 from tests.boards.api.helpers import key_for
 from tests.boards.views.test_oversight_views import (
     ADMIN,
@@ -100,7 +100,7 @@ def _form(world, **values) -> dict[str, str]:
     """The settings form as the browser posts it: every field, as shown, then `values`."""
     config = config_of(world.project)
     config.refresh_from_db()
-    shown = {n: str(getattr(config, n)) for n in SETTINGS_FIELDS if n not in SECRET_FIELDS}
+    shown = {n: _setting_text(config, n) for n in SETTINGS_FIELDS if n not in SECRET_FIELDS}
     return {**shown, "webhook_secret": "", **values}
 
 
