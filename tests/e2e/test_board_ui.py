@@ -193,7 +193,7 @@ def test_swimlanes_by_assignee_and_wip_limits(browser, server, team, agent_clien
 
 
 def test_a_live_card_keeps_the_server_order_and_the_column_cap(browser, server, team, agent_client):
-    """CLAIMED shows 2 cards; capped at 2 here (the server's cap is 200), a P1 claimed live goes
+    """CLAIMED shows 2 cards; capped at 2 here (the server's cap is 50), a P1 claimed live goes
     first, pushes the last card out and is counted; the order is the server's own."""
     context, page = _board_at(browser, server, team, 1440, 900)
     try:

@@ -58,7 +58,8 @@ def test_the_board_query_count_is_the_same_for_10_and_1000_tasks(lanes):
         assert "waiting on 1 dependency" in html
         assert "code-reviewer-1" in html
     assert small_html.count('<article class="card') < 20
-    assert large_html.count('<article class="card') > 500
+    # The large board fills its columns to the cap: hundreds of cards, the same queries.
+    assert large_html.count('<article class="card') >= 8 * COLUMN_CARD_LIMIT
 
 
 def test_a_5000_task_board_renders_collapsed_and_cut():
