@@ -3,33 +3,18 @@ worktree keep/recreate rules and the approving reviewer's merge."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from agents.client import gitops
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout.strip()
+from tests.agents.client.gitrepo import git, new_repo
 
 
 @pytest.fixture
 def repo(tmp_path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "a@example.com")
-    git(root, "config", "user.name", "A")
-    (root / "app.py").write_text("one\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "start")
-    git(root, "branch", "integration")
-    return root
+    return new_repo(tmp_path / "repo", {"app.py": "one\n"}, email="a@example.com", name="A")
 
 
 def commit(path: Path, name: str, text: str) -> str:
@@ -176,6 +161,7 @@ for name in [n for n in os.environ if n.startswith("GIT_")]:
     del os.environ[name]  # the hook runs with the pushing clone's git environment
 from pathlib import Path
 from agents.client import gitops
+from tests.agents.client.gitrepo import git, new_repo
 gitops.merge_task_remote(
     Path({first!r}), "T1", integration="integration", review_commit={t1!r}, remote="origin"
 )

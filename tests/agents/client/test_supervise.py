@@ -23,6 +23,7 @@ from agents.models import Agent, Run
 from agents.selectors import recent_crashes
 from boards.models import Event
 from boards.protocol import TaskStatus
+from tests.agents.client.gitrepo import git, new_repo
 from tests.boards.api.helpers import key_for
 from tests.lifecycle import World
 
@@ -84,26 +85,15 @@ def write_agent(tmp_path: Path, name: str, source: str) -> list[str]:
     return [sys.executable, str(path)]
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path) -> Path:
     """A repository with one commit on main and an `integration` branch."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "agents@example.com")
-    git(root, "config", "user.name", "Agents")
-    (root / "README").write_text("project\n")
-    (root / ".gitignore").write_text(".worktrees/\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "start")
-    git(root, "branch", "integration")
-    return root
+    return new_repo(
+        tmp_path / "repo",
+        {"README": "project\n", ".gitignore": ".worktrees/\n"},
+        email="agents@example.com",
+        name="Agents",
+    )
 
 
 @pytest.fixture
