@@ -17,6 +17,7 @@ from boards.errors import (
     Forbidden,
     IdempotencyKeyReused,
     LeaseLost,
+    ProtocolError,
     ProtocolValidationError,
 )
 from boards.live import outbox
@@ -570,32 +571,24 @@ def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) ->
     with transaction.atomic():
         agent = lock_agent(agent)
         before = agent_availability(agent, now)
+
+        def refused(message: str) -> ProtocolError:
+            return refusal(
+                Conflict(message, {"agent": agent.agent_id, "availability": before.state}),
+                project=project,
+                actor=actor,
+                action="agent_availability_set",
+                now=now,
+            )
+
         if state == "overloaded":
             if agent.overloaded:
-                raise refusal(
-                    Conflict(
-                        f"{agent.agent_id} is already overloaded",
-                        {"agent": agent.agent_id, "availability": before.state},
-                    ),
-                    project=project,
-                    actor=actor,
-                    action="agent_availability_set",
-                    now=now,
-                )
+                raise refused(f"{agent.agent_id} is already overloaded")
             agent.overloaded = True
             agent.save(update_fields=["overloaded"])
         else:
             if before.state != OVERLOADED and before.state != ERROR:
-                raise refusal(
-                    Conflict(
-                        f"{agent.agent_id} is {before.state}, not overloaded or in error",
-                        {"agent": agent.agent_id, "availability": before.state},
-                    ),
-                    project=project,
-                    actor=actor,
-                    action="agent_availability_set",
-                    now=now,
-                )
+                raise refused(f"{agent.agent_id} is {before.state}, not overloaded or in error")
             agent.overloaded = False
             agent.error_cleared_at = now
             agent.save(update_fields=["overloaded", "error_cleared_at"])

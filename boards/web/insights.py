@@ -219,10 +219,7 @@ def svgs(data: Insights, t: dict[str, Table]) -> dict[str, Any]:
             "time_in_state",
             "Time in each state, p50 and p90",
             [row[0] for row in states],
-            [
-                charts.Series("p50", [row[2] or 0 for row in states]),
-                charts.Series("p90", [row[3] or 0 for row in states]),
-            ],
+            _p50_p90(states),
             durations=True,
         ),
         "throughput": charts.bars(
@@ -236,10 +233,7 @@ def svgs(data: Insights, t: dict[str, Table]) -> dict[str, Any]:
             "lead_cycle",
             "Lead and cycle time, p50 and p90",
             [row[0] for row in lead],
-            [
-                charts.Series("p50", [row[2] or 0 for row in lead]),
-                charts.Series("p90", [row[3] or 0 for row in lead]),
-            ],
+            _p50_p90(lead),
             durations=True,
         ),
         "review_rounds": charts.bars(
@@ -379,6 +373,14 @@ def insights_page(request: HttpRequest, slug: str) -> HttpResponse:
         "to_value": request.GET.get("to", ""),
     }
     return render(request, "boards/insights.html", context, status=400 if errors else 200)
+
+
+def _p50_p90(rows) -> list[charts.Series]:
+    """The p50 and p90 bars of a percentile table (name, count, p50, p90, …; none drawn as 0)."""
+    return [
+        charts.Series("p50", [row[2] or 0 for row in rows]),
+        charts.Series("p90", [row[3] or 0 for row in rows]),
+    ]
 
 
 AGENT_PAGE_RUNS = 20  # the agent page lists its latest runs, as the drawer does
