@@ -137,3 +137,18 @@ def read_columns(html: str) -> dict[str, ColumnView]:
     reader = _ColumnReader()
     reader.feed(html)
     return reader.columns
+
+
+# Who may open a page any project member reads (insights, agent page, graph, activity), and the
+# status each gets. Pages are for people: an agent's bearer key opens no session, so it is sent
+# to sign in like anyone anonymous.
+MEMBER_PAGE_MATRIX = [
+    ("anonymous", 302),
+    ("viewer", 200),
+    ("member", 200),
+    ("admin", 200),
+    ("admin of another project", 404),
+    ("no membership", 404),
+    ("agent of this project", 302),
+    ("agent of another project", 302),
+]

@@ -15,7 +15,7 @@ from boards.models import Event
 from boards.selectors.activity import PAGE_SIZE
 from boards.services import tasks
 from boards.services.kernel import record_event
-from tests.boards.views.helpers import bulk_tasks, sprint_world
+from tests.boards.views.helpers import MEMBER_PAGE_MATRIX, bulk_tasks, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member, register
 
 pytestmark = pytest.mark.django_db
@@ -63,20 +63,7 @@ def _principal(kind: str, world):
 
 
 @pytest.mark.parametrize("path", PAGES)
-@pytest.mark.parametrize(
-    "who, status",
-    [
-        ("anonymous", 302),
-        ("viewer", 200),
-        ("member", 200),
-        ("admin", 200),
-        ("admin of another project", 404),
-        ("no membership", 404),
-        # Pages are for people: an agent's bearer key opens no session, so it is sent to sign in.
-        ("agent of this project", 302),
-        ("agent of another project", 302),
-    ],
-)
+@pytest.mark.parametrize("who, status", MEMBER_PAGE_MATRIX)
 def test_role_matrix(world, path, who, status):
     from agents.services import agent_key_issue
     from boards.services.kernel import SYSTEM

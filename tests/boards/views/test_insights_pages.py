@@ -17,6 +17,7 @@ from django.utils import timezone
 from agents.services import agent_key_issue, run_finish, run_start
 from boards.services.goals import goal_create
 from boards.services.kernel import SYSTEM
+from tests.boards.views.helpers import MEMBER_PAGE_MATRIX
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 
@@ -58,20 +59,7 @@ def agent_client(agent) -> Client:
 
 
 @pytest.mark.parametrize("path", PAGES)
-@pytest.mark.parametrize(
-    ("who", "status"),
-    [
-        ("anonymous", 302),
-        ("viewer", 200),
-        ("member", 200),
-        ("admin", 200),
-        ("admin of another project", 404),
-        ("no membership", 404),
-        # Agents speak to the API; a key opens no page (no session: sign in).
-        ("agent of this project", 302),
-        ("agent of another project", 302),
-    ],
-)
+@pytest.mark.parametrize(("who", "status"), MEMBER_PAGE_MATRIX)
 def test_role_matrix(world, path, who, status):
     other = World()
     client = {
