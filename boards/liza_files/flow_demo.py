@@ -9,11 +9,11 @@ shipped as a fixture so its dates always end today, and seeded so two builds at 
 give the same figures (docs/decisions.md "The flow demo").
 
 The walk is a small discrete-event simulation: idle coders claim the best open task every half
-hour (their own rejected work first), work for a drawn number of hours and submit; idle reviewers
-claim the oldest review, give a verdict (a drawn number of rejections per task) and merge what
-they approved; the watcher sweeps at noon every other day. Three tasks are scripted: one blocked then
-released, one blocked until the end, and one whose coder crashes (its lease expires and another
-coder takes it over).
+hour (their own rejected work first), work for a drawn number of hours and submit; idle
+reviewers claim the oldest review, give a verdict (a drawn number of rejections per task) and
+merge what they approved; the watcher sweeps at noon every other day. Three tasks are scripted:
+one blocked then released, one blocked until the end, and one whose coder crashes (its lease
+expires and another coder takes it over).
 """
 
 from __future__ import annotations
