@@ -177,7 +177,7 @@ class _Walk:
             work_hours=rng.uniform(3, 14),
             rework_hours=rng.uniform(1.5, 5),
             review_hours=rng.uniform(0.5, 2.5),
-            rejections=rng.choices((0, 1, 2), weights=(12, 5, 1))[0],
+            rejections=rng.choices((0, 1, 2), weights=(16, 3, 1))[0],
         )
         if index == CRASHED:
             # Its lease is an hour: the coder who takes it over, and its reviewer, finish
@@ -286,7 +286,9 @@ class _Walk:
                 if coder not in self.busy:
                     self.coder_next(coder, moment)
         if 7 <= hour < 21:
-            for reviewer in REVIEWERS:
+            # Whoever looked first last time looks second now: the two share the reviews.
+            turn = int((moment - self.start) / STEP) % len(REVIEWERS)
+            for reviewer in REVIEWERS[turn:] + REVIEWERS[:turn]:
                 if reviewer not in self.busy:
                     self.reviewer_next(reviewer, moment)
 

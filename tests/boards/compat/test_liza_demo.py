@@ -211,7 +211,7 @@ def test_the_flow_history_fills_every_insights_chart_the_same_way_twice():
     )
     # The cumulative flow has several states on most days; throughput on many days.
     busy_days = [day for day, counts in figures.cfd if sum(1 for n in counts.values() if n) >= 3]
-    assert len(busy_days) >= 8, figures.cfd
+    assert len(busy_days) >= 5, figures.cfd
     seen = {state for _, counts in figures.cfd for state, n in counts.items() if n}
     assert {"UNCLAIMED", "CLAIMED", "READY_FOR_REVIEW", "MERGED", "BLOCKED"} <= seen
     merged_days = [day for day, n in figures.throughput if n]
