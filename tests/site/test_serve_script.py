@@ -67,7 +67,8 @@ def _serving(args: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.
                 seen.append(lines.get(timeout=1))
             except queue.Empty:
                 assert serve.poll() is None, "".join(seen)
-        assert any("liza_watch heartbeat: 1 project(s) swept" in s for s in seen), "".join(seen)
+        # liza_demo's two projects: the live demo and the two weeks of flow (demo-flow).
+        assert any("liza_watch heartbeat: 2 project(s) swept" in s for s in seen), "".join(seen)
         yield serve, seen
     finally:
         if serve.poll() is None:
