@@ -95,6 +95,12 @@ BLOCKED_AT_END = 24  # fraud score: still waiting on a decision
 CRASHED = 11  # order confirmation email: its first coder's session dies
 
 
+# The walk's own bookkeeping beside the task states: a claim whose lease died (still CLAIMED),
+# and a review under way (still READY_FOR_REVIEW).
+_LAPSED = "lapsed"
+_IN_REVIEW = "in review"
+
+
 def _key(index: int) -> str:
     return f"CO-{index + 1:02d}"
 
@@ -303,11 +309,11 @@ class _Walk:
             open_ = [
                 p
                 for p in self.plans
-                if p.status == TaskStatus.UNCLAIMED or (p.status == "CRASHED" and p.coder != coder)
+                if p.status == TaskStatus.UNCLAIMED or (p.status == _LAPSED and p.coder != coder)
             ]
             if not open_:
                 return
-            plan = min(open_, key=lambda p: (p.status != "CRASHED", p.index != CRASHED, p.index))
+            plan = min(open_, key=lambda p: (p.status != _LAPSED, p.index != CRASHED, p.index))
             hours = plan.work_hours
         plan.row = tasks.task_claim(
             task=self.task(plan),
@@ -316,7 +322,7 @@ class _Walk:
             now=self.at(moment),
         )
         crashing = plan.index == CRASHED and plan.status == TaskStatus.UNCLAIMED
-        if plan.status == "CRASHED":
+        if plan.status == _LAPSED:
             plan.failed_by.append(plan.coder)  # the takeover appends it (SPEC §5.1)
             self.busy.discard(plan.coder)
         plan.status, plan.coder = TaskStatus.CLAIMED, coder
@@ -334,7 +340,7 @@ class _Walk:
         self.sweep()
         # CLAIMED under a dead lease: another coder takes it over. Its first coder still
         # "holds" it until then (one task at a time), so it waits for the takeover.
-        plan.status = "CRASHED"
+        plan.status = _LAPSED
 
     def block(self, plan: _Plan) -> None:
         plan.row = tasks.task_block(
@@ -381,7 +387,7 @@ class _Walk:
             return
         plan = min(waiting, key=lambda p: p.submitted)
         reviews.review_claim(task=self.task(plan), agent=self.agents[reviewer], now=self.at(moment))
-        plan.status = "REVIEWING"
+        plan.status = _IN_REVIEW
         self.busy.add(reviewer)
         self.later(
             self.clock + timedelta(hours=plan.review_hours), lambda: self.verdict(plan, reviewer)
