@@ -63,7 +63,9 @@ def _divisions(top: float) -> int:
     return {1: 2, 2: 4}.get(leading, 5)
 
 
-def _frame(chart_id: str, title: str, description: str, top: float, unit: str, body) -> SafeString:
+def _frame(
+    chart_id: str, title: str, description: str, top: float, unit: str, body, extra_rows: int = 0
+) -> SafeString:
     n = _divisions(top)
     ticks = format_html_join(
         "",
@@ -82,7 +84,7 @@ def _frame(chart_id: str, title: str, description: str, top: float, unit: str, b
         '<g class="axis">{ticks}<text class="unit" x="{ux}" y="{uy}">{unit}</text></g>{body}</svg>',
         id=chart_id,
         w=WIDTH,
-        h=HEIGHT,
+        h=HEIGHT + extra_rows * LEGEND_ROW,
         title=title,
         desc=description,
         ticks=ticks,
@@ -99,32 +101,48 @@ def _x_labels(labels: list[str], centre) -> SafeString:
     # Long labels (state names) would run into each other: smaller and ellipsed past the slot.
     room = PLOT_W / max(1, len(shown))
     fits = max((len(label) for _, label in shown), default=0) * 6.5 <= room
+    rows = []
+    for i, label in shown:
+        text = label if fits or len(label) * 5.5 <= room else label[: int(room / 5.5) - 1] + "…"
+        x, anchor = round(centre(i), 1), "middle"
+        # An area chart's first and last labels sit on the plot's edges: centred, they would
+        # be cut by the drawing's border, so they hang inwards instead.
+        half = len(text) * (6.5 if fits else 5.5) / 2
+        if x + half > WIDTH - 2:
+            x, anchor = WIDTH - 2, "end"
+        elif x - half < 2:
+            x, anchor = 2, "start"
+        rows.append(("" if fits else " small", x, HEIGHT - BOTTOM + 16, anchor, text, label))
     return format_html_join(
         "",
-        '<text class="x-label{}" x="{}" y="{}" text-anchor="middle">{}<title>{}</title></text>',
-        (
-            (
-                "" if fits else " small",
-                round(centre(i), 1),
-                HEIGHT - BOTTOM + 16,
-                label if fits or len(label) * 5.5 <= room else label[: int(room / 5.5) - 1] + "…",
-                label,
-            )
-            for i, label in shown
-        ),
+        '<text class="x-label{}" x="{}" y="{}" text-anchor="{}">{}<title>{}</title></text>',
+        rows,
     )
 
 
-def _legend(series: list[Series]) -> SafeString:
-    return format_html_join(
+LEGEND_ROW = 16  # px between legend rows
+LEGEND_CHAR = 7.5  # px a legend character may take (the legend's font, upper case included)
+
+
+def _legend(series: list[Series]) -> tuple[SafeString, int]:
+    """The legend under the plot, each entry as wide as its name (READY_FOR_REVIEW is three
+    times CLAIMED), wrapped onto more rows when a row is full; and the rows it needs beyond
+    the first (the drawing grows by that much)."""
+    items, x, row = [], LEFT, 0
+    for s in series:
+        width = 14 + len(s.name) * LEGEND_CHAR + 16
+        if x > LEFT and x + width > WIDTH - RIGHT:
+            x, row = LEFT, row + 1
+        y = HEIGHT - 14 + row * LEGEND_ROW
+        items.append((s.css_class, x, y, x + 14, y + 9, s.name))
+        x += width
+    html = format_html_join(
         "",
         '<g class="legend-item {}"><rect x="{}" y="{}" width="10" height="10"></rect>'
         '<text x="{}" y="{}">{}</text></g>',
-        (
-            (s.css_class, LEFT + i * 110, HEIGHT - 14, LEFT + i * 110 + 14, HEIGHT - 5, s.name)
-            for i, s in enumerate(series)
-        ),
+        ((css, round(rx, 1), ry, round(tx, 1), ty, name) for css, rx, ry, tx, ty, name in items),
     )
+    return html, row
 
 
 def bars(
@@ -177,17 +195,18 @@ def bars(
                     shown,
                 )
             )
+    legend, extra_rows = _legend(series) if len(series) > 1 else ("", 0)
     body = format_html(
         "{}{}{}",
         mark_safe("".join(rects)),  # each rect escaped by format_html above
         _x_labels(labels, lambda i: LEFT + slot * (i + 0.5)),
-        _legend(series) if len(series) > 1 else "",
+        legend,
     )
     description = "; ".join(
         f"{s.name}: " + ", ".join(f"{labels[i]} {_number(v)}" for i, v in enumerate(s.values))
         for s in series
     )[:1000]
-    return _frame(chart_id, title, description, top, shown_unit, body)
+    return _frame(chart_id, title, description, top, shown_unit, body, extra_rows)
 
 
 def stacked_area(chart_id: str, title: str, labels: list[str], series: list[Series]) -> SafeString:
@@ -227,13 +246,14 @@ def stacked_area(chart_id: str, title: str, labels: list[str], series: list[Seri
             )
         )
         base = upper
+    legend, extra_rows = _legend(series)
     body = format_html(
         "{}{}{}",
         mark_safe("".join(layers)),  # each layer escaped by format_html above
         _x_labels(labels, x),
-        _legend(series),
+        legend,
     )
     description = (
         f"Tasks per state at the end of each day, {labels[0]} to {labels[-1]}" if labels else ""
     )
-    return _frame(chart_id, title, description, top, "tasks", body)
+    return _frame(chart_id, title, description, top, "tasks", body, extra_rows)
