@@ -14,9 +14,16 @@ process with RequestFactory (server time: the view function, rendering included)
   sprint    the same for a sprint planned with half the tasks
   csv:<c>   `?format=csv&chart=<c>` for each chart
   selector  `boards.selectors.insights.insights` alone (no tables, SVG or template)
+  flow statement  `_flow_sql`'s one statement alone, run by psycopg; and the statement it
+            replaced (`FORMER_FLOW_SQL`), the "before" in the same run
   bare SQL  the baseline, in the same run: psycopg fetching the same state history and running
             the same per-agent GROUP BY, no Python work on the rows (the floor of any
             implementation that reads the log)
+
+Each row gives wall p50 and best, this process's CPU and PostgreSQL's (DB CPU: the backends'
+CPU from /proc, comparable across runs where wall times swing with the machine's load).
+The seed ends with VACUUM ANALYZE: autovacuum does as much to an append-only table soon after
+a burst, and the state history's index-only scan needs the visibility map it sets.
 
 Target (issue #13): page ≤ 300 ms.
 """

@@ -429,9 +429,9 @@ def _flow_python(project: Project, period: Period) -> tuple[int, _Flow]:
 #   event  each merge and approval in the period, in history order (throughput, lead and
 #          cycle times, review rounds; a few thousand rows at most); the board snapshot's JSON
 #          is read for these rows only
-# Measured on bench/insights.py's history (bench/README.md "Insights"): the former statement
-# (EXTRACT's numeric epochs, the wide event rows, a sort for each window, the ranks by window
-# functions over the text state) took ~400 ms; this one ~150-250 ms.
+# Measured on bench/insights.py's history (bench/README.md "Insights", PostgreSQL's CPU in the
+# same runs): the former statement (EXTRACT's numeric epochs, the wide event rows, a sort for
+# each window, the ranks by window functions over the text state) 352-374 ms, this one 242-264.
 FLOW_SQL = """
 WITH samples AS (SELECT %s::float8 AS first, %s::float8 AS last, %s::int AS n),
 stays AS (
