@@ -1,5 +1,6 @@
 """`.ci/serve` runs the watcher beside the server and stops it with the server (README), on the
-embedded default and, with `--production`, as granian workers on PostgreSQL and Redis."""
+embedded default (where liza_demo's flow project is then checked too) and, with
+`--production`, as granian workers on PostgreSQL and Redis."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import queue
 import re
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -67,7 +69,8 @@ def _serving(args: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.
                 seen.append(lines.get(timeout=1))
             except queue.Empty:
                 assert serve.poll() is None, "".join(seen)
-        assert any("liza_watch heartbeat: 1 project(s) swept" in s for s in seen), "".join(seen)
+        # liza_demo's two projects: the live demo and the two weeks of flow (demo-flow).
+        assert any("liza_watch heartbeat: 2 project(s) swept" in s for s in seen), "".join(seen)
         yield serve, seen
     finally:
         if serve.poll() is None:
@@ -100,6 +103,25 @@ def test_serve_starts_the_watcher_and_stops_it_with_the_server(tmp_path):
         servers = [pid for pid, cmd in children.items() if "daphne" in cmd]
         assert len(watchers) == 1 and len(servers) == 1, children
         _stops_on_sigterm(serve, watchers + servers)
+
+    # On the embedded SQLite too, liza_demo walked the two weeks of flow, and they are valid.
+    with sqlite3.connect(tmp_path / "liza.sqlite3") as db:
+        actions = [a for (a,) in db.execute(
+            "SELECT e.action FROM boards_event e JOIN boards_project p ON p.id = e.project_id"
+            " WHERE p.slug = 'demo-flow'"
+        )]  # fmt: skip
+    assert {"claimed", "rejected", "approved", "merged", "blocked", "lease_expired"} <= set(
+        actions
+    ), actions
+    validate = subprocess.run(
+        [".venv/bin/python", "manage.py", "liza_validate", "--project", "demo-flow"],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (validate.returncode, validate.stdout.strip()) == (0, "VALID"), validate.stderr
 
 
 def test_serve_production_runs_granian_workers_on_postgresql_and_redis():

@@ -1,5 +1,6 @@
 """manage.py liza_demo [--slug demo] [--team DIR]: a demo project with live leases, a login and an
-agent key; with `--team DIR`, an empty project for `liza demo-team` and its five agents' keys."""
+agent key, and a second project with two weeks of history for the insights page; with
+`--team DIR`, an empty project for `liza demo-team` and its five agents' keys."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from django.utils import timezone
 
 from boards.liza_files import LizaImportError
 from boards.liza_files.demo import ADMIN_PASSWORD, demo_build, team_build
+from boards.liza_files.flow_demo import FLOW_SLUG, flow_demo_build
 
 
 class Command(BaseCommand):
     help = (
         "Create the demo project from seed 002's example blackboard (timestamps moved to now), "
-        "the admin login and a fresh agent key. Safe to run again. With --team DIR: a new "
+        "the admin login and a fresh agent key, and the project "
+        f'"{FLOW_SLUG}": two weeks of flow walked through the services, for the insights page. '
+        "Safe to run again. With --team DIR: a new "
         "project for `liza demo-team` (slug `team`, or `team-N` if taken) with an open goal and "
         "no task, its planner, two coders and two reviewers, each key written to "
         "DIR/<agent-id>.key (mode 0600)."
@@ -40,6 +44,12 @@ class Command(BaseCommand):
             self.stdout.write("Imported from seed 002's example, timestamps moved to now.")
         else:
             self.stdout.write("The project already existed and was kept as it is.")
+        flow = flow_demo_build(slug=FLOW_SLUG, now=timezone.now(), admin=demo.admin)
+        self.stdout.write(
+            f'Insights demo project "{flow.project.slug}" ({flow.project.name}): '
+            f"{flow.tasks} tasks{'' if flow.built else ', kept as it is'}; "
+            f"see /p/{flow.project.slug}/insights/"
+        )
         self.stdout.write(f"Admin login: {demo.admin.get_username()} / {ADMIN_PASSWORD}")
         self.stdout.write(f"Agent key ({demo.agent.agent_id}): {demo.agent_key}")
 

@@ -7,16 +7,20 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, get_user_model
+from django.db import connection
 from django.test import RequestFactory
 from django.utils import timezone
 
 from agents.models import Agent
 from agents.selectors import agent_key_lookup
 from boards.liza_files.demo import DEMO_DIR, shift_timestamps
+from boards.liza_files.flow_demo import flow_demo_build
 from boards.models import Event, Goal, Membership, Project, Task
 from boards.protocol import GoalStatus
+from boards.selectors.insights import _flow_python, _flow_sql, insights, insights_period
 from boards.validation import reference_time
+from tests.boards.compat.test_original_liza_judges_exports import _export
 
 
 def test_shift_timestamps_moves_every_timestamp_and_nothing_else():
@@ -72,7 +76,7 @@ def demo_key(run) -> str:
 
 
 @pytest.mark.django_db
-def test_liza_demo_builds_a_live_project_and_is_idempotent(manage):
+def test_liza_demo_builds_a_live_project_and_is_idempotent(manage, original_liza, tmp_path):
     first = manage("liza_demo")
     # Each run issues a fresh demo key (an audited `key_issued`); nothing else is written again.
     events_after_first = Event.objects.exclude(action="key_issued").count()
@@ -82,10 +86,14 @@ def test_liza_demo_builds_a_live_project_and_is_idempotent(manage):
     assert first.out_lines[0] == 'Liza Board demo project "demo": 10 tasks'
     assert second.out_lines[0] == 'Liza Board demo project "demo": 10 tasks'
     assert "Imported" in first.out_lines[1] and "kept as it is" in second.out_lines[1]
+    flow_line = 'Insights demo project "demo-flow" (Demo: two weeks of flow): 32 tasks'
+    assert first.out_lines[2] == f"{flow_line}; see /p/demo-flow/insights/"
+    assert second.out_lines[2] == f"{flow_line}, kept as it is; see /p/demo-flow/insights/"
     for run in (first, second):
         assert "Admin login: admin / liza-admin" in run.out_lines
     project = Project.objects.get(slug="demo")
-    assert Project.objects.count() == 1 and Task.objects.filter(project=project).count() == 10
+    assert Task.objects.filter(project=project).count() == 10
+    assert sorted(Project.objects.values_list("slug", flat=True)) == ["demo", "demo-flow"]
     assert Event.objects.exclude(action="key_issued").count() == events_after_first
 
     # Both printed keys authenticate as coder-4 of the demo project.
@@ -102,10 +110,17 @@ def test_liza_demo_builds_a_live_project_and_is_idempotent(manage):
     admin = authenticate(sign_in, username="admin", password="liza-admin")
     assert admin is not None and admin.is_staff and admin.is_superuser
     assert Membership.objects.get(project=project, user=admin).role == "admin"
+    flow = Project.objects.get(slug="demo-flow")
+    assert Membership.objects.get(project=flow, user=admin).role == "admin"
+    # The history passes the validator at the wall clock, as a newcomer's board is read.
+    run = manage("liza_validate", project="demo-flow")
+    assert (run.code, run.out_lines) == (0, ["VALID"])
+    judged = original_liza.validate(_export(flow, tmp_path / "flow"))
+    assert judged.returncode == 0 and judged.stdout.strip().endswith("VALID"), judged.stdout
 
 
 @pytest.mark.django_db
-def test_the_demo_leases_are_live_today(manage):
+def test_the_demo_leases_are_live_today(manage, flow_demo_skipped):
     manage("liza_demo", slug="today")
     now = timezone.now()
 
@@ -125,7 +140,7 @@ def test_the_demo_reference_time_is_its_latest_heartbeat():
 
 
 @pytest.mark.django_db
-def test_the_printed_demo_key_registers_and_claims_over_http(manage):
+def test_the_printed_demo_key_registers_and_claims_over_http(manage, flow_demo_skipped):
     """The README's promise: with the printed key an agent can start working at once."""
     from rest_framework.test import APIClient
 
@@ -170,3 +185,65 @@ def test_liza_demo_team_writes_five_private_keys_for_a_new_project_with_an_open_
         goal = Goal.objects.get(project=project)
         assert goal.status == GoalStatus.IN_PROGRESS
         assert Membership.objects.filter(project=project, role=Membership.Role.ADMIN).exists()
+
+
+# -- the flow project: two weeks of history for the insights page ------------------------------
+
+FLOW_NOW = datetime(2026, 3, 20, 18, 30, tzinfo=UTC)
+
+
+def _flow_figures(slug: str):
+    project = Project.objects.get(slug=slug)
+    return project, insights(project=project, period=insights_period(now=FLOW_NOW))
+
+
+@pytest.mark.django_db
+def test_the_flow_history_fills_every_insights_chart_the_same_way_twice():
+    admin = get_user_model().objects.create_user(username="demo-admin")
+    built = [flow_demo_build(slug=slug, now=FLOW_NOW, admin=admin) for slug in ("f1", "f2")]
+    assert [(b.built, b.tasks) for b in built] == [(True, 32), (True, 32)]
+    project, figures = _flow_figures("f1")
+
+    # Every step was applied by the services (a refusal would have raised and rolled back).
+    assert not Event.objects.filter(project=project, outcome=Event.Outcome.REJECTED).exists()
+    assert Event.objects.filter(project=project).earliest("timestamp").timestamp >= (
+        FLOW_NOW - timedelta(days=14)
+    )
+    # The cumulative flow has several states on most days; throughput on many days.
+    busy_days = [day for day, counts in figures.cfd if sum(1 for n in counts.values() if n) >= 3]
+    assert len(busy_days) >= 5, figures.cfd
+    seen = {state for _, counts in figures.cfd for state, n in counts.items() if n}
+    assert {"UNCLAIMED", "CLAIMED", "READY_FOR_REVIEW", "MERGED", "BLOCKED"} <= seen
+    merged_days = [day for day, n in figures.throughput if n]
+    assert len(merged_days) >= 7, figures.throughput
+    merged = Task.objects.filter(project=project, status="MERGED").count()
+    assert sum(n for _, n in figures.throughput) == merged >= 20
+    # Lead and cycle times spread out; some tasks needed more than one review round.
+    for spread in (figures.lead_time, figures.cycle_time):
+        assert spread.n == merged and spread.p50 < spread.p90 < spread.max
+    assert figures.cycle_time.p50 < figures.lead_time.p50
+    assert {1, 2} <= set(figures.rounds_to_approval)
+    stays = {times.state: times.spread.n for times in figures.time_in_state}
+    assert all(stays[s] for s in ("UNCLAIMED", "CLAIMED", "READY_FOR_REVIEW", "BLOCKED"))
+    # Per agent: every coder claimed and had verdicts; every reviewer gave some.
+    agents = {a.agent_id: a for a in figures.agents}
+    for coder in ("coder-1", "coder-2", "coder-3"):
+        assert agents[coder].claims and agents[coder].verdicts_received, agents[coder]
+    for reviewer in ("code-reviewer-1", "code-reviewer-2"):
+        assert agents[reviewer].approvals_given and agents[reviewer].rejections_given
+    assert sum(a.blocks for a in agents.values()) == 2
+    assert sum(a.lease_expiries for a in agents.values()) == 1
+    assert sum(sum(levels.values()) for _, levels in figures.alerts) >= 3
+    # Work still under way at the end, and one task still blocked.
+    left = set(Task.objects.filter(project=project).values_list("status", flat=True))
+    assert {"BLOCKED", "DRAFT"} <= left and left & {"CLAIMED", "READY_FOR_REVIEW"}, left
+
+    # Seeded: the second build at the same moment gives the same figures.
+    _, again = _flow_figures("f2")
+    assert again == figures
+    # And the embedded SQLite's path (Python over the state history) agrees with PostgreSQL's.
+    period = insights_period(now=FLOW_NOW)
+    tasks, python = _flow_python(project, period)
+    assert tasks == 32
+    if connection.vendor == "postgresql":
+        assert _flow_sql(project, period) == python

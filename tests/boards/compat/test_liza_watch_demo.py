@@ -14,7 +14,9 @@ from tests.boards.compat.test_original_liza_judges_exports import _export
 pytestmark = pytest.mark.django_db
 
 
-def test_one_sweep_of_the_demo_runs_clean_and_keeps_it_valid(manage, original_liza, tmp_path):
+def test_one_sweep_of_the_demo_runs_clean_and_keeps_it_valid(
+    manage, original_liza, tmp_path, flow_demo_skipped
+):
     assert manage("liza_demo").code == 0
     before = Event.objects.count()
 
