@@ -947,6 +947,15 @@ class Event(AppendOnlyModel):
             models.Index(fields=["project", "task", "timestamp"]),
             # The activity feed's keyset pages: a project's events newest first, from an id.
             models.Index(fields=["project", "-id"], name="event_project_recent"),
+            # The insights' state history (boards.selectors.insights): each task's applied
+            # transitions in order, read from the index alone (an index-only scan, already in
+            # the order of its LAG/LEAD windows), not from the wide rows with their JSON.
+            models.Index(
+                fields=["project", "task", "timestamp", "id"],
+                include=["to_status"],
+                condition=Q(outcome="applied", task__isnull=False) & ~Q(to_status=""),
+                name="event_state_history",
+            ),
         ]
         constraints = [
             # "One-line detail is mandatory" (seed 002 log.yaml).

@@ -59,10 +59,20 @@ def percentile(values: list[float], q: int, *, presorted: bool = False) -> float
     if not values:
         return None
     ordered = values if presorted else sorted(values)
-    # The rank as a whole part and hundredths: no binary fraction creeps into exact inputs.
-    low, hundredths = divmod((len(ordered) - 1) * q, 100)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * hundredths / 100
+    low, high, hundredths = _closest_ranks(len(ordered), q)
+    return _interpolate(ordered[low], ordered[high], hundredths)
+
+
+def _closest_ranks(n: int, q: int) -> tuple[int, int, int]:
+    """The two ranks (from 0) the q-th percentile of n values lies between, and how far past
+    the lower one in hundredths: whole numbers, so no binary fraction creeps into exact inputs
+    (`FLOW_SQL` picks the same ranks)."""
+    low, hundredths = divmod((n - 1) * q, 100)
+    return low, min(low + 1, n - 1), hundredths
+
+
+def _interpolate(low: float, high: float, hundredths: int) -> float:
+    return low + (high - low) * hundredths / 100
 
 
 @dataclass(frozen=True)
@@ -212,9 +222,13 @@ def _task_ids(period: Period):
 
 class Epoch(Func):
     """A moment as seconds since 1970 (float8): 40,000 of them load several times faster than
-    datetimes (psycopg parses each timestamptz from text), and the arithmetic is plain."""
+    datetimes (psycopg parses each timestamptz from text), and the arithmetic is plain.
 
-    template = "EXTRACT(EPOCH FROM %(expressions)s)::float8"
+    `date_part`, not `EXTRACT`: since PostgreSQL 14 EXTRACT computes a numeric, which costs
+    ~20-70 ms over the bench's 35,000 transitions; date_part divides the whole microseconds in
+    float8, correctly rounded, the same value (`datetime.timestamp()`'s too)."""
+
+    template = "date_part('epoch', %(expressions)s)"
     output_field = FloatField()
 
     def as_sqlite(self, compiler, connection, **extra_context):
@@ -399,71 +413,99 @@ def _flow_python(project: Project, period: Period) -> tuple[int, _Flow]:
     return len(tasks), flow
 
 
-# The per-stay work on PostgreSQL. `h` is the state history (`_state_history`'s rows); `stays`
-# collapses repeated states (a takeover) and gives each stay the moment it was left (LEAD).
-# One statement, three parts told apart by `part` (the CTEs are computed once):
+# The per-stay work on PostgreSQL. `history` is the state history (`_history_query`'s rows,
+# read from the covering index `event_state_history` alone: no event row, no JSON); `stays`
+# collapses repeated states (a takeover, LAG) and gives each stay the moment it was left (LEAD),
+# both windows over the index's own order, so nothing is sorted for them. One statement, four
+# parts told apart by `part` (the CTEs are computed once):
 #   cfd    (state, lo, hi, n): n stays holding at the samples lo..hi-1 (the CFD's deltas;
-#          `width_bucket` is a binary search in the samples, less one on an exact match to
-#          count the samples *before* the moment, as bisect_left does)
-#   stay   the rows of each non-terminal state's durations that Python needs: the SLOWEST
-#          longest (with their ties) and the two closest ranks of p50/p90
+#          lo and hi count the samples *before* the moment, as bisect_left does, by arithmetic:
+#          see `_SAMPLES_BEFORE`)
+#   rank   each non-terminal state's count and, from one sort of its durations
+#          (`percentile_disc` at the middle of each wanted position), the values at the two
+#          closest ranks of p50 and of p90, the longest and the SLOWEST-th longest
+#   stay   the stays at least as long as the SLOWEST-th longest (ties come along for Python to
+#          order by key)
 #   event  each merge and approval in the period, in history order (throughput, lead and
-#          cycle times, review rounds; a few thousand rows at most)
+#          cycle times, review rounds; a few thousand rows at most); the board snapshot's JSON
+#          is read for these rows only
+# Measured on bench/insights.py's history (bench/README.md "Insights", PostgreSQL's CPU in the
+# same runs): the former statement (EXTRACT's numeric epochs, the wide event rows, a sort for
+# each window, the ranks by window functions over the text state) 352-374 ms, this one 242-264.
 FLOW_SQL = """
-WITH h AS ({history}),
-marked AS (
-    SELECT *, LAG(to_status) OVER w AS prev,
-           -- The first claim so far: at a merge, the task's first (nothing follows MERGED).
-           min(at) FILTER (WHERE to_status = %s) OVER w AS first_claim
-    FROM h WINDOW w AS (PARTITION BY task_id ORDER BY at, id)
-),
+WITH samples AS (SELECT %s::float8 AS first, %s::float8 AS last, %s::int AS n),
 stays AS (
-    SELECT task_id, to_status AS state, at AS entered,
-           LEAD(at) OVER (PARTITION BY task_id ORDER BY at, id) AS left_at
-    FROM marked WHERE prev IS DISTINCT FROM to_status
+    SELECT task_id, state, entered, left_at, {before_entered} AS lo,
+           CASE WHEN left_at IS NULL THEN n ELSE {before_left} END AS hi
+    FROM (
+        SELECT task_id, state, entered,
+               LEAD(entered) OVER (PARTITION BY task_id ORDER BY ts, id) AS left_at
+        FROM (
+            SELECT task_id, id, ts, to_status AS state, at AS entered,
+                   LAG(to_status) OVER (PARTITION BY task_id ORDER BY ts, id) AS prev
+            FROM ({history}) h
+        ) marked WHERE prev IS DISTINCT FROM state
+    ) s, samples
 ),
-samples AS (SELECT %s::float8[] AS a, %s::int AS n),
-bounds AS (
-    SELECT state,
-           width_bucket(entered, a) - COALESCE(a[width_bucket(entered, a)] = entered, false)::int
-               AS lo,
-           CASE WHEN left_at IS NULL THEN n ELSE
-           width_bucket(left_at, a) - COALESCE(a[width_bucket(left_at, a)] = left_at, false)::int
-           END AS hi
-    FROM stays, samples
-),
-durations AS (
-    SELECT task_id, state, COALESCE(left_at, %s) - entered AS seconds, entered,
-           left_at IS NULL AS ongoing
+durations AS MATERIALIZED (
+    -- `code`: the state's position in the list, so that grouping sorts integers, not text.
+    SELECT task_id, state, array_position(%s::text[], state::text) AS code,
+           COALESCE(left_at, %s) - entered AS seconds, entered, left_at IS NULL AS ongoing
     FROM stays WHERE state = ANY(%s) AND (left_at IS NULL OR left_at >= %s)
 ),
-ranked AS (
-    -- One sort: the rank from the top (ties share it, so every stay tied for the last of the
-    -- SLOWEST comes along for Python to order by key) and the position from the bottom.
-    SELECT *, count(*) OVER (PARTITION BY state) - row_number() OVER top AS asc_rank,
-           rank() OVER top AS desc_rank, count(*) OVER (PARTITION BY state) AS n
-    FROM durations WINDOW top AS (PARTITION BY state ORDER BY seconds DESC)
+counts AS (SELECT code, count(*) AS n FROM durations GROUP BY code),
+ranks AS (
+    -- The k-th value (from 0) is percentile_disc's at (k + 1/2) / n: the middle of its step.
+    -- n comes from `counts` per group (a join would carry it on every duration).
+    SELECT code, min(state) AS state, (SELECT n FROM counts c WHERE c.code = d.code) AS n,
+           percentile_disc((
+               SELECT ARRAY[
+                   ((n - 1) * 50 / 100 + 0.5) / n,
+                   (LEAST((n - 1) * 50 / 100 + 1, n - 1) + 0.5) / n,
+                   ((n - 1) * 90 / 100 + 0.5) / n,
+                   (LEAST((n - 1) * 90 / 100 + 1, n - 1) + 0.5) / n,
+                   (n - 0.5) / n,
+                   (GREATEST(n - %s, 0) + 0.5) / n
+               ]::float8[] FROM counts c WHERE c.code = d.code
+           )) WITHIN GROUP (ORDER BY d.seconds) AS v
+    FROM durations d GROUP BY code
+),
+first_claims AS (
+    SELECT task_id, min(entered) AS at FROM stays WHERE state = %s GROUP BY task_id
 )
 SELECT 'cfd' AS part, state, lo, hi, count(*), NULL::float8, NULL::float8, NULL::text,
-       NULL::bool, NULL::bigint, NULL::float8
-FROM bounds WHERE lo < hi GROUP BY state, lo, hi
+       NULL::bool, NULL::bigint, NULL::float8, NULL::float8[]
+FROM stays WHERE lo < hi GROUP BY state, lo, hi
 UNION ALL
-SELECT 'stay', state, asc_rank, desc_rank, n, seconds, entered, COALESCE(t.key, '?'), ongoing,
-       NULL, NULL
-FROM ranked LEFT JOIN {task} t ON t.id = ranked.task_id
-WHERE desc_rank <= %s
-   OR asc_rank IN ((n - 1) * 50 / 100, (n - 1) * 50 / 100 + 1,
-                   (n - 1) * 90 / 100, (n - 1) * 90 / 100 + 1)
+SELECT 'rank', state, NULL, NULL, n, NULL, NULL, NULL, NULL, NULL, NULL, v FROM ranks
 UNION ALL
-SELECT 'event', h.to_status, (h.ts AT TIME ZONE 'UTC')::date - %s::date,
-       h.rejections::int, NULL,
-       h.at - t.created, h.at - h.first_claim, h.assignee, NULL, h.task_id, h.at
-FROM marked h LEFT JOIN (
-    SELECT id, EXTRACT(EPOCH FROM created)::float8 AS created FROM {task}
-) t ON t.id = h.task_id
-WHERE h.at >= %s AND (h.to_status = %s OR (h.to_status = %s AND h.rejections IS NOT NULL))
+SELECT 'stay', d.state, NULL, NULL, NULL, d.seconds, d.entered, COALESCE(t.key, '?'),
+       d.ongoing, NULL, NULL, NULL
+FROM durations d JOIN ranks r ON r.code = d.code AND d.seconds >= r.v[6]
+LEFT JOIN {task} t ON t.id = d.task_id
+UNION ALL
+SELECT 'event', e.to_status, (e.ts AT TIME ZONE 'UTC')::date - %s::date, e.rejections::int,
+       NULL, e.at - date_part('epoch', t.created), e.at - c.at, e.assignee, NULL, e.task_id,
+       e.at, NULL
+FROM ({events}) e
+LEFT JOIN {task} t ON t.id = e.task_id
+-- The first claim: the task's first, as the Python path takes it (nothing follows MERGED).
+LEFT JOIN first_claims c ON c.task_id = e.task_id AND e.to_status = %s
+WHERE e.to_status = %s OR e.rejections IS NOT NULL
 ORDER BY 1, 10, 11
 """
+
+
+# How many of the CFD's samples come before the moment {x} (bisect_left, in SQL). The samples
+# are whole UTC days apart, from `first` (the end of the first day), but the last, which is the
+# period's end: the samples before it number ceil((x - first) / 86400), within 0..n-1, plus one
+# if x is past the end. Exact where it counts (x within a factor of two of `first`): x - first
+# is then exact, and a quotient that is not whole stays clear of the whole number below it (by
+# at least x's float spacing over 86400, ~3e-12) by far more than its rounding near 366 days
+# (~1e-13). No array is searched per row, as `width_bucket` over the samples did.
+_SAMPLES_BEFORE = (
+    "(LEAST(GREATEST(ceil(({x} - first) / 86400), 0), n - 1)::int + ({x} > last)::int)"
+)
 
 
 def _history_query(project: Project, period: Period):
@@ -481,9 +523,18 @@ def _history_query(project: Project, period: Period):
 
 
 def _flow_sql(project: Project, period: Period) -> _Flow:
-    at_approval = Q(to_status=TaskStatus.APPROVED)
+    start, end = period.start.timestamp(), period.end.timestamp()
+    # Only the columns of the covering index: an index-only scan, in the windows' order.
     history = (
         _history_query(project, period)
+        .order_by()
+        .annotate(at=Epoch("timestamp"), ts=F("timestamp"))
+        .values("task_id", "id", "to_status", "at", "ts")
+    )
+    at_approval = Q(to_status=TaskStatus.APPROVED)
+    events = (
+        _history_query(project, period)
+        .filter(timestamp__gte=period.start, to_status__in=[TaskStatus.MERGED, TaskStatus.APPROVED])
         .order_by()
         .annotate(
             at=Epoch("timestamp"),
@@ -496,44 +547,52 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
                 output_field=CharField(),
             ),
         )
-        .values("task_id", "id", "to_status", "at", "ts", "assignee", "rejections")
+        .values("task_id", "to_status", "at", "ts", "assignee", "rejections")
     )
     history_sql, history_params = history.query.sql_with_params()
-    start, end = period.start.timestamp(), period.end.timestamp()
+    events_sql, events_params = events.query.sql_with_params()
     samples = [moment.timestamp() for moment in period.samples()]
+    states = list(p.NON_TERMINAL_TASK_STATES)
     params = [
-        *history_params,
-        TaskStatus.CLAIMED.value,
-        samples,
+        samples[0],
+        samples[-1],
         len(samples),
+        *history_params,
+        states,
         end,
-        list(p.NON_TERMINAL_TASK_STATES),
+        states,
         start,
         SLOWEST,
+        TaskStatus.CLAIMED.value,
         period.days[0],
-        start,
+        *events_params,
         TaskStatus.MERGED.value,
-        TaskStatus.APPROVED.value,
+        TaskStatus.MERGED.value,
     ]
-    sql = FLOW_SQL.format(history=history_sql, task=connection.ops.quote_name(Task._meta.db_table))
+    task_table = connection.ops.quote_name(Task._meta.db_table)
+    sql = FLOW_SQL.format(
+        history=history_sql,
+        events=events_sql,
+        task=task_table,
+        before_entered=_SAMPLES_BEFORE.format(x="entered"),
+        before_left=_SAMPLES_BEFORE.format(x="left_at"),
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
     steps = {state: [0] * (len(samples) + 1) for state in p.TASK_STATES}
     flow = _Flow(steps, [])
-    ranks: dict[str, dict[int, float]] = defaultdict(dict)
-    counts: dict[str, int] = {}
+    spreads: dict[str, Spread] = {}
     slowest: dict[str, list[tuple[float, str, float, bool]]] = defaultdict(list)
-    for part, state, a, b, n, x, y, text, flag, _task, _at in fetched:
+    for part, state, a, b, n, x, y, text, flag, _task, _at, values in fetched:
         if part == "cfd":
             counts_of = steps.setdefault(state, [0] * (len(samples) + 1))
             counts_of[a] += n
             counts_of[b] -= n
+        elif part == "rank":
+            spreads[state] = _spread_of(n, values)
         elif part == "stay":
-            ranks[state][a] = x
-            counts[state] = n
-            if b <= SLOWEST:
-                slowest[state].append((-x, text, y, flag))
+            slowest[state].append((-x, text, y, flag))
         elif state == TaskStatus.MERGED:
             flow.merged_on[a] += 1
             if x is not None:
@@ -544,24 +603,22 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
             flow.rounds[b + 1] += 1
             flow.rounds_of[text or ""].append(b + 1)
     for state in p.NON_TERMINAL_TASK_STATES:
-        n = counts.get(state, 0)
-        spread = Spread(0, None, None, None)
-        if n:
-            at = ranks[state]
-            spread = Spread(n, _percentile_of(at, n, 50), _percentile_of(at, n, 90), at[n - 1])
         stays = [
             Stay(key, state, _moment(at), -negated, ongoing)
             for negated, key, at, ongoing in heapq.nsmallest(SLOWEST, slowest[state])
         ]
+        spread = spreads.get(state, Spread(0, None, None, None))
         flow.time_in_state.append(StateTimes(state, spread, stays))
     return flow
 
 
-def _percentile_of(ranked: dict[int, float], n: int, q: int) -> float:
-    """`percentile` from the two closest ranks alone (the arithmetic is the same)."""
-    low, hundredths = divmod((n - 1) * q, 100)
-    high = min(low + 1, n - 1)
-    return ranked[low] + (ranked[high] - ranked[low]) * hundredths / 100
+def _spread_of(n: int, values: list[float]) -> Spread:
+    """The Spread of n durations from the ranks' values `FLOW_SQL` picked (p50's two closest
+    ranks, p90's, the longest): `percentile`'s arithmetic, on the same values."""
+    low50, high50, low90, high90, longest, _slowest = values
+    p50 = _interpolate(low50, high50, _closest_ranks(n, 50)[2])
+    p90 = _interpolate(low90, high90, _closest_ranks(n, 90)[2])
+    return Spread(n, p50, p90, longest)
 
 
 def agent_figures(
