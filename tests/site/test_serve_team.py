@@ -59,7 +59,9 @@ def test_the_scripted_team_finishes_the_demo_goal_unattended(tmp_path):
         # Five supervisors started, and each stopped by itself (role complete), exit 0.
         for agent in ("planner-1", "coder-1", "coder-2", "code-reviewer-1", "code-reviewer-2"):
             assert f"started {agent} (pid" in output
-            own = "".join(line for line in seen if f"{agent} |" in line or f"{agent} stopped" in line)
+            own = "".join(
+                line for line in seen if f"{agent} |" in line or f"{agent} stopped" in line
+            )
             assert f"{agent} stopped (exit 0)" in output, own[-6000:]
         keys = sorted((tmp_path / "keys").glob("*.key"))
         assert len(keys) == 5
