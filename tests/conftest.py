@@ -21,7 +21,44 @@ def pytest_configure(config):
         settings.PASSWORD_HASHERS = suite.PASSWORD_HASHERS
 
 
+# The modules whose tests take tens of seconds each (real servers, private databases, property
+# tests, the original's bash validator): started first. xdist hands tests out in collection
+# order, and a minute-long test collected last keeps one worker busy while the other idles.
+LONG = (
+    "tests/site/",
+    "tests/faults/",
+    "tests/concurrency/",
+    "tests/e2e/",
+    "tests/agents/client/",
+    "tests/contract/",
+    "tests/boards/compat/",
+    "tests/boards/selectors/test_work_property.py",
+)
+
+
+def _django_group(item) -> int:
+    """pytest-django's order: 0 database tests in a rolled-back transaction, 1 transactional
+    ones (they flush the tables, so they come after), 2 no database."""
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    if (marker and (marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences"))) or (
+        "transactional_db" in fixtures or "live_server" in fixtures
+    ):
+        return 1
+    return 0 if marker or "db" in fixtures else 2
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
+    """After pytest-django's ordering, the long tests first within each of its groups — and the
+    long tests that use no test database (servers of their own) before everything."""
+
+    def key(item) -> tuple[int, bool]:
+        group, long = _django_group(item), item.nodeid.startswith(LONG)
+        rank = {0: 1, 1: 2, 2: 0 if long else 3}[group]
+        return rank, not long
+
+    items.sort(key=key)
     uses_db = any("django_db" in item.keywords for item in items)
     vendor = settings.DATABASES["default"]["ENGINE"]
     if uses_db and "postgresql" not in vendor:

@@ -5,6 +5,8 @@ embedded default (where liza_demo's flow project is then checked too) and, with
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import os
 import queue
 import re
@@ -19,6 +21,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from boards.liza_files.demo import ADMIN_PASSWORD, ADMIN_USERNAME
 from tests.live_server import ROOT, free_port
 
 
@@ -94,10 +97,35 @@ def _stops_on_sigterm(serve: subprocess.Popen, pids: list[int]) -> None:
         time.sleep(0.2)
 
 
+def _insights_csv(url: str, *charts: str) -> list[list[dict[str, str]]]:
+    """Each chart's CSV from demo-flow's insights page, signed in as the demo admin."""
+    with httpx.Client(base_url=url, timeout=60) as web:
+        web.get("/login/")
+        signed_in = web.post(
+            "/login/",
+            data={
+                "username": ADMIN_USERNAME,
+                "password": ADMIN_PASSWORD,
+                "csrfmiddlewaretoken": web.cookies["csrftoken"],
+            },
+            headers={"Referer": f"{url}/login/"},
+        )
+        assert signed_in.status_code == 302, signed_in.text[:500]
+        tables = []
+        for chart in charts:
+            answer = web.get("/p/demo-flow/insights/", params={"format": "csv", "chart": chart})
+            assert answer.status_code == 200, answer.text[:500]
+            tables.append(list(csv.DictReader(io.StringIO(answer.text))))
+        return tables
+
+
 def test_serve_starts_the_watcher_and_stops_it_with_the_server(tmp_path):
     env = _base_env()
     env["LIZA_SQLITE_PATH"] = str(tmp_path / "liza.sqlite3")
     with _serving([], env) as (serve, _):
+        # The insights of the flow project, as the embedded SQLite computes them (its own path:
+        # selectors.insights._flow_python), read while the server runs.
+        throughput, cfd = _insights_csv(f"http://127.0.0.1:{env['PORT']}", "throughput", "cfd")
         children = _children(serve.pid)
         watchers = [pid for pid, cmd in children.items() if "liza_watch" in cmd]
         servers = [pid for pid, cmd in children.items() if "daphne" in cmd]
@@ -113,6 +141,24 @@ def test_serve_starts_the_watcher_and_stops_it_with_the_server(tmp_path):
     assert {"claimed", "rejected", "approved", "merged", "blocked", "lease_expired"} <= set(
         actions
     ), actions
+    # The page's figures are the database's: merges per UTC day, and the tasks per state now.
+    with sqlite3.connect(tmp_path / "liza.sqlite3") as db:
+        merged_on = dict(db.execute(
+            "SELECT date(e.timestamp), count(*) FROM boards_event e"
+            " JOIN boards_project p ON p.id = e.project_id"
+            " WHERE p.slug = 'demo-flow' AND e.action = 'merged' GROUP BY 1"
+        ).fetchall())  # fmt: skip
+        states = dict(db.execute(
+            "SELECT t.status, count(*) FROM boards_task t"
+            " JOIN boards_project p ON p.id = t.project_id"
+            " WHERE p.slug = 'demo-flow' GROUP BY 1"
+        ).fetchall())  # fmt: skip
+    assert len(merged_on) >= 5, merged_on
+    assert {row["day"]: int(row["merged"]) for row in throughput if row["merged"] != "0"} == (
+        merged_on
+    )
+    now = cfd[-1]
+    assert {state: int(n) for state, n in now.items() if state != "moment" and n != "0"} == states
     validate = subprocess.run(
         [".venv/bin/python", "manage.py", "liza_validate", "--project", "demo-flow"],
         cwd=ROOT,
