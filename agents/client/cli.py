@@ -38,6 +38,7 @@ Exit codes:
   {ROLE_COMPLETE}  liza work: the role is complete, nothing more will come
   {WAIT}  liza work / liza claim: nothing now; Retry-After is printed, ask again then
   12  liza supervise: the agent crashed 3 times within 5 minutes
+  13  liza supervise: the supervisor itself failed 3 times within 5 minutes
   42  stop: lease lost, paused, checkpoint or aborted; stop and restart
 """
 
@@ -670,7 +671,9 @@ def supervise(ctx, role, agent_id, repo, remote, dry_run, command, **intervals):
     With --remote, each machine has its own clone: task branches and
     integration go through that remote (fetch before, push after).
     Exit: 0 stopped (role complete, aborted, signal), 2 usage, 6 collision,
-    12 crash loop (3 crashes within 5 minutes), else the protocol's code.
+    12 crash loop (3 crashes within 5 minutes), 13 the supervisor's own error
+    3 times within 5 minutes (each said with its traceback, the round tried
+    again), else the protocol's code.
     """
     from agents.client.supervisor import Options, Supervisor, Timing
 

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from agents.client.http import Client
 # The supervisor's own exit codes, beyond the protocol's table (agents.client.errors.EXIT).
 STOPPED = 0  # role complete, sprint or goal aborted, or a signal handled cleanly
 CRASH_LOOP = 12  # the agent crashed `crash_limit` times within `crash_window` seconds
+OWN_ERRORS = 13  # the supervisor itself failed `crash_limit` times within `crash_window`
 
 ROLE_ALIASES = {"code-reviewer": "code_reviewer", "reviewer": "code_reviewer"}
 OUTPUT_LINES = 200
@@ -107,6 +109,7 @@ class Supervisor:
         self.stopping: int | None = None  # the signal number once asked to stop
         self.child: subprocess.Popen[bytes] | None = None
         self.crashes: collections.deque[float] = collections.deque()
+        self.own_errors: collections.deque[float] = collections.deque()
         self.held: set[str] = set()  # tasks this process has spawned on (kept on restart)
         self.spawns = 0
         self.last: Assignment | None = None  # the latest spawn's, handed off on a signal
@@ -162,9 +165,39 @@ class Supervisor:
                 self.say(f"{error.code}: {error.message}; asking again")
                 self.sleep(self.t.poll if self.t.poll is not None else self.t.crash)
                 continue
+            except Exception:
+                # Anything else is the supervisor's own failure (a bug, or the machine: a file
+                # another process removed, a full disk). One round's must not take a team down
+                # for good, so it is said with its traceback and the round tried again, counted
+                # like the agent's crashes: recurring, it stops the supervisor (exit 13).
+                if self._own_error(traceback.format_exc()):
+                    return OWN_ERRORS
+                continue
             if isinstance(outcome, int):
                 return outcome
             reason = outcome
+
+    def _recurring(self, moments: collections.deque[float]) -> int:
+        """A failure now, counted in `moments`: how many fell within the crash window."""
+        now = time.monotonic()
+        moments.append(now)
+        while moments and moments[0] < now - self.t.crash_window:
+            moments.popleft()
+        return len(moments)
+
+    def _own_error(self, trace: str) -> bool:
+        """Say the supervisor's own failure; True when it is the crash limit's."""
+        self.say(f"internal error:\n{trace.rstrip()}")
+        failures = self._recurring(self.own_errors)
+        if failures >= self.t.crash_limit:
+            self.say(
+                f"the supervisor failed {failures} times within {self.t.crash_window:g} s; "
+                "stopping (exit 13)"
+            )
+            return True
+        self.say(f"trying again in {self.t.crash:g} s")
+        self.sleep(self.t.crash)
+        return False
 
     def step(self, reason: str) -> int | str:
         """One round: wait, merge or claim-spawn-judge. An exit code ends the supervisor; a
@@ -214,13 +247,10 @@ class Supervisor:
         if code == EXIT["stop"]:
             self.sleep(self.t.restart)
             return "exit_42"
-        now = time.monotonic()
-        self.crashes.append(now)
-        while self.crashes and self.crashes[0] < now - self.t.crash_window:
-            self.crashes.popleft()
-        if len(self.crashes) >= self.t.crash_limit:
+        crashes = self._recurring(self.crashes)
+        if crashes >= self.t.crash_limit:
             self.say(
-                f"crash loop: the agent crashed {len(self.crashes)} times within "
+                f"crash loop: the agent crashed {crashes} times within "
                 f"{self.t.crash_window:g} s (last exit {code}); stopping the supervisor"
             )
             return CRASH_LOOP

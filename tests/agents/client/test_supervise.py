@@ -257,6 +257,30 @@ def test_a_crash_loop_stops_the_supervisor(supervisors, world):
     assert Event.objects.filter(project=world.project, action="agent_crashed").count() == 3
 
 
+def test_the_supervisors_own_error_is_said_tried_again_and_stops_it_when_it_recurs(
+    supervisors, world, repo
+):
+    """A failure of the supervisor's own (here the machine's: each prompt file's path taken by
+    a directory) is printed with its traceback and the round tried again; the third within
+    the crash window stops it with exit 13. The claim it made stays its own."""
+    world.unclaimed("T1")
+    state = repo / ".git" / "liza" / "coder-1"
+    for spawn in (1, 2, 3):
+        (state / f"prompt-{spawn}.md").mkdir(parents=True)
+    proc = supervisors.start("coder-1", write_agent(supervisors.tmp, "crash", CRASHER))
+
+    code, out = finish(proc)
+
+    assert code == 13, out
+    assert out.count("internal error:\nTraceback") == 3, out
+    assert out.count("IsADirectoryError") == 3, out
+    assert out.count("trying again in 0.2 s") == 2, out
+    assert "the supervisor failed 3 times within 300 s; stopping (exit 13)" in out
+    assert not Run.objects.filter(project=world.project).exists()  # the agent never started
+    task = world.task("T1")
+    assert (task.status, task.assigned_to) == ("CLAIMED", "coder-1")
+
+
 def test_sigterm_is_forwarded_and_the_task_handed_off(supervisors, world):
     world.unclaimed("T1")
     sleeper = AGENT_LIB + "\nimport time\nprint('started', flush=True)\ntime.sleep(60)\n"
