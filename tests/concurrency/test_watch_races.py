@@ -6,6 +6,7 @@ threads, on a board with many due actions; every action happens exactly once (ev
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import time
 from datetime import timedelta
@@ -153,7 +154,14 @@ def test_the_watcher_loop_sweeps_every_watch_interval_and_stops_on_sigterm():
         # One sweep a second (the project's watch_interval), not a busy loop.
         assert heartbeats[2] - heartbeats[0] >= 1.5
         watcher.send_signal(signal.SIGTERM)
-        out, err = watcher.communicate(timeout=30)
+        try:
+            out, err = watcher.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            watcher.send_signal(signal.SIGUSR1)  # liza_watch prints every thread's stack
+            time.sleep(2)
+            watcher.kill()
+            out, err = watcher.communicate()
+            raise AssertionError(f"no stop within 30 s of SIGTERM:\n{err[-8000:]}") from None
     finally:
         if watcher.poll() is None:
             watcher.kill()

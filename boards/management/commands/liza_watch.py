@@ -4,6 +4,7 @@ boards.services.watch.watch_sweep, and the escalation webhook's sender
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import threading
 from datetime import datetime, timedelta
@@ -48,6 +49,8 @@ class Command(BaseCommand):
         if not options["once"]:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: stop.set())
+            # `kill -USR1 <pid>`: every thread's stack on stderr, for a watcher that seems stuck.
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
         if not options["once"]:
             # Webhook deliveries on a thread of their own: a slow receiver (up to
             # LIZA_WEBHOOK_TIMEOUT per attempt) never delays a sweep.
