@@ -31,3 +31,12 @@ if _prefix and "CONFIG" in CHANNEL_LAYERS["default"]:
 # turns this off to prove the refusal).
 LIZA_WEBHOOK_ALLOW_PRIVATE = True
 LIZA_WEBHOOK_TIMEOUT = 1.0
+
+# WhiteNoise's scan of the static files once per process, not once per test client
+# (tests/static.py): a third of an API test's time went to it.
+MIDDLEWARE = [
+    "tests.static.ScanOnceWhiteNoiseMiddleware"
+    if entry == "whitenoise.middleware.WhiteNoiseMiddleware"
+    else entry
+    for entry in MIDDLEWARE  # noqa: F405
+]
