@@ -192,7 +192,13 @@
       if (!response.ok) return;
       const fresh = fragment(await response.text());
       const current = document.getElementById("oversight-controls");
-      if (current) current.replaceWith(fresh);
+      if (!current) return;
+      if (current.contains(document.activeElement) && document.activeElement.matches("textarea, input")) {
+        // They began typing while the fetch was under way: what they typed is not thrown away.
+        current.dataset.stale = "1";
+        return;
+      }
+      current.replaceWith(fresh);
     } catch (err) {
       /* the next header change or resync tries again */
     }
