@@ -19,6 +19,7 @@ WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 12, 44
 PLOT_W, PLOT_H = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 MAX_X_LABELS = 12
+X_CHAR, X_CHAR_SMALL = 6.5, 5.5  # px an x label's character takes, normal and `small`
 
 # Durations are drawn in the largest unit that keeps the axis readable (tables keep seconds).
 UNITS = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1))
@@ -100,14 +101,15 @@ def _x_labels(labels: list[str], centre) -> SafeString:
     shown = [(i, label) for i, label in enumerate(labels) if i % every == 0 or i == len(labels) - 1]
     # Long labels (state names) would run into each other: smaller and ellipsed past the slot.
     room = PLOT_W / max(1, len(shown))
-    fits = max((len(label) for _, label in shown), default=0) * 6.5 <= room
+    fits = max((len(label) for _, label in shown), default=0) * X_CHAR <= room
     rows = []
     for i, label in shown:
-        text = label if fits or len(label) * 5.5 <= room else label[: int(room / 5.5) - 1] + "…"
+        short = fits or len(label) * X_CHAR_SMALL <= room
+        text = label if short else label[: int(room / X_CHAR_SMALL) - 1] + "…"
         x, anchor = round(centre(i), 1), "middle"
         # An area chart's first and last labels sit on the plot's edges: centred, they would
         # be cut by the drawing's border, so they hang inwards instead.
-        half = len(text) * (6.5 if fits else 5.5) / 2
+        half = len(text) * (X_CHAR if fits else X_CHAR_SMALL) / 2
         if x + half > WIDTH - 2:
             x, anchor = WIDTH - 2, "end"
         elif x - half < 2:
