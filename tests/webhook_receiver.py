@@ -2,7 +2,8 @@
 
 It records every request (headers and raw body) and answers from a script: a status code per
 request (the last one repeats) after an optional delay, so a test can play a healthy, a slow
-or a failing receiver.
+or a failing receiver. With `tls` (a server-side `ssl.SSLContext`) it speaks HTTPS and records
+the name each client asked for in its TLS handshake (SNI).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +37,7 @@ class Receiver:
     statuses: list[int] = field(default_factory=lambda: [200])
     delay: float = 0.0
     received: list[Received] = field(default_factory=list)
+    server_names: list[str | None] = field(default_factory=list)  # SNI, over TLS
     arrived: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -54,7 +57,10 @@ def verify(secret: str, headers: dict[str, str], body: bytes, *, now: float, tol
 
 
 @contextmanager
-def webhook_receiver(*, statuses=(200,), delay: float = 0.0) -> Iterator[Receiver]:
+def webhook_receiver(
+    *, statuses=(200,), delay: float = 0.0, tls: ssl.SSLContext | None = None, host="127.0.0.1"
+) -> Iterator[Receiver]:
+    """A receiver listening on 127.0.0.1; its `url` names `host` (e.g. "localhost" for TLS)."""
     receiver = Receiver(url="", statuses=list(statuses), delay=delay)
 
     class Handler(BaseHTTPRequestHandler):
@@ -79,9 +85,20 @@ def webhook_receiver(*, statuses=(200,), delay: float = 0.0) -> Iterator[Receive
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    if tls is not None:
+
+        def note_server_name(_socket, name, _context) -> None:
+            with receiver.lock:
+                receiver.server_names.append(name)
+
+        tls.sni_callback = note_server_name
+        # The handshake runs at accept; one a client aborts (a certificate it refuses) is an
+        # OSError there, which the server drops before any request is read.
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/liza"
+    scheme = "https" if tls is not None else "http"
+    receiver.url = f"{scheme}://{host}:{server.server_address[1]}/hooks/liza"
     try:
         yield receiver
     finally:

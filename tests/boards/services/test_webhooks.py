@@ -1,16 +1,21 @@
 """The escalation webhook (issue #11) against a real HTTP receiver on 127.0.0.1: what a sweep
 queues (critical alerts, each stale-checkpoint step), the signed payload, the backoff schedule
-to giving up, the WEBHOOK_FAILING alert, a slow receiver, and the refusal of private targets.
-The clock is the `now` every sweep and every delivery round takes."""
+to giving up, the WEBHOOK_FAILING alert, a slow receiver, the refusal of private targets, and
+HTTPS: the receiver's certificate checked against the URL's host name, also when the sender
+connects to the address it checked. The clock is the `now` every sweep and every delivery
+round takes."""
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from datetime import timedelta
 from io import StringIO
 
+import httpx
 import pytest
+import trustme
 from django.core.management import call_command
 from prometheus_client import REGISTRY
 
@@ -372,3 +377,90 @@ def test_a_send_goes_to_the_address_that_was_checked_keeping_the_name_as_host():
         [request] = receiver.received
         assert request.headers["Host"] == f"receiver.invalid:{port}"
         assert request.path == "/hooks/liza"
+
+
+# -- HTTPS ---------------------------------------------------------------------------------------
+# A throwaway certificate authority (trustme) stands in for a public one: the sender trusts it
+# through SSL_CERT_FILE, as a deployment whose receivers use a private authority does (README
+# "Escalation webhook"). The receiver listens on 127.0.0.1 and its URL names "localhost".
+
+
+@pytest.fixture
+def trusted_ca(tmp_path, monkeypatch):
+    authority = trustme.CA()
+    bundle = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    return authority
+
+
+def _tls(authority: trustme.CA, *names: str) -> ssl.SSLContext:
+    """The receiver's side: a certificate for `names`, issued by `authority`."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert(*names).configure_cert(context)
+    return context
+
+
+def test_an_alert_is_delivered_over_https_to_a_receiver_with_a_trusted_certificate(
+    world, trusted_ca
+):
+    with webhook_receiver(tls=_tls(trusted_ca, "localhost"), host="localhost") as receiver:
+        assert receiver.url.startswith("https://localhost:")
+        _configure(world, receiver.url)
+        world.integration_failed("T-1")
+        at = world.tick()
+        watch_sweep(project=world.project, now=at)
+        [sent] = webhook_deliver_due(now=at)
+        assert (sent.outcome, sent.status_code, sent.error) == ("delivered", 200, "")
+        [request] = receiver.received
+        assert verify(SECRET, request.headers, request.body, now=at.timestamp())
+        assert request.payload["alert"]["type"] == "integration_failed"
+        assert receiver.server_names == ["localhost"]
+
+
+def test_a_receiver_whose_certificate_no_trusted_authority_issued_gets_nothing(world, monkeypatch):
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)  # only the public authorities
+    stranger = trustme.CA()
+    with webhook_receiver(tls=_tls(stranger, "localhost"), host="localhost") as receiver:
+        _configure(world, receiver.url)
+        world.integration_failed("T-1")
+        at = world.tick()
+        watch_sweep(project=world.project, now=at)
+        [sent] = webhook_deliver_due(now=at)
+        assert sent.outcome == "failed" and sent.status_code is None
+        assert "CERTIFICATE_VERIFY_FAILED" in sent.error
+        assert receiver.received == []  # the handshake failed: no request, no payload
+        [delivery] = _deliveries(world)
+        assert (delivery.status, delivery.attempts) == ("pending", 1)
+        assert delivery.next_attempt_at == at + timedelta(seconds=BACKOFF[0])
+        [attempt] = delivery.attempt_log.all()
+        assert "CERTIFICATE_VERIFY_FAILED" in attempt.error
+
+
+@pytest.mark.parametrize(
+    "names, accepted",
+    [
+        (("localhost",), True),  # the URL's name, though the socket goes to 127.0.0.1
+        (("127.0.0.1",), False),  # valid for the address connected to, not for the name
+        (("hooks.example.test",), False),  # another name
+    ],
+    ids=["the-urls-name", "only-the-address", "another-name"],
+)
+def test_a_pinned_https_send_checks_the_certificate_against_the_urls_host_name(
+    trusted_ca, names, accepted
+):
+    """In production the sender connects to the address it checked (no DNS rebinding): the
+    socket's peer is an IP, and the certificate must still match the URL's name (the TLS
+    server name the sender gives), never the bare address."""
+    with webhook_receiver(tls=_tls(trusted_ca, *names), host="localhost") as receiver:
+        port = receiver.url.split(":")[2].split("/")[0]
+        send = lambda: _post(receiver.url, ["127.0.0.1"], {"X-Test": "1"}, b"{}")  # noqa: E731
+        if accepted:
+            assert send() == 200
+            [request] = receiver.received
+            assert request.headers["Host"] == f"localhost:{port}"
+        else:
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                send()
+            assert receiver.received == []
+        assert receiver.server_names == ["localhost"]
