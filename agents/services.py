@@ -40,14 +40,12 @@ from boards.services.kernel import (
     clean_string_list,
     clean_text,
     lock_agent,
+    lock_own_claim,
     lock_task,
     record_event,
     records_refusals,
     refusal,
-    require_lease_holder,
-    require_not_lost,
     require_role,
-    require_task_status,
 )
 from boards.services.tasks.holders import release_holder, release_reviewers
 from boards.services.tasks.overrides import take_claim_back
@@ -364,18 +362,9 @@ def agent_handoff(
     next_action = clean_text(next_action, "next_action", max_length=500)
     config = config_of(project)
     with transaction.atomic():
-        agent = lock_agent(agent)  # agent rows before task rows (boards.services.kernel)
-        task = lock_task(task)
-        require_not_lost(task, agent, action="handoff", now=now)
-        require_task_status(
-            task,
-            [TaskStatus.CLAIMED],
-            to=TaskStatus.CLAIMED,
-            action="handoff",
-            actor=agent,
-            now=now,
+        agent, task = lock_own_claim(
+            agent, task, action="handoff", to=TaskStatus.CLAIMED, now=now, config=config
         )
-        require_lease_holder(task, agent, action="handoff", now=now, config=config)
         handoff, _ = Handoff.objects.update_or_create(
             task=task,
             defaults={
@@ -418,18 +407,9 @@ def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff 
     require_role(agent, project, agent_roles=("coder",), human=None)
     config = config_of(project)
     with transaction.atomic():
-        agent = lock_agent(agent)  # agent rows before task rows (boards.services.kernel)
-        task = lock_task(task)
-        require_not_lost(task, agent, action="handoff_pickup", now=now)
-        require_task_status(
-            task,
-            [TaskStatus.CLAIMED],
-            to=TaskStatus.CLAIMED,
-            action="handoff_pickup",
-            actor=agent,
-            now=now,
+        agent, task = lock_own_claim(
+            agent, task, action="handoff_pickup", to=TaskStatus.CLAIMED, now=now, config=config
         )
-        require_lease_holder(task, agent, action="handoff_pickup", now=now, config=config)
         handoff = Handoff.objects.filter(task=task).first()
         if task.handoff_pending:
             task.handoff_pending = False

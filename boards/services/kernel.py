@@ -512,6 +512,21 @@ def require_lease_holder(
         )
 
 
+def lock_own_claim(
+    agent: Agent, task: Task, *, action: str, to: str, now: datetime, config: ProjectConfig
+) -> tuple[Agent, Task]:
+    """A coder's operation on the task it works on (submit, block, handoff, pickup): both rows
+    locked (the agent first, the lock order), and `task` must still be its live claim — not
+    taken from it (`lease_lost`), CLAIMED (else `invalid_transition` towards `to`), under its own
+    live lease (`lease_lost`). That order is the answers' precedence."""
+    agent = lock_agent(agent)
+    task = lock_task(task)
+    require_not_lost(task, agent, action=action, now=now)
+    require_task_status(task, [p.TaskStatus.CLAIMED], to=to, action=action, actor=agent, now=now)
+    require_lease_holder(task, agent, action=action, now=now, config=config)
+    return agent, task
+
+
 def refuse_if_stopped(
     project: Project, *, actor: Actor, action: str, now: datetime, task: Task | None = None
 ) -> None:

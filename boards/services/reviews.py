@@ -49,8 +49,6 @@ from boards.services.kernel import (
     require_not_lost,
     require_role,
     require_task_status,
-    save_task,
-    task_transition_run,
 )
 from boards.services.kernel import conflict as _conflict
 from boards.services.tasks.holders import (
@@ -379,25 +377,34 @@ def _approve_if_enough(
             data={"commit": task.review_commit, "approvals": approvers},
         )
         return
+    _approve(task, agent, approvers, now=now, coder=coder, action="approved", detail=detail)
+
+
+def _approve(
+    task: Task,
+    actor: Actor,
+    approvers: list[str],
+    *,
+    now: datetime,
+    coder: Agent | None,
+    action: str,
+    detail: str,
+) -> None:
+    """The round is approved (by its last reviewer, or by a human at the gate): APPROVED, the
+    approving reviewers named for the merge, the round closed, the coder free for new work."""
     task.approved_by = approvers
     close_review_round(task, now)
-    task_transition_run(
-        task, "approve", actor=agent, project=project, now=now, to=TaskStatus.APPROVED
-    )
-    save_task(task, now)
-    if coder is not None and coder.current_task_id == task.pk:
-        release_holder(coder, task)
-    record_event(
-        project=project,
-        actor=agent,
-        action="approved",
-        task=task,
+    move_task(
+        task,
+        "approve",
+        to=TaskStatus.APPROVED,
+        actor=actor,
         now=now,
-        from_status=TaskStatus.READY_FOR_REVIEW,
-        to_status=TaskStatus.APPROVED,
+        action=action,
         detail=detail,
         data={"commit": task.review_commit, "approvals": approvers},
     )
+    release_holder(coder, task)  # nothing when the coder already moved on
 
 
 def _require_awaiting(task: Task, *, actor: Actor, now: datetime, action: str, to: str) -> None:
@@ -462,25 +469,14 @@ def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "
             task, actor=actor, now=now, action="human_approve", to=TaskStatus.APPROVED
         )
         approvers, _ = round_approvals(task)
-        task.approved_by = approvers
-        close_review_round(task, now)
-        task_transition_run(
-            task, "approve", actor=actor, project=project, now=now, to=TaskStatus.APPROVED
-        )
-        save_task(task, now)
-        coder = agent_row(project, task.assigned_to)
-        if coder is not None and coder.current_task_id == task.pk:
-            release_holder(coder, task)
-        record_event(
-            project=project,
-            actor=actor,
-            action="human_approved",
-            task=task,
+        _approve(
+            task,
+            actor,
+            approvers,
             now=now,
-            from_status=TaskStatus.READY_FOR_REVIEW,
-            to_status=TaskStatus.APPROVED,
+            coder=agent_row(project, task.assigned_to),
+            action="human_approved",
             detail=note or f"{task.key} approved for merge by {actor_ref(actor)[1]}",
-            data={"commit": task.review_commit, "approvals": approvers},
         )
     return task
 

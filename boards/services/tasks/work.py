@@ -24,14 +24,10 @@ from boards.services.kernel import (
     CODER,
     clean_string_list,
     clean_text,
-    lock_agent,
-    lock_task,
+    lock_own_claim,
     record_event,
     records_refusals,
-    require_lease_holder,
-    require_not_lost,
     require_role,
-    require_task_status,
     save_task,
     task_transition_run,
 )
@@ -56,19 +52,14 @@ def task_submit_for_review(
         )
     config = config_of(project)
     with transaction.atomic():
-        # Lock order (kernel): the agent, then its task.
-        agent = lock_agent(agent)
-        task = lock_task(task)
-        require_not_lost(task, agent, action="submit_for_review", now=now)
-        require_task_status(
+        agent, task = lock_own_claim(
+            agent,
             task,
-            [TaskStatus.CLAIMED],
-            to=TaskStatus.READY_FOR_REVIEW,
             action="submit_for_review",
-            actor=agent,
+            to=TaskStatus.READY_FOR_REVIEW,
             now=now,
+            config=config,
         )
-        require_lease_holder(task, agent, action="submit_for_review", now=now, config=config)
         task.review_commit = review_commit
         # "When task transitions to READY_FOR_REVIEW, the coder's lease becomes inactive."
         task.lease_expires = None
@@ -118,14 +109,9 @@ def task_block(
     attempted = clean_string_list(list(attempted or []), "attempted")
     config = config_of(project)
     with transaction.atomic():
-        # Lock order (kernel): the agent, then its task.
-        agent = lock_agent(agent)
-        task = lock_task(task)
-        require_not_lost(task, agent, action="block", now=now)
-        require_task_status(
-            task, [TaskStatus.CLAIMED], to=TaskStatus.BLOCKED, action="block", actor=agent, now=now
+        agent, task = lock_own_claim(
+            agent, task, action="block", to=TaskStatus.BLOCKED, now=now, config=config
         )
-        require_lease_holder(task, agent, action="block", now=now, config=config)
         task.blocked_reason = reason
         task.blocked_questions = questions
         task.attempted = [*task.attempted, *attempted]
