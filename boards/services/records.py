@@ -30,7 +30,7 @@ from boards.services.kernel import (
     require_role,
 )
 from boards.services.kernel import conflict as _conflict
-from boards.services.tasks.planning import task_create
+from boards.services.tasks.planning import NEW_TASK_FIELDS, task_create
 
 ANY_AGENT = ("planner", "coder", "code_reviewer")
 
@@ -223,23 +223,7 @@ TRIAGE_DECISIONS: dict[str, str] = {
 }
 
 # What a discovery may be converted into: task_create's fields.
-CONVERT_FIELDS: frozenset[str] = frozenset(
-    {
-        "key",
-        "description",
-        "priority",
-        "spec_ref",
-        "done_when",
-        "scope",
-        "criticality",
-        "max_iterations",
-        "max_review_cycles",
-        "lease_duration_override",
-        "needs_human_approval",
-        "depends_on",
-        "sprint_scope",
-    }
-)
+CONVERT_FIELDS: frozenset[str] = NEW_TASK_FIELDS | {"depends_on", "sprint_scope"}
 
 
 @records_refusals

@@ -343,19 +343,23 @@ def _approve_if_enough(
     project = task.project
     approvers, enough = round_approvals(task)
     detail = reason or f"{task.key} approved at {task.review_commit}"
-    if enough and task.needs_human_approval:
+    if enough and not task.needs_human_approval:
+        _approve(task, agent, approvers, now=now, coder=coder, action="approved", detail=detail)
+        return
+    # The round is not over: this approval is recorded, the task stays READY_FOR_REVIEW.
+    record_event(
+        project=project,
+        actor=agent,
+        action="approved",
+        task=task,
+        now=now,
+        detail=f"{detail} ({len(approvers)}/{task.required_approvals} approvals)",
+        data={"commit": task.review_commit, "approvals": approvers},
+    )
+    if enough:
         # Seed 004 APPROVAL_REQUIRED, placed before APPROVED so that seed 000's machine stays
         # as it is: the reviewers' approvals are in, the task stays READY_FOR_REVIEW (its coder
         # keeps waiting) until a human approves or rejects (boards.services.oversight).
-        record_event(
-            project=project,
-            actor=agent,
-            action="approved",
-            task=task,
-            now=now,
-            detail=f"{detail} ({len(approvers)}/{task.required_approvals} approvals)",
-            data={"commit": task.review_commit, "approvals": approvers},
-        )
         record_event(
             project=project,
             actor=SYSTEM,
@@ -365,19 +369,6 @@ def _approve_if_enough(
             detail=f"{task.key}: approved by {', '.join(approvers)}; a human approves the merge",
             data={"commit": task.review_commit, "approvals": approvers},
         )
-        return
-    if not enough:
-        record_event(
-            project=project,
-            actor=agent,
-            action="approved",
-            task=task,
-            now=now,
-            detail=f"{detail} ({len(approvers)}/{task.required_approvals} approvals)",
-            data={"commit": task.review_commit, "approvals": approvers},
-        )
-        return
-    _approve(task, agent, approvers, now=now, coder=coder, action="approved", detail=detail)
 
 
 def _approve(

@@ -53,6 +53,25 @@ from boards.services.tasks.holders import (
 )
 from boards.services.tasks.limits import clean_limit
 
+# The fields a planner may give a new task (`new_task`'s, but `supersedes`, which the server
+# sets): what task_create passes on, what a rescope's replacements and a converted discovery
+# may say (each adds its own).
+NEW_TASK_FIELDS: frozenset[str] = frozenset(
+    {
+        "key",
+        "description",
+        "priority",
+        "spec_ref",
+        "done_when",
+        "scope",
+        "criticality",
+        "max_iterations",
+        "max_review_cycles",
+        "lease_duration_override",
+        "needs_human_approval",
+    }
+)
+
 
 def new_task(
     *,
@@ -361,20 +380,7 @@ def task_rescope(
                 raise ProtocolValidationError(f"new_tasks[{index}]", "must be an object")
             spec = dict(spec)
             deps = spec.pop("depends_on", None)
-            allowed = {
-                "key",
-                "description",
-                "priority",
-                "spec_ref",
-                "done_when",
-                "scope",
-                "criticality",
-                "max_iterations",
-                "max_review_cycles",
-                "lease_duration_override",
-                "needs_human_approval",
-            }
-            unknown = sorted(set(spec) - allowed)
+            unknown = sorted(set(spec) - NEW_TASK_FIELDS)
             if unknown:
                 raise ProtocolValidationError(
                     f"new_tasks[{index}]", f"unknown field(s) {', '.join(unknown)}"

@@ -3,13 +3,15 @@ Split", row by row (SPEC §5.1: the server enforces them, agents cannot set thes
 
 from __future__ import annotations
 
+import inspect
 from datetime import timedelta
 
 import pytest
 
 from boards.errors import Conflict, InvalidTransition, ProtocolValidationError
-from boards.models import Event
+from boards.models import Event, Task
 from boards.services import tasks as task_services
+from boards.services.tasks.planning import NEW_TASK_FIELDS, new_task
 from tests.boards.services.helpers import (
     applied_events,
     assert_refused_unchanged,
@@ -378,3 +380,34 @@ def test_review_cycles_are_server_side(world):
 def _cycles(world):
     task = world.task("task-1")
     return task.review_cycles_current, task.review_cycles_total
+
+
+# ---------------------------------------------------------------------------------------------
+# The fields a planner may give a new task (task_create, a rescope's replacements, a discovery
+# converted into a task): one list, `NEW_TASK_FIELDS`
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_fields_a_planner_may_give_are_new_tasks_parameters_but_those_the_server_sets():
+    parameters = set(inspect.signature(new_task).parameters)
+    assert parameters - {"project", "now", "supersedes"} == NEW_TASK_FIELDS
+
+
+@pytest.mark.parametrize("field", ["status", "assigned_to", "supersedes", "depends"])
+def test_a_rescope_replacement_naming_a_field_no_planner_sets_is_refused_whole(world, field):
+    world.blocked("task-1")
+    with pytest.raises(ProtocolValidationError) as refused:
+        task_services.task_rescope(
+            task=world.task("task-1"),
+            actor=world.planner,
+            reason="split",
+            new_tasks=[
+                {"key": "task-1a", "description": "half", "done_when": "half"},
+                {"key": "task-1b", "description": "half", "done_when": "half", field: "x"},
+            ],
+            now=world.tick(),
+        )
+    assert refused.value.field == "new_tasks[1]"
+    assert f"unknown field(s) {field}" in refused.value.message
+    assert world.task("task-1").status == "BLOCKED"
+    assert not Task.objects.filter(project=world.project, key__in=["task-1a", "task-1b"]).exists()
