@@ -93,7 +93,15 @@ BOARDS = [
 ]
 
 
-@pytest.mark.parametrize(("build", "agent_id", "expected"), BOARDS)
+@pytest.mark.parametrize(
+    ("build", "agent_id", "expected"),
+    BOARDS,
+    ids=[
+        f"{n}-{getattr(build, '__name__', '').strip('_<>')}-{agent_id}-"
+        + ("complete" if expected == "complete" else "wait")
+        for n, (build, agent_id, expected) in enumerate(BOARDS)
+    ],
+)
 def test_role_complete_only_once_no_work_can_come(world, build, agent_id, expected):
     build(world)
     answer = _answer(world, agent_id)
