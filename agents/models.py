@@ -223,7 +223,8 @@ class Run(models.Model):
     started = models.DateTimeField()
     ended = models.DateTimeField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
-    # Why this spawn happened: start, exit_42, crash: exit N, lease_lost, paused, draft_wait ...
+    # Why this spawn happened: start, exit_42, crash: exit N, lease_lost, paused, draft_wait,
+    # role_not_complete (its agent exited 0 while /work said work may still come) ...
     restart_reason = models.CharField(max_length=100, blank=True)
     # Set when the supervisor stopped the agent itself (lease_lost, paused, checkpoint ...).
     stopped_by = models.CharField(max_length=100, blank=True)

@@ -5,8 +5,9 @@ spawning (polling `/work`, honouring Retry-After, waiting out a pause or a check
 on an abort), claims **before** spawning (coders through claim-next with `base_commit`
 computed first, reviewers through review claim-next), prepares the task's git worktree, writes
 the prompt, spawns the agent command with the `LIZA_*` environment, heartbeats in the
-background, restarts by exit code (0 stop, 42 after 2 s, a crash after 5 s; 3 crashes in 5 min
-stop it), merges what its reviewer approved, and reports each spawn to the server as a run.
+background, restarts by exit code (0 stop, unless `/work` says work may still come to the role:
+then it waits; 42 after 2 s, a crash after 5 s; 3 crashes in 5 min stop it), merges what its
+reviewer approved, and reports each spawn to the server as a run.
 
 The spawned command's environment (README "Supervisor"): LIZA_URL, LIZA_PROJECT, LIZA_KEY_FILE
 (a 0600 file: the key itself is never in the environment), LIZA_ROLE, LIZA_AGENT_ID, LIZA_TASK,
@@ -120,9 +121,16 @@ class Supervisor:
         self.agent: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
         self._wake = threading.Event()
+        self._waiting: str | None = None  # the wait's reason last said (said once per change)
 
     def say(self, line: str) -> None:
         self._say(line)
+
+    def say_waiting(self, reason: str | None) -> None:
+        """Why it waits without spawning, said when it changes (it asks at every poll)."""
+        if reason and reason != self._waiting:
+            self.say(f"waiting: {reason}")
+        self._waiting = reason
 
     # -- the main loop ------------------------------------------------------------------------
 
@@ -218,8 +226,10 @@ class Supervisor:
             if body.get("exit") == 0:
                 self.say(f"{self.agent['agent_id']}: role complete; stopping")
                 return STOPPED
+            self.say_waiting(body.get("reason"))
             self.sleep(self._poll(body))
             return reason
+        self._waiting = None
         assignment = self.claim()
         if assignment is None:
             self.sleep(self._poll(body))
@@ -237,13 +247,17 @@ class Supervisor:
             after = self.client.work().body
             if self.role == "code_reviewer" and after.get("merge"):
                 self.merge_approved(after["merge"])
-            drafts = after.get("waiting_for_drafts") or 0
-            if not drafts or self.role == "planner":
+            # Whether the role is complete is `/work`'s word (seed 000's DRAFT wait, and while
+            # work may still come: a task open, a goal IN_PROGRESS), not the agent's reading
+            # of seed 000's literal table: a coder exiting 0 with its task in review stays.
+            if self.role == "planner" or after.get("exit") == 0:
                 self.say("the agent exited 0 (role complete); stopping")
                 return STOPPED
-            self.say(f"the agent found no work, but {drafts} DRAFT task(s) exist; waiting")
-            self.sleep(self._poll(after))
-            return "draft_wait"
+            self.say(f"the agent exited 0, but the role is not complete: {after.get('reason')}")
+            self._waiting = after.get("reason")
+            if not after.get("work"):
+                self.sleep(self._poll(after))
+            return "draft_wait" if after.get("waiting_for_drafts") else "role_not_complete"
         if code == EXIT["stop"]:
             self.sleep(self.t.restart)
             return "exit_42"

@@ -4,10 +4,11 @@ its role under its own `liza supervise`, against a running server (issue 12 §4)
 The keys come from a directory of `<agent-id>.key` files (what `manage.py liza_demo --team DIR`
 writes, with the project's slug in DIR/project): the agent id names the role, so the directory
 alone says who the team is. The git repository is a throwaway one with an `integration`
-branch unless `--repo` names one. The planner starts first, the coders and reviewers once it
-has planned (before that their `/work` would call their role complete). It ends when the goal
-is COMPLETED (exit 0), when `--timeout` passes or every supervisor has stopped first (exit 1),
-or on SIGINT/SIGTERM (each supervisor is asked to hand off and stop; exit 130/143).
+branch unless `--repo` names one. Every member starts at once: a coder or reviewer that asks
+before the planner has written a task waits on the open goal (the server's
+`selectors.tasks.work_may_still_come`). It ends when the goal is COMPLETED (exit 0), when
+`--timeout` passes or every supervisor has stopped first (exit 1), or on SIGINT/SIGTERM (each
+supervisor is asked to hand off and stop; exit 130/143).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from agents.client.errors import LizaError, UsageError
 from agents.client.http import Client
 
 PROGRAM = {"planner": "planner", "coder": "coder", "code-reviewer": "code_reviewer"}
-ORDER = ("planner", "coder", "code-reviewer")  # the planner first: it sets the goal
+ORDER = ("planner", "coder", "code-reviewer")  # the order they are listed and started in
 STOP_GRACE = 30.0  # seconds the supervisors have to stop by themselves once the goal is done
 
 
@@ -121,19 +122,6 @@ class Team:
                 + " ".join(agent_command(agent_id)[1:])
             )
 
-    def planned(self, client: Client, timeout: float, poll: float) -> bool:
-        """Whether the planner has put a task past DRAFT. Until then `/work` tells a coder or a
-        reviewer its role is complete (nothing open, nothing coming), so they start after."""
-        deadline = time.monotonic() + timeout
-        while self.stopping is None and time.monotonic() < deadline:
-            with contextlib.suppress(LizaError):
-                if any(t["status"] != wire.DRAFT for t in client.tasks()):
-                    return True
-            if all(m.process.poll() is not None for m in self.members):
-                return False
-            self._wake.wait(poll)
-        return False
-
     def _pump(self, agent_id: str, process: subprocess.Popen[str]) -> None:
         assert process.stdout is not None
         for line in process.stdout:
@@ -146,19 +134,13 @@ class Team:
             return None  # no goal, or the server away a moment: asked again
 
     def wait(self, timeout: float, poll: float) -> int:
-        """The planner first, the others once it has planned; then 0 once the goal is
-        COMPLETED, 1 on the timeout or if every supervisor stopped first."""
-        planner, *others = self.keys
+        """Every member at once; then 0 once the goal is COMPLETED, 1 on the timeout or if
+        every supervisor stopped first."""
+        planner = next(iter(self.keys))
         deadline = time.monotonic() + timeout
         key = self.keys[planner].read_text().strip()
         with Client(self.url, self.project, key, retries=0) as client:
-            self.start([planner])
-            if not self.planned(client, timeout, poll):
-                if self.stopping is None:
-                    self.echo("liza demo-team: the planner planned no task")
-                    return 1
-                return 128 + self.stopping
-            self.start(others)
+            self.start(list(self.keys))
             while self.stopping is None:
                 if self.goal_status(client) == wire.GOAL_COMPLETED:
                     self.echo("liza demo-team: the goal is COMPLETED")

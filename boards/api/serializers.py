@@ -300,7 +300,9 @@ class WorkSerializer(serializers.Serializer):
     role = serializers.CharField()
     work = serializers.BooleanField(help_text="there is work this role can take now")
     exit = serializers.IntegerField(
-        allow_null=True, help_text="0 when the role is complete (seed 000)"
+        allow_null=True,
+        help_text="0 when the role is complete (seed 000); a coder or reviewer's only once no "
+        "task is open past DRAFT and no goal is IN_PROGRESS; 42 to stop; else null",
     )
     waiting_for_drafts = serializers.IntegerField(help_text="DRAFT tasks the planner may finalize")
     retry_after = serializers.IntegerField(allow_null=True)

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from boards import protocol as p
-from boards.models import Project, ProjectConfig, Review, Task
-from boards.protocol import AgentStatus, TaskStatus
+from boards.models import Goal, Project, ProjectConfig, Review, Task
+from boards.protocol import AgentStatus, GoalStatus, TaskStatus
 from boards.selectors.access import in_project
 from boards.selectors.leases import lease_alive, lease_stale_before
 
@@ -193,19 +193,41 @@ def waiting_on(task: Task) -> list[str]:
     return list(task.depends_on.exclude(status=TaskStatus.MERGED).values_list("key", flat=True))
 
 
-def work_may_still_come(project: Project) -> bool:
-    """A coder or a code reviewer with nothing to do now is not role-complete (seed 000 exit 0)
-    while any task is open past DRAFT: work can still come back to either role — a rejection, a
-    BLOCKED task released, a dead lease taken over, an approved task whose merge fails. Seed
-    000's literal rules (a coder: "no UNCLAIMED and no REJECTED of its own"; a reviewer: "no
-    READY_FOR_REVIEW") stop a supervisor while that work is on its way, and nobody is left to
-    take it (docs/decisions.md). DRAFT tasks are `/work`'s "waiting for drafts"."""
-    return (
+def work_may_still_come(project: Project) -> str | None:
+    """Why a coder or a code reviewer with nothing to do now is not role-complete yet (seed 000
+    exit 0), or None once nothing more can come to either role. One rule for both roles,
+    `/work`'s; the planner's is its own (`selectors.work`).
+
+    - A task is open past DRAFT: work can still come back to either role — a rejection, a
+      BLOCKED task released, a dead lease taken over, an approved task whose merge fails. Seed
+      000's literal rules (a coder: "no UNCLAIMED and no REJECTED of its own"; a reviewer: "no
+      READY_FOR_REVIEW") stop a supervisor while that work is on its way, and nobody is left to
+      take it.
+    - A goal is IN_PROGRESS: its planner has still to write tasks (INITIAL_PLANNING, a next
+      sprint, a converted discovery) or to declare it done. Exit 0 is "role complete for this
+      goal" (seed 000), and a goal ends only by the planner's (or a human's) `goal_complete` or a
+      human's abort — never by itself, since a goal spans sprints and "every task ended" is also
+      where a next sprint starts. So an open goal with no task yet, or with every task ended,
+      keeps coders and reviewers waiting; the planner's `/work` has work exactly then, so the
+      wait ends with its decision (more tasks, or the goal COMPLETED).
+
+    DRAFT tasks alone are `/work`'s "waiting for drafts" (their own answer). docs/decisions.md,
+    "Role complete"."""
+    if (
         Task.objects.filter(project=project)
         .non_terminal()
         .exclude(status=TaskStatus.DRAFT)
         .exists()
+    ):
+        return "work is in progress elsewhere"
+    goal_id = (
+        Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS)
+        .values_list("goal_id", flat=True)
+        .first()
     )
+    if goal_id is not None:
+        return f"goal {goal_id} is IN_PROGRESS: its planner may still write tasks or complete it"
+    return None
 
 
 # -- limits (SPEC §5.1) -------------------------------------------------------------------------

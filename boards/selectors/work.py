@@ -86,6 +86,7 @@ def work_for_role(
     if available is not None:
         result["availability"] = available.state
     retry_after = config.coder_poll_interval
+    coming: str | None = None  # why a coder or reviewer idle now waits (work_may_still_come)
     if role == Agent.Role.CODER:
         if agent is not None:
             held = holder_task(project_id=project.pk, agent_id=agent_id)
@@ -116,7 +117,9 @@ def work_for_role(
                 any(qs.exists() for qs in claim_candidates(project, "", now, config)[1:]),
                 None,
             )
-        complete = not work and held is None and not work_may_still_come(project)
+        if not work and held is None:
+            coming = work_may_still_come(project)
+        complete = not work and held is None and coming is None
     elif role == Agent.Role.CODE_REVIEWER:
         merges: list[str] = []
         if agent is not None:
@@ -142,7 +145,9 @@ def work_for_role(
         result["merge"] = merges
         if merges:
             result["reason"] = f"merge {', '.join(merges)} (approved by {agent_id})"
-        complete = not work and not work_may_still_come(project)
+        if not work:
+            coming = work_may_still_come(project)
+        complete = not work and coming is None
     elif role == Agent.Role.PLANNER:
         work = (
             drafts > 0
@@ -169,7 +174,7 @@ def work_for_role(
     reason = (
         f"{drafts} DRAFT task(s) may be finalized soon"
         if drafts
-        else "work is in progress elsewhere"
+        else coming or "work is in progress elsewhere"
     )
     return {**result, "retry_after": retry_after, "reason": reason}
 

@@ -27,7 +27,7 @@ from agents.services import agent_create
 from boards.models import Discovery, Event, Handoff, Task
 from boards.protocol import Action, GoalStatus, TaskStatus
 from boards.services.projects import project_pause
-from boards.services.tasks import task_finalize, task_release_claim
+from boards.services.tasks import task_cancel, task_finalize, task_release_claim
 from tests.boards.api.helpers import key_for
 from tests.lifecycle import World
 
@@ -180,6 +180,33 @@ def test_register_answers_the_agent_or_a_collision_exit_6(cli_server, world):
     registered = fresh("register", "--terminal", "tty1")
     assert registered["agent_id"] == new.agent_id
     error_of(live("register", exit=6), "collision", 6)
+
+
+def test_work_waits_on_an_open_goal_before_its_first_task_and_completes_with_it(cli_server, world):
+    """A coder or reviewer asking before the planner wrote a task was told "complete" (10) and
+    its supervisor stopped; under an open goal it waits (11) until the goal is COMPLETED."""
+    coder = Liza(cli_server, world, "coder-1")
+    reviewer = Liza(cli_server, world, "code-reviewer-1")
+    planner = Liza(cli_server, world, "planner-1")
+    goal = planner("goal", "create", "--description", "Ship the parser")
+
+    for agent in (coder, reviewer):
+        waiting = agent("work", exit=WAIT, as_json=False)
+        assert f"goal {goal['id']} is IN_PROGRESS" in waiting and "Retry-After: " in waiting
+
+    spec = ("--spec-ref", "specs/parser.md")
+    planner("task", "create", "T1", "--description", "Lexer", "--done-when", "lexes", *spec)
+    planner("task", "finalize", "T1")
+    assert coder("work")["work"] is True
+
+    task_cancel(task=world.task("T1"), actor=world.admin, reason="not needed", now=timezone.now())
+    # Every task ended, the goal open: the planner's turn (plan more, or complete the goal).
+    assert coder("work", exit=WAIT)["exit"] is None
+    assert planner("work")["work"] is True
+    assert planner("goal", "complete", "--reason", "T1 ended")["status"] == GoalStatus.COMPLETED
+
+    for agent in (coder, reviewer, planner):
+        assert agent("work", exit=ROLE_COMPLETE)["exit"] == 0
 
 
 def test_work_says_complete_wait_work_or_stop(cli_server, world):

@@ -224,6 +224,44 @@ def test_a_coder_and_a_reviewer_supervisor_take_a_task_to_merged(supervisors, wo
     assert "liza_" not in runs["coder-1"].output
 
 
+def test_supervisors_started_before_the_plan_wait_for_it_and_stop_once_the_goal_is_done(
+    supervisors, world, repo
+):
+    """The defect this pins: a coder or reviewer supervisor started before the planner wrote
+    its first task was told "role complete" and exited 0. Under an open goal it waits without
+    spawning, works the tasks when they come, and stops only once the goal is COMPLETED."""
+    from boards.models import Goal
+    from boards.services.goals import goal_complete, goal_create
+
+    goal = goal_create(
+        project=world.project, actor=world.planner, description="Ship", now=timezone.now()
+    )
+    # This coder reads seed 000's table literally: no UNCLAIMED task left, it exits 0.
+    literal = CODER.replace("\nsys.exit(42)\n", "\nsys.exit(0)\n")
+    assert literal != CODER
+    coder = supervisors.start("coder-1", write_agent(supervisors.tmp, "coder", literal))
+    reviewer = supervisors.start("code-reviewer-1", write_agent(supervisors.tmp, "rev", REVIEWER))
+    time.sleep(2)  # several of their polls (--poll-interval 0.3)
+    assert (coder.poll(), reviewer.poll()) == (None, None)
+    assert not Run.objects.filter(project=world.project).exists()
+
+    world.unclaimed("T1")  # the planner's first task
+    wait_for(lambda: world.task("T1").status == TaskStatus.MERGED, what="T1 merged")
+    time.sleep(1)  # every task ended, the goal still open: the planner's turn, not an end
+    assert (coder.poll(), reviewer.poll()) == (None, None)
+
+    goal_complete(goal=goal, actor=world.planner, reason="T1 merged", now=timezone.now())
+
+    (coder_exit, coder_out), (reviewer_exit, reviewer_out) = finish_all(coder, reviewer)
+    assert (coder_exit, reviewer_exit) == (0, 0), coder_out + reviewer_out
+    assert f"waiting: goal {goal.goal_id} is IN_PROGRESS" in coder_out, coder_out
+    # Its agent's exit 0 with T1 in review did not stop it: /work said work may still come.
+    assert "the agent exited 0, but the role is not complete" in coder_out, coder_out
+    assert "role complete; stopping" in coder_out and "role complete; stopping" in reviewer_out
+    assert Goal.objects.get(pk=goal.pk).status == "COMPLETED"
+    assert Run.objects.filter(project=world.project, task__key="T1").count() == 2
+
+
 def test_a_collision_exits_6(supervisors, world):
     # coder-1's session is alive elsewhere.
     Agent.objects.filter(project=world.project, agent_id="coder-1").update(

@@ -350,16 +350,20 @@ def test_a_goal_from_plan_to_completion_over_http():
         project=project, action="sprint_completed", actor_kind="system"
     ).exists()
 
-    # -- every role is done: exit 0 for coders and reviewers; the planner completes the goal
+    # -- every task ended, the goal still open: the planner's turn (a next sprint, or the goal
+    # complete); coders and reviewers wait for its decision, then every role is done
     for agent_id in ("coder-1", "coder-2", "code-reviewer-1"):
         work = team.get(agent_id, "work")
-        assert (work["work"], work["exit"], work["retry_after"]) == (False, 0, None), agent_id
+        assert (work["work"], work["exit"]) == (False, None), agent_id
+        assert "IN_PROGRESS" in work["reason"] and work["retry_after"], agent_id
     planner_work = team.get("planner-1", "work")
-    assert planner_work["exit"] is None  # the goal is still open
+    assert (planner_work["work"], planner_work["exit"]) == (True, None)  # the goal is open
     done = team.post("planner-1", "goal/complete", {"reason": "Every endpoint retries"})
     assert done["status"] == "COMPLETED"
     assert done["alignment_history"][-1]["event"] == "goal_completed"
-    assert team.get("planner-1", "work")["exit"] == 0
+    for agent_id in ("planner-1", "coder-1", "coder-2", "code-reviewer-1"):
+        work = team.get(agent_id, "work")
+        assert (work["work"], work["exit"], work["retry_after"]) == (False, 0, None), agent_id
 
     statuses = dict(Task.objects.filter(project=project).values_list("key", "status"))
     assert statuses == {

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from boards.errors import Forbidden, StopWork
-from boards.models import Review
+from boards.models import Goal, Review
 from boards.protocol import TaskStatus
 from boards.selectors.work import work_for_role
 from boards.services import projects, reviews, tasks
+from boards.services.goals import goal_complete
 
 
 def claim_next(world, reviewer: str = "code-reviewer-1"):
@@ -78,6 +79,15 @@ def test_a_reviewer_is_at_work_until_it_reports_the_merge_of_what_it_approved(wo
     tasks.task_report_merge(
         task=world.task("t1"), agent=reviewer, merge_commit="merge001", now=world.tick()
     )
-    done = work_for_role(project=world.project, role=reviewer.role, agent=reviewer, now=world.now)
+    merged = work_for_role(project=world.project, role=reviewer.role, agent=reviewer, now=world.now)
     assert world.task("t1").status == TaskStatus.MERGED
+    # Its merge reported, it has no work; the goal is still open, so it waits for the planner.
+    assert merged["work"] is False and merged["exit"] is None and merged["merge"] == []
+    goal_complete(
+        goal=Goal.objects.get(project=world.project),
+        actor=world.planner,
+        reason="t1 merged",
+        now=world.tick(),
+    )
+    done = work_for_role(project=world.project, role=reviewer.role, agent=reviewer, now=world.now)
     assert done["work"] is False and done["exit"] == 0 and done["merge"] == []
