@@ -29,13 +29,13 @@ from boards.services.kernel import (
     clean_text,
     is_agent,
     lock_task,
+    move_task,
     record_event,
     records_refusals,
     refusal,
     require_role,
     require_task_status,
     save_task,
-    task_transition_run,
 )
 from boards.services.kernel import conflict as _conflict
 from boards.services.tasks.holders import (
@@ -93,23 +93,18 @@ def task_override_block(
         task.lease_expires = None
         if from_status == TaskStatus.READY_FOR_REVIEW:
             close_review_round(task, now)
-        task_transition_run(
-            task, "override_block", actor=actor, project=project, now=now, to=TaskStatus.BLOCKED
-        )
-        save_task(task, now)
-        holder = agent_row(project, task.assigned_to)
-        if holder is not None and holder.current_task_id == task.pk:
-            release_holder(holder, task, lost=f"override-blocked: {reason}")
-        record_event(
-            project=project,
+        move_task(
+            task,
+            "override_block",
+            to=TaskStatus.BLOCKED,
             actor=actor,
-            action="override_blocked",
-            task=task,
             now=now,
-            from_status=from_status,
-            to_status=TaskStatus.BLOCKED,
+            action="override_blocked",
             detail=reason,
             data={"questions": task.blocked_questions},
+        )
+        release_holder(
+            agent_row(project, task.assigned_to), task, lost=f"override-blocked: {reason}"
         )
     return task
 

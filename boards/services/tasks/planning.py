@@ -292,28 +292,21 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
         task.integration_fix = False
         task.blocked_reason = ""
         task.blocked_questions = []
-        task_transition_run(
-            task, "release", actor=actor, project=project, now=now, to=TaskStatus.UNCLAIMED
+        move_task(
+            task,
+            "release",
+            to=TaskStatus.UNCLAIMED,
+            actor=actor,
+            now=now,
+            action="released",
+            detail=reason,
         )
-        save_task(task, now)
-        holder = agent_row(project, previous)
-        if holder is not None and holder.current_task_id == task.pk:
-            release_holder(holder, task, lost="released to UNCLAIMED")
+        release_holder(agent_row(project, previous), task, lost="released to UNCLAIMED")
         if is_human(actor):
             # The answer is what the next coder needs: it travels with the task (seed 002).
             HumanNote.objects.create(
                 project=project, task=task, timestamp=now, message=reason, author=actor
             )
-        record_event(
-            project=project,
-            actor=actor,
-            action="released",
-            task=task,
-            now=now,
-            from_status=TaskStatus.BLOCKED,
-            to_status=TaskStatus.UNCLAIMED,
-            detail=reason,
-        )
     return task
 
 

@@ -25,11 +25,9 @@ from boards.services.kernel import (
     clean_string_list,
     clean_text,
     lock_own_claim,
-    record_event,
+    move_task,
     records_refusals,
     require_role,
-    save_task,
-    task_transition_run,
 )
 from boards.services.tasks.holders import (
     append_failed_by,
@@ -63,29 +61,19 @@ def task_submit_for_review(
         task.review_commit = review_commit
         # "When task transitions to READY_FOR_REVIEW, the coder's lease becomes inactive."
         task.lease_expires = None
-        task_transition_run(
+        move_task(
             task,
             "submit_for_review",
-            actor=agent,
-            project=project,
-            now=now,
             to=TaskStatus.READY_FOR_REVIEW,
-        )
-        save_task(task, now)
-        if agent.status == AgentStatus.WORKING:
-            agent.wait_for_review()
-            agent.save()
-        record_event(
-            project=project,
             actor=agent,
-            action="ready_for_review",
-            task=task,
             now=now,
-            from_status=TaskStatus.CLAIMED,
-            to_status=TaskStatus.READY_FOR_REVIEW,
+            action="ready_for_review",
             detail=f"Iteration {task.iteration or 1}, commit {review_commit}",
             data={"commit": review_commit, "iteration": task.iteration},
         )
+        if agent.status == AgentStatus.WORKING:
+            agent.wait_for_review()
+            agent.save()
     return task
 
 
@@ -123,22 +111,17 @@ def task_block(
                 f"Hypothesis exhaustion: {len(set(task.failed_by))} coders failed "
                 f"({', '.join(task.failed_by)}). Last: {reason}"
             )
-        task_transition_run(
-            task, "block", actor=agent, project=project, now=now, to=TaskStatus.BLOCKED
-        )
-        save_task(task, now)
-        release_holder(agent, task)
-        record_event(
-            project=project,
+        move_task(
+            task,
+            "block",
+            to=TaskStatus.BLOCKED,
             actor=agent,
-            action="blocked",
-            task=task,
             now=now,
-            from_status=TaskStatus.CLAIMED,
-            to_status=TaskStatus.BLOCKED,
+            action="blocked",
             detail=reason,
             data={"questions": questions},
         )
+        release_holder(agent, task)
         if exhausted:
             limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
     return task
