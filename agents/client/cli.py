@@ -659,6 +659,11 @@ def _seconds(name: str, default: float | None) -> float | None:
 @click.option("--restart-delay", type=float, help="after exit 42 [LIZA_RESTART_DELAY; 2]")
 @click.option("--crash-delay", type=float, help="after a crash [LIZA_CRASH_DELAY; 5]")
 @click.option("--crash-window", type=float, help="crash-loop window [LIZA_CRASH_WINDOW; 300]")
+@click.option(
+    "--terminate-grace",
+    type=float,
+    help="seconds an agent has to exit after SIGTERM before SIGKILL [LIZA_TERMINATE_GRACE; 10]",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
 def supervise(ctx, role, agent_id, repo, remote, dry_run, command, **intervals):
@@ -685,6 +690,7 @@ def supervise(ctx, role, agent_id, repo, remote, dry_run, command, **intervals):
         restart=intervals["restart_delay"] or _seconds("LIZA_RESTART_DELAY", 2.0),
         crash=intervals["crash_delay"] or _seconds("LIZA_CRASH_DELAY", 5.0),
         crash_window=intervals["crash_window"] or _seconds("LIZA_CRASH_WINDOW", 300.0),
+        terminate_grace=intervals["terminate_grace"] or _seconds("LIZA_TERMINATE_GRACE", 10.0),
     )
     options = Options(
         url=state.url,

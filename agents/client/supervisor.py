@@ -35,6 +35,7 @@ from typing import Any
 from agents.client import gitops, wire
 from agents.client.errors import EXIT, LizaError, UsageError
 from agents.client.http import Client
+from agents.client.wakeup import Wakeup
 
 # The supervisor's own exit codes, beyond the protocol's table (agents.client.errors.EXIT).
 STOPPED = 0  # role complete, sprint or goal aborted, or a signal handled cleanly
@@ -43,7 +44,6 @@ OWN_ERRORS = 13  # the supervisor itself failed `crash_limit` times within `cras
 
 ROLE_ALIASES = {"code-reviewer": "code_reviewer", "reviewer": "code_reviewer"}
 OUTPUT_LINES = 200
-TERMINATE_GRACE = 10.0  # seconds a child has to exit after SIGTERM before SIGKILL
 KEY_PATTERN = re.compile(r"liza_[0-9a-f]{12}_[A-Za-z0-9_\-]+")
 
 
@@ -64,6 +64,7 @@ class Timing:
     crash_limit: int = 3
     crash_window: float = 300.0
     heartbeat: float | None = None  # None: min(heartbeat_interval, lease / 3)
+    terminate_grace: float = 10.0  # an agent's time to exit after SIGTERM, before SIGKILL
 
 
 @dataclass
@@ -120,7 +121,7 @@ class Supervisor:
         self.unpushed: set[str] = set()
         self.agent: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
-        self._wake = threading.Event()
+        self._wake = Wakeup()  # set by the signal handler: no lock (agents.client.wakeup)
         self._waiting: str | None = None  # the wait's reason last said (said once per change)
 
     def say(self, line: str) -> None:
@@ -555,10 +556,9 @@ class Supervisor:
             return
         threading.Thread(target=self._kill_later, args=(child,), daemon=True).start()
 
-    @staticmethod
-    def _kill_later(child: subprocess.Popen[bytes]) -> None:
+    def _kill_later(self, child: subprocess.Popen[bytes]) -> None:
         try:
-            child.wait(timeout=TERMINATE_GRACE)
+            child.wait(timeout=self.t.terminate_grace)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)
@@ -610,17 +610,27 @@ class Supervisor:
     # -- signals -------------------------------------------------------------------------------
 
     def _install_signals(self) -> None:
+        # The handlers take no lock (no Event, no thread start, no Popen.poll): the main thread
+        # they interrupt may hold one (agents.client.wakeup). The agent is sent the signal, and
+        # SIGKILL by an alarm if it still runs `terminate_grace` seconds later.
         def handler(signum: int, frame: Any) -> None:
             self.stopping = signum
             self._wake.set()
             child = self.child
-            if child is not None and child.poll() is None:
+            if child is not None and child.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(child.pid, signum)  # forward; it hands off and exits
-                threading.Thread(target=self._kill_later, args=(child,), daemon=True).start()
+                signal.setitimer(signal.ITIMER_REAL, self.t.terminate_grace)
+
+        def kill_if_running(signum: int, frame: Any) -> None:
+            child = self.child  # None once the supervisor has seen it exit
+            if child is not None and child.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
 
         signal.signal(signal.SIGINT, handler)
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGALRM, kill_if_running)
 
     def _stopped(self, a: Assignment | None = None) -> int:
         """After SIGINT/SIGTERM: hand the coder's task off cleanly, then exit."""

@@ -28,6 +28,7 @@ from pathlib import Path
 from agents.client import wire
 from agents.client.errors import LizaError, UsageError
 from agents.client.http import Client
+from agents.client.wakeup import Wakeup
 
 PROGRAM = {"planner": "planner", "coder": "coder", "code-reviewer": "code_reviewer"}
 ORDER = ("planner", "coder", "code-reviewer")  # the order they are listed and started in
@@ -95,7 +96,7 @@ class Team:
         self.echo = echo
         self.members: list[Member] = []
         self.stopping: int | None = None
-        self._wake = threading.Event()
+        self._wake = Wakeup()  # set by the signal handler: no lock (agents.client.wakeup)
 
     def start(self, agent_ids: Sequence[str]) -> None:
         for agent_id in agent_ids:

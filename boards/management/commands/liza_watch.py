@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from agents.client.wakeup import Wakeup
 from boards import protocol as p
 from boards.liza_files import project_violations
 from boards.selectors.access import config_of
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             missing = sorted(set(slugs) - known)
             if missing:
                 raise CommandError(f"no such project: {', '.join(missing)}")
-        stop = threading.Event()
+        stop = Wakeup()  # set by the signal handlers: no lock (agents.client.wakeup)
         if not options["once"]:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: stop.set())
@@ -102,7 +103,7 @@ class Command(BaseCommand):
         for sent in webhook_deliver_due(now=timezone.now(), slugs=slugs):
             self._log(sent.line(), error=sent.outcome != "delivered")
 
-    def _deliver_loop(self, stop: threading.Event, slugs) -> None:
+    def _deliver_loop(self, stop: Wakeup, slugs) -> None:
         try:
             while not stop.is_set():
                 try:

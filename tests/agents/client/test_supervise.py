@@ -337,6 +337,34 @@ def test_sigterm_is_forwarded_and_the_task_handed_off(supervisors, world):
     assert run.exit_code == -signal.SIGTERM
 
 
+def test_an_agent_that_ignores_sigterm_is_killed_after_the_grace_and_the_task_handed_off(
+    supervisors, world
+):
+    """The signal handler only forwards the signal and sets an alarm (it may take no lock):
+    the alarm's SIGKILL ends an agent that will not stop, and the supervisor goes on to hand
+    the task off and exit 0."""
+    world.unclaimed("T1")
+    stubborn = AGENT_LIB + (
+        "\nimport signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('started', flush=True)\ntime.sleep(60)\n"
+    )
+    proc = supervisors.start(
+        "coder-1", write_agent(supervisors.tmp, "stubborn", stubborn), "--terminate-grace", "1"
+    )
+    wait_for(lambda: Run.objects.filter(project=world.project).exists(), what="the agent to start")
+    time.sleep(0.5)
+
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc, timeout=30)
+
+    assert code == 0, out
+    run = Run.objects.get(project=world.project)
+    assert run.exit_code == -signal.SIGKILL, out
+    task = world.task("T1")
+    assert task.status == TaskStatus.CLAIMED and task.handoff_pending
+    assert "T1: handed off" in out
+
+
 def test_dry_run_registers_nothing(supervisors, world):
     world.unclaimed("T1")
     proc = supervisors.start("coder-1", ["true"], "--dry-run", "--role", "coder")
