@@ -3,7 +3,8 @@ pytest collects only test_*.py).
 
 On a database of its own — DATABASE_URL's name + `_screenshots`, dropped and made afresh —
 it migrates, runs `manage.py liza_demo`, serves the app with daphne on 127.0.0.1 and drives
-Debian's Chromium through Playwright, writing PNGs into docs/screenshots/:
+Debian's Chromium through Playwright, writing PNGs into docs/screenshots/ (after one watcher
+sweep of the demo, as `.ci/serve`'s watcher makes):
 
     board.png           the board at 1440×900
     board-phone.png     the board on a phone, 390×844
@@ -93,6 +94,9 @@ def main() -> None:
     _fresh_database(url)
     _manage(url, "migrate", "-v0")
     print("  " + _manage(url, "liza_demo", "--slug", SLUG).splitlines()[0])
+    # One sweep, as the watcher `.ci/serve` runs beside the server would have made: the board
+    # shows the watcher seen and the alerts it raised, not the "watcher silent" warning.
+    _manage(url, "liza_watch", "--once", "--project", SLUG)
     OUT.mkdir(parents=True, exist_ok=True)
     server = LiveServer(name="screenshots", database_url=url)
     try:
