@@ -12,6 +12,7 @@ from boards import protocol as p
 from boards.selectors.board import COLUMN_CARD_LIMIT
 from tests.boards.views.helpers import bulk_tasks, read_columns, sprint_world
 from tests.factories import ProjectFactory
+from tests.module_rows import rows_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -34,15 +35,25 @@ def _board_queries(client: Client, slug: str, query: str = "") -> tuple[list[str
     return [q["sql"] for q in queries.captured_queries], response.content.decode()
 
 
+@pytest.fixture(scope="module")
+def small_and_large(django_db_setup, django_db_blocker):
+    """A 10-task and a 1000-task board, built once for the four layouts (the tests only read
+    them; each test's own writes, the sign-ins, are rolled back after it)."""
+    with rows_for_the_module(django_db_blocker) as unblocked:
+        with unblocked():
+            small, large = sprint_world(ProjectFactory()), sprint_world(ProjectFactory())
+            for world in (small, large):
+                _real_cards(world)
+            bulk_tasks(small, 10 - 5, EVERY_STATE)
+            bulk_tasks(large, 1000 - 5, EVERY_STATE)
+        yield small, large
+
+
 @pytest.mark.parametrize("lanes", ["", "&lanes=goal", "&lanes=sprint", "&lanes=assignee"])
-def test_the_board_query_count_is_the_same_for_10_and_1000_tasks(lanes):
+def test_the_board_query_count_is_the_same_for_10_and_1000_tasks(small_and_large, lanes):
     # Terminal columns opened: every card path runs; swimlanes add one query, whatever the size.
     query = "?open=MERGED&open=ABANDONED" + lanes
-    small, large = sprint_world(ProjectFactory()), sprint_world(ProjectFactory())
-    for world in (small, large):
-        _real_cards(world)
-    bulk_tasks(small, 10 - 5, EVERY_STATE)
-    bulk_tasks(large, 1000 - 5, EVERY_STATE)
+    small, large = small_and_large
     client = Client()
     client.force_login(small.admin)
     client.get(f"/p/{small.project.slug}/")  # the session's first use is not the board's
