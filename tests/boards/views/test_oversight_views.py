@@ -11,7 +11,7 @@ follow, then the role-aware pages themselves.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from types import SimpleNamespace
@@ -44,6 +44,7 @@ from tests.boards.breaker_fixtures import trip
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
+from tests.module_rows import rows_for_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -424,10 +425,24 @@ def applied_events(world: World) -> int:
     return Event.objects.filter(project=world.project, outcome=Event.Outcome.APPLIED).count()
 
 
+@pytest.fixture(scope="module")
+def prepared(django_db_setup, django_db_blocker) -> Iterator[dict[str, tuple[World, Any]]]:
+    """Each action's world, its setup done, built once for the six roles that post it; each
+    post, and all it writes, is rolled back after its test (tests/module_rows.py)."""
+    assert len({action.name for action in ACTIONS}) == len(ACTIONS)
+    with rows_for_the_module(django_db_blocker) as unblocked:
+        with unblocked():
+            built = {}
+            for action in ACTIONS:
+                world = sprint_world()
+                built[action.name] = (world, action.setup(world))
+        yield built
+
+
 @pytest.mark.parametrize("who", ROLES)
 @pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.name)
-def test_action_role_matrix(world, action, who):
-    made = action.setup(world)
+def test_action_role_matrix(db, prepared, action, who):
+    world, made = prepared[action.name]
     client = client_for(world, who)
     path = action.path.format(slug=world.project.slug, prefix=getattr(made, "prefix", ""))
     before = applied_events(world)
