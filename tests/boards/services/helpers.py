@@ -10,6 +10,20 @@ from django.db import models
 from agents.models import Agent
 from boards.errors import ProtocolError
 from boards.models import Anomaly, Event, HumanNote, Project, Review, Task
+from boards.services.goals import goal_create
+from tests.lifecycle import World
+
+
+def goal_world() -> World:
+    """The suite's World with a goal IN_PROGRESS: seed 002 requires `goal` in a valid state."""
+    world = World()
+    goal_create(
+        project=world.project,
+        actor=world.planner,
+        description="Retry logic for every API call",
+        now=world.now,
+    )
+    return world
 
 
 def row_snapshot(obj: models.Model) -> dict[str, Any]:
