@@ -19,7 +19,7 @@ from boards.models import Event, Task
 from boards.protocol import TASK_STATES, TERMINAL_TASK_STATES, TaskStatus
 from tests.boards.api.helpers import agent_client, api_base, http_start, session_client
 from tests.lifecycle import World
-from tests.module_rows import rows_for_the_module
+from tests.module_rows import shared_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -157,7 +157,7 @@ def worlds(django_db_setup, django_db_blocker) -> Iterator[dict[str, World]]:
     """A world per state with its task T-1 in that state, built once for the module's 286
     calls (26 per state); each call, and all it writes, is rolled back after its test
     (tests/module_rows.py)."""
-    with rows_for_the_module(django_db_blocker) as unblocked:
+    with shared_rows(django_db_blocker) as unblocked:
         with unblocked():
             built = {}
             for state in TASK_STATES:

@@ -31,7 +31,7 @@ from tests.boards.services.helpers import (
     row_snapshot,
 )
 from tests.lifecycle import World
-from tests.module_rows import rows_for_the_module
+from tests.module_rows import shared_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -290,7 +290,7 @@ def refusing_worlds(django_db_setup, django_db_blocker) -> Iterator[dict[str, Wo
     """A world (as the `world` fixture makes it) per source state with task-r in that state,
     built once for the refused pairs from it; each refusal, and all it writes, is rolled back
     after its test (tests/module_rows.py)."""
-    with rows_for_the_module(django_db_blocker) as unblocked:
+    with shared_rows(django_db_blocker) as unblocked:
         with unblocked():
             built = {}
             for frm in sorted({frm for frm, _ in REFUSED_PAIRS}):

@@ -12,7 +12,7 @@ from boards import protocol as p
 from boards.selectors.board import COLUMN_CARD_LIMIT
 from tests.boards.views.helpers import bulk_tasks, read_columns, sprint_world
 from tests.factories import ProjectFactory
-from tests.module_rows import rows_for_the_module
+from tests.module_rows import shared_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def _board_queries(client: Client, slug: str, query: str = "") -> tuple[list[str
 def small_and_large(django_db_setup, django_db_blocker):
     """A 10-task and a 1000-task board, built once for the four layouts (the tests only read
     them; each test's own writes, the sign-ins, are rolled back after it)."""
-    with rows_for_the_module(django_db_blocker) as unblocked:
+    with shared_rows(django_db_blocker) as unblocked:
         with unblocked():
             small, large = sprint_world(ProjectFactory()), sprint_world(ProjectFactory())
             for world in (small, large):

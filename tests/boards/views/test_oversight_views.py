@@ -44,7 +44,7 @@ from tests.boards.breaker_fixtures import trip
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
-from tests.module_rows import rows_for_the_module
+from tests.module_rows import shared_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -425,12 +425,14 @@ def applied_events(world: World) -> int:
     return Event.objects.filter(project=world.project, outcome=Event.Outcome.APPLIED).count()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="class")
 def prepared(django_db_setup, django_db_blocker) -> Iterator[dict[str, tuple[World, Any]]]:
     """Each action's world, its setup done, built once for the six roles that post it; each
-    post, and all it writes, is rolled back after its test (tests/module_rows.py)."""
+    post, and all it writes, is rolled back after its test (tests/module_rows.py).
+    Class-scoped: the rows are gone before the module's other tests (staff's cross-project
+    inbox lists every project's)."""
     assert len({action.name for action in ACTIONS}) == len(ACTIONS)
-    with rows_for_the_module(django_db_blocker) as unblocked:
+    with shared_rows(django_db_blocker) as unblocked:
         with unblocked():
             built = {}
             for action in ACTIONS:
@@ -439,27 +441,30 @@ def prepared(django_db_setup, django_db_blocker) -> Iterator[dict[str, tuple[Wor
         yield built
 
 
-@pytest.mark.parametrize("who", ROLES)
-@pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.name)
-def test_action_role_matrix(db, prepared, action, who):
-    world, made = prepared[action.name]
-    client = client_for(world, who)
-    path = action.path.format(slug=world.project.slug, prefix=getattr(made, "prefix", ""))
-    before = applied_events(world)
-    assert not action.applied(world)
+class TestActionRoleMatrix:
+    """The six roles of each action share its world (`prepared`)."""
 
-    response = client.post(path, action.data)
+    @pytest.mark.parametrize("who", ROLES)
+    @pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.name)
+    def test_action_role_matrix(self, db, prepared, action, who):
+        world, made = prepared[action.name]
+        client = client_for(world, who)
+        path = action.path.format(slug=world.project.slug, prefix=getattr(made, "prefix", ""))
+        before = applied_events(world)
+        assert not action.applied(world)
 
-    expected = expected_status(who, action.needs, action.ok)
-    assert response.status_code == expected, response.content.decode()[:2000]
-    if who != ANONYMOUS and expected == action.ok:
-        assert action.applied(world), f"{who}: {action.name} did not happen"
-        assert applied_events(world) > before or not action.audited
-    else:
-        assert not action.applied(world), f"{who}: {action.name} happened anyway"
-        assert applied_events(world) == before
-    if who == ANONYMOUS:
-        assert response["Location"].startswith("/login/?next=")
+        response = client.post(path, action.data)
+
+        expected = expected_status(who, action.needs, action.ok)
+        assert response.status_code == expected, response.content.decode()[:2000]
+        if who != ANONYMOUS and expected == action.ok:
+            assert action.applied(world), f"{who}: {action.name} did not happen"
+            assert applied_events(world) > before or not action.audited
+        else:
+            assert not action.applied(world), f"{who}: {action.name} happened anyway"
+            assert applied_events(world) == before
+        if who == ANONYMOUS:
+            assert response["Location"].startswith("/login/?next=")
 
 
 @pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.name)
