@@ -7,6 +7,7 @@ project pause, config, discovery triage, disabling an agent, the sprint deadline
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -35,10 +36,12 @@ from tests.boards.services.helpers import (
     applied_events,
     assert_refused_unchanged,
     assert_valid,
+    goal_world,
     row_snapshot,
 )
 from tests.factories import ProjectFactory, member, register
 from tests.lifecycle import World
+from tests.module_rows import shared_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -140,53 +143,71 @@ ACTIONS = (
 )
 
 
-@pytest.mark.parametrize("action", ACTIONS)
-@pytest.mark.parametrize("who", ["viewer", "member", "other_admin", "planner", "coder", "system"])
-def test_only_admins_of_the_project_intervene(world, action, who):
-    world.claimed("t-claimed")
-    _awaiting(world, "t-gated", coder="coder-2")
-    records.discovery_create(
-        project=world.project,
-        actor=world.coder,
-        description="No idempotency keys",
-        severity="high",
-        urgency="immediate",
-        now=world.tick(),
+@pytest.fixture(scope="class")
+def intervention_world(django_db_setup, django_db_blocker) -> Iterator[World]:
+    """A claimed task, a task awaiting a human and a discovery, built once for the 60 refused
+    interventions; each refusal, and all it writes, is rolled back after its test
+    (tests/module_rows.py). Class-scoped: the rows are gone before the module's
+    other tests (the cross-project inbox counts every project's)."""
+    with shared_rows(django_db_blocker) as unblocked:
+        with unblocked():
+            world = goal_world()
+            world.claimed("t-claimed")
+            _awaiting(world, "t-gated", coder="coder-2")
+            records.discovery_create(
+                project=world.project,
+                actor=world.coder,
+                description="No idempotency keys",
+                severity="high",
+                urgency="immediate",
+                now=world.tick(),
+            )
+        yield world
+
+
+class TestRefusedInterventions:
+    """The refusals share one world (`intervention_world`)."""
+
+    @pytest.mark.parametrize("action", ACTIONS)
+    @pytest.mark.parametrize(
+        "who", ["viewer", "member", "other_admin", "planner", "coder", "system"]
     )
-    actor = {
-        "viewer": lambda: member(world.project, "viewer"),
-        "member": lambda: member(world.project, "member"),
-        "other_admin": lambda: member(ProjectFactory(), "admin"),
-        "planner": lambda: world.planner,
-        "coder": lambda: world.coder,
-        "system": lambda: SYSTEM,
-    }[who]()
-    before = {
-        "claimed": row_snapshot(world.task("t-claimed")),
-        "gated": row_snapshot(world.task("t-gated")),
-        "project": row_snapshot(world.project),
-        "config": row_snapshot(world.project.config),
-        "discovery": row_snapshot(Discovery.objects.get(project=world.project)),
-        "coder-2": row_snapshot(world.agent("coder-2")),
-    }
-    events = Event.objects.filter(project=world.project).count()
+    def test_only_admins_of_the_project_intervene(self, db, intervention_world, action, who):
+        world = intervention_world
+        actor = {
+            "viewer": lambda: member(world.project, "viewer"),
+            "member": lambda: member(world.project, "member"),
+            "other_admin": lambda: member(ProjectFactory(), "admin"),
+            "planner": lambda: world.planner,
+            "coder": lambda: world.coder,
+            "system": lambda: SYSTEM,
+        }[who]()
+        before = {
+            "claimed": row_snapshot(world.task("t-claimed")),
+            "gated": row_snapshot(world.task("t-gated")),
+            "project": row_snapshot(world.project),
+            "config": row_snapshot(world.project.config),
+            "discovery": row_snapshot(Discovery.objects.get(project=world.project)),
+            "coder-2": row_snapshot(world.agent("coder-2")),
+        }
+        events = Event.objects.filter(project=world.project).count()
 
-    with pytest.raises(PermissionDenied):
-        _interventions(world)[action](actor)
+        with pytest.raises(PermissionDenied):
+            _interventions(world)[action](actor)
 
-    assert {
-        "claimed": row_snapshot(world.task("t-claimed")),
-        "gated": row_snapshot(world.task("t-gated")),
-        "project": row_snapshot(world.project),
-        "config": row_snapshot(world.project.config),
-        "discovery": row_snapshot(Discovery.objects.get(project=world.project)),
-        "coder-2": row_snapshot(world.agent("coder-2")),
-    } == before
-    # A role refusal is logged like every other refusal (one rejected attempt, nothing else).
-    new = Event.objects.filter(project=world.project).order_by("id")[events:]
-    assert [(e.outcome, e.data["code"], e.action.endswith("_failed")) for e in new] == [
-        (Event.Outcome.REJECTED, "permission_denied", True)
-    ]
+        assert {
+            "claimed": row_snapshot(world.task("t-claimed")),
+            "gated": row_snapshot(world.task("t-gated")),
+            "project": row_snapshot(world.project),
+            "config": row_snapshot(world.project.config),
+            "discovery": row_snapshot(Discovery.objects.get(project=world.project)),
+            "coder-2": row_snapshot(world.agent("coder-2")),
+        } == before
+        # A role refusal is logged like every other refusal (one rejected attempt, nothing else).
+        new = Event.objects.filter(project=world.project).order_by("id")[events:]
+        assert [(e.outcome, e.data["code"], e.action.endswith("_failed")) for e in new] == [
+            (Event.Outcome.REJECTED, "permission_denied", True)
+        ]
 
 
 def test_site_staff_act_as_admins(world):
