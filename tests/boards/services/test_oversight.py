@@ -154,14 +154,7 @@ def intervention_world(django_db_setup, django_db_blocker) -> Iterator[World]:
             world = goal_world()
             world.claimed("t-claimed")
             _awaiting(world, "t-gated", coder="coder-2")
-            records.discovery_create(
-                project=world.project,
-                actor=world.coder,
-                description="No idempotency keys",
-                severity="high",
-                urgency="immediate",
-                now=world.tick(),
-            )
+            _immediate(world)
         yield world
 
 
