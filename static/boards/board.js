@@ -152,12 +152,9 @@
     refreshDrawer(task.key);
   }
 
+  // A live change to the task the drawer is for (shown, or still on its way) shows it again.
   function refreshDrawer(key) {
-    const drawer = document.getElementById("drawer");
-    if (!drawer.hidden && drawer.querySelector(`[data-key="${CSS.escape(key)}"]`)) {
-      if (editing(drawer)) markDrawerStale(drawer, key);
-      else openDrawer(key);
-    }
+    if (drawerKey === key) openDrawer(key, { refresh: true });
   }
 
   function applyAgent(change) {
@@ -329,15 +326,33 @@
 
   // -- the task drawer -------------------------------------------------------------------------
   let returnFocusTo = null; // the card whose drawer is open: focus goes back to it on close
+  // The task the drawer is for, and the number of the latest request for it. Answers can come
+  // back out of order (a card clicked while a live refresh or the reopen after an action is on
+  // its way); only the latest request's answer is shown, and none once the drawer is closed.
+  let drawerKey = null;
+  let drawerRequest = 0;
+  let drawerFocus = false; // opened from the keyboard: the focus moves in once it is shown
 
-  async function openDrawer(key, { focus = false } = {}) {
+  async function openDrawer(key, { focus = false, refresh = false } = {}) {
     const drawer = document.getElementById("drawer");
+    drawerKey = key;
+    if (!refresh) drawerFocus = focus;
+    const request = ++drawerRequest;
     const response = await fetch(board.dataset.drawerUrl + encodeURIComponent(key) + "/", { credentials: "same-origin" });
     if (!response.ok) return;
-    drawer.innerHTML = await response.text();
+    const html = await response.text();
+    if (request !== drawerRequest) return;
+    // Someone may have begun typing while a refresh was on its way: their text stays.
+    const shown = drawer.querySelector(`.drawer-body[data-key="${CSS.escape(key)}"]`);
+    if (refresh && !drawer.hidden && shown && editing(drawer)) {
+      markDrawerStale(drawer, key);
+      return;
+    }
+    drawer.innerHTML = html;
     drawer.hidden = false;
     tick();
-    if (focus) {
+    if (drawerFocus) {
+      drawerFocus = false;
       drawer.setAttribute("tabindex", "-1");
       drawer.focus();
     }
@@ -362,6 +377,8 @@
 
   function closeDrawer() {
     const drawer = document.getElementById("drawer");
+    drawerKey = null;
+    drawerRequest++; // an answer still on its way must not open it again
     if (drawer.hidden) return;
     drawer.hidden = true;
     // By key: a live update may have replaced the card element meanwhile.

@@ -225,6 +225,41 @@ def test_a_live_card_keeps_the_server_order_and_the_column_cap(browser, server, 
         context.close()
 
 
+@pytest.mark.parametrize("then", ["opens another card", "closes the drawer"])
+def test_a_slow_drawer_answer_never_undoes_what_was_asked_after_it(browser, server, team, then):
+    """The drawer's answers can arrive out of order (a live refresh, or the reopen after an
+    action, still on its way when another card is clicked): the last choice wins. The answer
+    for T-late is held back until the person has moved on."""
+    context, page = _board_at(browser, server, team, 1440, 900)
+    held = []
+    page.route("**/tasks/T-late/", lambda route: held.append(route))
+    try:
+        page.click(card_in("UNCLAIMED", "T-urgent"))
+        page.wait_for_selector('#drawer:not([hidden]) .drawer-body[data-key="T-urgent"]')
+        with page.expect_request("**/tasks/T-late/"):
+            page.click(card_in("UNCLAIMED", "T-late"))
+        page.wait_for_function("() => true")  # lets the route handler run
+        assert len(held) == 1
+        if then == "opens another card":
+            page.click(card_in("UNCLAIMED", "T-mid"))
+            page.wait_for_selector('#drawer:not([hidden]) .drawer-body[data-key="T-mid"]')
+        else:
+            page.keyboard.press("Escape")
+            page.wait_for_selector("#drawer[hidden]", state="attached")
+
+        with page.expect_event("requestfinished", lambda r: r.url.endswith("/tasks/T-late/")):
+            held[0].continue_()
+        page.wait_for_timeout(300)  # time for the page to apply the answer, if it would
+
+        shown = page.locator("#drawer .drawer-body").get_attribute("data-key")
+        if then == "opens another card":
+            assert (page.is_visible("#drawer"), shown) == (True, "T-mid")
+        else:
+            assert not page.is_visible("#drawer")
+    finally:
+        context.close()
+
+
 def test_a_phone_gets_a_read_only_stacked_board(browser, server, team):
     context, page = _board_at(
         browser, server, team, 390, 844, is_mobile=True, has_touch=True, device_scale_factor=2
