@@ -11,6 +11,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from agents.models import Agent, AgentKey, IdempotentRequest, Run
+from boards import rows
 from boards.errors import (
     Collision,
     Conflict,
@@ -283,7 +284,7 @@ def agent_heartbeat(
         # (seed 000): each asks only for its own rows. The review rows are locked alone (their
         # tasks are read, not locked: only the lease length is taken from them).
         if agent.current_task_id is not None:
-            task = Task.objects.select_for_update(of=("self",)).get(pk=agent.current_task_id)
+            task = rows.get_locked(Task, agent.current_task_id)
             agent.current_task = task  # the answer shows it: no second read
             if task.status == TaskStatus.CLAIMED:
                 lost = task.assigned_to != agent.agent_id or not lease_alive(
@@ -302,7 +303,7 @@ def agent_heartbeat(
                         task=task,
                     )
                 task.lease_expires = task.lease_until(now=now, config=config)
-                task.save(update_fields=["lease_expires"])
+                rows.save_fields(task, ["lease_expires"])
         reviews = []
         if agent.role == Agent.Role.CODE_REVIEWER:
             reviews = list(
@@ -320,7 +321,7 @@ def agent_heartbeat(
         for review in reviews:
             if lease_alive(review.lease_expires, now, config):
                 review.lease_expires = now + timedelta(seconds=review.task.lease_seconds(config))
-                review.save(update_fields=["lease_expires"])
+                rows.save_fields(review, ["lease_expires"])
         if agent.status == AgentStatus.STARTING:
             agent.ready()
         agent.heartbeat = now
@@ -332,7 +333,7 @@ def agent_heartbeat(
         if context_percent is not None:
             agent.context_percent = context_percent
         # Only what a heartbeat changes: a narrow UPDATE of unindexed columns stays HOT.
-        agent.save(update_fields=["status", "heartbeat", "lease_expires", "context_percent"])
+        rows.save_fields(agent, ["status", "heartbeat", "lease_expires", "context_percent"])
         # Heartbeats write no Event, but open boards show leases and heartbeat ages.
         outbox.changed(project.pk, outbox.AGENT, agent.pk)
         if task is not None:

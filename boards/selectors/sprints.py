@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from django.db.models import Case, Count, Q, Sum, Value, When
+from functools import cache
+
+from django.db import connection
+from django.db.models import Count, Q, Sum
 
 from boards import protocol as p
+from boards import rows
 from boards.models import Event, Goal, Project, Sprint, Task
 from boards.protocol import Action, GoalStatus, TaskStatus
 from boards.selectors.access import in_project
@@ -21,8 +25,21 @@ def sprint_current(*, project: Project) -> Sprint | None:
     One query (every claim and heartbeat asks, through `stop_reason`): the open sprint sorts
     first, then the latest.
     """
-    open_first = Case(When(status__in=p.OPEN_SPRINT_STATES, then=Value(0)), default=Value(1))
-    return Sprint.objects.filter(project=project).order_by(open_first, "-started", "-id").first()
+    return rows.fetch(Sprint, _current_sql(), [project.pk, *p.OPEN_SPRINT_STATES])
+
+
+@cache
+def _current_sql() -> str:
+    """`sprint_current`'s statement, written once (boards.rows: it runs on every claim and
+    heartbeat). The ORM's `order_by(Case(When(status__in=open)), "-started", "-id")`."""
+    quote = connection.ops.quote_name
+    states = ", ".join(["%s"] * len(p.OPEN_SPRINT_STATES))
+    return rows.select_sql(
+        Sprint,
+        f"{quote('project_id')} = %s",
+        tail=f"ORDER BY CASE WHEN {quote('status')} IN ({states}) THEN 0 ELSE 1 END, "
+        f"{quote('started')} DESC, {quote('id')} DESC LIMIT 1",
+    )
 
 
 def sprint_get(*, project: Project, sprint_id: str) -> Sprint:

@@ -32,6 +32,7 @@ from django_fsm import TransitionNotAllowed
 
 from agents.models import Agent
 from boards import protocol as p
+from boards import rows
 from boards.errors import (
     AgentUnavailable,
     Conflict,
@@ -128,11 +129,11 @@ def require_role(
 
 def lock_task(task: Task) -> Task:
     """Re-read `task` under a row lock (a no-op lock on SQLite, where IMMEDIATE serializes)."""
-    return Task.objects.select_for_update(of=("self",)).get(pk=task.pk)
+    return rows.get_locked(Task, task.pk)
 
 
 def lock_agent(agent: Agent) -> Agent:
-    return Agent.objects.select_for_update(of=("self",)).get(pk=agent.pk)
+    return rows.get_locked(Agent, agent.pk)
 
 
 def lock_project(project: Project) -> Project:
@@ -189,7 +190,7 @@ def record_event(
             str(action), str(outcome), code, str(from_status or ""), str(to_status or "")
         )
     )
-    event = Event.objects.create(
+    event = Event(
         project=project,
         task=task,
         timestamp=now,
@@ -206,6 +207,7 @@ def record_event(
         # from these (boards.selectors.replay), exactly, whatever the operation was.
         board=task_snapshot(task) if task is not None else None,
     )
+    rows.insert(event)  # every write's one event: the lean INSERT (boards.rows)
     outbox.changed(project.pk, outbox.EVENT, event.pk)  # the live activity feed
     return event
 
@@ -395,7 +397,7 @@ def task_transition_run(
 
 def save_task(task: Task, now: datetime) -> None:
     task.updated = now
-    task.save()
+    rows.save_fields(task)
 
 
 def move_task(

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from agents.models import Agent
 from boards import protocol as p
+from boards import rows
 from boards.errors import (
     Conflict,
     ProtocolValidationError,
@@ -172,7 +173,7 @@ def _claim_locked(
     agent.iterations_total += 1
     agent.lease_expires = max(filter(None, [agent.lease_expires, task.lease_expires]))
     agent.heartbeat = now
-    agent.save()
+    rows.save_fields(agent)
 
     action = "claimed" if from_status != TaskStatus.CLAIMED or retry else "reassigned"
     detail = f"{task.key}: {task.description}"

@@ -1,0 +1,143 @@
+"""Whole rows by primary key in one plain statement: the hot paths' reads and writes.
+
+Every claim and heartbeat locks the agent and its task, saves them, and asks which sprint is
+open. Through the ORM each such statement costs ~0.4–0.8 ms of Python (a queryset built, its
+SQL compiled, the row turned into a model), five to eight times the statement itself
+(bench/README.md "Lean rows"). Here the SQL of a model's row is written once per model from
+its own metadata (every concrete column, in field order, so a new field needs nothing here)
+and the row becomes a model through `Model.from_db`, as the ORM itself does. What the rules
+decide stays in the services; these only move rows.
+
+Writes skip the `pre_save`/`post_save` signals, as `QuerySet.update` does: the models these
+serve (tasks, agents, reviews, sprints) have no receivers (`tests/test_rows.py` checks).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TypeVar
+
+from django.db import connection
+from django.db.models import Model
+
+M = TypeVar("M", bound=Model)
+
+
+@cache
+def _columns(model: type[Model]) -> tuple[list[str], str]:
+    """(attnames, quoted column list) of every concrete field, in the ORM's own order."""
+    fields = model._meta.concrete_fields
+    quote = connection.ops.quote_name
+    return [f.attname for f in fields], ", ".join(quote(f.column) for f in fields)
+
+
+def select_sql(model: type[Model], where: str, *, lock: bool = False, tail: str = "") -> str:
+    """`SELECT <every column> FROM <table> WHERE <where> <tail>`, locked with FOR UPDATE where
+    the database has row locks (SQLite serializes writers instead, as the ORM's
+    `select_for_update` does there)."""
+    _, columns = _columns(model)
+    table = connection.ops.quote_name(model._meta.db_table)
+    sql = f"SELECT {columns} FROM {table} WHERE {where} {tail}".rstrip()
+    if lock and connection.features.has_select_for_update:
+        sql += " FOR UPDATE"
+    return sql
+
+
+def fetch(model: type[M], sql: str, params: list | tuple) -> M | None:
+    """The first row `sql` (from `select_sql`) returns, as a `model`, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    names, _ = _columns(model)
+    return model.from_db(connection.alias, names, _converted(model, row))
+
+
+def get_locked(model: type[M], pk: int) -> M:
+    """The row `pk` under a row lock; `model.DoesNotExist` when it is gone, as `.get()`."""
+    found = fetch(model, _locked_by_pk(model), [pk])
+    if found is None:
+        raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
+    return found
+
+
+@cache
+def _locked_by_pk(model: type[Model]) -> str:
+    pk = connection.ops.quote_name(model._meta.pk.column)
+    return select_sql(model, f"{pk} = %s", lock=True)
+
+
+def save_fields(instance: Model, fields: list[str] | tuple[str, ...] | None = None) -> None:
+    """UPDATE the named fields of `instance` (every concrete field but the key when None), each
+    value prepared for the database by its own field, as `Model.save(update_fields=...)`."""
+    meta = instance._meta
+    if fields is None:
+        # A field not loaded (`.only()`) is not written, as `Model.save()` leaves it too.
+        deferred = instance.get_deferred_fields()
+        chosen = [
+            f for f in meta.concrete_fields if not f.primary_key and f.attname not in deferred
+        ]
+    else:
+        chosen = [meta.get_field(name) for name in fields]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in chosen)
+    values = [f.get_db_prep_save(f.pre_save(instance, False), connection) for f in chosen]
+    table = quote(meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {assignments} WHERE {quote(meta.pk.column)} = %s",
+            [*values, instance.pk],
+        )
+
+
+def _converted(model: type[Model], row: tuple) -> tuple:
+    """The row's values as the ORM would give them: a backend's converters (SQLite's datetimes
+    and decimals, JSON text) and each field's `from_db_value`."""
+    converters = _converters(model)
+    if not converters:
+        return row
+    values = list(row)
+    for index, expression, funcs in converters:
+        value = values[index]
+        for func in funcs:
+            value = func(value, expression, connection)
+        values[index] = value
+    return tuple(values)
+
+
+@cache
+def _converters(model: type[Model]) -> list[tuple[int, object, list]]:
+    """Per column, the converters the ORM's compiler would apply (its `get_converters`)."""
+    out = []
+    for index, field in enumerate(model._meta.concrete_fields):
+        expression = field.get_col(model._meta.db_table)
+        funcs = connection.ops.get_db_converters(expression) + expression.get_db_converters(
+            connection
+        )
+        if funcs:
+            out.append((index, expression, funcs))
+    return out
+
+
+def insert(instance: Model) -> None:
+    """INSERT `instance` (every concrete field but an automatic key) and set its key, as
+    `Model.save()` does for a new row."""
+    meta = instance._meta
+    fields = [f for f in meta.concrete_fields if f is not meta.auto_field]
+    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
+    returning = meta.auto_field is not None and connection.features.can_return_columns_from_insert
+    if returning:
+        sql += f" RETURNING {quote(meta.pk.column)}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        if meta.auto_field is not None:
+            pk = cursor.fetchone()[0] if returning else cursor.lastrowid
+            setattr(instance, meta.pk.attname, pk)
+    instance._state.adding = False
+    instance._state.db = connection.alias

@@ -1,0 +1,150 @@
+"""`boards.rows`, the hot paths' plain statements, give and write exactly what the ORM would:
+the same field values read (JSON, datetimes, nulls, choices), only the named fields written,
+an inserted row equal to the ORM's, a real row lock, and no model signal skipped."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import OperationalError, connection, transaction
+from django.db.models.signals import post_save, pre_save
+
+from agents.models import Agent
+from boards import rows
+from boards.models import Event, Review, Sprint, Task
+from boards.services.goals import goal_create
+from boards.services.sprints import sprint_create
+from tests.lifecycle import World
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# The models the services read or write through boards.rows.
+MODELS = (Task, Agent, Review, Sprint, Event)
+
+
+def _values(row) -> dict:
+    return {f.attname: getattr(row, f.attname) for f in type(row)._meta.concrete_fields}
+
+
+@pytest.fixture
+def world():
+    """Rows with most kinds of value set: a task under review (a review lease, a failed-by list,
+    dependencies), agents mid-work, an open sprint, and their events."""
+    world = World()
+    goal = goal_create(project=world.project, actor=world.planner, description="G", now=world.now)
+    sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
+    world.merged("T-1")
+    world.under_review("T-2", depends_on=["T-1"])
+    world.blocked("T-3", coder="coder-2")
+    return world
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_every_row_read_lean_equals_the_orms(world, model):
+    found = list(model.objects.all())
+    assert found  # the world has rows of every kind
+    sql = rows.select_sql(model, f"{connection.ops.quote_name(model._meta.pk.column)} = %s")
+    for row in found:
+        lean = rows.fetch(model, sql, [row.pk])
+        assert type(lean) is model
+        assert _values(lean) == _values(row)
+        assert not lean._state.adding and lean._state.db == "default"
+        with transaction.atomic():
+            assert _values(rows.get_locked(model, row.pk)) == _values(row)
+
+
+def test_a_missing_row_is_does_not_exist(world):
+    with pytest.raises(Task.DoesNotExist), transaction.atomic():
+        rows.get_locked(Task, 10**9)
+    assert rows.fetch(Task, rows.select_sql(Task, "id = %s"), [10**9]) is None
+
+
+def test_save_fields_writes_the_named_fields_only(world):
+    task = world.task("T-2")
+    before = _values(task)
+    task.lease_expires = world.now + timedelta(hours=1)
+    task.description = "changed in memory, not saved"
+    rows.save_fields(task, ["lease_expires"])
+    after = _values(Task.objects.get(pk=task.pk))
+    assert after == {**before, "lease_expires": world.now + timedelta(hours=1)}
+
+
+def test_save_fields_writes_every_loaded_field_and_no_deferred_one(world):
+    task = Task.objects.only("key", "priority", "failed_by").get(pk=world.task("T-3").pk)
+    Task.objects.filter(pk=task.pk).update(description="written meanwhile by someone else")
+    task.priority = 1
+    task.failed_by = ["coder-9"]
+    rows.save_fields(task)
+    fresh = Task.objects.get(pk=task.pk)
+    assert (fresh.priority, fresh.failed_by) == (1, ["coder-9"])
+    assert fresh.description == "written meanwhile by someone else"
+
+    whole = world.task("T-2")
+    whole.review_cycles_total = 7
+    whole.description = "saved whole"
+    rows.save_fields(whole)
+    assert _values(Task.objects.get(pk=whole.pk)) == _values(whole)
+
+
+def test_insert_gives_the_row_the_orm_gives(world):
+    model = Event.objects.filter(task__isnull=False).last()
+    fields = {
+        f.attname: getattr(model, f.attname)
+        for f in Event._meta.concrete_fields
+        if not f.primary_key
+    }
+    lean = Event(**fields)
+    rows.insert(lean)
+    assert lean.pk is not None and lean.pk != model.pk
+    assert not lean._state.adding
+    orm = Event.objects.create(**fields)
+    assert _values(Event.objects.get(pk=lean.pk)) == {**_values(orm), "id": lean.pk}
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_no_signal_receiver_is_skipped(model):
+    """rows writes without Model.save(): fine only while nothing listens to these models."""
+    assert not pre_save.has_listeners(model)
+    assert not post_save.has_listeners(model)
+
+
+def test_get_locked_holds_the_row_until_the_transaction_ends(world):
+    task = world.task("T-2")
+    seen: list[str] = []
+    locked, release = threading.Event(), threading.Event()
+
+    def holder():
+        try:
+            with transaction.atomic():
+                rows.get_locked(Task, task.pk)
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def try_lock():
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT 1 FROM boards_task WHERE id = %s FOR UPDATE NOWAIT", [task.pk]
+                )
+            seen.append("got it")
+        except OperationalError:
+            seen.append("locked")
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert locked.wait(10)
+    other = threading.Thread(target=try_lock)
+    other.start()
+    other.join(10)
+    release.set()
+    thread.join(10)
+    after = threading.Thread(target=try_lock)
+    after.start()
+    after.join(10)
+    assert seen == ["locked", "got it"]
