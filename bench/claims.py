@@ -87,6 +87,10 @@ SERVERS: dict[str, list[str]] = {
         "-m", "granian", "--interface", "asginl", "--host", HOST, "--port", "{port}",
         "--workers", "2", "--log-level", "warning", "--no-access-log", APP,
     ],
+    "granian-4w": [
+        "-m", "granian", "--interface", "asginl", "--host", HOST, "--port", "{port}",
+        "--workers", "4", "--log-level", "warning", "--no-access-log", APP,
+    ],
 }  # fmt: skip
 # The measured winner (bench/README.md); --quick uses it without comparing.
 DEFAULT_SERVER = "granian-2w"

@@ -187,16 +187,17 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# The cache holds the API's rate-limit counters: in Redis when there is one, so every ASGI
-# process counts the same requests; in process memory on the embedded default (one process).
+# The API's rate-limit counters live in Redis when there is one, so every ASGI process counts
+# the same requests; they go through the process's shared client (liza_site.redis_client), not
+# this cache, which under ASGI connects anew for every request. On the embedded default (one
+# process, no Redis) they live in this cache, in process memory.
 if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "liza",
-            # A rate limit must not hang a request when Redis is slow: it fails open instead
-            # (liza_site/throttling.py).
+            # Nothing may hang a request when Redis is slow.
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }

@@ -2,8 +2,9 @@
 
 Over the limit a request gets 429 with Retry-After in the JSON error envelope
 (`liza_site.exceptions`). Rates are `N/s|min|hour|day` (LIZA_API_RATE_PER_KEY,
-LIZA_API_RATE_PER_IP). Each is counted in fixed windows with one atomic increment in the default
-cache — Redis when REDIS_URL is set, so every process counts together — instead of DRF's
+LIZA_API_RATE_PER_IP). Each is counted in fixed windows with one atomic increment — in Redis when
+REDIS_URL is set, so every process counts together (one round trip on the process's shared
+client, `liza_site.redis_client`), else in this process's cache — instead of DRF's
 SimpleRateThrottle, which reads and rewrites the list of every request's timestamp in the window
 (tens of thousands of entries at the address limit) on each request.
 
@@ -17,10 +18,12 @@ import logging
 import math
 import time
 
+from django.conf import settings
 from django.core.cache import cache as default_cache
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
+from liza_site import redis_client
 from liza_site.outages import REDIS
 from liza_site.security import client_ip
 
@@ -35,9 +38,21 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), _PERIODS[period.strip()[0]]
 
 
+def increment(key: str, ttl: int) -> int:
+    """The counter `key` after one more request, kept `ttl` seconds after its last one."""
+    if settings.REDIS_URL:
+        pipe = redis_client.client().pipeline(transaction=True)  # INCR and EXPIRE as one
+        pipe.incr(key)
+        pipe.expire(key, ttl)
+        return int(pipe.execute()[0])
+    # add() starts the window's counter only if absent; incr() is atomic in the cache. A
+    # counter that expired between the two raises ValueError: the request is let through.
+    return 1 if default_cache.add(key, 1, ttl) else default_cache.incr(key)
+
+
 class _FixedWindow(BaseThrottle):
     scope: str
-    cache = default_cache
+    prefix = "liza:throttle"  # tests give each test counters of its own
     timer = staticmethod(time.time)
     # Read when a request is counted, so tests (and settings overrides) can change them.
     THROTTLE_RATES: dict[str, str] | None = None
@@ -54,15 +69,14 @@ class _FixedWindow(BaseThrottle):
         now = self.timer()
         window = int(now // period)
         self._wait = math.ceil((window + 1) * period - now)
-        key = f"throttle:{self.scope}:{ident}:{period}:{window}"
+        key = f"{self.prefix}:{self.scope}:{ident}:{period}:{window}"
         if not REDIS.allow():
             return True  # Redis down and backing off: not even a connection attempt
         try:
-            # add() starts the window's counter only if absent; incr() is atomic in Redis.
-            count = 1 if self.cache.add(key, 1, period + 1) else self.cache.incr(key)
-        except ValueError:  # the counter expired between add() and incr()
+            count = increment(key, period + 1)
+        except ValueError:  # the process cache's counter expired between add() and incr()
             return True
-        except Exception as exc:  # the cache backend's connection errors, whatever the backend
+        except Exception as exc:  # Redis's connection errors, whatever they are
             REDIS.failed(exc)  # logged once per outage, not once per request
             return True
         REDIS.succeeded()

@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from functools import lru_cache
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -31,6 +30,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
+from liza_site import redis_client
 from liza_site.outages import REDIS
 
 logger = logging.getLogger(__name__)
@@ -63,12 +63,9 @@ _local_last: dict[int, int] = defaultdict(int)
 _local_lock = threading.Lock()
 
 
-@lru_cache(maxsize=1)
-def _redis():
-    import redis
-
-    # Short timeouts: a publish runs after a transition has committed, in its request.
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+# The process's shared client (short timeouts: a publish runs after a transition has
+# committed, in its request).
+_redis = redis_client.client
 
 
 def _seq_key(project_id: int) -> str:

@@ -1,15 +1,21 @@
 """API rate limits (liza_site/throttling.py): per agent key or user, and per client address.
 
 The suite and the benchmarks run under the high defaults; these tests set low rates to prove the
-429 with Retry-After in the error envelope. The counters get a cache of their own per test.
+429 with Retry-After in the error envelope. The counters are real Redis counters (the process's
+shared client), under a key prefix of their own per test.
 """
 
 from __future__ import annotations
 
-import pytest
-from django.core.cache.backends.locmem import LocMemCache
+import socket
+import uuid
 
-from liza_site import throttling
+import pytest
+import redis
+from django.conf import settings
+
+from liza_site import redis_client, throttling
+from liza_site.outages import REDIS
 from tests.boards.api.helpers import (
     agent_client,
     api_base,
@@ -27,7 +33,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def rates(monkeypatch):
-    monkeypatch.setattr(throttling._FixedWindow, "cache", LocMemCache("throttle-test", {}))
+    monkeypatch.setattr(throttling._FixedWindow, "prefix", f"liza-test:{uuid.uuid4().hex}")
     # Ten seconds into a window: a test's few requests never straddle two windows.
     monkeypatch.setattr(throttling._FixedWindow, "timer", staticmethod(lambda: 86_400.0 * 5 + 10))
 
@@ -97,16 +103,35 @@ def test_behind_a_declared_proxy_the_forwarded_address_counts(rates, world, sett
     assert other.get(url).status_code == 401
 
 
-def test_a_limiter_without_its_cache_lets_requests_through(monkeypatch, world):
-    class Unreachable:
-        def add(self, *args, **kwargs):
-            raise ConnectionError("cache down")
-
-        incr = add
-
-    monkeypatch.setattr(throttling._FixedWindow, "cache", Unreachable())
-    one_a_minute = {"principal": "1/min", "address": "1/min"}
-    monkeypatch.setattr(throttling._FixedWindow, "THROTTLE_RATES", one_a_minute)
-    client = agent_client(world.agent("coder-1"))
+def test_a_window_is_one_redis_counter_that_expires_after_the_window(rates, world):
+    rates(principal="5/min")
     url = f"{api_base(world.project.slug)}/tasks"
-    assert [client.get(url).status_code for _ in range(3)] == [200, 200, 200]
+    coder = agent_client(world.agent("coder-1"), REMOTE_ADDR="10.0.0.9")
+    assert [coder.get(url).status_code for _ in range(2)] == [200, 200]
+    store = redis.Redis.from_url(settings.REDIS_URL, decode_responses=True)
+    prefix = throttling._FixedWindow.prefix
+    counters = {key: int(store.get(key)) for key in store.scan_iter(f"{prefix}:*")}
+    window = 86_400 * 5 // 60
+    assert sorted(counters.values()) == [2, 2]
+    assert f"{prefix}:address:10.0.0.9:60:{window}" in counters
+    (principal,) = (k for k in counters if k.startswith(f"{prefix}:principal:key-"))
+    assert principal.endswith(f":60:{window}")
+    assert all(0 < store.ttl(key) <= 61 for key in counters)
+
+
+def test_a_limiter_without_its_redis_lets_requests_through(monkeypatch, world):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    monkeypatch.setattr(settings, "REDIS_URL", dead)
+    redis_client.client.cache_clear()
+    try:
+        one_a_minute = {"principal": "1/min", "address": "1/min"}
+        monkeypatch.setattr(throttling._FixedWindow, "THROTTLE_RATES", one_a_minute)
+        client = agent_client(world.agent("coder-1"))
+        url = f"{api_base(world.project.slug)}/tasks"
+        assert [client.get(url).status_code for _ in range(3)] == [200, 200, 200]
+        assert REDIS.down
+    finally:
+        REDIS.succeeded()  # the outage was this test's alone
+        redis_client.client.cache_clear()  # the next test's client is for the real Redis
