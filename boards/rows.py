@@ -50,8 +50,24 @@ def fetch(model: type[M], sql: str, params: list | tuple) -> M | None:
         row = cursor.fetchone()
     if row is None:
         return None
+    return from_row(model, row)
+
+
+def select_list(model: type[Model], alias: str) -> str:
+    """The model's columns as `alias."column", ...`, in `from_row`'s order, for a statement
+    that joins several tables and turns each slice of its row into a model."""
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+
+
+def width(model: type[Model]) -> int:
+    return len(model._meta.concrete_fields)
+
+
+def from_row(model: type[M], values: tuple) -> M:
+    """A `model` from its slice of a joined row (`select_list`)."""
     names, _ = _columns(model)
-    return model.from_db(connection.alias, names, _converted(model, row))
+    return model.from_db(connection.alias, names, _converted(model, values))
 
 
 def get_locked(model: type[M], pk: int) -> M:

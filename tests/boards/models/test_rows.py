@@ -1,6 +1,7 @@
 """`boards.rows`, the hot paths' plain statements, give and write exactly what the ORM would:
 the same field values read (JSON, datetimes, nulls, choices), only the named fields written,
-an inserted row equal to the ORM's, a real row lock, and no model signal skipped."""
+an inserted row equal to the ORM's, a real row lock, no model signal skipped, and the bearer
+key's joined lookup equal to the ORM's `select_related`."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import pytest
 from django.db import OperationalError, connection, transaction
 from django.db.models.signals import post_save, pre_save
 
-from agents.models import Agent
+from agents.models import Agent, AgentKey
+from agents.selectors import agent_key_lookup
+from agents.services import agent_key_issue, agent_key_revoke
 from boards import rows
-from boards.models import Event, Review, Sprint, Task
+from boards.models import Event, ProjectConfig, Review, Sprint, Task
+from boards.selectors.access import config_of
 from boards.services.goals import goal_create
 from boards.services.sprints import sprint_create
 from tests.lifecycle import World
@@ -148,3 +152,48 @@ def test_get_locked_holds_the_row_until_the_transaction_ends(world):
     after.start()
     after.join(10)
     assert seen == ["locked", "got it"]
+
+
+def _orm_key(prefix: str):
+    return (
+        AgentKey.objects.select_related("agent", "agent__project", "agent__project__config")
+        .filter(prefix=prefix, revoked_at__isnull=True)
+        .first()
+    )
+
+
+@pytest.mark.parametrize("config", ["with its config", "made before configs existed"])
+def test_the_key_lookup_gives_what_the_orms_select_related_gives(
+    world, config, django_assert_num_queries
+):
+    """`agent_key_lookup` (every agent request) reads the key, its agent, the project and its
+    config in one joined statement: the same rows, related without a further query."""
+    if config != "with its config":
+        ProjectConfig.objects.filter(project=world.project).delete()
+    agent = world.agent("coder-2")
+    key, plain = agent_key_issue(agent=agent, actor=world.admin, now=world.now)
+    with django_assert_num_queries(1):
+        lean = agent_key_lookup(plain=plain)
+        assert (lean.agent.project.pk, lean.agent.pk) == (world.project.pk, agent.pk)
+        held = config_of(lean.agent.project)
+    orm = _orm_key(key.prefix)
+    assert _values(lean) == _values(orm)
+    assert _values(lean.agent) == _values(orm.agent)
+    assert _values(lean.agent.project) == _values(orm.agent.project)
+    if config == "with its config":
+        assert _values(held) == _values(orm.agent.project.config)
+        assert held.project is lean.agent.project
+    else:
+        assert held.pk is None  # seed 002's defaults, as config_of gives without a row
+        with pytest.raises(ProjectConfig.DoesNotExist):
+            orm.agent.project.config  # noqa: B018
+
+
+def test_the_key_lookup_refuses_revoked_unknown_and_wrong_secrets(world):
+    agent = world.agent("coder-1")
+    key, plain = agent_key_issue(agent=agent, actor=world.admin, now=world.now)
+    assert agent_key_lookup(plain=plain).pk == key.pk
+    assert agent_key_lookup(plain=plain[:-1] + ("A" if plain[-1] != "A" else "B")) is None
+    assert agent_key_lookup(plain="liza_" + "0" * AgentKey.PREFIX_LEN + "_secret") is None
+    agent_key_revoke(key=key, actor=world.admin, now=world.tick())
+    assert agent_key_lookup(plain=plain) is None
