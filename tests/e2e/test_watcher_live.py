@@ -18,10 +18,11 @@ from boards.services.sprints import sprint_create
 from tests.e2e.support import mark_page, open_board, page_not_reloaded, sign_in
 from tests.lifecycle import World
 from tests.live_server import live_server, suite_database_url, watcher_process
+from tests.private_redis import private_redis_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-REDIS_URL = "redis://127.0.0.1:6379/14"
+REDIS_URL = private_redis_url()
 INTERVAL = 2  # seconds: the project's watch_interval
 SLACK = 3.0  # seconds for the render and the websocket on a loaded CI machine
 

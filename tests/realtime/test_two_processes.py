@@ -5,7 +5,8 @@ HTTP API; B's socket must show it within a second. A socket that dies misses eve
 resynchronises from B's fragment, then follows the stream again.
 
 Both servers are real daphne subprocesses on the test database (the test's data is committed:
-`transaction=True`), Redis database 14 and a channel prefix of this test's own. Every wait is
+`transaction=True`), a Redis database of this test process's own (`tests.private_redis`) and a
+channel prefix of this test's own. Every wait is
 bounded and the servers are killed whatever happens.
 """
 
@@ -28,10 +29,11 @@ from boards.services.kernel import SYSTEM
 from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
 from tests.live_server import LiveServer, live_servers, suite_database_url
+from tests.private_redis import private_redis_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-REDIS_URL = "redis://127.0.0.1:6379/14"
+REDIS_URL = private_redis_url()
 LIVE_WITHIN = 1.0  # SPEC §7: "within a second"
 
 

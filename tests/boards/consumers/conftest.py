@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.boards.consumers.helpers import in_memory_layer_settings, redis_layer_settings
+from tests.private_redis import private_redis_url
 
 
 @pytest.fixture
@@ -20,5 +21,5 @@ def in_memory_layer(settings):
 
 @pytest.fixture
 def redis_layer(settings):
-    with redis_layer_settings(settings, "redis://127.0.0.1:6379/15") as prefix:
+    with redis_layer_settings(settings, private_redis_url()) as prefix:
         yield prefix
