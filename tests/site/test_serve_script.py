@@ -11,6 +11,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import threading
@@ -51,8 +52,9 @@ def _alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def _serving(args: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.Popen, list[str]]]:
-    """`bash .ci/serve ARGS` until its watcher has swept once: the process and its output so
-    far. Killed with its whole group at the end, whatever happened."""
+    """`bash .ci/serve ARGS` until its watcher has swept once and its server accepts
+    connections (the two start side by side: either may be first): the process and its output
+    so far. Killed with its whole group at the end, whatever happened."""
     serve = subprocess.Popen(
         ["bash", ".ci/serve", *args],
         cwd=ROOT,
@@ -74,6 +76,14 @@ def _serving(args: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.
                 assert serve.poll() is None, "".join(seen)
         # liza_demo's two projects: the live demo and the two weeks of flow (demo-flow).
         assert any("liza_watch heartbeat: 2 project(s) swept" in s for s in seen), "".join(seen)
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", int(env["PORT"])), timeout=1).close()
+                break
+            except OSError:
+                assert serve.poll() is None, "".join(seen)
+                assert time.monotonic() < deadline, "the server never listened"
+                time.sleep(0.1)
         yield serve, seen
     finally:
         if serve.poll() is None:
