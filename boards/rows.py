@@ -1,15 +1,18 @@
-"""Whole rows by primary key in one plain statement: the hot paths' reads and writes.
+"""Whole rows in one plain statement: the hot paths' reads and writes.
 
-Every claim and heartbeat locks the agent and its task, saves them, and asks which sprint is
-open. Through the ORM each such statement costs ~0.4–0.8 ms of Python (a queryset built, its
-SQL compiled, the row turned into a model), five to eight times the statement itself
-(bench/README.md "Lean rows"). Here the SQL of a model's row is written once per model from
-its own metadata (every concrete column, in field order, so a new field needs nothing here)
-and the row becomes a model through `Model.from_db`, as the ORM itself does. What the rules
-decide stays in the services; these only move rows.
+Every claim and heartbeat locks the agent and its task, saves them, writes an event and asks
+which sprint is open, and every agent request looks its key up. Through the ORM each such
+statement costs ~0.3–0.8 ms of Python (a queryset built, its SQL compiled, the row turned into
+a model), several times the statement itself (bench/README.md "Lean rows"). Here the SQL of a
+model's row is written once per model from its own metadata (every concrete column, in field
+order, so a new field needs nothing here) and the row becomes a model through `Model.from_db`,
+with the converters the ORM's compiler would apply. What the rules decide stays in the
+services and selectors; these only move rows.
 
-Writes skip the `pre_save`/`post_save` signals, as `QuerySet.update` does: the models these
-serve (tasks, agents, reviews, sprints) have no receivers (`tests/test_rows.py` checks).
+Writes skip the `pre_save`/`post_save` signals, as `QuerySet.update` does: the models written
+here (tasks, agents, reviews, events) have no receivers, and
+tests/boards/models/test_rows.py checks that, and that every read and write here equals the
+ORM's.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import OperationalError, connection, transaction
+from django.db.models import Case, Value, When
 from django.db.models.signals import post_save, pre_save
 
 from agents.models import Agent, AgentKey
@@ -17,9 +18,11 @@ from agents.selectors import agent_key_lookup
 from agents.services import agent_key_issue, agent_key_revoke
 from boards import rows
 from boards.models import Event, ProjectConfig, Review, Sprint, Task
+from boards.protocol import OPEN_SPRINT_STATES
 from boards.selectors.access import config_of
+from boards.selectors.sprints import sprint_current
 from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
+from boards.services.sprints import sprint_abort, sprint_checkpoint, sprint_create
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -197,3 +200,34 @@ def test_the_key_lookup_refuses_revoked_unknown_and_wrong_secrets(world):
     assert agent_key_lookup(plain="liza_" + "0" * AgentKey.PREFIX_LEN + "_secret") is None
     agent_key_revoke(key=key, actor=world.admin, now=world.tick())
     assert agent_key_lookup(plain=plain) is None
+
+
+def _orm_current(project) -> Sprint | None:
+    open_first = Case(When(status__in=OPEN_SPRINT_STATES, then=Value(0)), default=Value(1))
+    return Sprint.objects.filter(project=project).order_by(open_first, "-started", "-id").first()
+
+
+def test_the_current_sprint_is_the_orms_at_every_step_of_a_sprint_life():
+    """`sprint_current` (every claim and heartbeat, through `stop_reason`): the open sprint
+    first, else the latest; one lean statement, checked against the ORM's ordering."""
+    world = World()
+    project, planner, admin = world.project, world.planner, world.admin
+
+    def same() -> Sprint | None:
+        lean = sprint_current(project=project)
+        orm = _orm_current(project)
+        assert (lean and _values(lean)) == (orm and _values(orm))
+        return lean
+
+    assert same() is None
+    goal = goal_create(project=project, actor=planner, description="G", now=world.tick())
+    first = sprint_create(project=project, actor=planner, goal=goal, now=world.tick())
+    assert same().pk == first.pk
+    sprint_checkpoint(sprint=first, actor=admin, reason="look", now=world.tick())
+    assert same().status == "CHECKPOINT"
+    sprint_abort(sprint=same(), actor=admin, reason="wrong plan", now=world.tick())
+    assert same().status == "ABORTED"
+    second = sprint_create(project=project, actor=planner, goal=goal, now=world.tick())
+    assert same().pk == second.pk
+    sprint_abort(sprint=second, actor=admin, reason="again", now=world.tick())
+    assert same().pk == second.pk  # the latest, both closed
