@@ -127,9 +127,14 @@ def _store_reviews(
         for review in round_:
             # The file does not say when the review was claimed: a lease runs lease_duration
             # from its claim, so that is the best guess; without a lease, the file's own now.
+            # Never later than that now: a lease longer than one duration (renewed by
+            # heartbeats, or a longer config) would put the claim in the file's future.
             claimed = plan.reference
             if review.lease_expires is not None:
-                claimed = review.lease_expires - timedelta(seconds=task.lease_seconds(config))
+                claimed = min(
+                    plan.reference,
+                    review.lease_expires - timedelta(seconds=task.lease_seconds(config)),
+                )
             review.project = project
             review.task = task
             review.claimed_at = claimed

@@ -18,6 +18,8 @@ from boards.liza_files.demo import DEMO_DIR, shift_timestamps
 from boards.liza_files.flow_demo import flow_demo_build
 from boards.models import Event, Goal, Membership, Project, Task
 from boards.protocol import GoalStatus
+from boards.selectors.access import config_of
+from boards.selectors.board import card_for
 from boards.selectors.insights import _flow_python, _flow_sql, insights, insights_period
 from boards.validation import reference_time
 from tests.boards.compat.test_original_liza_judges_exports import _export
@@ -136,7 +138,38 @@ def test_the_demo_reference_time_is_its_latest_heartbeat():
 
     state, _ = read_liza_dir(DEMO_DIR)
 
-    assert reference_time(state) == datetime(2025, 1, 17, 14, 52, tzinfo=UTC)
+    assert reference_time(state) == datetime(2025, 1, 17, 16, 52, tzinfo=UTC)
+
+
+# Times that are meant to lie ahead: leases and deadlines.
+AHEAD = ("lease", "deadline", "expires")
+
+
+@pytest.mark.django_db
+def test_nothing_in_the_demo_happened_after_now(manage, flow_demo_skipped):
+    """The demo is shifted so that its latest heartbeat is now: everything else it records
+    (tasks created and moved, events, anomalies, spec changes, the breaker's check) is in the
+    past, so no card reads "in BLOCKED 0:00" and no entry is dated tomorrow."""
+    from django.apps import apps
+    from django.db.models import DateTimeField
+
+    manage("liza_demo", slug="today")
+    now = timezone.now()
+    project = Project.objects.get(slug="today")
+    future = []
+    for model in [*apps.get_app_config("boards").get_models(), Agent]:
+        if not any(f.name == "project" for f in model._meta.concrete_fields):
+            continue
+        for field in model._meta.concrete_fields:
+            if isinstance(field, DateTimeField) and not any(w in field.name for w in AHEAD):
+                rows = model.objects.filter(project=project, **{f"{field.name}__gt": now})
+                future += [f"{model.__name__}.{field.name}: {r.pk}" for r in rows]
+    assert future == []
+    assert Event.objects.filter(project=project).count() > 10  # the check had rows to read
+    # The BLOCKED card's age in its state: since it entered BLOCKED (its creation, here).
+    blocked = card_for(Task.objects.get(project=project, key="task-6"), config_of(project), now)
+    assert blocked.status == "BLOCKED"
+    assert datetime.fromisoformat(blocked.entered) < now - timedelta(minutes=30)
 
 
 @pytest.mark.django_db

@@ -105,8 +105,10 @@ def test_valid_fixture_restores_every_status_and_field(manage, valid_dir):
         "",
     )
     assert review.lease_expires == at("2025-01-17T17:05:00Z") and review.closed_at is None
-    # No claim time in the file: a lease runs lease_duration (300 s) from its claim.
-    assert review.claimed_at == at("2025-01-17T17:00:00Z")
+    # No claim time in the file: a lease runs lease_duration (300 s) from its claim, which
+    # would be 17:00, after the file's own now (its latest heartbeat, 14:52): a claim is never
+    # later than that.
+    assert review.claimed_at == at("2025-01-17T14:52:00Z")
 
     agents = {a.agent_id: a for a in Agent.objects.filter(project__slug="seed")}
     assert agents["coder-1"].current_task == t2 and agents["coder-1"].status == "WORKING"
