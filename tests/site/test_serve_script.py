@@ -52,9 +52,10 @@ def _alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def _serving(args: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.Popen, list[str]]]:
-    """`bash .ci/serve ARGS` until its watcher has swept once and its server accepts
-    connections (the two start side by side: either may be first): the process and its output
-    so far. Killed with its whole group at the end, whatever happened."""
+    """`bash .ci/serve ARGS` until its watcher has swept once and it has printed its address:
+    the process and its output so far. The address is printed only once the server accepts
+    connections (README: open it at once). Killed with its whole group at the end, whatever
+    happened."""
     serve = subprocess.Popen(
         ["bash", ".ci/serve", *args],
         cwd=ROOT,
@@ -69,21 +70,22 @@ def _serving(args: list[str], env: dict[str, str]) -> Iterator[tuple[subprocess.
     try:
         seen: list[str] = []
         deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and not any("liza_watch heartbeat" in s for s in seen):
+
+        def ready() -> bool:
+            swept = any("liza_watch heartbeat" in s for s in seen)
+            return swept and any(" is running at " in s for s in seen)
+
+        while time.monotonic() < deadline and not ready():
             try:
                 seen.append(lines.get(timeout=1))
             except queue.Empty:
                 assert serve.poll() is None, "".join(seen)
         # liza_demo's two projects: the live demo and the two weeks of flow (demo-flow).
         assert any("liza_watch heartbeat: 2 project(s) swept" in s for s in seen), "".join(seen)
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", int(env["PORT"])), timeout=1).close()
-                break
-            except OSError:
-                assert serve.poll() is None, "".join(seen)
-                assert time.monotonic() < deadline, "the server never listened"
-                time.sleep(0.1)
+        (banner,) = [s for s in seen if " is running at " in s]
+        assert f"http://127.0.0.1:{env['PORT']}/" in banner
+        # Printed once the server listens: the first connection is accepted.
+        socket.create_connection(("127.0.0.1", int(env["PORT"])), timeout=5).close()
         yield serve, seen
     finally:
         if serve.poll() is None:
