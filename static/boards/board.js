@@ -248,13 +248,26 @@
     resyncTimer = setTimeout(resync, 300);
   }
 
+  // Resyncs can overlap (swimlanes resync on every change) and their answers come back in any
+  // order: only the latest request's answer is drawn. An answer older than changes the board
+  // applied while it was on its way is not drawn either; another resync follows. (Only then:
+  // a restarted server counts again from 1, and its first answer must be taken.)
+  let resyncRequest = 0;
+
   async function resync() {
     clearTimeout(resyncTimer);
+    const request = ++resyncRequest;
+    const seqAtStart = lastSeq;
     const url = board.dataset.fragmentUrl + window.location.search;
     try {
       const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
       if (!response.ok) throw new Error(`resync: HTTP ${response.status}`);
       const data = await response.json();
+      if (request !== resyncRequest) return;
+      if (lastSeq !== seqAtStart && data.seq < lastSeq) {
+        scheduleResync();
+        return;
+      }
       document.getElementById("columns").replaceWith(fragment(data.columns));
       document.getElementById("board-header").replaceWith(fragment(data.header));
       document.getElementById("agents").replaceWith(fragment(data.agents));
@@ -265,6 +278,7 @@
       for (const card of document.querySelectorAll("#columns .card")) narrowCard(card);
       tick();
     } catch (err) {
+      if (request !== resyncRequest) return; // a later resync is under way
       setStatus("resync failed, retrying…", false);
       scheduleResync();
     }

@@ -260,6 +260,97 @@ def test_a_slow_drawer_answer_never_undoes_what_was_asked_after_it(browser, serv
         context.close()
 
 
+def test_an_older_resync_answer_never_replaces_a_newer_one(browser, server, team, agent_client):
+    """Swimlanes resynchronise on every change, so two resyncs can overlap: the first one's
+    answer, held back here until the second has been drawn, must not put the board back."""
+    import re
+
+    from tests.factories import register
+
+    fourth = register(team.project, "coder-4", now=timezone.now())
+    fifth = register(team.project, "coder-5", now=timezone.now())
+    context, page = _board_at(browser, server, team, 1440, 900)
+    held = []
+
+    def hold_the_first(route):
+        if held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))  # the answer of that moment, delivered later
+
+    try:
+        with page.expect_navigation():
+            page.select_option("#board-lanes", "assignee")
+        page.wait_for_selector('#board[data-live="1"]')
+        page.route(re.compile(r"/fragment(\?|$)"), hold_the_first)
+        agent_client(fourth).claim("T-urgent")
+        for _ in range(100):
+            if held:
+                break
+            page.wait_for_timeout(50)
+        assert held, "the first resync never started"
+
+        agent_client(fifth).claim("T-mid")
+        t_mid = '.lane[data-lane="coder-5"] .column[data-status="CLAIMED"] .card[data-key="T-mid"]'
+        t_urgent = '.lane[data-lane="coder-4"] .column[data-status="CLAIMED"] [data-key="T-urgent"]'
+        page.wait_for_selector(t_mid, timeout=LIVE_TIMEOUT_MS)
+        assert page.locator(t_urgent).count() == 1
+
+        route, answer = held[0]
+        route.fulfill(response=answer)  # T-urgent claimed, T-mid not yet
+        page.wait_for_timeout(500)  # time for the page to draw it, if it would
+        assert (page.locator(t_mid).count(), page.locator(t_urgent).count()) == (1, 1)
+        assert page.locator(card_in("UNCLAIMED", "T-mid")).count() == 0
+    finally:
+        context.close()
+
+
+def test_a_resync_answer_older_than_the_live_changes_is_not_drawn(
+    browser, server, team, agent_client
+):
+    """A card new to the board's filter asks for a resync; a change that comes live while its
+    answer is on the way is applied at once. The answer, older than that change, must not undo
+    it (here: put back a card that left the filter)."""
+    import re
+
+    from tests.factories import register
+
+    fourth = register(team.project, "coder-4", now=timezone.now())
+    context, page = _board_at(browser, server, team, 1440, 900)
+    held = []
+
+    def hold_the_first(route):
+        if held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))
+
+    try:
+        page.goto(f"/p/{team.project.slug}/?status=CLAIMED")
+        page.wait_for_selector('#board[data-live="1"]')
+        page.route(re.compile(r"/fragment(\?|$)"), hold_the_first)
+        agent_client(fourth).claim("T-urgent")  # new to the CLAIMED filter: a resync
+        page.wait_for_selector(card_in("CLAIMED", "T-urgent"), timeout=LIVE_TIMEOUT_MS)
+        for _ in range(100):
+            if held:
+                break
+            page.wait_for_timeout(50)
+        assert held, "the resync never started"
+
+        # T-claimed leaves the filter, live (no resync for that).
+        agent_client(team.agent("coder-1")).submit("T-claimed")
+        page.wait_for_selector(card_in("CLAIMED", "T-claimed"), state="detached")
+
+        route, answer = held[0]
+        route.fulfill(response=answer)  # from before the submit: T-claimed still CLAIMED
+        page.wait_for_timeout(800)  # the page's own resync after it, if any, is done by then
+        assert page.locator(card_in("CLAIMED", "T-claimed")).count() == 0
+        assert page.locator(card_in("CLAIMED", "T-urgent")).count() == 1
+        assert page.get_attribute("#board", "data-seq") == "2"
+    finally:
+        context.close()
+
+
 def test_a_phone_gets_a_read_only_stacked_board(browser, server, team):
     context, page = _board_at(
         browser, server, team, 390, 844, is_mobile=True, has_touch=True, device_scale_factor=2
