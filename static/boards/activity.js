@@ -11,6 +11,9 @@
   let lastSeq = parseInt(view.dataset.seq || "0", 10);
   let retry = 0;
   let catchingUp = false;
+  // A catch-up asked for while one is on its way runs after it, from the newest row shown when
+  // it was asked for: the one on its way may have been answered before those events committed.
+  let pendingAfter = null;
   let socket = null;
 
   function setStatus(text, ok) {
@@ -45,12 +48,15 @@
     view.dataset.received = String(parseInt(view.dataset.received || "0", 10) + 1);
   }
 
-  async function catchUp() {
-    if (catchingUp) return;
+  async function catchUp(after = newestId()) {
+    if (catchingUp) {
+      pendingAfter = pendingAfter === null ? after : Math.min(pendingAfter, after);
+      return;
+    }
     catchingUp = true;
     const params = new URLSearchParams();
     for (const name of ["agent", "task", "action"]) if (view.dataset[name]) params.set(name, view.dataset[name]);
-    params.set("after", String(newestId()));
+    params.set("after", String(after));
     try {
       const response = await fetch(`${view.dataset.rowsUrl}?${params}`, { credentials: "same-origin" });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
@@ -66,9 +72,14 @@
       lastSeq = Math.max(lastSeq, data.seq);
     } catch (err) {
       setStatus("catching up failed, retrying…", false);
-      setTimeout(catchUp, 2000);
+      setTimeout(() => catchUp(after), 2000);
     } finally {
       catchingUp = false;
+      if (pendingAfter !== null) {
+        const next = pendingAfter;
+        pendingAfter = null;
+        catchUp(next);
+      }
     }
   }
 

@@ -109,3 +109,46 @@ def test_a_filtered_feed_ignores_other_events(page, world, agent_client):
     assert page.get_attribute("#activity-view", "data-live") == "1"
     assert page.locator("#activity li[data-id]").count() == before
     assert page.locator('#activity li[data-task="e"]').count() == 0
+
+
+def _drop_the_socket_while(page, change) -> None:
+    """The feed's socket drops and stays down while `change` happens; on reconnect its hello
+    says events were missed, and the feed asks for a catch-up."""
+    page.evaluate("window.__holdSockets = true; window.__sockets.at(-1).socket.close()")
+    page.wait_for_selector('#activity-view[data-live="0"]')
+    change()
+    page.evaluate("window.__holdSockets = false")
+    page.wait_for_selector('#activity-view[data-live="1"]', timeout=6_000)
+
+
+def test_a_catch_up_asked_for_during_another_is_not_lost(page, world, agent_client):
+    """Two gaps in a row: the second catch-up is asked for while the first one's answer, taken
+    before the second gap's events, is still on its way. It must still run."""
+    import re
+
+    sign_in(page, world.admin)
+    page.goto(f"/p/{world.project.slug}/activity/")
+    page.wait_for_selector('#activity-view[data-live="1"]', timeout=5_000)
+    mark_page(page)
+    held = []
+
+    def hold_the_first(route):
+        if held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))  # the rows of that moment, delivered later
+
+    page.route(re.compile(r"/activity/rows\?"), hold_the_first)
+    _drop_the_socket_while(page, lambda: agent_client(world.coder).claim("e"))
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the first catch-up never started"
+
+    _drop_the_socket_while(page, lambda: agent_client(world.agent("coder-2")).submit("b"))
+    route, answer = held[0]
+    route.fulfill(response=answer)  # e's claim, not b's submission
+    page.wait_for_selector('#activity li.fresh[data-task="e"]', timeout=LIVE_TIMEOUT_MS)
+    page.wait_for_selector('#activity li.fresh[data-task="b"]', timeout=LIVE_TIMEOUT_MS)
+    assert page_not_reloaded(page)
