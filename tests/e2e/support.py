@@ -58,6 +58,34 @@ def page_not_reloaded(page) -> bool:
     return page.evaluate("window.__marker") == "no-reload"
 
 
+class HeldAnswer:
+    """The first answer to requests matching `pattern`, taken from the server when the page asks
+    and delivered only on `deliver()`: the page gets an answer of that moment late, as a slow
+    network would, while the requests after it pass."""
+
+    def __init__(self, page, pattern) -> None:
+        self.page = page
+        self.held: list = []  # (route, the server's answer then)
+        page.route(pattern, self._route)
+
+    def _route(self, route) -> None:
+        if self.held:
+            route.continue_()
+        else:
+            self.held.append((route, route.fetch()))
+
+    def wait(self, what: str) -> None:
+        for _ in range(100):
+            if self.held:
+                return
+            self.page.wait_for_timeout(50)
+        raise AssertionError(f"{what} never started")
+
+    def deliver(self) -> None:
+        route, answer = self.held[0]
+        route.fulfill(response=answer)
+
+
 def screenshot(page, name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"

@@ -4,6 +4,7 @@ accessibility check with axe-core run in the page (light and dark)."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -15,12 +16,14 @@ from boards.services.sprints import sprint_create
 from tests.e2e.support import (
     LIVE_TIMEOUT_MS,
     ROOT,
+    HeldAnswer,
     card_in,
     column_count,
     open_board,
     screenshot,
     sign_in,
 )
+from tests.factories import register
 from tests.lifecycle import World
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -126,8 +129,6 @@ def test_keyboard_flow_and_search(browser, server, team):
 
 
 def test_swimlanes_by_assignee_and_wip_limits(browser, server, team, agent_client):
-    from tests.factories import register
-
     fourth = register(team.project, "coder-4", now=timezone.now())
     context, page = _board_at(browser, server, team, 1440, 900)
     try:
@@ -199,8 +200,6 @@ def test_a_live_card_keeps_the_server_order_and_the_column_cap(browser, server, 
     try:
         page.eval_on_selector('.column[data-status="CLAIMED"]', "c => { c.dataset.cap = '2'; }")
         # coder-1 holds T-claimed: a coder of its own for T-urgent.
-        from tests.factories import register
-
         fourth = register(team.project, "coder-4", now=timezone.now())
         agent_client(fourth).claim("T-urgent")
         page.wait_for_selector(card_in("CLAIMED", "T-urgent"), timeout=LIVE_TIMEOUT_MS)
@@ -263,32 +262,16 @@ def test_a_slow_drawer_answer_never_undoes_what_was_asked_after_it(browser, serv
 def test_an_older_resync_answer_never_replaces_a_newer_one(browser, server, team, agent_client):
     """Swimlanes resynchronise on every change, so two resyncs can overlap: the first one's
     answer, held back here until the second has been drawn, must not put the board back."""
-    import re
-
-    from tests.factories import register
-
     fourth = register(team.project, "coder-4", now=timezone.now())
     fifth = register(team.project, "coder-5", now=timezone.now())
     context, page = _board_at(browser, server, team, 1440, 900)
-    held = []
-
-    def hold_the_first(route):
-        if held:
-            route.continue_()
-        else:
-            held.append((route, route.fetch()))  # the answer of that moment, delivered later
-
     try:
         with page.expect_navigation():
             page.select_option("#board-lanes", "assignee")
         page.wait_for_selector('#board[data-live="1"]')
-        page.route(re.compile(r"/fragment(\?|$)"), hold_the_first)
+        first = HeldAnswer(page, re.compile(r"/fragment(\?|$)"))
         agent_client(fourth).claim("T-urgent")
-        for _ in range(100):
-            if held:
-                break
-            page.wait_for_timeout(50)
-        assert held, "the first resync never started"
+        first.wait("the first resync")
 
         agent_client(fifth).claim("T-mid")
         t_mid = '.lane[data-lane="coder-5"] .column[data-status="CLAIMED"] .card[data-key="T-mid"]'
@@ -296,8 +279,7 @@ def test_an_older_resync_answer_never_replaces_a_newer_one(browser, server, team
         page.wait_for_selector(t_mid, timeout=LIVE_TIMEOUT_MS)
         assert page.locator(t_urgent).count() == 1
 
-        route, answer = held[0]
-        route.fulfill(response=answer)  # T-urgent claimed, T-mid not yet
+        first.deliver()  # T-urgent claimed, T-mid not yet
         page.wait_for_timeout(500)  # time for the page to draw it, if it would
         assert (page.locator(t_mid).count(), page.locator(t_urgent).count()) == (1, 1)
         assert page.locator(card_in("UNCLAIMED", "T-mid")).count() == 0
@@ -311,38 +293,21 @@ def test_a_resync_answer_older_than_the_live_changes_is_not_drawn(
     """A card new to the board's filter asks for a resync; a change that comes live while its
     answer is on the way is applied at once. The answer, older than that change, must not undo
     it (here: put back a card that left the filter)."""
-    import re
-
-    from tests.factories import register
-
     fourth = register(team.project, "coder-4", now=timezone.now())
     context, page = _board_at(browser, server, team, 1440, 900)
-    held = []
-
-    def hold_the_first(route):
-        if held:
-            route.continue_()
-        else:
-            held.append((route, route.fetch()))
-
     try:
         page.goto(f"/p/{team.project.slug}/?status=CLAIMED")
         page.wait_for_selector('#board[data-live="1"]')
-        page.route(re.compile(r"/fragment(\?|$)"), hold_the_first)
+        first = HeldAnswer(page, re.compile(r"/fragment(\?|$)"))
         agent_client(fourth).claim("T-urgent")  # new to the CLAIMED filter: a resync
         page.wait_for_selector(card_in("CLAIMED", "T-urgent"), timeout=LIVE_TIMEOUT_MS)
-        for _ in range(100):
-            if held:
-                break
-            page.wait_for_timeout(50)
-        assert held, "the resync never started"
+        first.wait("the resync")
 
         # T-claimed leaves the filter, live (no resync for that).
         agent_client(team.agent("coder-1")).submit("T-claimed")
         page.wait_for_selector(card_in("CLAIMED", "T-claimed"), state="detached")
 
-        route, answer = held[0]
-        route.fulfill(response=answer)  # from before the submit: T-claimed still CLAIMED
+        first.deliver()  # from before the submit: T-claimed still CLAIMED
         page.wait_for_timeout(800)  # the page's own resync after it, if any, is done by then
         assert page.locator(card_in("CLAIMED", "T-claimed")).count() == 0
         assert page.locator(card_in("CLAIMED", "T-urgent")).count() == 1

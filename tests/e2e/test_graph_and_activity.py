@@ -3,6 +3,7 @@ daphne on the test database; the live change is made by an agent through the HTT
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -10,7 +11,14 @@ from django.utils import timezone
 
 from boards.models import Membership
 from boards.services.goals import goal_create
-from tests.e2e.support import LIVE_TIMEOUT_MS, mark_page, page_not_reloaded, screenshot, sign_in
+from tests.e2e.support import (
+    LIVE_TIMEOUT_MS,
+    HeldAnswer,
+    mark_page,
+    page_not_reloaded,
+    screenshot,
+    sign_in,
+)
 from tests.factories import member
 from tests.lifecycle import World
 
@@ -124,31 +132,16 @@ def _drop_the_socket_while(page, change) -> None:
 def test_a_catch_up_asked_for_during_another_is_not_lost(page, world, agent_client):
     """Two gaps in a row: the second catch-up is asked for while the first one's answer, taken
     before the second gap's events, is still on its way. It must still run."""
-    import re
-
     sign_in(page, world.admin)
     page.goto(f"/p/{world.project.slug}/activity/")
     page.wait_for_selector('#activity-view[data-live="1"]', timeout=5_000)
     mark_page(page)
-    held = []
-
-    def hold_the_first(route):
-        if held:
-            route.continue_()
-        else:
-            held.append((route, route.fetch()))  # the rows of that moment, delivered later
-
-    page.route(re.compile(r"/activity/rows\?"), hold_the_first)
+    first = HeldAnswer(page, re.compile(r"/activity/rows\?"))
     _drop_the_socket_while(page, lambda: agent_client(world.coder).claim("e"))
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(50)
-    assert held, "the first catch-up never started"
+    first.wait("the first catch-up")
 
     _drop_the_socket_while(page, lambda: agent_client(world.agent("coder-2")).submit("b"))
-    route, answer = held[0]
-    route.fulfill(response=answer)  # e's claim, not b's submission
+    first.deliver()  # e's claim, not b's submission
     page.wait_for_selector('#activity li.fresh[data-task="e"]', timeout=LIVE_TIMEOUT_MS)
     page.wait_for_selector('#activity li.fresh[data-task="b"]', timeout=LIVE_TIMEOUT_MS)
     assert page_not_reloaded(page)
