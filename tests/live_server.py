@@ -214,15 +214,19 @@ def live_server(name: str = "server", **options: Any) -> Iterator[LiveServer]:
 
 
 def watcher_process(
-    project_slug: str,
+    project_slug: str | Sequence[str],
     *,
     once: bool = False,
     env: Mapping[str, str] | None = None,
     stderr: int = subprocess.PIPE,
 ) -> subprocess.Popen:
-    """A real `manage.py liza_watch` process for one project on the suite's database (text
-    pipes; `stderr=subprocess.STDOUT` merges its log into stdout). The caller stops it."""
-    command = [sys.executable, "manage.py", "liza_watch", "--project", project_slug]
+    """A real `manage.py liza_watch` process for one project or several on the suite's
+    database (text pipes; `stderr=subprocess.STDOUT` merges its log into stdout). The caller
+    stops it."""
+    slugs = [project_slug] if isinstance(project_slug, str) else list(project_slug)
+    command = [sys.executable, "manage.py", "liza_watch"]
+    for slug in slugs:
+        command += ["--project", slug]
     if once:
         command.insert(3, "--once")
     return subprocess.Popen(

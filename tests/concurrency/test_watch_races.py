@@ -168,3 +168,24 @@ def test_the_watcher_loop_sweeps_every_watch_interval_and_stops_on_sigterm():
     assert watcher.returncode == 0, err
     assert out.rstrip().endswith("liza_watch stopped")
     _assert_each_action_done_once(world)  # the later sweeps found nothing more to do
+
+
+def test_projects_due_together_are_swept_together_every_interval():
+    """Projects of the same watch_interval are due again one interval after their round began,
+    not after each one's own sweep: one wake-up and one heartbeat line per interval for all of
+    them, instead of rounds that drift apart by the time each sweep takes."""
+    worlds = [_board_with_due_actions(), _board_with_due_actions()]
+    for world in worlds:
+        config_update(project=world.project, actor=world.admin, now=world.tick(), watch_interval=1)
+    watcher = watcher_process([w.project.slug for w in worlds])
+    try:
+        lines = []
+        deadline = time.monotonic() + 60
+        while len(lines) < 4 and time.monotonic() < deadline:
+            line = watcher.stdout.readline()
+            if "heartbeat:" in line:
+                lines.append(line.split("heartbeat: ", 1)[1].split(",")[0])
+    finally:
+        watcher.kill()
+        watcher.communicate()
+    assert lines == ["2 project(s) swept"] * 4

@@ -64,12 +64,17 @@ class Command(BaseCommand):
         while not stop.is_set():
             swept = actions = 0
             visited = False
+            # Due again one interval after this round began, not after each project's own
+            # sweep: projects swept together stay together (one wake-up and one heartbeat line
+            # per interval) instead of drifting apart by the time each sweep takes.
+            round_began = timezone.now()
             for project in projects_to_watch(slugs=slugs):
                 now = timezone.now()
                 if not options["once"] and due.get(project.pk, now) > now:
                     continue
                 visited = True
-                due[project.pk] = now + timedelta(seconds=config_of(project).watch_interval)
+                interval = timedelta(seconds=config_of(project).watch_interval)
+                due[project.pk] = round_began + interval
                 # The invariants (liza_validate's rules) cost an export of the project: checked
                 # once a minute per project, not every sweep.
                 violations = None
