@@ -30,6 +30,7 @@ import httpx
 import psycopg
 import pytest
 
+from agents.client.http import Client
 from tests.faults.support import django_run
 from tests.live_server import live_server
 
@@ -132,6 +133,10 @@ def _process_with_local_port(server, port: int) -> int:
     raise AssertionError(f"no server process holds the connection from port {port}")
 
 
+def _replayed(answer) -> bool:
+    return {k.lower(): v for k, v in answer.headers.items()}.get("idempotent-replayed") == "true"
+
+
 def _wait_for_backend(admin: psycopg.Connection, condition: str) -> int:
     """The client port of the one session of the product waiting as `condition` says."""
     deadline = time.monotonic() + 20
@@ -213,17 +218,22 @@ def test_a_worker_killed_mid_claim_loses_nothing_and_the_retry_is_consistent(dat
             # Committed whole: the claim and the key's stored answer.
             assert (claimed, status, assigned_to, keys) == (1, "CLAIMED", "coder-1", 1)
 
-        retry = api.post("/tasks/task-1/claim", json=CLAIM, headers=key)
-        again = api.post("/tasks/task-1/claim", json=CLAIM, headers=key)
-        assert retry.status_code == again.status_code == 200, (retry.text, again.text)
-        assert retry.json() == again.json()
-        assert (retry.json()["task"]["status"], retry.json()["task"]["assigned_to"]) == (
+        # The coder retries as `liza` does: the same Idempotency-Key, and a refused or broken
+        # connection tried again with backoff (the address can refuse for a moment while
+        # granian replaces its worker).
+        with Client(server.url, "faults", database.keys["coder-1"], retries=6) as coder:
+            same = {"json": CLAIM, "idempotency_key": key["Idempotency-Key"]}
+            retry = coder.request("POST", "tasks/task-1/claim", **same)
+            again = coder.request("POST", "tasks/task-1/claim", **same)
+        assert (retry.status, again.status) == (200, 200)
+        assert retry.body == again.body
+        assert (retry.body["task"]["status"], retry.body["task"]["assigned_to"]) == (
             "CLAIMED",
             "coder-1",
         )
-        assert again.headers["Idempotent-Replayed"] == "true"
+        assert _replayed(again)
         if moment == "after commit":  # the retry found the answer the kill cut off
-            assert retry.headers["Idempotent-Replayed"] == "true"
+            assert _replayed(retry)
         assert admin.execute(STATE).fetchone()[:3] == (1, "CLAIMED", "coder-1")
 
         # The server goes on, and its dead worker is replaced.
