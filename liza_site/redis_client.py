@@ -3,7 +3,8 @@
 redis-py's client is thread-safe and keeps a pool of connections, so one per process serves
 every request. Django's cache is not a substitute on the hot path: under ASGI each request runs
 in a context of its own, gets a new cache object and so a new connection, which cost every API
-request a connect and a handshake (~14 % of a heartbeat's CPU, bench/README.md "Heartbeats").
+request a connect and a handshake (~14 % of a heartbeat worker's samples, bench/README.md
+"Lean rows and one Redis client").
 Short timeouts: a rate limit or a publish must not hang a request when Redis is slow.
 """
 
