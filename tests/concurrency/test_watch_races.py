@@ -139,17 +139,24 @@ def test_a_watcher_skips_a_project_another_watcher_is_sweeping():
     _assert_each_action_done_once(world)
 
 
+def _heartbeats(watcher, count: int) -> list[tuple[float, str]]:
+    """The watcher's first `count` heartbeat lines (fewer if a minute passes), each with when it
+    was read."""
+    found: list[tuple[float, str]] = []
+    deadline = time.monotonic() + 60
+    while len(found) < count and time.monotonic() < deadline:
+        line = watcher.stdout.readline()
+        if "heartbeat:" in line:
+            found.append((time.monotonic(), line))
+    return found
+
+
 def test_the_watcher_loop_sweeps_every_watch_interval_and_stops_on_sigterm():
     world = _board_with_due_actions()
     config_update(project=world.project, actor=world.admin, now=world.tick(), watch_interval=1)
     watcher = watcher_process(world.project.slug)
     try:
-        heartbeats = []
-        deadline = time.monotonic() + 60
-        while len(heartbeats) < 3 and time.monotonic() < deadline:
-            line = watcher.stdout.readline()
-            if "heartbeat:" in line:
-                heartbeats.append(time.monotonic())
+        heartbeats = [at for at, _ in _heartbeats(watcher, 3)]
         assert len(heartbeats) == 3, "the watcher did not sweep three times"
         # One sweep a second (the project's watch_interval), not a busy loop.
         assert heartbeats[2] - heartbeats[0] >= 1.5
@@ -179,12 +186,8 @@ def test_projects_due_together_are_swept_together_every_interval():
         config_update(project=world.project, actor=world.admin, now=world.tick(), watch_interval=1)
     watcher = watcher_process([w.project.slug for w in worlds])
     try:
-        lines = []
-        deadline = time.monotonic() + 60
-        while len(lines) < 4 and time.monotonic() < deadline:
-            line = watcher.stdout.readline()
-            if "heartbeat:" in line:
-                lines.append(line.split("heartbeat: ", 1)[1].split(",")[0])
+        read = _heartbeats(watcher, 4)
+        lines = [line.split("heartbeat: ", 1)[1].split(",")[0] for _, line in read]
     finally:
         watcher.kill()
         watcher.communicate()

@@ -175,27 +175,24 @@ class TestRefusedInterventions:
             "coder": lambda: world.coder,
             "system": lambda: SYSTEM,
         }[who]()
-        before = {
-            "claimed": row_snapshot(world.task("t-claimed")),
-            "gated": row_snapshot(world.task("t-gated")),
-            "project": row_snapshot(world.project),
-            "config": row_snapshot(world.project.config),
-            "discovery": row_snapshot(Discovery.objects.get(project=world.project)),
-            "coder-2": row_snapshot(world.agent("coder-2")),
-        }
+
+        def rows() -> dict:
+            return {
+                "claimed": row_snapshot(world.task("t-claimed")),
+                "gated": row_snapshot(world.task("t-gated")),
+                "project": row_snapshot(world.project),
+                "config": row_snapshot(world.project.config),
+                "discovery": row_snapshot(Discovery.objects.get(project=world.project)),
+                "coder-2": row_snapshot(world.agent("coder-2")),
+            }
+
+        before = rows()
         events = Event.objects.filter(project=world.project).count()
 
         with pytest.raises(PermissionDenied):
             _interventions(world)[action](actor)
 
-        assert {
-            "claimed": row_snapshot(world.task("t-claimed")),
-            "gated": row_snapshot(world.task("t-gated")),
-            "project": row_snapshot(world.project),
-            "config": row_snapshot(world.project.config),
-            "discovery": row_snapshot(Discovery.objects.get(project=world.project)),
-            "coder-2": row_snapshot(world.agent("coder-2")),
-        } == before
+        assert rows() == before
         # A role refusal is logged like every other refusal (one rejected attempt, nothing else).
         new = Event.objects.filter(project=world.project).order_by("id")[events:]
         assert [(e.outcome, e.data["code"], e.action.endswith("_failed")) for e in new] == [
