@@ -4,7 +4,8 @@
 The suite runs on two xdist workers, and tests of one module may run on both at once: on one
 shared database, a worker's `flushdb` would wipe the other's board sequence mid-test. Each
 worker gets its own number from the top (15, 14, ...), on the server of `REDIS_URL`; the suite's
-own `REDIS_URL` database (0 in CI) is left to everything else.
+own `REDIS_URL` database (0 in CI) is left to everything else. `LIZA_TEST_REDIS_TOP` moves the
+top (default 15), so two suites run side by side on one machine (two checkouts) stay apart.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ def private_redis_url() -> str:
     index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
     server = urlsplit(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
     shared = int(server.path.strip("/") or 0)
-    number = 15 - index
+    number = int(os.environ.get("LIZA_TEST_REDIS_TOP", "15")) - index
     if number <= shared:
         raise RuntimeError(f"no private Redis database left for xdist worker {worker}")
     return f"{server.scheme}://{server.netloc}/{number}"
