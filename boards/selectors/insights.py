@@ -23,14 +23,12 @@ ones docs/decisions.md "Insights" gives, and the tests compute by hand):
   rule the sprint metrics use).
 
 Percentiles interpolate linearly between the closest ranks (PostgreSQL's `percentile_cont`).
-Five queries whatever the size: the tasks (a count on PostgreSQL), their stays (on PostgreSQL
-one statement that returns the figures' few hundred rows; elsewhere the state history, walked
-in Python), the per-agent counts, the alerts per day, the agents' roles.
+Five queries whatever the size: the tasks (a count), their stays (one statement that returns
+the figures' few hundred rows), the per-agent counts, the alerts per day, the agents' roles.
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -231,60 +229,6 @@ class Epoch(Func):
     template = "date_part('epoch', %(expressions)s)"
     output_field = FloatField()
 
-    def as_sqlite(self, compiler, connection, **extra_context):
-        # SQLite keeps 'YYYY-MM-DD HH:MM:SS[.ffffff]' (UTC): whole microseconds over 10^6, the
-        # same correctly rounded division as Python's `datetime.timestamp()`. The '%' is
-        # doubled twice: once for the template, once for the backend's parameter style.
-        template = (
-            "((CAST(strftime('%%%%s', %(expressions)s) AS INTEGER) * 1000000"
-            " + CAST(substr(%(expressions)s || '.000000', 21, 6) AS INTEGER)) / 1000000.0)"
-        )
-        return self.as_sql(compiler, connection, template=template, **extra_context)
-
-
-# One state-history row: (epoch, to_status, assignee at approval, rejections at approval).
-Row = tuple[float, str, str | None, str | None]
-
-
-def _state_history(project: Project, period: Period) -> dict[int, list[Row]]:
-    """Each task's applied transitions up to the period's end, in order (one query)."""
-    at_approval = Q(to_status=TaskStatus.APPROVED)
-    rows = (
-        _history_query(project, period)
-        .order_by("task_id", "timestamp", "id")
-        .values_list(
-            "task_id",
-            Epoch("timestamp"),
-            "to_status",
-            # Only the approvals need the snapshot's fields: the rest skip the JSON (50k rows).
-            Case(When(at_approval, then=KT("board__assigned_to")), output_field=CharField()),
-            Case(
-                When(at_approval, then=KT("board__review_cycles_total")), output_field=CharField()
-            ),
-        )
-    )
-    # Straight from the cursor: Django's per-value converters cost a tenth of the page here.
-    with connection.cursor() as cursor:
-        cursor.execute(*rows.query.sql_with_params())
-        fetched = cursor.fetchall()
-    history: dict[int, list[Row]] = defaultdict(list)
-    for task_id, *row in fetched:
-        history[task_id].append(row)
-    return history
-
-
-def _stays(rows: list[Row]):
-    """(state, entered, left or None) for each stay; a repeated state (a takeover: CLAIMED →
-    CLAIMED) continues the stay."""
-    stays: list[list] = []
-    for timestamp, state, *_ in rows:
-        if stays and stays[-1][0] == state:
-            continue
-        if stays:
-            stays[-1][2] = timestamp
-        stays.append([state, timestamp, None])
-    return stays
-
 
 def _moment(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
@@ -315,16 +259,12 @@ def _task_rows(project: Project, period: Period):
 def insights(*, project: Project, period: Period) -> Insights:
     """Every figure of the insights page for `period` (see the module's definitions).
 
-    On PostgreSQL the per-stay work runs in one SQL statement (`_flow_sql`: window functions
-    over each task's transitions) and Python reads a few hundred rows; elsewhere (the embedded
-    SQLite) two passes in Python over the state history (`_flow_python`). Both give the same
-    figures (tests/boards/selectors/test_insights.py runs each on the same history).
+    The per-stay work runs in one SQL statement (`_flow_sql`: window functions over each
+    task's transitions) and Python reads a few hundred rows. The tests hold it equal to a plain
+    reference walk of the state history (tests/boards/selectors/insights_oracle.py).
     """
-    if _sql_path():
-        tasks = _task_rows(project, period).count()
-        flow = _flow_sql(project, period)
-    else:
-        tasks, flow = _flow_python(project, period)
+    tasks = _task_rows(project, period).count()
+    flow = _flow_sql(project, period)
     samples = period.samples()
     cfd = []
     running = dict.fromkeys(flow.steps, 0)
@@ -345,72 +285,6 @@ def insights(*, project: Project, period: Period) -> Insights:
         agents=agent_figures(project=project, period=period, rounds_of=flow.rounds_of),
         alerts=_alerts_per_day(project, period),
     )
-
-
-def _sql_path() -> bool:
-    """The per-stay work in SQL where the SQL is PostgreSQL's (bench/insights.py times both)."""
-    return connection.vendor == "postgresql"
-
-
-def _flow_python(project: Project, period: Period) -> tuple[int, _Flow]:
-    """The portable path: each task's state history read whole, its stays walked in Python."""
-    tasks = {
-        pk: (key, created)
-        for pk, key, created in _task_rows(project, period)
-        .values_list("id", "key", Epoch("created"))
-        .order_by()
-    }
-    history = _state_history(project, period)
-    start, end = period.start.timestamp(), period.end.timestamp()
-    first_day = period.days[0]
-
-    samples = [moment.timestamp() for moment in period.samples()]
-    steps = {state: [0] * (len(samples) + 1) for state in p.TASK_STATES}
-    durations: dict[str, list[tuple[float, str, float, bool]]] = defaultdict(list)
-    flow = _Flow(steps, [])
-    terminal = p.TERMINAL_TASK_STATES
-    for task_id, rows in history.items():
-        key, created = tasks.get(task_id, ("?", None))
-        for state, entered, left in _stays(rows):
-            # The CFD: this state holds at every sample in [entered, left).
-            lo = bisect.bisect_left(samples, entered)
-            hi = len(samples) if left is None else bisect.bisect_left(samples, left)
-            if lo < hi:
-                counts = steps.setdefault(state, [0] * (len(samples) + 1))
-                counts[lo] += 1
-                counts[hi] -= 1
-            if state in terminal or (left is not None and left < start):
-                continue
-            ongoing = left is None
-            # Negated: the slowest sort first as plain tuples (then by key), no key function.
-            durations[state].append((entered - (end if ongoing else left), key, entered, ongoing))
-        if rows[-1][0] < start:
-            continue  # nothing of this task happened in the period
-        first_claim = next((r[0] for r in rows if r[1] == TaskStatus.CLAIMED), None)
-        for timestamp, state, assignee, rejections in rows:
-            if timestamp < start:
-                continue
-            if state == TaskStatus.MERGED:
-                flow.merged_on[(_moment(timestamp).date() - first_day).days] += 1
-                if created is not None:
-                    flow.lead.append(timestamp - created)
-                if first_claim is not None:
-                    flow.cycle.append(timestamp - first_claim)
-            elif state == TaskStatus.APPROVED and rejections is not None:
-                needed = int(rejections) + 1
-                flow.rounds[needed] += 1
-                flow.rounds_of[assignee or ""].append(needed)
-    for state in p.NON_TERMINAL_TASK_STATES:
-        stays = durations[state]
-        slowest = heapq.nsmallest(SLOWEST, stays)
-        flow.time_in_state.append(
-            StateTimes(
-                state,
-                Spread.of([-stay[0] for stay in stays]),
-                [Stay(k, state, _moment(at), -negated, on) for negated, k, at, on in slowest],
-            )
-        )
-    return len(tasks), flow
 
 
 # The per-stay work on PostgreSQL. `history` is the state history (`_history_query`'s rows,

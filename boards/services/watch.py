@@ -76,12 +76,7 @@ class Sweep:
 
 
 def _take_sweep_lock(project: Project) -> bool:
-    """The project's sweep lock until the transaction ends; False if another watcher has it.
-
-    On SQLite (development) there is no advisory lock: its writes are serialized anyway.
-    """
-    if connection.vendor != "postgresql":
-        return True
+    """The project's sweep lock until the transaction ends; False if another watcher has it."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, project.pk])
         return bool(cursor.fetchone()[0])

@@ -12,7 +12,6 @@ import queue
 import re
 import signal
 import socket
-import sqlite3
 import subprocess
 import threading
 import time
@@ -23,7 +22,8 @@ import httpx
 import psycopg
 
 from boards.liza_files.demo import ADMIN_PASSWORD, ADMIN_USERNAME
-from tests.live_server import ROOT, free_port
+from tests.embedded_cluster import embedded_cluster
+from tests.live_server import ROOT, free_port, sibling_database_url, suite_database_url
 
 
 def _children(pid: int) -> dict[int, str]:
@@ -132,61 +132,64 @@ def _insights_csv(url: str, *charts: str) -> list[list[dict[str, str]]]:
 
 
 def test_serve_starts_the_watcher_and_stops_it_with_the_server(tmp_path):
+    """The embedded default: a private PostgreSQL cluster of its own (here in tmp_path), no
+    DATABASE_URL; the watcher, the server and the cluster all stop with the command, and the
+    data is there when the cluster starts again."""
     env = _base_env()
-    env["LIZA_SQLITE_PATH"] = str(tmp_path / "liza.sqlite3")
+    env["LIZA_EMBEDDED_PG_DIR"] = str(tmp_path / "pg")
     with _serving([], env) as (serve, _):
-        # The insights of the flow project, as the embedded SQLite computes them (its own path:
-        # selectors.insights._flow_python), read while the server runs.
+        # The insights of the flow project, read while the server runs.
         throughput, cfd = _insights_csv(f"http://127.0.0.1:{env['PORT']}", "throughput", "cfd")
         children = _children(serve.pid)
         watchers = [pid for pid, cmd in children.items() if "liza_watch" in cmd]
         servers = [pid for pid, cmd in children.items() if "daphne" in cmd]
         assert len(watchers) == 1 and len(servers) == 1, children
-        _stops_on_sigterm(serve, watchers + servers)
+        postmaster = int((tmp_path / "pg" / "data" / "postmaster.pid").read_text().split()[0])
+        _stops_on_sigterm(serve, watchers + servers + [postmaster])
 
-    # On the embedded SQLite too, liza_demo walked the two weeks of flow, and they are valid.
-    with sqlite3.connect(tmp_path / "liza.sqlite3") as db:
+    # The cluster stopped with the command; started again, liza_demo's two weeks of flow are
+    # there, and valid.
+    with embedded_cluster(tmp_path / "pg") as database, psycopg.connect(database) as db:
         actions = [a for (a,) in db.execute(
             "SELECT e.action FROM boards_event e JOIN boards_project p ON p.id = e.project_id"
             " WHERE p.slug = 'demo-flow'"
         )]  # fmt: skip
         # What the page's figures must be: merges per UTC day, and the tasks per state now.
-        merged_on = dict(db.execute(
-            "SELECT date(e.timestamp), count(*) FROM boards_event e"
+        merged_on = {str(day): n for day, n in db.execute(
+            "SELECT (e.timestamp AT TIME ZONE 'UTC')::date, count(*) FROM boards_event e"
             " JOIN boards_project p ON p.id = e.project_id"
             " WHERE p.slug = 'demo-flow' AND e.action = 'merged' GROUP BY 1"
-        ).fetchall())  # fmt: skip
+        ).fetchall()}  # fmt: skip
         states = dict(db.execute(
             "SELECT t.status, count(*) FROM boards_task t"
             " JOIN boards_project p ON p.id = t.project_id"
             " WHERE p.slug = 'demo-flow' GROUP BY 1"
         ).fetchall())  # fmt: skip
-    assert {"claimed", "rejected", "approved", "merged", "blocked", "lease_expired"} <= set(
-        actions
-    ), actions
-    assert len(merged_on) >= 5, merged_on
-    assert {row["day"]: int(row["merged"]) for row in throughput if row["merged"] != "0"} == (
-        merged_on
-    )
-    now = cfd[-1]
-    assert {state: int(n) for state, n in now.items() if state != "moment" and n != "0"} == states
-    validate = subprocess.run(
-        [".venv/bin/python", "manage.py", "liza_validate", "--project", "demo-flow"],
-        cwd=ROOT,
-        env={**env, "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert (validate.returncode, validate.stdout.strip()) == (0, "VALID"), validate.stderr
+        assert {"claimed", "rejected", "approved", "merged", "blocked", "lease_expired"} <= set(
+            actions
+        ), actions
+        assert len(merged_on) >= 5, merged_on
+        assert {row["day"]: int(row["merged"]) for row in throughput if row["merged"] != "0"} == (
+            merged_on
+        )
+        now = cfd[-1]
+        assert {s: int(n) for s, n in now.items() if s != "moment" and n != "0"} == states
+        validate = subprocess.run(
+            [".venv/bin/python", "manage.py", "liza_validate", "--project", "demo-flow"],
+            cwd=ROOT,
+            env={**env, "DATABASE_URL": database, "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (validate.returncode, validate.stdout.strip()) == (0, "VALID"), validate.stderr
 
 
 def test_serve_production_runs_granian_workers_on_postgresql_and_redis():
     """README "Production": the one command that starts that topology locally."""
     name = f"liza_serve_production_{os.getpid()}"
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/liza")
     env = _base_env()
-    env["DATABASE_URL"] = base.rsplit("/", 1)[0] + "/" + name
+    env["DATABASE_URL"] = sibling_database_url(suite_database_url(), name)
     env["REDIS_URL"] = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     try:
         with _serving(["--production"], env) as (serve, seen):
@@ -212,5 +215,6 @@ def test_serve_production_runs_granian_workers_on_postgresql_and_redis():
             assert httpx.get(f"{url}/login/", timeout=30).status_code == 200
             _stops_on_sigterm(serve, watchers + servers + list(workers))
     finally:
-        with psycopg.connect(base.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+        server = sibling_database_url(env["DATABASE_URL"], "postgres")
+        with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

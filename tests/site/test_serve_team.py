@@ -1,6 +1,7 @@
-"""`bash .ci/serve --team` on the embedded default (SQLite, in-memory channel layer, the
-watcher): the scripted planner, two coders and two reviewers, each a real `liza supervise`
-process started by `liza demo-team`, finish the demo goal unattended (issue 12 §4)."""
+"""`bash .ci/serve --team` on the embedded default (its own PostgreSQL cluster, in-memory channel
+layer, the watcher): the scripted planner, two coders and two reviewers, each a real
+`liza supervise` process started by `liza demo-team`, finish the demo goal unattended (issue 12
+§4)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import os
 import queue
 import re
 import signal
-import sqlite3
 import stat
 import subprocess
 import threading
 import time
 
+import psycopg
+
 from boards.protocol import Action, GoalStatus, TaskStatus
+from tests.embedded_cluster import embedded_cluster
 from tests.live_server import ROOT, free_port
 
 FAST = "--poll-interval 0.3 --heartbeat-interval 2 --restart-delay 0.2 --crash-delay 0.5"
@@ -26,7 +29,7 @@ def test_the_scripted_team_finishes_the_demo_goal_unattended(tmp_path):
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.update(
         PORT=str(free_port()),
-        LIZA_SQLITE_PATH=str(tmp_path / "liza.sqlite3"),
+        LIZA_EMBEDDED_PG_DIR=str(tmp_path / "pg"),
         LIZA_TEAM_KEYS=str(tmp_path / "keys"),
         LIZA_TEAM_ARGS=FAST,
         TMPDIR=str(tmp_path),  # the team's throwaway repository goes there
@@ -76,25 +79,28 @@ def test_the_scripted_team_finishes_the_demo_goal_unattended(tmp_path):
             serve.wait(timeout=30)
 
     slug = (tmp_path / "keys" / "project").read_text().strip()
-    with sqlite3.connect(tmp_path / "liza.sqlite3") as db:
-        (project,) = db.execute("SELECT id FROM boards_project WHERE slug = ?", [slug]).fetchone()
+    # The cluster stopped with the command; started again, the finished goal is there.
+    with embedded_cluster(tmp_path / "pg") as database, psycopg.connect(database) as db:
+        (project,) = db.execute("SELECT id FROM boards_project WHERE slug = %s", [slug]).fetchone()
         statuses = db.execute(
-            "SELECT status FROM boards_task WHERE project_id = ?", [project]
+            "SELECT status FROM boards_task WHERE project_id = %s", [project]
         ).fetchall()
         actions = [a for (a,) in db.execute(
-            "SELECT action FROM boards_event WHERE project_id = ?", [project]
+            "SELECT action FROM boards_event WHERE project_id = %s", [project]
         )]  # fmt: skip
-        (goal,) = db.execute("SELECT status FROM boards_goal WHERE project_id = ?", [project])
-    assert len(statuses) == 4 and {s for (s,) in statuses} == {TaskStatus.MERGED}, statuses
-    assert actions.count(Action.REJECTED) >= 1 and actions.count(Action.BLOCKED) >= 1, actions
-    assert goal == (GoalStatus.COMPLETED,)
-    validate = subprocess.run(
-        [".venv/bin/python", "manage.py", "liza_validate", "--project", slug],
-        cwd=ROOT,
-        env={**env, "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert validate.stdout.strip() == "VALID", validate.stdout + validate.stderr
+        goal = db.execute(
+            "SELECT status FROM boards_goal WHERE project_id = %s", [project]
+        ).fetchall()
+        assert len(statuses) == 4 and {s for (s,) in statuses} == {TaskStatus.MERGED}, statuses
+        assert actions.count(Action.REJECTED) >= 1 and actions.count(Action.BLOCKED) >= 1, actions
+        assert goal == [(GoalStatus.COMPLETED,)]
+        validate = subprocess.run(
+            [".venv/bin/python", "manage.py", "liza_validate", "--project", slug],
+            cwd=ROOT,
+            env={**env, "DATABASE_URL": database, "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert validate.stdout.strip() == "VALID", validate.stdout + validate.stderr
     print(f"\nscripted team under liza supervise: {seconds:.1f} s")

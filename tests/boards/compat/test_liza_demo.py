@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import authenticate, get_user_model
-from django.db import connection
 from django.test import RequestFactory
 from django.utils import timezone
 
@@ -20,9 +19,10 @@ from boards.models import Event, Goal, Membership, Project, Task
 from boards.protocol import GoalStatus
 from boards.selectors.access import config_of
 from boards.selectors.board import card_for
-from boards.selectors.insights import _flow_python, _flow_sql, insights, insights_period
+from boards.selectors.insights import _flow_sql, insights, insights_period
 from boards.validation import reference_time
 from tests.boards.compat.test_original_liza_judges_exports import _export
+from tests.boards.selectors.insights_oracle import flow_reference
 
 
 def test_shift_timestamps_moves_every_timestamp_and_nothing_else():
@@ -274,9 +274,8 @@ def test_the_flow_history_fills_every_insights_chart_the_same_way_twice():
     # Seeded: the second build at the same moment gives the same figures.
     _, again = _flow_figures("f2")
     assert again == figures
-    # And the embedded SQLite's path (Python over the state history) agrees with PostgreSQL's.
+    # And the product's SQL agrees with the reference walk of the state history.
     period = insights_period(now=FLOW_NOW)
-    tasks, python = _flow_python(project, period)
+    tasks, python = flow_reference(project, period)
     assert tasks == 32
-    if connection.vendor == "postgresql":
-        assert _flow_sql(project, period) == python
+    assert _flow_sql(project, period) == python

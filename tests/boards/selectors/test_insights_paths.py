@@ -1,7 +1,7 @@
-"""The insights selector's two paths (issue #13): the per-stay work in one SQL statement on
-PostgreSQL (`_flow_sql`) and in Python on the state history (`_flow_python`, the embedded
-SQLite's path) give the same figures, on the hand-computed history and over periods that cut
-stays at both ends, leave stays ongoing, or scope to a sprint."""
+"""The insights selector's one SQL statement (`_flow_sql`) gives the figures of the reference
+walk of the state history (tests/boards/selectors/insights_oracle.py), on the hand-computed
+history and over periods that cut stays at both ends, leave stays ongoing, or scope to a
+sprint."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from datetime import date
 
 import pytest
 
-from boards.selectors.insights import Period, _flow_python, _flow_sql, insights_period
+from boards.selectors.insights import Period, _flow_sql, insights_period
 from boards.services.sprints import sprint_create
+from tests.boards.selectors.insights_oracle import flow_reference
 from tests.insights_history import build_history, moment
 
 pytestmark = pytest.mark.django_db
@@ -27,9 +28,9 @@ pytestmark = pytest.mark.django_db
     ],
     ids=["three-days", "last-day", "mid-day", "wider", "after"],
 )
-def test_the_sql_and_python_paths_agree(db, period):
+def test_the_sql_gives_the_reference_figures(db, period):
     world = build_history()
-    tasks, python = _flow_python(world.project, period)
+    tasks, python = flow_reference(world.project, period)
     assert tasks == 4
     sql = _flow_sql(world.project, period)
     assert sql == python
@@ -37,7 +38,7 @@ def test_the_sql_and_python_paths_agree(db, period):
     assert any(any(deltas) for deltas in sql.steps.values())
 
 
-def test_the_paths_agree_on_a_sprint(db):
+def test_the_sql_gives_the_reference_figures_of_a_sprint(db):
     world = build_history()
     sprint = sprint_create(
         project=world.project, actor=world.planner, planned=["B", "C"], now=moment(8, 0)
@@ -45,7 +46,7 @@ def test_the_paths_agree_on_a_sprint(db):
     period = insights_period(
         now=moment(9, 0), sprint=sprint, start=date(2026, 1, 5), end=date(2026, 1, 7)
     )
-    tasks, python = _flow_python(world.project, period)
+    tasks, python = flow_reference(world.project, period)
     assert tasks == 2
     assert _flow_sql(world.project, period) == python
     assert python.merged_on and python.rounds
