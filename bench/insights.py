@@ -9,8 +9,7 @@ approved → merged, a fifth of the tasks stopping on the way, some blocked; eve
 its board snapshot, as `kernel.record_event` writes them) and 600 alerts, then measures, in
 process with RequestFactory (server time: the view function, rendering included):
 
-  page      `/p/<slug>/insights/` over the 30 days (every event in the period); and again on
-            the portable Python path (the "before": what SQLite runs)
+  page      `/p/<slug>/insights/` over the 30 days (every event in the period)
   sprint    the same for a sprint planned with half the tasks
   csv:<c>   `?format=csv&chart=<c>` for each chart
   selector  `boards.selectors.insights.insights` alone (no tables, SVG or template)
@@ -40,7 +39,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -401,10 +399,6 @@ def measure(repeats: int, profile: bool = False) -> dict[str, Any]:
         profiler.runcall(view())
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
     rows.append({"what": "page (30 days)", **timed(view(), repeats)})
-    # Before, in the same run: the portable path (the state history walked in Python), the
-    # one SQLite takes and PostgreSQL took before the per-stay work moved into SQL.
-    with mock.patch("boards.selectors.insights._sql_path", return_value=False):
-        rows.append({"what": "page, Python path (before)", **timed(view(), repeats)})
     rows.append(
         {"what": "page, sprint (2,500 tasks)", **timed(view(sprint=sprint.sprint_id), repeats)}
     )
@@ -418,13 +412,6 @@ def measure(repeats: int, profile: bool = False) -> dict[str, Any]:
             **timed(lambda: insights(project=project, period=period), repeats),
         }
     )
-    with mock.patch("boards.selectors.insights._sql_path", return_value=False):
-        rows.append(
-            {
-                "what": "selector, Python path (before)",
-                **timed(lambda: insights(project=project, period=period), repeats),
-            }
-        )
     raw = psycopg.connect(f"{PG_BASE}/{DB_NAME}", autocommit=True)
     BACKENDS.append(raw.info.backend_pid)
     # The flow statement alone, now and before (bench/README.md "Insights"), run by psycopg.
