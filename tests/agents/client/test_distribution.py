@@ -1,0 +1,75 @@
+"""The `liza` client as its own distribution (agents/client/pyproject.toml): built from this
+checkout and installed alone into a fresh virtualenv, as on an agent machine, it runs — and
+brings none of the server's frameworks along."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.live_server import ROOT
+
+CLIENT = ROOT / "agents" / "client"
+
+
+def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(part) for part in command],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_every_client_subpackage_is_in_the_distribution():
+    listed = set(tomllib.loads((CLIENT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"
+    ])  # fmt: skip
+    found = {
+        ".".join(("agents", "client", *init.parent.relative_to(CLIENT).parts))
+        for init in CLIENT.rglob("__init__.py")
+        if "build" not in init.parts
+    }
+    assert found == listed
+
+
+@pytest.fixture(scope="module")
+def client_venv(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("agent-machine")
+    wheels, venv = root / "wheels", root / "venv"
+    built = _run(
+        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, CLIENT,
+        cwd=root,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert _run(sys.executable, "-m", "venv", venv).returncode == 0
+    (wheel,) = wheels.glob("liza_client-*.whl")
+    installed = _run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel, cwd=root)
+    assert installed.returncode == 0, installed.stderr
+    return venv
+
+
+def test_the_client_installs_alone_and_runs(client_venv):
+    for command in (["--help"], ["supervise", "--help"], ["mcp", "--help"]):
+        answer = _run(client_venv / "bin" / "liza", *command, cwd=client_venv)
+        assert answer.returncode == 0, answer.stderr
+        assert "Usage:" in answer.stdout
+
+    frozen = _run(client_venv / "bin" / "python", "-m", "pip", "freeze").stdout.lower()
+    for server_only in ("django", "djangorestframework", "channels", "psycopg", "daphne"):
+        assert f"\n{server_only}==" not in f"\n{frozen}", frozen
+    assert "\nhttpx==" in f"\n{frozen}" and "\nmcp==" in f"\n{frozen}"
+    # The package of the server's Django app is not there: only its client part.
+    packaged = _run(
+        client_venv / "bin" / "python", "-c",
+        "import agents, agents.client; print(list(agents.__path__)); print(agents.client.__file__)",
+        cwd=client_venv,
+    )  # fmt: skip
+    assert packaged.returncode == 0, packaged.stderr
+    assert "site-packages" in packaged.stdout and str(ROOT) not in packaged.stdout
