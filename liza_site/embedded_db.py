@@ -166,6 +166,9 @@ class Cluster:
     def stop(self, holder: int | None = None) -> bool:
         """Forget `holder`; stop the server when no live holder is left. True if stopped."""
         with self._locked():
+            # The server's user must still reach the data folder (a temporary parent can
+            # have lost its traversal bit since the start).
+            self._prepare_for_server_user()
             if holder is not None:
                 (self.holders / str(holder)).unlink(missing_ok=True)
             if self.live_holders() or not self.running():

@@ -4,6 +4,7 @@ brings none of the server's frameworks along."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -42,9 +43,12 @@ def test_every_client_subpackage_is_in_the_distribution():
 @pytest.fixture(scope="module")
 def client_venv(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("agent-machine")
-    wheels, venv = root / "wheels", root / "venv"
+    wheels, venv, source = root / "wheels", root / "venv", root / "client"
+    # Built from a copy: setuptools leaves build/ in the folder it builds, which is the
+    # checkout's own source otherwise.
+    shutil.copytree(CLIENT, source, ignore=shutil.ignore_patterns("__pycache__", "build"))
     built = _run(
-        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, CLIENT,
+        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, source,
         cwd=root,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
