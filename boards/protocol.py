@@ -195,6 +195,25 @@ CONFIG_DEFAULTS: dict[str, object] = {
     "escalation_webhook": None,
 }
 LEASE_GRACE_SECONDS = 60
+# Every numeric setting's bounds (issue #27: no setting may hold a number that a date, an
+# interval or a PostgreSQL column cannot; docs/security.md lists them). The one check: the
+# API's and the settings form's input (operations.inputs.ConfigInput) and the model's clean()
+# (the admin and the state.yaml import) both read this table.
+DAY_SECONDS = 86_400
+CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
+    "max_coder_iterations": (1, 1000),
+    "max_review_cycles": (1, 1000),
+    "heartbeat_interval": (0, DAY_SECONDS),
+    "lease_duration": (1, 7 * DAY_SECONDS),
+    "coder_poll_interval": (0, DAY_SECONDS),
+    "coder_max_wait": (0, 7 * DAY_SECONDS),
+    "lease_grace": (0, DAY_SECONDS),
+    "archive_after_days": (0, 36_500),  # 100 years; 0 = never archive
+    "watch_interval": (1, DAY_SECONDS),
+    "review_churn_threshold": (1, 1000),
+}
+RETRY_BACKOFF_STEP_MAX = 7 * DAY_SECONDS  # one retry_backoff entry, in seconds
+STATE_TIMEOUT_MAX_SECONDS = 365 * DAY_SECONDS  # one state_timeouts budget
 ARCHIVE_AFTER_DAYS = 30
 WATCH_INTERVAL_SECONDS = 10  # the original watcher's loop (liza-watch.sh)
 REVIEW_CHURN_THRESHOLD = 8  # issue #11: the Go rewrite's #123 (a task with 8 review cycles)
