@@ -58,16 +58,52 @@ class WebhookRefused(ValueError):
     """The URL may not be sent to (not http(s), unresolvable, or not a public address)."""
 
 
-def _address_kind(address: str) -> str:
-    """'' for a public (global) address, else why it is not one."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+NAT64_PREFIX = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052's well-known prefix
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: a network's own NAT64
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries to, with the scheme's name: a packet to
+    2002:7f00:1:: (6to4), a Teredo address or 64:ff9b::7f00:1 (NAT64) reaches the IPv4 inside."""
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    if ip.ipv4_mapped is not None:
+        found.append(("IPv4-mapped", ip.ipv4_mapped))
+    if ip.sixtofour is not None:
+        found.append(("6to4", ip.sixtofour))
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        found += [("Teredo", client), ("Teredo server", server)]
+    if ip in NAT64_PREFIX:
+        found.append(("NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)))
+    return found
+
+
+def _kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     # The most telling name first: 169.254.x is both link-local and private to Python.
     for kind in ("loopback", "link_local", "unspecified", "multicast", "private", "reserved"):
         if getattr(ip, f"is_{kind}"):
             return kind.replace("_", "-")
     return "" if ip.is_global else "non-global"
+
+
+def _address_kind(address: str) -> str:
+    """'' for a public (global) address, else what it is ("loopback address"). An IPv6
+    address that embeds an IPv4 one (IPv4-mapped, 6to4, Teredo, NAT64) is judged by that one
+    as well."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in NAT64_LOCAL:
+            return "private address (local-use NAT64)"
+        for scheme, inner in _embedded_ipv4(ip):
+            kind = _kind(inner)
+            if kind and scheme == "IPv4-mapped":
+                return f"{kind} address"
+            if kind:
+                return f"{kind} address by {scheme} ({inner})"
+        if ip.ipv4_mapped is not None or ip in NAT64_PREFIX:
+            return ""  # a public IPv4 address, spelt in IPv6
+    kind = _kind(ip)
+    return f"{kind} address" if kind else ""
 
 
 def resolve_webhook_url(url: str) -> list[str]:
@@ -91,7 +127,7 @@ def resolve_webhook_url(url: str) -> list[str]:
         kind = _address_kind(address)
         if kind:
             raise WebhookRefused(
-                f"host {parts.hostname} resolves to {address}, a {kind} address: refused "
+                f"host {parts.hostname} resolves to {address}, a {kind}: refused "
                 "(webhooks go to public addresses unless LIZA_WEBHOOK_ALLOW_PRIVATE is set)"
             )
     if not addresses:
