@@ -973,6 +973,26 @@ class Event(AppendOnlyModel):
             f"{self.timestamp:%Y-%m-%dT%H:%M:%SZ} {self.actor_id or self.actor_kind} {self.action}"
         )
 
+    def _config_changes(self) -> dict | None:
+        changes = (self.data or {}).get("changes") if self.action == "config_updated" else None
+        if isinstance(changes, dict) and any(n in changes for n in p.SECRET_URL_SETTINGS):
+            return changes
+        return None
+
+    @property
+    def shown_detail(self) -> str:
+        """The detail as pages show it to anyone: a webhook URL as "changed" (events written
+        before issue #27 held the whole URL in `detail`)."""
+        changes = self._config_changes()
+        return self.detail if changes is None else p.config_change_detail(changes)
+
+    def shown_data(self, *, admin: bool) -> dict:
+        """The data as the API answers it to this reader (`protocol.config_changes_shown`)."""
+        changes = self._config_changes()
+        if changes is None:
+            return self.data
+        return {**self.data, "changes": p.config_changes_shown(changes, admin=admin)}
+
 
 class WebhookDelivery(models.Model):
     """One message for the project's escalation webhook (an outbox row): written in the

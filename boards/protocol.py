@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
+from urllib.parse import urlsplit
 
 
 class TaskStatus(StrEnum):
@@ -423,3 +424,63 @@ def parse_timestamp(value: object) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+# -- secrets in URLs (issue #27) ---------------------------------------------------------------
+# A webhook URL often carries its token (in the path, the query or the credentials). The event
+# log, the delivery log, alerts and log lines show a URL only as `redact_url` leaves it: scheme,
+# host and port. Only the config answer and the settings page show the whole URL, to admins.
+SECRET_URL_SETTINGS: tuple[str, ...] = ("escalation_webhook",)
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def redact_url(url: str) -> str:
+    """`https://hooks.example.com/…` for `https://user:pw@hooks.example.com/T0/B0/xyz?t=1`."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "…"
+    if not parts.scheme or not host:
+        return "…"
+    netloc = f"[{host}]" if ":" in host else host
+    netloc = f"{netloc}:{port}" if port else netloc
+    credentials = "…@" if "@" in parts.netloc else ""
+    rest = "" if parts.path in ("", "/") and not parts.query and not parts.fragment else "/…"
+    return f"{parts.scheme}://{credentials}{netloc}{rest}"
+
+
+def redact_urls(text: str) -> str:
+    """Every URL inside `text` (an error message, a log line) redacted."""
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def config_change_detail(changes: dict[str, object]) -> str:
+    """A `config_updated` event's one-line detail from its `changes` ({name: {old, new}}): a
+    secret-bearing URL only as "changed", so the line is the same for every reader (the live
+    activity feed renders it once for all)."""
+    parts = []
+    for name, change in changes.items():
+        if name in SECRET_URL_SETTINGS:
+            parts.append(f"{name} changed")
+        elif isinstance(change, dict):
+            parts.append(f"{name} {change.get('old') or 'none'} → {change.get('new') or 'none'}")
+        else:
+            parts.append(f"{name} {change}")
+    return ", ".join(parts)
+
+
+def config_changes_shown(changes: dict[str, object], *, admin: bool) -> dict[str, object]:
+    """A `config_updated` event's `changes` for one reader: admins see a webhook's URLs redacted
+    (scheme, host, port), everyone else that it "changed"."""
+    shown: dict[str, object] = {}
+    for name, change in changes.items():
+        if name in SECRET_URL_SETTINGS:
+            if admin and isinstance(change, dict):
+                change = {k: redact_url(str(v or "")) for k, v in change.items()}
+            else:
+                change = "changed"
+        shown[name] = change
+    return shown

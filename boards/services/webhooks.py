@@ -39,7 +39,7 @@ from django.urls import reverse
 from boards.errors import ProtocolValidationError
 from boards.live import outbox
 from boards.models import Alert, Project, ProjectConfig, WebhookAttempt, WebhookDelivery
-from boards.protocol import format_timestamp
+from boards.protocol import format_timestamp, redact_url, redact_urls
 from liza_site import metrics
 
 # Seconds before the 2nd, 3rd, 4th and 5th attempt; a 5th failure gives the delivery up.
@@ -313,6 +313,7 @@ def webhook_deliver_due(
 
 
 def _record_attempt(delivery, config, now, outcome, status_code, error, duration_ms) -> Sent:
+    error = redact_urls(error)  # logged, alerted, listed: never a token in a URL
     with transaction.atomic():
         delivery = (
             WebhookDelivery.objects.select_for_update()
@@ -323,7 +324,7 @@ def _record_attempt(delivery, config, now, outcome, status_code, error, duration
         WebhookAttempt.objects.create(
             delivery=delivery,
             at=now,
-            url=config.escalation_webhook[:200],
+            url=redact_url(config.escalation_webhook)[:200],
             status_code=status_code,
             error=error[:500],
             duration_ms=duration_ms,
