@@ -232,6 +232,14 @@ BREAKER_PATTERNS: dict[str, str] = {
     "spec_gap_cluster": "SPEC_FLAW",
     "external_service_outage": "EXTERNAL_DEPENDENCY",
 }
+# What one reporter's anomalies weigh (issue #27, docs/decisions.md "Circuit breaker"): the
+# patterns count distinct occurrences, so of one reporter's anomalies that share a pattern's
+# value, at most BREAKER_PER_REPORTER count per BREAKER_REPORTER_WINDOW seconds; and one reporter
+# logs at most ANOMALY_RATE_LIMIT anomalies per ANOMALY_RATE_WINDOW seconds (429 past it).
+BREAKER_PER_REPORTER = 1
+BREAKER_REPORTER_WINDOW = 60
+ANOMALY_RATE_LIMIT = 20
+ANOMALY_RATE_WINDOW = 60
 # Severity classes and what the human does about each (circuit-breaker.md).
 BREAKER_SEVERITIES: dict[str, str] = {
     "VISION_FLAW": "Stop: revisit the goal with the stakeholders before any more work.",
