@@ -173,6 +173,18 @@ class AgentUnavailable(ProtocolError):
         super().__init__(None, message, details)
 
 
+class Throttled(ProtocolError):
+    """Over a per-agent limit of the protocol (e.g. anomalies a minute): 429 with Retry-After,
+    exit 7, like the API's own rate limits."""
+
+    code = "throttled"
+    status_code = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(None, message, {"retry_after": retry_after})
+        self.retry_after = retry_after
+
+
 class ProtocolValidationError(ProtocolError):
     """Bad input for an operation, naming the field (HTTP 400)."""
 

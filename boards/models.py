@@ -86,18 +86,21 @@ def _default_retry_backoff() -> list[int]:
     return list(p.RETRY_BACKOFF_SECONDS)
 
 
-def _positive_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+def _positive_int(value: object, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= high
 
 
 def retry_backoff_problem(value: object) -> str | None:
-    """Why `value` is not a retry schedule (1 to 10 positive whole seconds), or None."""
+    """Why `value` is not a retry schedule (1 to 10 steps of 1 s to a week), or None."""
     if (
         not isinstance(value, list)
         or not 1 <= len(value) <= p.RETRY_BACKOFF_MAX_STEPS
-        or not all(_positive_int(v) for v in value)
+        or not all(_positive_int(v, p.RETRY_BACKOFF_STEP_MAX) for v in value)
     ):
-        return f"a list of 1 to {p.RETRY_BACKOFF_MAX_STEPS} positive whole numbers of seconds"
+        return (
+            f"a list of 1 to {p.RETRY_BACKOFF_MAX_STEPS} whole numbers of seconds, "
+            f"each from 1 to {p.RETRY_BACKOFF_STEP_MAX}"
+        )
     return None
 
 
@@ -110,8 +113,10 @@ def state_timeouts_problem(value: object) -> str | None:
             return f"{state!r} is not a non-terminal task state"
         if not isinstance(rule, dict) or set(rule) - {"seconds", "action", "reason"}:
             return f"{state}: an object with seconds, action and reason"
-        if not _positive_int(rule.get("seconds")):
-            return f"{state}: seconds must be a positive whole number"
+        if not _positive_int(rule.get("seconds"), p.STATE_TIMEOUT_MAX_SECONDS):
+            return (
+                f"{state}: seconds must be a whole number from 1 to {p.STATE_TIMEOUT_MAX_SECONDS}"
+            )
         action = rule.get("action", "alert")
         if action not in p.STATE_TIMEOUT_ACTIONS:
             return f"{state}: action must be one of {', '.join(p.STATE_TIMEOUT_ACTIONS)}"
@@ -181,9 +186,10 @@ class ProjectConfig(models.Model):
             errors["state_timeouts"] = problem
         if self.heartbeat_interval and self.lease_duration <= self.heartbeat_interval:
             errors["lease_duration"] = "must be longer than heartbeat_interval"
-        for name in ("max_coder_iterations", "max_review_cycles", "lease_duration"):
-            if getattr(self, name) < 1:
-                errors[name] = "must be at least 1"
+        for name, (low, high) in p.CONFIG_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, int) and not low <= value <= high:
+                errors.setdefault(name, f"must be from {low} to {high}")
         wip_error = p.wip_limits_error(self.wip_limits)
         if wip_error:
             errors["wip_limits"] = wip_error
@@ -966,6 +972,26 @@ class Event(AppendOnlyModel):
         return (
             f"{self.timestamp:%Y-%m-%dT%H:%M:%SZ} {self.actor_id or self.actor_kind} {self.action}"
         )
+
+    def _config_changes(self) -> dict | None:
+        changes = (self.data or {}).get("changes") if self.action == "config_updated" else None
+        if isinstance(changes, dict) and any(n in changes for n in p.SECRET_URL_SETTINGS):
+            return changes
+        return None
+
+    @property
+    def shown_detail(self) -> str:
+        """The detail as pages show it to anyone: a webhook URL as "changed" (events written
+        before issue #27 held the whole URL in `detail`)."""
+        changes = self._config_changes()
+        return self.detail if changes is None else p.config_change_detail(changes)
+
+    def shown_data(self, *, admin: bool) -> dict:
+        """The data as the API answers it to this reader (`protocol.config_changes_shown`)."""
+        changes = self._config_changes()
+        if changes is None:
+            return self.data
+        return {**self.data, "changes": p.config_changes_shown(changes, admin=admin)}
 
 
 class WebhookDelivery(models.Model):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
+from urllib.parse import urlsplit
 
 
 class TaskStatus(StrEnum):
@@ -195,6 +196,25 @@ CONFIG_DEFAULTS: dict[str, object] = {
     "escalation_webhook": None,
 }
 LEASE_GRACE_SECONDS = 60
+# Every numeric setting's bounds (issue #27: no setting may hold a number that a date, an
+# interval or a PostgreSQL column cannot; docs/security.md lists them). The one check: the
+# API's and the settings form's input (operations.inputs.ConfigInput) and the model's clean()
+# (the admin and the state.yaml import) both read this table.
+DAY_SECONDS = 86_400
+CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
+    "max_coder_iterations": (1, 1000),
+    "max_review_cycles": (1, 1000),
+    "heartbeat_interval": (0, DAY_SECONDS),
+    "lease_duration": (1, 7 * DAY_SECONDS),
+    "coder_poll_interval": (0, DAY_SECONDS),
+    "coder_max_wait": (0, 7 * DAY_SECONDS),
+    "lease_grace": (0, DAY_SECONDS),
+    "archive_after_days": (0, 36_500),  # 100 years; 0 = never archive
+    "watch_interval": (1, DAY_SECONDS),
+    "review_churn_threshold": (1, 1000),
+}
+RETRY_BACKOFF_STEP_MAX = 7 * DAY_SECONDS  # one retry_backoff entry, in seconds
+STATE_TIMEOUT_MAX_SECONDS = 365 * DAY_SECONDS  # one state_timeouts budget
 ARCHIVE_AFTER_DAYS = 30
 WATCH_INTERVAL_SECONDS = 10  # the original watcher's loop (liza-watch.sh)
 REVIEW_CHURN_THRESHOLD = 8  # issue #11: the Go rewrite's #123 (a task with 8 review cycles)
@@ -212,6 +232,14 @@ BREAKER_PATTERNS: dict[str, str] = {
     "spec_gap_cluster": "SPEC_FLAW",
     "external_service_outage": "EXTERNAL_DEPENDENCY",
 }
+# What one reporter's anomalies weigh (issue #27, docs/decisions.md "Circuit breaker"): the
+# patterns count distinct occurrences, so of one reporter's anomalies that share a pattern's
+# value, at most BREAKER_PER_REPORTER count per BREAKER_REPORTER_WINDOW seconds; and one reporter
+# logs at most ANOMALY_RATE_LIMIT anomalies per ANOMALY_RATE_WINDOW seconds (429 past it).
+BREAKER_PER_REPORTER = 1
+BREAKER_REPORTER_WINDOW = 60
+ANOMALY_RATE_LIMIT = 20
+ANOMALY_RATE_WINDOW = 60
 # Severity classes and what the human does about each (circuit-breaker.md).
 BREAKER_SEVERITIES: dict[str, str] = {
     "VISION_FLAW": "Stop: revisit the goal with the stakeholders before any more work.",
@@ -404,3 +432,63 @@ def parse_timestamp(value: object) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+# -- secrets in URLs (issue #27) ---------------------------------------------------------------
+# A webhook URL often carries its token (in the path, the query or the credentials). The event
+# log, the delivery log, alerts and log lines show a URL only as `redact_url` leaves it: scheme,
+# host and port. Only the config answer and the settings page show the whole URL, to admins.
+SECRET_URL_SETTINGS: tuple[str, ...] = ("escalation_webhook",)
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def redact_url(url: str) -> str:
+    """`https://hooks.example.com/…` for `https://user:pw@hooks.example.com/T0/B0/xyz?t=1`."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "…"
+    if not parts.scheme or not host:
+        return "…"
+    netloc = f"[{host}]" if ":" in host else host
+    netloc = f"{netloc}:{port}" if port else netloc
+    credentials = "…@" if "@" in parts.netloc else ""
+    rest = "" if parts.path in ("", "/") and not parts.query and not parts.fragment else "/…"
+    return f"{parts.scheme}://{credentials}{netloc}{rest}"
+
+
+def redact_urls(text: str) -> str:
+    """Every URL inside `text` (an error message, a log line) redacted."""
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def config_change_detail(changes: dict[str, object]) -> str:
+    """A `config_updated` event's one-line detail from its `changes` ({name: {old, new}}): a
+    secret-bearing URL only as "changed", so the line is the same for every reader (the live
+    activity feed renders it once for all)."""
+    parts = []
+    for name, change in changes.items():
+        if name in SECRET_URL_SETTINGS:
+            parts.append(f"{name} changed")
+        elif isinstance(change, dict):
+            parts.append(f"{name} {change.get('old') or 'none'} → {change.get('new') or 'none'}")
+        else:
+            parts.append(f"{name} {change}")
+    return ", ".join(parts)
+
+
+def config_changes_shown(changes: dict[str, object], *, admin: bool) -> dict[str, object]:
+    """A `config_updated` event's `changes` for one reader: admins see a webhook's URLs redacted
+    (scheme, host, port), everyone else that it "changed"."""
+    shown: dict[str, object] = {}
+    for name, change in changes.items():
+        if name in SECRET_URL_SETTINGS:
+            if admin and isinstance(change, dict):
+                change = {k: redact_url(str(v or "")) for k, v in change.items()}
+            else:
+                change = "changed"
+        shown[name] = change
+    return shown

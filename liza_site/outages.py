@@ -102,9 +102,27 @@ def redis_answers() -> bool | None:
     return True
 
 
+def _connection_error(exc: BaseException | None) -> bool:
+    import redis
+
+    return isinstance(
+        exc, OSError | redis.exceptions.ConnectionError | redis.exceptions.TimeoutError
+    )
+
+
 class OncePerOutage(logging.Filter):
     """For a library's own logger (channels_redis): while `REDIS` is down its records are
-    dropped, the outage having been logged once already; while it is up they pass."""
+    dropped, the outage having been logged once already; while it is up they pass. A record
+    that carries a connection error starts the outage itself: channels_redis's receive task
+    notices Redis gone before anything of ours does, and logged "Unexpected exception in
+    receive task" with a traceback once per worker (issue #27 finding 10); now that is the
+    outage's one line, as for our own client."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not REDIS.down
+        if REDIS.down:
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and _connection_error(exc):
+            REDIS.failed(exc)
+            return False
+        return True

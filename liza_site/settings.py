@@ -156,6 +156,9 @@ LIZA_METRICS_TOKEN = env.str("LIZA_METRICS_TOKEN", default="")
 # How often each ASGI worker checks that its channel layer answers while boards are open
 # (boards.live.health): a board shows "live updates paused" within about this long.
 LIZA_LIVE_PROBE_INTERVAL = env.float("LIZA_LIVE_PROBE_INTERVAL", default=5.0)
+# Seconds between two access re-checks of an open board socket, a backstop for an
+# `access.changed` message lost while Redis was down (docs/security.md "Live boards").
+LIZA_LIVE_ACCESS_RECHECK = env.float("LIZA_LIVE_ACCESS_RECHECK", default=60.0)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {

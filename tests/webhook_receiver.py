@@ -2,7 +2,11 @@
 
 It records every request (headers and raw body) and answers from a script: a status code per
 request (the last one repeats) after an optional delay, so a test can play a healthy, a slow
-or a failing receiver. With `tls` (a server-side `ssl.SSLContext`) it speaks HTTPS and records
+or a failing receiver. `answer` plays a hostile one (issue #27): "slow_headers" drips its
+status line and headers a byte every `drip` seconds, "slow_body" sends `200` with
+`Content-Length: 1000` and then a byte every `drip` seconds, "huge" announces 1.5 GB and
+writes zeros as fast as the sender reads them (`sent_bytes` counts what it took).
+With `tls` (a server-side `ssl.SSLContext`) it speaks HTTPS and records
 the name each client asked for in its TLS handshake (SNI).
 """
 
@@ -39,6 +43,9 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     server_names: list[str | None] = field(default_factory=list)  # SNI, over TLS
     arrived: threading.Event = field(default_factory=threading.Event)
+    answer_kind: str = "normal"
+    drip: float = 1.0
+    sent_bytes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def answer(self) -> int:
@@ -58,10 +65,24 @@ def verify(secret: str, headers: dict[str, str], body: bytes, *, now: float, tol
 
 @contextmanager
 def webhook_receiver(
-    *, statuses=(200,), delay: float = 0.0, tls: ssl.SSLContext | None = None, host="127.0.0.1"
+    *,
+    statuses=(200,),
+    delay: float = 0.0,
+    tls: ssl.SSLContext | None = None,
+    host="127.0.0.1",
+    answer: str = "normal",
+    drip: float = 1.0,
 ) -> Iterator[Receiver]:
     """A receiver listening on 127.0.0.1; its `url` names `host` (e.g. "localhost" for TLS)."""
-    receiver = Receiver(url="", statuses=list(statuses), delay=delay)
+    receiver = Receiver(url="", statuses=list(statuses), delay=delay, answer_kind=answer, drip=drip)
+    stopping = threading.Event()
+
+    def drip_out(wfile, data: bytes) -> None:
+        for i in range(len(data)):
+            if stopping.wait(receiver.drip):
+                return
+            wfile.write(data[i : i + 1])
+            wfile.flush()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -73,12 +94,33 @@ def webhook_receiver(
                 time.sleep(receiver.delay)
             status = receiver.answer()
             try:
+                if receiver.answer_kind != "normal":
+                    self.hostile(status)
+                    return
                 self.send_response(status)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the sender timed out and hung up
+
+        def hostile(self, status: int) -> None:
+            head = f"HTTP/1.1 {status} OK\r\n"
+            if receiver.answer_kind == "slow_headers":
+                drip_out(self.wfile, f"{head}Content-Length: 2\r\n\r\nok".encode())
+            elif receiver.answer_kind == "slow_body":
+                self.wfile.write(f"{head}Content-Length: 1000\r\n\r\n".encode())
+                self.wfile.flush()
+                drip_out(self.wfile, b"x" * 1000)
+            elif receiver.answer_kind == "huge":
+                size = 1_500_000_000
+                self.wfile.write(f"{head}Content-Length: {size}\r\n\r\n".encode())
+                block = b"\0" * 65536
+                while receiver.sent_bytes < size and not stopping.is_set():
+                    self.wfile.write(block)
+                    with receiver.lock:
+                        receiver.sent_bytes += len(block)
+            self.close_connection = True
 
         def log_message(self, *args) -> None:  # quiet
             pass
@@ -102,6 +144,7 @@ def webhook_receiver(
     try:
         yield receiver
     finally:
+        stopping.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

@@ -4,7 +4,7 @@ It speaks only HTTP (an import-linter contract forbids it Django, DRF and the se
 packages), so an agent's machine can run it with nothing of the server installed.
 """
 
-from agents.client.errors import EXIT, LizaError, Unreachable
+from agents.client.errors import EXIT, LizaError, Redirected, Unreachable
 from agents.client.http import Client
 
-__all__ = ["EXIT", "Client", "LizaError", "Unreachable"]
+__all__ = ["EXIT", "Client", "LizaError", "Redirected", "Unreachable"]

@@ -34,7 +34,8 @@ Exit codes:
   4   conflict: invalid transition or a lost race; read the board again
   5   not found (or another project's)
   6   collision: the agent id is held by a live session; exit
-  7   unreachable: no answer or a 5xx after retries; try again later
+  7   unreachable: no answer or a 5xx after retries (try again later), or a
+      redirect (3xx), never followed: the Location is printed; fix the URL
   {ROLE_COMPLETE}  liza work: the role is complete, nothing more will come
   {WAIT}  liza work / liza claim: nothing now; Retry-After is printed, ask again then
   12  liza supervise: the agent crashed 3 times within 5 minutes

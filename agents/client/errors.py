@@ -77,3 +77,20 @@ class UsageError(LizaError):
 
     def __init__(self, message: str) -> None:
         super().__init__("usage", message, exit=EXIT["usage"])
+
+
+class Redirected(LizaError):
+    """The server (or a proxy before it) answered 3xx. The client follows no redirect: an agent's
+    key and writes go only to the URL it was given, so the answer names where it was sent and
+    the fix is a corrected URL (exit 7, as an unreachable server)."""
+
+    def __init__(self, status: int, location: str) -> None:
+        where = location or "(no Location header)"
+        super().__init__(
+            "redirected",
+            f"the server answered {status} redirecting to {where}; liza follows no redirect: "
+            "set the URL (--url / LIZA_URL) to the address the server should be reached at",
+            {"location": location},
+            status=status,
+            exit=EXIT["unreachable"],
+        )

@@ -1,5 +1,8 @@
 """A typed client of one project's REST API (SPEC §6): base URL + project + bearer key.
 
+A 3xx is not followed (httpx's default): it is a `Redirected` error naming the Location, exit 7,
+so a key is never sent on to another address (e.g. a proxy's http → https redirect).
+
 Retries: a connection error, a timeout or a 503 is retried with exponential backoff (a 503's
 Retry-After is honoured up to the backoff cap); a 4xx never is — the server has answered, and
 asking again would get the same answer. Every write carries a fresh `Idempotency-Key`, the same
@@ -16,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from agents.client.errors import LizaError, Unreachable, UsageError
+from agents.client.errors import LizaError, Redirected, Unreachable, UsageError
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
@@ -119,6 +122,8 @@ class Client:
 
     @staticmethod
     def _answer(response: httpx.Response) -> Answer:
+        if 300 <= response.status_code < 400:
+            raise Redirected(response.status_code, response.headers.get("Location", ""))
         try:
             body = response.json() if response.content else None
         except ValueError:

@@ -24,19 +24,44 @@ def _float(text: str) -> float | _NonFinite:
     return value if math.isfinite(value) else _NonFinite(text)
 
 
-def _first_non_finite(value: Any, path: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str] | None:
+def _unstorable_text(text: str) -> str | None:
+    """Why PostgreSQL cannot store `text` (as text or inside jsonb), or None."""
+    if "\x00" in text:
+        return "null characters are not allowed"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone UTF-16 surrogate ("\ud800" unpaired): JSON can spell it, UTF-8 cannot.
+        return "text holds a lone UTF-16 surrogate, which is not encodable text"
+    return None
+
+
+def _printable(key: str) -> str:
+    """A key as an error may name it (the answer itself must be encodable)."""
+    return key.replace("\x00", "").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _first_unstorable(value: Any, path: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str] | None:
+    """The first number or text, at any depth, that no field can take: where it is and why."""
     if isinstance(value, _NonFinite):
-        return path, value.text
+        return path, f"{value.text} is not a finite number (JSON cannot carry it)"
+    if isinstance(value, str):
+        problem = _unstorable_text(value)
+        return (path, problem) if problem else None
     if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = ((str(index), item) for index, item in enumerate(value))
-    else:
+        for key, item in value.items():
+            problem = _unstorable_text(key)
+            if problem:
+                return (*path, _printable(key)), f"a key: {problem}"
+            found = _first_unstorable(item, (*path, key))
+            if found is not None:
+                return found
         return None
-    for key, item in items:
-        found = _first_non_finite(item, (*path, str(key)))
-        if found is not None:
-            return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _first_unstorable(item, (*path, str(index)))
+            if found is not None:
+                return found
     return None
 
 
@@ -54,7 +79,12 @@ class JSONParser(parsers.JSONParser):
       (not ValueError, which DRF catches) on `[[[[...]]]]` nested thousands deep;
     * a number that is not finite — `NaN`, `Infinity`, or a literal like `1e400` that Python
       reads as infinity — is a 400 validation_error naming the field where it sits, whatever
-      the endpoint: PostgreSQL refuses such a number in JSON, and no field means one.
+      the endpoint: PostgreSQL refuses such a number in JSON, and no field means one;
+    * so is text, at any depth (keys too), that PostgreSQL cannot store: a lone UTF-16
+      surrogate (`"\\ud800"` is valid JSON, but not encodable as UTF-8) or a NUL character.
+
+    This is the one check of a JSON body's encoding, before any serializer reads it: every
+    endpoint's input (boards.operations.inputs) can then assume storable text.
     """
 
     def parse(self, stream, media_type=None, parser_context=None):
@@ -68,10 +98,8 @@ class JSONParser(parsers.JSONParser):
             raise ParseError(f"Unsupported charset {encoding!r}") from exc
         except ValueError as exc:  # also UnicodeDecodeError
             raise ParseError(f"JSON parse error - {exc}") from exc
-        found = _first_non_finite(data)
+        found = _first_unstorable(data)
         if found is not None:
-            path, literal = found
-            raise ValidationError(
-                _nested_error(path, f"{literal} is not a finite number (JSON cannot carry it)")
-            )
+            path, problem = found
+            raise ValidationError(_nested_error(path, problem))
         return data

@@ -129,7 +129,16 @@ class TaskSerializer(serializers.ModelSerializer):
 
 
 class EventSerializer(serializers.ModelSerializer):
+    """An event; a config change of the escalation webhook reads "changed" unless the context
+    says the reader is an admin (`admin`: True), who sees its URLs redacted (docs/security.md)."""
+
     task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
+    detail = serializers.CharField(source="shown_detail", read_only=True)
+    data = serializers.SerializerMethodField()
+
+    @extend_schema_field({"type": "object", "additionalProperties": True})
+    def get_data(self, event: Event) -> dict:
+        return event.shown_data(admin=bool(self.context.get("admin")))
 
     class Meta:
         model = Event

@@ -107,7 +107,8 @@ class EventListView(ProjectView):
             qs = qs.filter(task__key=params["task"])
         limit = min(max(params["limit"], 1), 1000)
         rows = qs.filter(id__gt=params["after"])[:limit]
-        return Response(s.EventSerializer(rows, many=True).data)
+        context = {"admin": self.shows_webhook()}
+        return Response(s.EventSerializer(rows, many=True, context=context).data)
 
 
 class GoalView(

@@ -8,12 +8,14 @@ once (cards, agent rows, header) and hands the same payload to every board it se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import OrderedDict
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from boards.live.access import board_access_holds
 from boards.live.health import layer_probe
@@ -82,6 +84,7 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
     # The user's own group: `access.changed` reaches every socket of the user, in any process.
     own_group: str | None = None
     access_ended = False
+    _rechecks: asyncio.Task | None = None
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
@@ -115,6 +118,17 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
         if self.probe is not None and self.probe.paused:
             hello["paused"] = True
         await self.send_json(hello)
+        self._rechecks = asyncio.get_running_loop().create_task(self._recheck_access_every())
+
+    async def _recheck_access_every(self) -> None:
+        """The backstop: an `access.changed` published while the layer was down is lost, so
+        the access is checked again every LIZA_LIVE_ACCESS_RECHECK seconds whatever arrives."""
+        while not self.access_ended and self.group is not None:
+            await asyncio.sleep(settings.LIZA_LIVE_ACCESS_RECHECK)
+            try:
+                await self.access_changed({})
+            except Exception:  # the database is down: not a reason to close; next time
+                continue
 
     async def _join(self, group: str) -> bool:
         """Join a group; with the layer unreachable, refuse the socket with 1013 ("try again
@@ -129,13 +143,20 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
         return True
 
     async def disconnect(self, code: int) -> None:
+        if self._rechecks is not None:
+            self._rechecks.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._rechecks
         if getattr(self, "probe", None) is not None:
             self.probe.leave(self)
         await self._leave_groups()
 
     async def live_changed(self, *, paused: bool) -> None:
         """The channel layer went away or came back (boards.live.health): the board says
-        "live updates paused", and resynchronises when they resume."""
+        "live updates paused", and resynchronises when they resume. On resuming, the access
+        is checked first: an `access.changed` published during the outage was lost with it."""
+        if not paused and not self.access_ended and self.group is not None:
+            await self.access_changed({})
         if not self.access_ended and self.group is not None:
             await self.send_json({"type": "live", "paused": paused})
 

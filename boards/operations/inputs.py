@@ -290,13 +290,19 @@ class WipLimitsField(serializers.Field):
         return value
 
 
+def config_number(name: str) -> serializers.IntegerField:
+    """A numeric setting: within `protocol.CONFIG_BOUNDS`."""
+    low, high = p.CONFIG_BOUNDS[name]
+    return serializers.IntegerField(required=False, min_value=low, max_value=high)
+
+
 class ConfigInput(InputSerializer):
-    max_coder_iterations = serializers.IntegerField(required=False, min_value=1)
-    max_review_cycles = serializers.IntegerField(required=False, min_value=1)
-    heartbeat_interval = serializers.IntegerField(required=False, min_value=0)
-    lease_duration = serializers.IntegerField(required=False, min_value=1)
-    coder_poll_interval = serializers.IntegerField(required=False, min_value=0)
-    coder_max_wait = serializers.IntegerField(required=False, min_value=0)
+    max_coder_iterations = config_number("max_coder_iterations")
+    max_review_cycles = config_number("max_review_cycles")
+    heartbeat_interval = config_number("heartbeat_interval")
+    lease_duration = config_number("lease_duration")
+    coder_poll_interval = config_number("coder_poll_interval")
+    coder_max_wait = config_number("coder_max_wait")
     integration_branch = serializers.CharField(required=False, max_length=200)
     escalation_webhook = serializers.URLField(required=False, allow_blank=True, allow_null=True)
     webhook_secret = serializers.CharField(
@@ -309,10 +315,10 @@ class ConfigInput(InputSerializer):
         help_text="signs each webhook delivery (HMAC-SHA256); write-only: never shown again; "
         "empty or null removes it",
     )
-    lease_grace = serializers.IntegerField(required=False, min_value=0)
-    archive_after_days = serializers.IntegerField(required=False, min_value=0)
-    watch_interval = serializers.IntegerField(required=False, min_value=1)
-    review_churn_threshold = serializers.IntegerField(required=False, min_value=1)
+    lease_grace = config_number("lease_grace")
+    archive_after_days = config_number("archive_after_days")
+    watch_interval = config_number("watch_interval")
+    review_churn_threshold = config_number("review_churn_threshold")
     retry_backoff = serializers.JSONField(
         required=False, help_text="seconds to wait after a coder's 1st, 2nd, … lease expiry"
     )

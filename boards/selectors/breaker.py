@@ -6,6 +6,8 @@ Semantics, decided once here (docs/decisions.md "Circuit breaker"):
   anomalies logged at or after the sprint started, tasks in its planned or stretch scope;
 - values match exactly (no similarity): strings as written, other JSON values by their
   canonical JSON; an absent or empty value groups with nothing;
+- one reporter's anomalies sharing a pattern's value count at most `p.BREAKER_PER_REPORTER`
+  per `p.BREAKER_REPORTER_WINDOW` seconds (`counted`): distinct occurrences, not repeats;
 - thresholds are v1's: retry_cluster needs ≥ 3 retry_loop in total and one error_pattern
   shared by ≥ 2; the other anomaly patterns need ≥ 2 sharing a value (debt_accumulation:
   ≥ 3 trade_off with `debt_created: true`); review_churn a task with review_cycles_total at
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from boards import protocol as p
@@ -127,6 +129,22 @@ def _of_type(anomalies: Iterable[Anomaly], *types: str) -> list[Anomaly]:
     return [a for a in anomalies if a.type in types]
 
 
+def counted(anomalies: Iterable[Anomaly], value: Callable[[Anomaly], str | None]) -> list[Anomaly]:
+    """The anomalies a pattern counts: of one reporter's anomalies with the same `value`, at
+    most `p.BREAKER_PER_REPORTER` within any `p.BREAKER_REPORTER_WINDOW` seconds (issue #27: 300
+    identical retry_loop from one key in 5 s are one occurrence, not 300)."""
+    window = timedelta(seconds=p.BREAKER_REPORTER_WINDOW)
+    kept: list[Anomaly] = []
+    seen: dict[tuple[str, str | None], list[datetime]] = {}
+    for anomaly in sorted(anomalies, key=lambda a: (a.timestamp, a.pk or 0)):
+        times = seen.setdefault((anomaly.reporter, value(anomaly)), [])
+        recent = [t for t in times if anomaly.timestamp - t < window]
+        if len(recent) < p.BREAKER_PER_REPORTER:
+            kept.append(anomaly)
+            times.append(anomaly.timestamp)
+    return kept
+
+
 def _shared(
     pattern: str,
     anomalies: Sequence[Anomaly],
@@ -135,7 +153,11 @@ def _shared(
     what: str,
 ) -> PatternMatch | None:
     """≥ 2 anomalies of `types` with the same value of the first present of `fields`."""
-    groups = _groups(_of_type(anomalies, *types), lambda a: _detail(a, *fields))
+
+    def value(a: Anomaly) -> str | None:
+        return _detail(a, *fields)
+
+    groups = _groups(counted(_of_type(anomalies, *types), value), value)
     shared = {value: group for value, group in groups.items() if len(group) >= 2}
     if not shared:
         return None
@@ -147,8 +169,12 @@ def _shared(
 
 def retry_cluster(*, anomalies: Sequence[Anomaly]) -> PatternMatch | None:
     """≥ 3 retry_loop in the sprint and one error_pattern shared by ≥ 2 (v1's thresholds)."""
-    loops = _of_type(anomalies, "retry_loop")
-    groups = _groups(loops, lambda a: _detail(a, "error_pattern"))
+
+    def value(a: Anomaly) -> str | None:
+        return _detail(a, "error_pattern")
+
+    loops = counted(_of_type(anomalies, "retry_loop"), value)
+    groups = _groups(loops, value)
     if len(loops) < 3 or not any(len(group) >= 2 for group in groups.values()):
         return None
     return _match(
@@ -160,7 +186,10 @@ def retry_cluster(*, anomalies: Sequence[Anomaly]) -> PatternMatch | None:
 
 def debt_accumulation(*, anomalies: Sequence[Anomaly]) -> PatternMatch | None:
     """≥ 3 trade_off with `debt_created: true` (a JSON true: the string "true" is not)."""
-    debts = [a for a in _of_type(anomalies, "trade_off") if _details(a).get("debt_created") is True]
+    debts = counted(
+        [a for a in _of_type(anomalies, "trade_off") if _details(a).get("debt_created") is True],
+        lambda a: _detail(a, "what"),
+    )
     if len(debts) < 3:
         return None
     groups = _groups(debts, lambda a: _detail(a, "what") or "(no what)")

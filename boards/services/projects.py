@@ -212,15 +212,22 @@ def config_update(*, project: Project, actor: Actor, now: datetime, **fields: An
             diff["webhook_secret"] = tuple("set" if v else "" for v in diff["webhook_secret"])
         if diff:
             config.save(update_fields=list(diff))
+            # The log never holds a webhook's token: its URLs only redacted (p.redact_url).
+            changes = {
+                n: (
+                    {"old": p.redact_url(o), "new": p.redact_url(v)}
+                    if n in p.SECRET_URL_SETTINGS
+                    else {"old": o, "new": v}
+                )
+                for n, (o, v) in diff.items()
+            }
             record_event(
                 project=project,
                 actor=actor,
                 action="config_updated",
                 now=now,
-                detail=", ".join(
-                    f"{name} {old or 'none'} → {new or 'none'}" for name, (old, new) in diff.items()
-                ),
-                data={"changes": {n: {"old": o, "new": v} for n, (o, v) in diff.items()}},
+                detail=p.config_change_detail(changes),
+                data={"changes": changes},
             )
     project.config = config
     return config

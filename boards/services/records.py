@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 
 from agents.models import Agent
 from boards import protocol as p
-from boards.errors import ProtocolValidationError
+from boards.errors import ProtocolValidationError, Throttled
 from boards.models import (
     Anomaly,
     Discovery,
@@ -117,12 +117,14 @@ def anomaly_create(
         field, message = next(iter(errors.items()))
         raise ProtocolValidationError(field, message)
     task_row = _task_of(project, task, "task")
+    reporter = actor_ref(actor)[1]
+    _refuse_anomaly_flood(project, reporter, now)
     with transaction.atomic():
         anomaly = Anomaly.objects.create(
             project=project,
             task=task_row,
             timestamp=now,
-            reporter=actor_ref(actor)[1],
+            reporter=reporter,
             type=anomaly_type,
             details=details,
         )
@@ -136,6 +138,19 @@ def anomaly_create(
             data={"type": anomaly_type},
         )
     return anomaly
+
+
+def _refuse_anomaly_flood(project: Project, reporter: str, now: datetime) -> None:
+    """One reporter logs at most `p.ANOMALY_RATE_LIMIT` anomalies per `p.ANOMALY_RATE_WINDOW`
+    seconds (issue #27: 300 in 5 s from one key checkpointed a sprint)."""
+    since = now - timedelta(seconds=p.ANOMALY_RATE_WINDOW)
+    recent = Anomaly.objects.filter(project=project, reporter=reporter, timestamp__gt=since)
+    if recent.count() >= p.ANOMALY_RATE_LIMIT:
+        raise Throttled(
+            f"at most {p.ANOMALY_RATE_LIMIT} anomalies per {p.ANOMALY_RATE_WINDOW} s per "
+            "reporter; log the repeats as one (details.count)",
+            retry_after=p.ANOMALY_RATE_WINDOW,
+        )
 
 
 @records_refusals

@@ -3,11 +3,15 @@ a project's URL as signed JSON, never inside a transition.
 
 - `webhook_enqueue` writes a `WebhookDelivery` row (an outbox) in the sweep's transaction: the
   sweep does no network I/O, so a slow or dead receiver cannot hold its locks.
-- `webhook_deliver_due`, run by the watcher after its sweeps have committed, claims due rows
-  (`SELECT … FOR UPDATE SKIP LOCKED`, then a short claim lease written in that transaction, so
-  a second watcher neither waits on them nor sends them), sends each with httpx and a short
-  timeout outside any transaction, and records the attempt: delivered, or retried after
-  `BACKOFF` and given up after its last step.
+- `WebhookSender.round`, run by the watcher's delivery thread after its sweeps have committed
+  (`webhook_deliver_due` for one round that waits), claims due rows (`SELECT … FOR UPDATE SKIP
+  LOCKED`, then a short claim lease written in that transaction, so a second watcher neither
+  waits on them nor sends them), at most one per project and `PER_DESTINATION` per
+  destination, sends them on a pool outside any transaction, each attempt bounded as a whole
+  by LIZA_WEBHOOK_TIMEOUT with its answer read up to `ANSWER_CAP_BYTES`
+  (boards.services.webhook_transport), and records each attempt: delivered, or retried after
+  `BACKOFF` and given up after its last step. A destination's circuit breaker stops attempts
+  to a receiver that keeps failing, for every project that uses it (issue #27).
 - `FAILING_AFTER` failed attempts in a row raise the project's WEBHOOK_FAILING alert (one open
   at a time); the next delivered message resolves it.
 
@@ -26,9 +30,11 @@ import ipaddress
 import json
 import socket
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -39,13 +45,23 @@ from django.urls import reverse
 from boards.errors import ProtocolValidationError
 from boards.live import outbox
 from boards.models import Alert, Project, ProjectConfig, WebhookAttempt, WebhookDelivery
-from boards.protocol import format_timestamp
+from boards.protocol import format_timestamp, redact_url, redact_urls
+from boards.services.webhook_transport import AttemptTimedOut, Breaker, destination, post
 from liza_site import metrics
 
 # Seconds before the 2nd, 3rd, 4th and 5th attempt; a 5th failure gives the delivery up.
 BACKOFF = (10, 60, 300, 1800)
 FAILING_AFTER = 3  # failed attempts in a row (the project's) that raise WEBHOOK_FAILING
 CLAIM_BATCH = 20
+# The sender (issue #27; docs/security.md): each attempt ends within LIZA_WEBHOOK_TIMEOUT, its
+# answer is read up to ANSWER_CAP_BYTES, a pool of SENDER_WORKERS threads sends, at most one
+# attempt per project and PER_DESTINATION per destination at once, and a destination that
+# failed BREAKER_THRESHOLD times in a row is left alone for BREAKER_COOL_OFF.
+ANSWER_CAP_BYTES = 64 * 1024
+SENDER_WORKERS = 8
+PER_DESTINATION = 2
+BREAKER_THRESHOLD = 5
+BREAKER_COOL_OFF = timedelta(seconds=60)
 SIGNATURE_HEADER = "X-Liza-Signature"
 TIMESTAMP_HEADER = "X-Liza-Timestamp"
 SECRET_MIN_LENGTH = 16
@@ -58,16 +74,52 @@ class WebhookRefused(ValueError):
     """The URL may not be sent to (not http(s), unresolvable, or not a public address)."""
 
 
-def _address_kind(address: str) -> str:
-    """'' for a public (global) address, else why it is not one."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+NAT64_PREFIX = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052's well-known prefix
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: a network's own NAT64
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries to, with the scheme's name: a packet to
+    2002:7f00:1:: (6to4), a Teredo address or 64:ff9b::7f00:1 (NAT64) reaches the IPv4 inside."""
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    if ip.ipv4_mapped is not None:
+        found.append(("IPv4-mapped", ip.ipv4_mapped))
+    if ip.sixtofour is not None:
+        found.append(("6to4", ip.sixtofour))
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        found += [("Teredo", client), ("Teredo server", server)]
+    if ip in NAT64_PREFIX:
+        found.append(("NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)))
+    return found
+
+
+def _kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     # The most telling name first: 169.254.x is both link-local and private to Python.
     for kind in ("loopback", "link_local", "unspecified", "multicast", "private", "reserved"):
         if getattr(ip, f"is_{kind}"):
             return kind.replace("_", "-")
     return "" if ip.is_global else "non-global"
+
+
+def _address_kind(address: str) -> str:
+    """'' for a public (global) address, else what it is ("loopback address"). An IPv6
+    address that embeds an IPv4 one (IPv4-mapped, 6to4, Teredo, NAT64) is judged by that one
+    as well."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in NAT64_LOCAL:
+            return "private address (local-use NAT64)"
+        for scheme, inner in _embedded_ipv4(ip):
+            kind = _kind(inner)
+            if kind and scheme == "IPv4-mapped":
+                return f"{kind} address"
+            if kind:
+                return f"{kind} address by {scheme} ({inner})"
+        if ip.ipv4_mapped is not None or ip in NAT64_PREFIX:
+            return ""  # a public IPv4 address, spelt in IPv6
+    kind = _kind(ip)
+    return f"{kind} address" if kind else ""
 
 
 def resolve_webhook_url(url: str) -> list[str]:
@@ -91,7 +143,7 @@ def resolve_webhook_url(url: str) -> list[str]:
         kind = _address_kind(address)
         if kind:
             raise WebhookRefused(
-                f"host {parts.hostname} resolves to {address}, a {kind} address: refused "
+                f"host {parts.hostname} resolves to {address}, a {kind}: refused "
                 "(webhooks go to public addresses unless LIZA_WEBHOOK_ALLOW_PRIVATE is set)"
             )
     if not addresses:
@@ -186,19 +238,45 @@ class Sent:
         )
 
 
-def _claim(now: datetime, slugs, limit: int) -> list[WebhookDelivery]:
+def _destination_of(delivery: WebhookDelivery) -> str:
+    config = getattr(delivery.project, "config", None)
+    return destination(config.escalation_webhook if config else "")
+
+
+def _claim(now: datetime, slugs, limit: int, admit) -> list[WebhookDelivery]:
+    """Claim up to `limit` due deliveries, at most one per project (a project's deliveries go
+    one at a time, in order), none of a project whose delivery is already under way (here or
+    in another watcher); `admit(delivery, destination)` says whether its destination takes one
+    now, or when to come back (a datetime: the row waits until then, no attempt made)."""
     lease = timedelta(seconds=settings.LIZA_WEBHOOK_TIMEOUT * 2 + 30)
     with transaction.atomic():
-        due = WebhookDelivery.objects.filter(
-            status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now
-        ).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        held = WebhookDelivery.objects.filter(
+            status=WebhookDelivery.Status.PENDING, claimed_until__gte=now
+        ).values("project_id")
+        due = (
+            WebhookDelivery.objects.filter(
+                status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now
+            )
+            .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+            .exclude(project_id__in=held)
+        )
         if slugs:
             due = due.filter(project__slug__in=slugs)
-        rows = list(
-            due.select_for_update(skip_locked=True, of=("self",)).order_by("next_attempt_at", "id")[
-                :limit
-            ]
+        candidates = list(
+            due.select_related("project__config")
+            .select_for_update(skip_locked=True, of=("self",))
+            .order_by("next_attempt_at", "id")[: limit * 5]
         )
+        rows, projects = [], set()
+        for row in candidates:
+            if row.project_id in projects or len(rows) >= limit:
+                continue
+            projects.add(row.project_id)
+            verdict = admit(row, _destination_of(row))
+            if verdict is True:
+                rows.append(row)
+            elif isinstance(verdict, datetime):  # its destination's breaker is open
+                WebhookDelivery.objects.filter(pk=row.pk).update(next_attempt_at=verdict)
         WebhookDelivery.objects.filter(pk__in=[r.pk for r in rows]).update(
             claimed_until=now + lease
         )
@@ -206,25 +284,28 @@ def _claim(now: datetime, slugs, limit: int) -> list[WebhookDelivery]:
 
 
 def _post(url: str, addresses: list[str], headers: dict[str, str], body: bytes) -> int:
-    """POST to `url`; with `addresses`, to the first one (the one checked), keeping the URL's
-    host name for the Host header and TLS (SNI and certificate)."""
-    extensions = {}
-    if addresses:
-        parts = urlsplit(url)
-        address = addresses[0]
-        host = f"[{address}]" if ":" in address else address
-        netloc = f"{host}:{parts.port}" if parts.port else host
-        headers = {**headers, "Host": parts.netloc.rpartition("@")[2]}
-        if parts.scheme == "https":
-            extensions["sni_hostname"] = parts.hostname
-        url = urlunsplit(parts._replace(netloc=netloc))
-    with httpx.Client(timeout=settings.LIZA_WEBHOOK_TIMEOUT, follow_redirects=False) as client:
-        response = client.post(url, content=body, headers=headers, extensions=extensions)
-    return response.status_code
+    """The status code of one POST under the attempt's deadline and answer cap."""
+    answer = post(
+        url,
+        addresses,
+        headers,
+        body,
+        timeout=settings.LIZA_WEBHOOK_TIMEOUT,
+        cap=ANSWER_CAP_BYTES,
+    )
+    return answer.status
 
 
-def _send(delivery: WebhookDelivery, config: ProjectConfig, now: datetime):
-    """(outcome, status_code, error) of one POST; never raises."""
+@dataclass(frozen=True)
+class _Request:
+    url: str
+    addresses: list[str]
+    headers: dict[str, str]
+    body: bytes
+
+
+def _prepare(delivery: WebhookDelivery, config: ProjectConfig, now: datetime):
+    """The signed request of one attempt, or (outcome, status_code, error) without one."""
     url, secret = config.escalation_webhook, config.webhook_secret
     if not url:
         return "failed", None, "no escalation_webhook set"
@@ -244,39 +325,138 @@ def _send(delivery: WebhookDelivery, config: ProjectConfig, now: datetime):
         TIMESTAMP_HEADER: timestamp,
         SIGNATURE_HEADER: signature(secret, timestamp, body),
     }
+    return _Request(url, addresses, headers, body)
+
+
+def _attempt(request: _Request, clock) -> tuple[str, int | None, str, int]:
+    """(outcome, status_code, error, duration_ms) of one POST; never raises. On a pool thread:
+    network only, no database."""
+    started = clock()
     try:
-        status = _post(url, addresses, headers, body)
-    except httpx.TimeoutException:
-        return "failed", None, f"timed out after {settings.LIZA_WEBHOOK_TIMEOUT:g} s"
+        status = _post(request.url, request.addresses, request.headers, request.body)
+    except AttemptTimedOut as exc:
+        result = ("failed", None, str(exc))
     except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as exc:
         # Whatever the receiver's side does, one failed attempt on the log, never a row left
         # claimed and unrecorded.
-        return "failed", None, f"{type(exc).__name__}: {exc}"[:500]
-    if 200 <= status < 300:
-        return "delivered", status, ""
-    return "failed", status, f"HTTP {status}"
+        result = ("failed", None, f"{type(exc).__name__}: {exc}"[:500])
+    else:
+        if 200 <= status < 300:
+            result = ("delivered", status, "")
+        else:
+            result = ("failed", status, f"HTTP {status}")
+    return (*result, int((clock() - started) * 1000))
+
+
+@dataclass
+class _Flight:
+    delivery: WebhookDelivery
+    config: ProjectConfig
+    now: datetime
+    destination: str
+    future: Future
+
+
+class WebhookSender:
+    """The watcher's webhook sender: a pool of `SENDER_WORKERS` threads for the network, the
+    database on the caller's thread. A project has at most one attempt under way, a destination
+    at most `PER_DESTINATION`, and a destination that failed `BREAKER_THRESHOLD` times in a row
+    gets nothing for `BREAKER_COOL_OFF` (its deliveries wait, no attempt counted). `round`
+    never waits for a receiver: it records the attempts that have finished and starts the due
+    ones, so one tenant's slow receiver holds one thread for at most LIZA_WEBHOOK_TIMEOUT and
+    never another project's delivery."""
+
+    def __init__(self, *, workers: int | None = None, clock=time.monotonic) -> None:
+        self.workers = workers or SENDER_WORKERS
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="liza-webhook")
+        self._flights: list[_Flight] = []
+        self._breakers: dict[str, Breaker] = {}
+        self._clock = clock
+
+    def breaker(self, where: str) -> Breaker:
+        if where not in self._breakers:
+            self._breakers[where] = Breaker(BREAKER_THRESHOLD, BREAKER_COOL_OFF)
+        return self._breakers[where]
+
+    def round(self, *, now: datetime, slugs=(), limit: int = CLAIM_BATCH) -> list[Sent]:
+        """Record what finished, start what is due; returns the attempts recorded."""
+        sent = self._land(wait=False)
+        free = self.workers - len(self._flights)
+        if free <= 0:
+            return sent
+        flying: dict[str, int] = {}
+        for flight in self._flights:
+            flying[flight.destination] = flying.get(flight.destination, 0) + 1
+
+        def admit(delivery: WebhookDelivery, where: str):
+            if flying.get(where, 0) >= PER_DESTINATION:
+                return False
+            breaker = self.breaker(where)
+            if not breaker.allows(now):
+                return breaker.open_until
+            flying[where] = flying.get(where, 0) + 1
+            return True
+
+        for delivery in _claim(now, slugs, min(limit, free), admit):
+            config = ProjectConfig.objects.get(project_id=delivery.project_id)
+            request = _prepare(delivery, config, now)
+            if not isinstance(request, _Request):  # decided without sending
+                sent.append(_record_attempt(delivery, config, now, *request, 0))
+                continue
+            future = self._pool.submit(_attempt, request, self._clock)
+            self._flights.append(_Flight(delivery, config, now, destination(request.url), future))
+        return sent
+
+    def drain(self) -> list[Sent]:
+        """Wait for every attempt under way (each ends within its deadline) and record it."""
+        return self._land(wait=True)
+
+    def close(self) -> None:
+        self.drain()
+        self._pool.shutdown(wait=True)
+
+    def _land(self, *, wait: bool) -> list[Sent]:
+        if wait:
+            futures_wait([f.future for f in self._flights])
+        done = [f for f in self._flights if f.future.done()]
+        self._flights = [f for f in self._flights if not f.future.done()]
+        sent = []
+        for flight in done:
+            outcome, status_code, error, duration_ms = flight.future.result()
+            if outcome != "refused":
+                self.breaker(flight.destination).record(flight.now, ok=outcome == "delivered")
+            sent.append(
+                _record_attempt(
+                    flight.delivery,
+                    flight.config,
+                    flight.now,
+                    outcome,
+                    status_code,
+                    error,
+                    duration_ms,
+                )
+            )
+        return sent
 
 
 def webhook_deliver_due(
     *, now: datetime, slugs=(), limit: int = CLAIM_BATCH, clock=time.monotonic
 ) -> list[Sent]:
-    """Send the deliveries due at `now` that no other watcher holds; one attempt each.
+    """Send the deliveries due at `now` that no other watcher holds (one per project); one
+    attempt each, all at once on a pool, and wait for them (`liza_watch --once`, tests).
 
     Runs outside any transaction (the watcher calls it after its sweeps commit): each claim and
     each attempt's record is its own short transaction, and the HTTP request is in none."""
-    sent = []
-    for delivery in _claim(now, slugs, limit):
-        config = ProjectConfig.objects.get(project_id=delivery.project_id)
-        started = clock()
-        outcome, status_code, error = _send(delivery, config, now)
-        duration_ms = int((clock() - started) * 1000)
-        sent.append(
-            _record_attempt(delivery, config, now, outcome, status_code, error, duration_ms)
-        )
-    return sent
+    sender = WebhookSender(workers=min(limit, SENDER_WORKERS), clock=clock)
+    try:
+        sent = sender.round(now=now, slugs=slugs, limit=limit)
+        return sent + sender.drain()
+    finally:
+        sender.close()
 
 
 def _record_attempt(delivery, config, now, outcome, status_code, error, duration_ms) -> Sent:
+    error = redact_urls(error)  # logged, alerted, listed: never a token in a URL
     with transaction.atomic():
         delivery = (
             WebhookDelivery.objects.select_for_update()
@@ -287,7 +467,7 @@ def _record_attempt(delivery, config, now, outcome, status_code, error, duration
         WebhookAttempt.objects.create(
             delivery=delivery,
             at=now,
-            url=config.escalation_webhook[:200],
+            url=redact_url(config.escalation_webhook)[:200],
             status_code=status_code,
             error=error[:500],
             duration_ms=duration_ms,

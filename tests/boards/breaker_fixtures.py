@@ -38,19 +38,28 @@ def blocker(service: str) -> AnomalySpec:
     return "external_blocker", {"blocker_service": service, "error": "Connection refused"}
 
 
+REPORTERS = ("coder-1", "coder-2", "coder-3", "code-reviewer-1", "code-reviewer-2", "planner-1")
+
+
 def log(world: World, specs: list[AnomalySpec], task: str | None = None) -> list[Anomaly]:
-    """Each anomaly reported by coder-1 at the world's next tick (the current sprint's)."""
-    return [
-        anomaly_create(
-            project=world.project,
-            actor=world.coder,
-            anomaly_type=kind,
-            details=details,
-            task=task,
-            now=world.tick(),
+    """Each anomaly at the world's next tick (the current sprint's), by the world's agents in
+    turn: the breaker counts one reporter's repeats of a value once a minute (issue #27), and
+    these stand for distinct occurrences."""
+    logged = []
+    for kind, details in specs:
+        turn = getattr(world, "anomaly_turn", 0)
+        world.anomaly_turn = turn + 1
+        logged.append(
+            anomaly_create(
+                project=world.project,
+                actor=world.agent(REPORTERS[turn % len(REPORTERS)]),
+                anomaly_type=kind,
+                details=details,
+                task=task,
+                now=world.tick(),
+            )
         )
-        for kind, details in specs
-    ]
+    return logged
 
 
 def trip(world: World) -> None:

@@ -392,3 +392,104 @@ def test_every_operation_of_the_schema_has_a_principal():
         for operation in methods.values()
     }
     assert operation_ids == set(PRINCIPAL), operation_ids ^ set(PRINCIPAL)
+
+
+# -- hostile values in every JSON field (issue #27) ----------------------------------------------
+# The random fuzzing above rarely draws a lone UTF-16 surrogate or a number past a column's
+# range, which is where the last review found 500s (an anomaly's details, the config's
+# state_timeouts, retry_backoff, archive_after_days). Here every field of every request body —
+# nested objects and list items too — gets each hostile value in turn, deterministically.
+
+SURROGATE = "x\ud800"
+HUGE = 10**30
+HOSTILE_OBJECT = {"\udfff": 1, "k": SURROGATE, "n": HUGE, "list": [HUGE, SURROGATE]}
+REAL_PATH_VALUES = {"key": "t-claimed", "agent_id": "coder-1", "disc_id": "disc-1"}
+
+
+def _resolve(node: dict) -> dict:
+    while isinstance(node, dict) and "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        node = schema.raw_schema["components"]["schemas"][name]
+    for combined in ("allOf", "oneOf", "anyOf"):
+        if isinstance(node, dict) and node.get(combined):
+            node = _resolve(node[combined][0])
+    return node
+
+
+def _hostile_bodies(node: dict, depth: int = 0):
+    """(path, body) for each field of the body schema `node`, holding each hostile value."""
+    node = _resolve(node)
+    if depth > 4:
+        return
+    properties = node.get("properties") or {}
+    for name, child in properties.items():
+        child = _resolve(child)
+        kind = child.get("type")
+        values: list = [SURROGATE, HUGE]
+        if kind == "object" or child.get("additionalProperties"):
+            values.append(HOSTILE_OBJECT)
+        if kind == "array":
+            values += [[SURROGATE, HUGE], [HOSTILE_OBJECT]]
+        for value in values:
+            yield name, {name: value}
+        inner = _resolve(child.get("items", {})) if kind == "array" else child
+        if inner.get("properties"):
+            for path, body in _hostile_bodies(inner, depth + 1):
+                yield f"{name}.{path}", {name: [body] if kind == "array" else body}
+
+
+def _operations_with_a_body():
+    for path, methods in schema.raw_schema["paths"].items():
+        for method, operation in methods.items():
+            content = (operation.get("requestBody") or {}).get("content", {})
+            if "application/json" in content:
+                yield path, method.upper(), operation["operationId"], content["application/json"]
+
+
+HOSTILE_CASES = [
+    (operation_id, path, method, field, body)
+    for path, method, operation_id, media in _operations_with_a_body()
+    for field, body in _hostile_bodies(media.get("schema", {}))
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "operation_id", sorted({case[0] for case in HOSTILE_CASES}), ids=lambda op: op
+)
+def test_surrogates_and_huge_numbers_in_every_json_field_answer_within_the_schema(
+    seed, operation_id
+):
+    for _, path, method, field, body in (c for c in HOSTILE_CASES if c[0] == operation_id):
+        operation = schema[path][method]
+        params = {"slug": SLUG}
+        for name in operation.path_parameters:
+            if name.name != "slug":
+                params[name.name] = {
+                    **REAL_PATH_VALUES,
+                    "run_id": seed.run_ids[0],
+                    "prefix": seed.revocable[0],
+                }[name.name]
+        case = operation.Case(path_parameters=params, body=body)
+        with transaction.atomic():  # each body starts from the seed
+            response = case.call_and_validate(
+                **seed.auth[PRINCIPAL[operation_id]],
+                checks=[not_a_server_error, status_code_conformance, response_schema_conformance],
+            )
+            if response.status_code < 300:
+                # Accepted: what reads it next must still answer (a huge retry_backoff once
+                # passed here, then every claim-next and /work of the project was a 500).
+                work = schema["/api/v1/projects/{slug}/work"]["GET"].Case(
+                    path_parameters={"slug": SLUG}
+                )
+                work.call_and_validate(**seed.auth["coder-5"], checks=[not_a_server_error])
+            transaction.set_rollback(True)
+        assert response.status_code != 401, (field, response.text)
+
+
+def test_the_hostile_cases_reach_every_body_and_its_nested_fields():
+    fields = {(c[0], c[3]) for c in HOSTILE_CASES}
+    assert ("anomalies_create", "details") in fields
+    assert ("config_update", "state_timeouts") in fields
+    assert ("config_update", "retry_backoff") in fields
+    assert ("tasks_rescope", "new_tasks.priority") in fields

@@ -170,4 +170,91 @@ def test_redis_down_pauses_live_updates_and_they_resume_with_nothing_lost(redis_
     # One line for the outage and one for the recovery, not a traceback per request.
     assert log.count("Redis unreachable") == 1, log[-5000:]
     assert log.count("Redis reachable again") == 1, log[-5000:]
+    # channels_redis's receive task too (issue #27): its traceback is the outage's one line.
+    assert "Unexpected exception in receive task" not in log, log[-5000:]
     assert log.count("Traceback") <= 2, log[-5000:]
+
+
+async def _close_code(ws, timeout: float) -> int | None:
+    """Read until the server closes the socket: its close code (None: still open at `timeout`)."""
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                await ws.recv()
+    except ConnectionClosed:
+        return ws.close_code
+    except TimeoutError:
+        return None
+
+
+def _remove(world, user) -> None:
+    """The membership deleted in this process: its `access.changed` goes to this process's own
+    channel layer, never to the server's (as if it had been published during an outage)."""
+    from boards.models import Membership
+    from boards.services.projects import membership_remove
+
+    membership = Membership.objects.get(project=world.project, user=user)
+    membership_remove(membership=membership, actor=world.admin, now=world.tick())
+
+
+def _viewer_board(redis_url: str, recheck: str):
+    from tests.factories import member
+
+    world = sprint_world()
+    viewer = member(world.project, "viewer")
+    server = live_server(
+        name="redis-outage-access",
+        database_url=suite_database_url(),
+        redis_url=redis_url,
+        env={
+            "LIZA_TEST_CHANNEL_PREFIX": f"liza-outage-{uuid.uuid4().hex[:8]}",
+            "LIZA_LIVE_PROBE_INTERVAL": "0.3",
+            "LIZA_LIVE_ACCESS_RECHECK": recheck,
+        },
+    )
+    return world, viewer, server
+
+
+def test_access_removed_during_a_redis_outage_closes_the_socket_when_redis_is_back(redis_server):
+    """Issue #27 finding 4: the removed viewer kept receiving changes 42 s+ after Redis came
+    back. The access.changed message is lost with the outage; on resuming, every socket checks
+    its access again (the timer backstop set to an hour here, so it is not what closes it)."""
+    world, viewer, server_cm = _viewer_board(redis_server.url, recheck="3600")
+    cookie = {"Cookie": session_cookie(viewer)}
+    with server_cm as server:
+
+        async def scenario():
+            ws_url = f"ws://127.0.0.1:{server.port}/ws/p/{world.project.slug}/"
+            async with connect(ws_url, additional_headers=cookie, origin=server.url) as ws:
+                await asyncio.wait_for(ws.recv(), 5)  # hello
+                redis_server.kill()
+                paused = await _next(ws, lambda m: m["type"] == "live", 10)
+                await asyncio.to_thread(_remove, world, viewer)
+                redis_server.start()
+                return paused, await _close_code(ws, 15)
+
+        paused, code = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert paused == {"type": "live", "paused": True}
+    assert code == 4403  # CLOSE_ACCESS_ENDED
+
+
+def test_a_lost_access_change_closes_the_socket_on_the_recheck_timer(redis_server):
+    """The backstop: whatever message was lost, an open socket checks its access every
+    LIZA_LIVE_ACCESS_RECHECK seconds (0.5 here; 60 by default)."""
+    world, viewer, server_cm = _viewer_board(redis_server.url, recheck="0.5")
+    cookie = {"Cookie": session_cookie(viewer)}
+    with server_cm as server:
+
+        async def scenario():
+            ws_url = f"ws://127.0.0.1:{server.port}/ws/p/{world.project.slug}/"
+            async with connect(ws_url, additional_headers=cookie, origin=server.url) as ws:
+                await asyncio.wait_for(ws.recv(), 5)  # hello
+                still_open = await _close_code(ws, 1.5)
+                await asyncio.to_thread(_remove, world, viewer)
+                return still_open, await _close_code(ws, 5)
+
+        still_open, code = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert still_open is None  # a member's socket stays open through its re-checks
+    assert code == 4403

@@ -19,7 +19,7 @@ from boards.liza_files import project_violations
 from boards.selectors.access import config_of
 from boards.selectors.watch import projects_to_watch
 from boards.services.watch import watch_sweep
-from boards.services.webhooks import webhook_deliver_due
+from boards.services.webhooks import WebhookSender, webhook_deliver_due
 
 INVARIANTS_EVERY = timedelta(minutes=1)
 DELIVER_EVERY = 1.0  # seconds between two looks for due webhook deliveries
@@ -109,15 +109,24 @@ class Command(BaseCommand):
             self._log(sent.line(), error=sent.outcome != "delivered")
 
     def _deliver_loop(self, stop: Wakeup, slugs) -> None:
+        # One sender for the process: its pool, in-flight attempts and breakers last across
+        # rounds, and a round never waits for a receiver (boards.services.webhooks).
+        sender = WebhookSender()
         try:
             while not stop.is_set():
                 try:
-                    self._deliver(slugs)
+                    for sent in sender.round(now=timezone.now(), slugs=slugs):
+                        self._log(sent.line(), error=sent.outcome != "delivered")
                 except Exception as exc:  # the database went away: log, retry next round
                     self._log(f"webhook deliveries: {type(exc).__name__}: {exc}", error=True)
                 close_old_connections()
                 stop.wait(DELIVER_EVERY)
+            for sent in sender.drain():  # each ends within LIZA_WEBHOOK_TIMEOUT
+                self._log(sent.line(), error=sent.outcome != "delivered")
+        except Exception as exc:
+            self._log(f"webhook deliveries: {type(exc).__name__}: {exc}", error=True)
         finally:
+            sender.close()
             connection.close()  # this thread's own connection
 
     def _log(self, message: str, *, error: bool = False) -> None:

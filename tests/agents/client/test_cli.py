@@ -305,6 +305,53 @@ def test_no_server_exits_7():
     error_of(json.loads(done.stdout), "unreachable", 7)
 
 
+class _Redirecting:
+    """A real HTTP server that answers every request 301 to https, as a TLS proxy does."""
+
+    def __enter__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def _redirect(self):
+                self.send_response(301)
+                self.send_header("Location", f"https://board.example{self.path}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = _redirect
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("args", [("--json", "heartbeat"), ("status",)])
+def test_a_redirect_is_refused_with_its_location_exit_7(args):
+    """Issue #27: a proxy's http → https redirect was a traceback and exit 1. The client follows
+    no redirect (its key would go elsewhere); it names the Location and exits 7."""
+    with _Redirecting() as proxy:
+        env = {"LIZA_URL": proxy.url, "LIZA_PROJECT": "p", "LIZA_KEY": "k", "LIZA_RETRIES": "0"}
+        done = liza_process(env, *args)
+
+    assert done.returncode == 7, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    where = "https://board.example/api/v1/projects/p"
+    if args[0] == "--json":
+        error = error_of(json.loads(done.stdout), "redirected", 7)
+        assert error["details"]["location"].startswith(where)
+    else:
+        assert "liza: redirected: the server answered 301 redirecting to " + where in done.stderr
+
+
 def test_help_documents_every_exit_code():
     done = liza_process({}, "--help")
 

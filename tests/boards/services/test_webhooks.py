@@ -112,7 +112,9 @@ def test_a_critical_alert_is_posted_once_signed_and_the_receiver_verifies_it(
         delivery.refresh_from_db()
         assert (delivery.status, delivery.attempts, delivery.delivered_at) == ("delivered", 1, at)
         [attempt] = delivery.attempt_log.all()
-        assert (attempt.status_code, attempt.error, attempt.url) == (200, "", receiver.url)
+        # The delivery log keeps the URL redacted (issue #27): a token in its path stays out.
+        assert (attempt.status_code, attempt.error) == (200, "")
+        assert attempt.url == receiver.url.removesuffix("/hooks/liza") + "/…"
 
         # Nothing more: the alert still open is counted, not sent again; nothing is due.
         watch_sweep(project=world.project, now=world.tick(10))
@@ -257,6 +259,14 @@ PRIVATE_TARGETS = [
     ("http://[fe80::1]/hook", "fe80::1, a link-local address"),
     ("http://[::ffff:127.0.0.1]/hook", "::ffff:127.0.0.1, a loopback address"),
     ("http://0.0.0.0/hook", "0.0.0.0, a"),
+    # IPv6 addresses that carry to an IPv4 one inside (issue #27): judged by that one
+    ("http://[2002:7f00:1::]/", "2002:7f00:1::, a loopback address by 6to4 (127.0.0.1)"),
+    ("http://[2002:a9fe:a9fe::]/", "a link-local address by 6to4 (169.254.169.254)"),
+    ("http://[2002:a00:1::5]/hook", "a private address by 6to4 (10.0.0.1)"),
+    ("http://[2001:0:5db8:d70e::80ff:fffe]/", "a loopback address by Teredo (127.0.0.1)"),
+    ("http://[64:ff9b::7f00:1]/hook", "a loopback address by NAT64 (127.0.0.1)"),
+    ("http://[64:ff9b::a9fe:a9fe]/", "a link-local address by NAT64 (169.254.169.254)"),
+    ("http://[64:ff9b:1::a00:1]/", "a private address (local-use NAT64)"),
     ("http://localhost:8000/hook", "a loopback address"),
 ]
 
@@ -287,6 +297,12 @@ def test_a_public_address_is_accepted_and_a_bad_scheme_refused(world, settings):
         escalation_webhook="https://93.184.215.14/hooks/liza",
     )
     assert config.escalation_webhook == "https://93.184.215.14/hooks/liza"
+    # A public IPv4 address spelt by 6to4 or NAT64 is public too.
+    for url in ("http://[2002:5db8:d70e::1]/hook", "http://[64:ff9b::5db8:d70e]/hook"):
+        config = config_update(
+            project=world.project, actor=world.admin, now=world.tick(), escalation_webhook=url
+        )
+        assert config.escalation_webhook == url
     with pytest.raises(ProtocolValidationError) as refused:
         config_update(
             project=world.project,
@@ -328,7 +344,7 @@ def test_the_audit_says_the_secret_changed_never_what_it_is(world):
     config_update(project=world.project, actor=world.admin, now=world.tick(), webhook_secret=None)
     events = Event.objects.filter(project=world.project, action="config_updated").order_by("id")
     assert [e.detail for e in events] == [
-        "escalation_webhook none → https://hooks.example.test/liza, webhook_secret none → set",
+        "escalation_webhook changed, webhook_secret none → set",  # the URL too (issue #27)
         "webhook_secret set → none",
     ]
     for event in events:
