@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 
 from agents.models import Agent, AgentKey, Run
 from boards import rows
-from boards.models import Project, ProjectConfig
+from boards.models import Event, Project, ProjectConfig
 from boards.selectors.access import in_project
 
 
@@ -105,12 +105,29 @@ def run_get(*, project: Project, run_id: int | str) -> Run:
     return in_project(Run.objects.select_related("agent", "task"), project, pk=run_id)
 
 
+def run_made_progress(*, run: Run, now: datetime) -> bool:
+    """Whether the run's session moved the protocol: an applied event of its agent from the
+    run's start to `now` (a submit, a verdict, a block, a handoff, a task planned ...). The
+    supervisor's claim comes before the run starts and its merges after it ends; heartbeats
+    write no event."""
+    return Event.objects.filter(
+        project_id=run.project_id,
+        actor_id=run.agent.agent_id,
+        outcome=Event.Outcome.APPLIED,
+        timestamp__gte=run.started,
+        timestamp__lte=now,
+    ).exists()
+
+
 def recent_crashes(*, agent: Agent, window: timedelta, now: datetime) -> list[Run]:
-    """The runs of `agent` that crashed (exit neither 0 nor 42, not stopped by the supervisor)
-    and ended within `window` before `now`, newest first: a crash loop is three in five
-    minutes (seed 000 MAM contract), the rule `liza supervise` stops on and the watcher reads."""
+    """The runs of `agent` that crashed (exit neither 0 nor 42, not stopped by the supervisor,
+    no progress in the session) and ended within `window` before `now`, newest first: a crash
+    loop is three in five minutes (seed 000 MAM contract), the rule `liza supervise` stops on
+    and the watcher reads."""
     rows = (
-        Run.objects.filter(agent=agent, ended__gt=now - window, ended__lte=now, stopped_by="")
+        Run.objects.filter(
+            agent=agent, ended__gt=now - window, ended__lte=now, stopped_by="", progress=False
+        )
         .exclude(exit_code__in=(0, 42))
         .exclude(exit_code__isnull=True)
         .select_related("task")

@@ -636,7 +636,7 @@ def _seconds(name: str, default: float | None) -> float | None:
     return float(value) if value else default
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@main.command(context_settings={"allow_interspersed_args": False})
 @click.option("--role", help="assert the key's role (coder, code_reviewer/code-reviewer, planner)")
 @click.option("--id", "agent_id", help="assert the key's agent id")
 @click.option("--repo", type=click.Path(file_okay=False), help="the git repository (default: .)")

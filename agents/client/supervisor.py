@@ -5,9 +5,11 @@ spawning (polling `/work`, honouring Retry-After, waiting out a pause or a check
 on an abort), claims **before** spawning (coders through claim-next with `base_commit`
 computed first, reviewers through review claim-next), prepares the task's git worktree, writes
 the prompt, spawns the agent command with the `LIZA_*` environment, heartbeats in the
-background, restarts by exit code (0 stop, unless `/work` says work may still come to the role:
-then it waits; 42 after 2 s, a crash after 5 s; 3 crashes in 5 min stop it), merges what its
-reviewer approved, and reports each spawn to the server as a run.
+background, and decides what the end of a session means without a wrapper (issue 23): 42
+restarts after 2 s; any other exit asks `/work`: the role complete, it stops; else the next
+session comes when there is work, unless the session crashed — a non-zero exit with no protocol
+progress (restarted after 5 s; 3 crashes in 5 min stop it). It merges what its reviewer
+approved, and reports each spawn to the server as a run.
 
 The spawned command's environment (README "Supervisor"): LIZA_URL, LIZA_PROJECT, LIZA_KEY_FILE
 (a 0600 file: the key itself is never in the environment), LIZA_ROLE, LIZA_AGENT_ID, LIZA_TASK,
@@ -235,7 +237,7 @@ class Supervisor:
         if assignment is None:
             self.sleep(self._poll(body))
             return reason
-        code, lost = self.spawn(assignment, reason)
+        code, lost, run = self.spawn(assignment, reason)
         if self.o.remote and self.role == "coder" and assignment.key:
             self.push(assignment.key)  # whatever the exit code: the work must not be lost
         if self.stopping is not None:
@@ -244,24 +246,38 @@ class Supervisor:
             self.say(f"{lost}: the agent was stopped; restarting")
             self.sleep(self.t.restart)
             return lost
-        if code == 0:
-            after = self.client.work().body
-            if self.role == "code_reviewer" and after.get("merge"):
-                self.merge_approved(after["merge"])
-            # Whether the role is complete is `/work`'s word (seed 000's DRAFT wait, and while
-            # work may still come: a task open, a goal IN_PROGRESS), not the agent's reading
-            # of seed 000's literal table: a coder exiting 0 with its task in review stays.
-            if self.role == "planner" or after.get("exit") == 0:
-                self.say("the agent exited 0 (role complete); stopping")
-                return STOPPED
-            self.say(f"the agent exited 0, but the role is not complete: {after.get('reason')}")
-            self._waiting = after.get("reason")
-            if not after.get("work"):
-                self.sleep(self._poll(after))
-            return "draft_wait" if after.get("waiting_for_drafts") else "role_not_complete"
         if code == EXIT["stop"]:
             self.sleep(self.t.restart)
             return "exit_42"
+        return self.session_ended(code, run)
+
+    def session_ended(self, code: int, run: dict[str, Any] | None) -> int | str:
+        """What an agent's exit other than 42 means (issue 23: no wrappers, since a coding CLI
+        cannot choose its exit code). Whether the role is complete is `/work`'s word (seed
+        000's DRAFT wait, and while work may still come: a task open, a goal IN_PROGRESS):
+        complete, the supervisor stops; else the next session comes when there is work (42's
+        meaning), unless the session crashed: a non-zero exit with no protocol progress (the
+        server's `progress`, read from the events of the session; without a run record, any
+        non-zero exit)."""
+        after = self.client.work().body
+        if self.role == "code_reviewer" and after.get("merge"):
+            self.merge_approved(after["merge"])
+        if after.get("exit") == 0:
+            self.say(f"the agent exited {code} (role complete); stopping")
+            return STOPPED
+        progress = bool(run and run.get("progress"))
+        if code == 0 or progress:
+            self.say(
+                f"the agent exited {code}"
+                + (" after protocol progress" if code else "")
+                + f", but the role is not complete: {after.get('reason')}"
+            )
+            self._waiting = after.get("reason")
+            if not after.get("work"):
+                self.sleep(self._poll(after))
+            if after.get("waiting_for_drafts"):
+                return "draft_wait"
+            return "role_not_complete" if code == 0 else f"session_end: exit {code}"
         crashes = self._recurring(self.crashes)
         if crashes >= self.t.crash_limit:
             self.say(
@@ -289,13 +305,17 @@ class Supervisor:
     # -- identity ------------------------------------------------------------------------------
 
     def register(self) -> None:
-        """Register the key's agent; `--role`/`--id` only assert who it is (the role is read
-        from `/work` first, so a wrong `--role` registers nothing)."""
+        """Register the key's agent; `--role`/`--id` only assert who it is. Both are checked
+        against `/work` (a read) first, so a wrong one registers nothing: a registration would
+        hold the identity for a lease's length (exit 6 for its real supervisor)."""
         wanted = normalise_role(self.o.role)
-        if wanted:
-            role = self.client.work().body.get("role")
-            if role != wanted:
+        if wanted or self.o.agent_id:
+            body = self.client.work().body
+            role, agent_id = body.get("role"), body.get("agent")
+            if wanted and role != wanted:
                 raise UsageError(f"the key's agent is a {role}, not a {wanted}")
+            if self.o.agent_id and agent_id != self.o.agent_id:
+                raise UsageError(f"the key is {agent_id}'s, not {self.o.agent_id}'s")
         agent = self.client.register(terminal=f"liza supervise (pid {os.getpid()})")
         role = agent["role"]
         if self.o.agent_id and self.o.agent_id != agent["agent_id"]:
@@ -468,8 +488,11 @@ class Supervisor:
         )
         return env
 
-    def spawn(self, a: Assignment, reason: str) -> tuple[int, str | None]:
-        """Run the agent command once; (exit code, why it was stopped or None)."""
+    def spawn(
+        self, a: Assignment, reason: str
+    ) -> tuple[int, str | None, dict[str, Any] | None]:
+        """Run the agent command once: its exit code, why it was stopped (or None) and the
+        server's record of the run (None when it could not be reported)."""
         self.spawns += 1
         if a.key:
             self.held.add(a.key)
@@ -492,8 +515,10 @@ class Supervisor:
         except OSError as error:
             # A command that cannot start is a crash like any other (the shell's 127).
             tail.append(f"liza supervise: cannot run {self.o.command[0]}: {error}")
-            self._run_finish(run, 127, tail, None)
-            return 127, None
+            return 127, None, self._run_finish(run, 127, tail, None)
+        if self.stopping is not None:
+            # The signal came while it was starting (the handler saw no child to forward to).
+            self.terminate_child(signal.Signals(self.stopping))
         reader = threading.Thread(target=self._pump, args=(self.child, tail), daemon=True)
         reader.start()
         lost: list[str] = []
@@ -506,8 +531,11 @@ class Supervisor:
         beater.join(timeout=5)
         self.child = None
         stopped = lost[0] if lost else None
-        self._run_finish(run, code, tail, stopped)
-        return code, stopped
+        if stopped is None and self.stopping is not None:
+            # Its own Ctrl-C/SIGTERM, forwarded: a stop the supervisor caused, never a crash
+            # (crashes count towards the agent's "in error", seed 003).
+            stopped = f"signal {signal.Signals(self.stopping).name}"
+        return code, stopped, self._run_finish(run, code, tail, stopped)
 
     def _pump(self, child: subprocess.Popen[bytes], tail: collections.deque[str]) -> None:
         assert child.stdout is not None
@@ -579,11 +607,11 @@ class Supervisor:
 
     def _run_finish(
         self, run: int | None, code: int, tail: collections.deque[str], stopped: str | None
-    ) -> None:
+    ) -> dict[str, Any] | None:
         if run is None:
-            return
+            return None
         try:
-            self.client.run_finish(
+            return self.client.run_finish(
                 run,
                 exit_code=code,
                 stopped_by=stopped or "",
@@ -591,6 +619,7 @@ class Supervisor:
             )
         except LizaError as error:
             self.say(f"the run's end could not be reported: {error.code}: {error.message}")
+            return None
 
     def redact(self, text: str) -> str:
         """The key, key-shaped strings and any LIZA_*KEY*/SECRET*/TOKEN* value hidden."""

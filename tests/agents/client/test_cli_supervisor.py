@@ -75,7 +75,7 @@ def test_supervise_refuses_a_role_or_id_the_key_is_not(cli_server, world, tmp_pa
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     for agent_id, flags, message in (
         ("coder-1", ["--role", "code-reviewer"], "the key's agent is a coder, not a code_reviewer"),
-        ("coder-2", ["--id", "coder-3"], "the key is coder-2, not coder-3"),
+        ("coder-2", ["--id", "coder-3"], "the key is coder-2's, not coder-3's"),
     ):
         result = CliRunner().invoke(
             main,
@@ -85,7 +85,34 @@ def test_supervise_refuses_a_role_or_id_the_key_is_not(cli_server, world, tmp_pa
         )
         assert result.exit_code == 2, result.output
         assert message in result.output
-    # The role is checked before registering: coder-1 registered nothing.
+    # Both are checked before registering: neither coder-1 nor coder-2 registered (a wrong
+    # --id used to register the key's agent first, which then held the identity: exit 6).
+    for agent_id in ("coder-1", "coder-2"):
+        assert world.agent(agent_id).registered_at < timezone.now() - timedelta(hours=1)
+        assert world.agent(agent_id).lease_expires < timezone.now()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--agnet", "claude", "--role", "coder"],  # a mistyped option
+        ["--role", "coder", "--bogus", "--", "true"],
+    ],
+)
+def test_supervise_refuses_an_unknown_option_and_registers_nothing(
+    cli_server, world, tmp_path, args
+):
+    """An unknown option is a usage error (exit 2): it was taken as the agent command, and the
+    supervisor registered and ran `--agnet claude ...`."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    result = CliRunner().invoke(
+        main,
+        ["supervise", "--repo", str(tmp_path), *args],
+        env=Liza(cli_server, world, "coder-1").env,
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 2, result.output
+    assert "No such option" in result.output
     assert world.agent("coder-1").registered_at < timezone.now() - timedelta(hours=1)
 
 
