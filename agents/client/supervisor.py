@@ -23,6 +23,7 @@ import collections
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -34,9 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.client import gitops, wire
+from agents.client import gitops, playbooks, wire
 from agents.client.errors import EXIT, LizaError, UsageError
 from agents.client.http import Client
+from agents.client.profiles import Invocation, Profile, Session
+from agents.client.profiles.custom import Custom
 from agents.client.wakeup import Wakeup
 
 # The supervisor's own exit codes, beyond the protocol's table (agents.client.errors.EXIT).
@@ -46,6 +49,7 @@ OWN_ERRORS = 13  # the supervisor itself failed `crash_limit` times within `cras
 
 ROLE_ALIASES = {"code-reviewer": "code_reviewer", "reviewer": "code_reviewer"}
 OUTPUT_LINES = 200
+REPLY_LINES = 5000  # what a profile's after_exit reads of the agent's output
 KEY_PATTERN = re.compile(r"liza_[0-9a-f]{12}_[A-Za-z0-9_\-]+")
 
 
@@ -81,7 +85,13 @@ class Options:
     repo: Path | None = None
     remote: str | None = None  # the shared remote when agents run on several machines
     dry_run: bool = False
+    explain: bool = False  # print the command, environment and prompt it would run; stop
+    profile: Profile | None = None  # None: `custom`, running `command`
     timing: Timing = field(default_factory=Timing)
+
+    @property
+    def agent_profile(self) -> Profile:
+        return self.profile if self.profile is not None else Custom(self.command)
 
 
 @dataclass
@@ -149,6 +159,8 @@ class Supervisor:
                 raise UsageError(f"no git remote {self.o.remote!r}: {error}") from error
         if self.o.dry_run:
             return self.dry_run()
+        if self.o.explain:
+            return self.explain()
         self.register()
         self._install_signals()
         self.config = self.client.get("config")
@@ -488,9 +500,7 @@ class Supervisor:
         )
         return env
 
-    def spawn(
-        self, a: Assignment, reason: str
-    ) -> tuple[int, str | None, dict[str, Any] | None]:
+    def spawn(self, a: Assignment, reason: str) -> tuple[int, str | None, dict[str, Any] | None]:
         """Run the agent command once: its exit code, why it was stopped (or None) and the
         server's record of the run (None when it could not be reported)."""
         self.spawns += 1
@@ -499,27 +509,31 @@ class Supervisor:
         prompt = self.state / f"prompt-{self.spawns}.md"
         prompt.write_text(build_prompt(self, a))
         cwd = a.worktree if self.role == "coder" and a.worktree else self.repo
+        session, invocation, env = self.invocation(a, prompt, Path(cwd))
+        self.command = invocation.command
         run = self._run_start(a, reason)
         tail: collections.deque[str] = collections.deque(maxlen=OUTPUT_LINES)
-        self.say(f"spawning {' '.join(self.o.command)} ({reason})")
+        reply: collections.deque[str] = collections.deque(maxlen=REPLY_LINES)
+        self.say(f"spawning {self.shown(invocation.command)} ({reason})")
         self.last = a
         try:
+            invocation.write_files()
             self.child = subprocess.Popen(
-                self.o.command,
+                invocation.command,
                 cwd=cwd,
-                env=self.environment(a, prompt),
+                env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: signals reach its children
             )
         except OSError as error:
             # A command that cannot start is a crash like any other (the shell's 127).
-            tail.append(f"liza supervise: cannot run {self.o.command[0]}: {error}")
+            tail.append(f"liza supervise: cannot run {invocation.command[0]}: {error}")
             return 127, None, self._run_finish(run, 127, tail, None)
         if self.stopping is not None:
             # The signal came while it was starting (the handler saw no child to forward to).
             self.terminate_child(signal.Signals(self.stopping))
-        reader = threading.Thread(target=self._pump, args=(self.child, tail), daemon=True)
+        reader = threading.Thread(target=self._pump, args=(self.child, tail, reply), daemon=True)
         reader.start()
         lost: list[str] = []
         done = threading.Event()
@@ -535,15 +549,76 @@ class Supervisor:
             # Its own Ctrl-C/SIGTERM, forwarded: a stop the supervisor caused, never a crash
             # (crashes count towards the agent's "in error", seed 003).
             stopped = f"signal {signal.Signals(self.stopping).name}"
+        self.session_output(self.o.agent_profile, list(reply))
+        if stopped is None:
+            # The profile's last word (aider: the `liza` commands of its reply), before the run
+            # ends: what it does is the session's progress.
+            self.o.agent_profile.after_exit(
+                session, "\n".join(reply), lambda args: self._liza(args, env, Path(cwd), tail)
+            )
         return code, stopped, self._run_finish(run, code, tail, stopped)
 
-    def _pump(self, child: subprocess.Popen[bytes], tail: collections.deque[str]) -> None:
+    def session_output(self, profile: Profile, lines: list[str]) -> None:
+        """Hook: the agent's output once it exited, in its profile's format (Claude Code's
+        stream-json, Codex's JSONL events, aider's text …). Usage and provider quota messages
+        are read here by the unattended-runs work (issue 24: agents.client.usage, its parsers
+        keyed by `profile.name`)."""
+
+    def invocation(
+        self, a: Assignment, prompt: Path, cwd: Path
+    ) -> tuple[Session, Invocation, dict[str, str]]:
+        """The profile's command line for this spawn, and the environment it runs in."""
+        env = self.environment(a, prompt)
+        session = Session(
+            role=self.role,
+            agent_id=self.agent["agent_id"],
+            prompt=prompt.read_text(),
+            prompt_file=prompt,
+            state=self.state,
+            cwd=cwd,
+            env={k: v for k, v in env.items() if k.startswith("LIZA_")},
+        )
+        invocation = self.o.agent_profile.build(session)
+        return session, invocation, {**env, **invocation.env}
+
+    def shown(self, command: list[str]) -> str:
+        """The command as said in the log: the prompt argument (long) shortened."""
+        return " ".join(
+            (arg[:40] + "…") if len(arg) > 60 or "\n" in arg else arg for arg in command
+        )
+
+    def _liza(
+        self, args: list[str], env: dict[str, str], cwd: Path, tail: collections.deque[str]
+    ) -> int:
+        """One `liza` command on the agent's behalf (its profile's reply channel)."""
+        if args and args[0] == "#refused":
+            line = f"liza supervise: refused: {args[1]}"
+            self.say(line.removeprefix("liza supervise: "))
+            tail.append(line)
+            return EXIT["usage"]
+        done = subprocess.run(
+            [sys.executable, "-m", "agents.client.cli", *args],
+            cwd=cwd, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        out = (done.stdout + done.stderr).strip()
+        line = f"liza {' '.join(args)} -> exit {done.returncode}" + (f": {out}" if out else "")
+        self.say(line)
+        tail.append(line)
+        return done.returncode
+
+    def _pump(
+        self,
+        child: subprocess.Popen[bytes],
+        tail: collections.deque[str],
+        reply: collections.deque[str],
+    ) -> None:
         assert child.stdout is not None
         for raw in child.stdout:
             line = raw.decode(errors="replace")
             sys.stdout.write(line)
             sys.stdout.flush()
             tail.append(line.rstrip("\n"))
+            reply.append(line.rstrip("\n"))
 
     def heartbeat_interval(self, a: Assignment) -> float:
         if self.t.heartbeat is not None:
@@ -598,7 +673,7 @@ class Supervisor:
             run = self.client.run_start(
                 task=a.key or None,
                 restart_reason=reason,
-                command=self.redact(" ".join(self.o.command))[:500],
+                command=self.redact(self.shown(self.command))[:500],
             )
         except LizaError as error:
             self.say(f"the run could not be reported: {error.code}: {error.message}")
@@ -703,7 +778,53 @@ class Supervisor:
             self.say(f"would claim-next with base_commit {base}, prepare .worktrees/<task>")
         elif role == "code_reviewer":
             self.say(f"would merge {body.get('merge') or 'nothing'}, then review claim-next")
-        self.say(f"would spawn: {' '.join(self.o.command)}")
+        self.say(f"would spawn: {' '.join(self.o.command) or self.o.agent_profile.name}")
+        return STOPPED
+
+    def explain(self) -> int:
+        """`--explain`: the exact command, environment (secrets redacted) and prompt the next
+        spawn would run, for a stand-in task; registers, claims and spawns nothing."""
+        body = self.client.work().body
+        self.agent = {"agent_id": body.get("agent") or "?", "role": body.get("role")}
+        self.config = self.client.get("config")
+        self.integration = self.config.get("integration_branch") or "integration"
+        self.state = gitops.state_dir(self.repo, self.agent["agent_id"])
+        self.key_file = (
+            str(Path(self.o.key_file).resolve()) if self.o.key_file else str(self.state / "key")
+        )
+        task = None
+        if self.role in ("coder", "code_reviewer"):
+            task = {
+                "key": "<task>", "iteration": 1, "description": "<the task's description>",
+                "done_when": "<its done_when>", "base_commit": "<base>",
+                "review_commit": "<review commit>", "assigned_to": "<coder>",
+            }  # fmt: skip
+        a = Assignment(
+            task=task, worktree=gitops.worktree_path(self.repo, "<task>") if task else None
+        )
+        prompt = self.state / "prompt-explain.md"
+        prompt.parent.mkdir(parents=True, exist_ok=True)
+        prompt.write_text(build_prompt(self, a))
+        cwd = a.worktree if self.role == "coder" and a.worktree else self.repo
+        session, invocation, env = self.invocation(a, prompt, Path(cwd))
+        print(f"profile: {self.o.agent_profile.name} ({self.o.agent_profile.channel})")
+        print("command:")
+        print("  " + self.redact(" ".join(shlex.quote(arg) for arg in invocation.command)))
+        print(f"cwd: {cwd}")
+        print("environment (LIZA_* and the profile's; the key only as a file):")
+        for name in sorted(k for k in env if k.startswith("LIZA_") or k in invocation.env):
+            value = env[name]
+            if (
+                any(w in name for w in ("KEY", "SECRET", "TOKEN", "PASSWORD"))
+                and name != "LIZA_KEY_FILE"
+            ):
+                value = "[redacted]"
+            print(f"  {name}={self.redact(value)}")
+        for path, text in invocation.files.items():
+            print(f"file {path} (0600):")
+            print("  " + self.redact(text).replace("\n", "\n  "))
+        print("prompt:")
+        print(self.redact(session.prompt))
         return STOPPED
 
 
@@ -730,11 +851,8 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
         f"Project: {s.o.project} on {s.o.url}",
         f"Repository: {s.repo} (integration branch: {s.integration})",
         f"Goal: {goal}",
-        "Protocol: the `liza` command, configured by LIZA_URL, LIZA_PROJECT and LIZA_KEY_FILE "
-        "(already set); `liza --help` lists its exit codes.",
-        "Rules: when any `liza` command exits 42 (lease lost, paused, checkpoint, aborted), "
-        "stop and exit 42. Exit 0 only when your role has no more work. Never claim, merge or "
-        "create worktrees: the supervisor does. Work silently.",
+        "Rules: never claim, merge or create worktrees: the supervisor does. When the board "
+        "says stop (lease lost, paused, checkpoint, aborted), end the session. Work silently.",
         "",
     ]
     task = a.task or {}
@@ -749,8 +867,6 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
             f"DONE WHEN: {_field(task, 'done_when')}",
             f"SCOPE: {_field(task, 'scope')}",
             f"Spec: {_field(task, 'spec_ref')}",
-            "When done: commit, check `git status --porcelain` is empty, then "
-            f"`liza submit {task['key']} --commit <sha> --tree-clean` and exit 42.",
         ]
         if task.get("integration_fix"):
             sections.append(
@@ -785,10 +901,6 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
             f"Description: {task['description']}",
             f"DONE WHEN: {_field(task, 'done_when')}",
             f"Prior rejection: {_field(task, 'rejection_reason')}",
-            "Review the whole diff base_commit..review_commit against the spec. Verdict: "
-            f"`liza review verdict {task['key']} APPROVED --commit <review commit>` or "
-            f"`liza review verdict {task['key']} REJECTED --commit <review commit> --reason "
-            "'Blockers: N ...'`, then exit 42. The supervisor merges what you approve.",
             "",
         ]
     elif agent["role"] == "planner":
@@ -799,11 +911,12 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
             "SPRINT STATE: "
             + (", ".join(f"{status} {n}" for status, n in sorted(counts.items())) or "no tasks")
         )
-        sections += [
-            "Plan with `liza task create/finalize/dependencies`, resolve BLOCKED tasks with "
-            "`liza task rescope/abandon`; exit 0 when the goal is complete.",
-            "",
-        ]
+        sections.append("")
+    sections += [
+        "=== PLAYBOOK ===",
+        playbooks.render(agent["role"], s.o.agent_profile, s.repo),
+        "",
+    ]
     return "\n".join(sections)
 
 
