@@ -214,3 +214,31 @@ def test_liza_agents_lists_the_profiles_and_the_installed_clis(tmp_path):
     assert "codex     OpenAI Codex CLI" in result.output and "not installed" in result.output
     for name in ("gemini", "aider", "opencode", "custom"):
         assert f"\n{name}" in result.output
+
+
+@pytest.mark.parametrize("name", CLIS)
+def test_a_fake_refuses_a_flag_its_cli_does_not_document(tmp_path, name):
+    import subprocess
+    import sys
+
+    fake = Path(__file__).with_name("fakes") / "cli.py"
+    sub = {"codex": ["exec"], "opencode": ["run"]}.get(name, [])
+    done = subprocess.run(
+        [sys.executable, str(fake), name, *sub, "--no-such-flag", "x"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "unknown option '--no-such-flag'" in done.stderr
+
+
+def test_a_profile_cannot_pass_a_flag_missing_from_its_table(tmp_path, monkeypatch):
+    claude = PROFILES["claude"]
+    real = claude.invocation
+
+    def with_typo(s):
+        made = real(s)
+        made.command.append("--allowed-tool")
+        return made
+
+    monkeypatch.setattr(claude, "invocation", with_typo)
+    with pytest.raises(ValueError, match="--allowed-tool is not in the flag table"):
+        claude.build(session(tmp_path, "coder"))
