@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from agents.models import Agent, AgentKey, Run
 from boards import rows
 from boards.models import Event, Project, ProjectConfig
+from boards.protocol import Action
 from boards.selectors.access import in_project
 
 
@@ -105,18 +106,33 @@ def run_get(*, project: Project, run_id: int | str) -> Run:
     return in_project(Run.objects.select_related("agent", "task"), project, pk=run_id)
 
 
+# An agent's events that are liveness, not work: its registration, its crash reports, a review
+# lease extended, a handoff read back (heartbeats write no event at all).
+NOT_PROGRESS = (
+    Action.REGISTERED,
+    Action.RESTARTED,
+    Action.AGENT_CRASHED,
+    Action.REVIEW_EXTENDED,
+    Action.HANDOFF_READ,
+)
+
+
 def run_made_progress(*, run: Run, now: datetime) -> bool:
     """Whether the run's session moved the protocol: an applied event of its agent from the
-    run's start to `now` (a submit, a verdict, a block, a handoff, a task planned ...). The
-    supervisor's claim comes before the run starts and its merges after it ends; heartbeats
-    write no event."""
-    return Event.objects.filter(
-        project_id=run.project_id,
-        actor_id=run.agent.agent_id,
-        outcome=Event.Outcome.APPLIED,
-        timestamp__gte=run.started,
-        timestamp__lte=now,
-    ).exists()
+    run's start to `now` (a submit, a verdict, a block, a handoff, a task planned ...), not a
+    liveness one (NOT_PROGRESS). The supervisor's claim comes before the run starts and its
+    merges after it ends."""
+    return (
+        Event.objects.filter(
+            project_id=run.project_id,
+            actor_id=run.agent.agent_id,
+            outcome=Event.Outcome.APPLIED,
+            timestamp__gte=run.started,
+            timestamp__lte=now,
+        )
+        .exclude(action__in=NOT_PROGRESS)
+        .exists()
+    )
 
 
 def recent_crashes(*, agent: Agent, window: timedelta, now: datetime) -> list[Run]:

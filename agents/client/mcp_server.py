@@ -133,6 +133,13 @@ def build_server(
                 arguments = await anyio.to_thread.run_sync(
                     alias.arguments, client, arguments, me, env
                 )
+                if alias.already is not None:
+                    answer = await anyio.to_thread.run_sync(alias.already, client, arguments, me)
+                    if answer is not None:
+                        return types.CallToolResult(
+                            content=[types.TextContent(text=json.dumps(answer, sort_keys=True))],
+                            structured_content=answer,
+                        )
             if operation is None:
                 known = params.name in BY_NAME or params.name in BY_ALIAS
                 hint = " (not this role's)" if known else ""

@@ -35,6 +35,8 @@ class Alias:
     help: str = ""
     # Fills what upstream does not send (ours needs it): (client, arguments, environment).
     complete: Callable[[Client, dict[str, Any], dict[str, str]], dict[str, Any]] | None = None
+    # An answer without the call (client, our arguments, the agent's id), or None.
+    already: Callable[[Client, dict[str, Any], str], Any] | None = None
 
     @property
     def roles(self) -> frozenset[str]:
@@ -98,6 +100,15 @@ def _base_commit(client: Client, args: dict[str, Any], env: dict[str, str]) -> d
     return {**args, "base_commit": _git(env, "rev-parse", branch, where="LIZA_REPO")}
 
 
+def _own_claim(client: Client, args: dict[str, Any], me: str) -> Any:
+    # The supervisor claims before spawning: a primed agent claiming its assigned task is
+    # answered with it, as upstream would (the claim is already its own).
+    task = client.task(args["key"])
+    if task["status"] == wire.CLAIMED and task.get("assigned_to") == me:
+        return task
+    return None
+
+
 def _superseded(client: Client, args: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     replaced = args.pop("replacement_ids", None) or []
     reason = args["reason"] + (f" (superseded by {', '.join(replaced)})" if replaced else "")
@@ -108,7 +119,7 @@ ALIASES: tuple[Alias, ...] = (
     Alias(
         "liza_claim_task", "claim", (TASK_ID, AGENT_ID), {"task_id": "key"},
         "Claim a task (here the supervisor claims before spawning: your assigned task is "
-        "already yours).", _base_commit,
+        "already yours).", _base_commit, _own_claim,
     ),
     Alias(
         "liza_submit_for_review", "submit",

@@ -53,8 +53,9 @@ def source(role: str, repo: Path | None) -> tuple[str, str]:
 
 
 def cli_usage(name: str) -> str:
-    """`liza <subcommand> ARGS --required-option VALUE …` of an operation, from the command line
-    itself (agents.client.cli), so the usage cannot drift from the parser."""
+    """`liza <subcommand> ARGS --required-option VALUE [--optional VALUE] …` of an operation,
+    from the command line itself (agents.client.cli), so the usage cannot drift from the
+    parser."""
     import click
 
     from agents.client.cli import main
@@ -68,9 +69,12 @@ def cli_usage(name: str) -> str:
     for param in command.params:
         if isinstance(param, click.Argument):
             words.append(param.human_readable_name.upper())
-        elif isinstance(param, click.Option) and param.required:
+        elif isinstance(param, click.Option):
             flag = param.opts[0]
-            words.append(flag if param.is_flag else f"{flag} {param.name.upper()}")
+            word = flag if param.is_flag else f"{flag} {param.name.upper()}"
+            if param.multiple:
+                word += " …"
+            words.append(word if param.required else f"[{word}]")
     return " ".join(words)
 
 

@@ -42,6 +42,8 @@ def test_upstream_tools_resources_and_the_agent_id_check(cli_server, world, tmp_
             other = await refused(
                 session, "liza_submit_for_review", task_id="T1", commit_sha=head, agent_id="coder-2"
             )
+            mine = await call(session, "liza_claim_task", task_id="T1", agent_id="coder-1")
+            assert (mine["key"], mine["assigned_to"]) == ("T1", "coder-1")
             wrong_role = await refused(session, "liza_submit_verdict", task_id="T1",
                                        verdict="APPROVED", agent_id="coder-1")  # fmt: skip
             submitted = await call(
