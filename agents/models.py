@@ -226,8 +226,13 @@ class Run(models.Model):
     # Why this spawn happened: start, exit_42, crash: exit N, lease_lost, paused, draft_wait,
     # role_not_complete (its agent exited 0 while /work said work may still come) ...
     restart_reason = models.CharField(max_length=100, blank=True)
-    # Set when the supervisor stopped the agent itself (lease_lost, paused, checkpoint ...).
+    # Set when the supervisor stopped the agent itself (lease_lost, paused, checkpoint, its own
+    # signal ...).
     stopped_by = models.CharField(max_length=100, blank=True)
+    # The session moved the protocol: an applied event of its agent between start and end
+    # (`agents.selectors.run_made_progress`, read when the run ends). A CLI cannot choose its
+    # exit code: a non-zero exit after real work is a session's end, not a crash.
+    progress = models.BooleanField(default=False)
     command = models.CharField(max_length=500, blank=True)
     output = models.TextField(blank=True)
 
@@ -244,5 +249,11 @@ class Run(models.Model):
 
     @property
     def crashed(self) -> bool:
-        """Exited by itself with neither 0 (role complete) nor 42 (graceful abort)."""
-        return self.exit_code is not None and self.exit_code not in (0, 42) and not self.stopped_by
+        """Exited by itself with neither 0 (role complete) nor 42 (graceful abort), having made
+        no protocol progress in the session (issue 23: no wrappers)."""
+        return (
+            self.exit_code is not None
+            and self.exit_code not in (0, 42)
+            and not self.stopped_by
+            and not self.progress
+        )

@@ -11,7 +11,8 @@ from django.db.models import QuerySet
 
 from agents.models import Agent, AgentKey, Run
 from boards import rows
-from boards.models import Project, ProjectConfig
+from boards.models import Event, Project, ProjectConfig
+from boards.protocol import Action
 from boards.selectors.access import in_project
 
 
@@ -105,12 +106,44 @@ def run_get(*, project: Project, run_id: int | str) -> Run:
     return in_project(Run.objects.select_related("agent", "task"), project, pk=run_id)
 
 
+# An agent's events that are liveness, not work: its registration, its crash reports, a review
+# lease extended, a handoff read back (heartbeats write no event at all).
+NOT_PROGRESS = (
+    Action.REGISTERED,
+    Action.RESTARTED,
+    Action.AGENT_CRASHED,
+    Action.REVIEW_EXTENDED,
+    Action.HANDOFF_READ,
+)
+
+
+def run_made_progress(*, run: Run, now: datetime) -> bool:
+    """Whether the run's session moved the protocol: an applied event of its agent from the
+    run's start to `now` (a submit, a verdict, a block, a handoff, a task planned ...), not a
+    liveness one (NOT_PROGRESS). The supervisor's claim comes before the run starts and its
+    merges after it ends."""
+    return (
+        Event.objects.filter(
+            project_id=run.project_id,
+            actor_id=run.agent.agent_id,
+            outcome=Event.Outcome.APPLIED,
+            timestamp__gte=run.started,
+            timestamp__lte=now,
+        )
+        .exclude(action__in=NOT_PROGRESS)
+        .exists()
+    )
+
+
 def recent_crashes(*, agent: Agent, window: timedelta, now: datetime) -> list[Run]:
-    """The runs of `agent` that crashed (exit neither 0 nor 42, not stopped by the supervisor)
-    and ended within `window` before `now`, newest first: a crash loop is three in five
-    minutes (seed 000 MAM contract), the rule `liza supervise` stops on and the watcher reads."""
+    """The runs of `agent` that crashed (exit neither 0 nor 42, not stopped by the supervisor,
+    no progress in the session) and ended within `window` before `now`, newest first: a crash
+    loop is three in five minutes (seed 000 MAM contract), the rule `liza supervise` stops on
+    and the watcher reads."""
     rows = (
-        Run.objects.filter(agent=agent, ended__gt=now - window, ended__lte=now, stopped_by="")
+        Run.objects.filter(
+            agent=agent, ended__gt=now - window, ended__lte=now, stopped_by="", progress=False
+        )
         .exclude(exit_code__in=(0, 42))
         .exclude(exit_code__isnull=True)
         .select_related("task")

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from agents.models import Agent, AgentKey, IdempotentRequest, Run
+from agents.selectors import run_made_progress
 from boards import rows
 from boards.errors import (
     Collision,
@@ -739,7 +740,8 @@ def run_finish(
         run.exit_code = exit_code
         run.stopped_by = stopped_by
         run.output = redact_output(output)
-        run.save(update_fields=["ended", "exit_code", "stopped_by", "output"])
+        run.progress = run_made_progress(run=run, now=now)
+        run.save(update_fields=["ended", "exit_code", "stopped_by", "output", "progress"])
         if run.crashed:
             record_event(
                 project=project,

@@ -24,6 +24,7 @@ class RunSerializer(serializers.ModelSerializer):
             "ended",
             "exit_code",
             "crashed",
+            "progress",
             "restart_reason",
             "stopped_by",
             "command",

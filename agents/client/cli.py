@@ -603,10 +603,18 @@ def status(ctx, status, assigned_to, q):
 # -- MCP ------------------------------------------------------------------------------------------
 
 
-@main.command()
+def _mcp_epilog() -> str:
+    from agents.client.upstream import tools_help
+
+    return tools_help()
+
+
+@main.command(epilog=_mcp_epilog())
 @click.pass_context
 def mcp(ctx):
-    """Serve this key's role's operations as MCP tools over stdio (for Claude Code, Codex …)."""
+    """Serve this key's role's operations as MCP tools over stdio (for Claude Code, Codex …),
+    also under upstream Liza's `liza_*` names, with the resources liza://state, liza://tasks
+    and liza://agents. An `agent_id` argument must be the key's own agent."""
     # Imported here: the SDK is heavy, and only this command needs it.
     from agents.client.mcp_server import run as serve_mcp
 
@@ -637,7 +645,19 @@ def _seconds(name: str, default: float | None) -> float | None:
     return float(value) if value else default
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@main.command(context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--agent",
+    "agent_name",
+    help="the coding CLI's profile: claude, codex, gemini, aider, opencode, or custom (the "
+    "command after --) [default: custom when a command is given]",
+)
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="print the command, environment (secrets redacted) and prompt it would run; register "
+    "nothing",
+)
 @click.option("--role", help="assert the key's role (coder, code_reviewer/code-reviewer, planner)")
 @click.option("--id", "agent_id", help="assert the key's agent id")
 @click.option("--repo", type=click.Path(file_okay=False), help="the git repository (default: .)")
@@ -665,10 +685,13 @@ def _seconds(name: str, default: float | None) -> float | None:
     type=float,
     help="seconds an agent has to exit after SIGTERM before SIGKILL [LIZA_TERMINATE_GRACE; 10]",
 )
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def supervise(ctx, role, agent_id, repo, remote, dry_run, command, **intervals):
-    """Run AGENT COMMAND under seed 000's supervisor: `liza supervise -- claude -p ...`.
+def supervise(
+    ctx, agent_name, explain, role, agent_id, repo, remote, dry_run, command, **intervals
+):
+    """Run an agent under seed 000's supervisor: `liza supervise --agent claude --role coder`
+    (a profile, `liza agents`), or any command: `liza supervise -- CMD ...`.
 
     \b
     Registers the key's agent, waits for work, claims before spawning, prepares
@@ -681,9 +704,11 @@ def supervise(ctx, role, agent_id, repo, remote, dry_run, command, **intervals):
     3 times within 5 minutes (each said with its traceback, the round tried
     again), else the protocol's code.
     """
+    from agents.client.profiles import profile
     from agents.client.supervisor import Options, Supervisor, Timing
 
     state: State = ctx.obj
+    agent = profile(agent_name or "custom", list(command))
     state.client  # noqa: B018 — the configuration check, with its usage error
     timing = Timing(
         poll=intervals["poll_interval"] or _seconds("LIZA_POLL_INTERVAL", None),
@@ -704,9 +729,26 @@ def supervise(ctx, role, agent_id, repo, remote, dry_run, command, **intervals):
         repo=Path(repo) if repo else None,
         remote=remote or None,
         dry_run=dry_run,
+        explain=explain,
+        profile=agent,
         timing=timing,
     )
     ctx.exit(Supervisor(options, client=state.client).run())
+
+
+@main.command("agents")
+def agents_list():
+    """The agent profiles `liza supervise --agent` runs, and which CLIs are installed here."""
+    from agents.client.profiles import PROFILES
+
+    for name, agent in PROFILES.items():
+        if name == "custom":
+            click.echo(f"{name:<9} {agent.title}")
+            continue
+        path, version = agent.installed()
+        found = f"{path} ({version or 'version unknown'})" if path else "not installed"
+        click.echo(f"{name:<9} {agent.title}\n          {found}")
+        click.echo(f"          flags checked against {agent.flags.cli} {agent.flags.version}")
 
 
 @main.command("demo-team", context_settings={"ignore_unknown_options": True})
@@ -753,6 +795,21 @@ def demo_team(ctx, keys_dir, repo, timeout, supervise_args):
             supervise_args=supervise_args,
         )
     )
+
+
+def _upstream_aliases() -> None:
+    """Upstream Liza's hyphenated commands, as aliases of ours (agents.client.upstream)."""
+    from agents.client.upstream import CLI_ALIASES
+
+    for alias, path in CLI_ALIASES.items():
+        command: click.Command = main
+        for part in path:
+            assert isinstance(command, click.Group)
+            command = command.commands[part]
+        main.add_command(command, alias)
+
+
+_upstream_aliases()
 
 
 def run() -> None:

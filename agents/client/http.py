@@ -293,6 +293,9 @@ class Client:
         body = {"exit_code": exit_code, "stopped_by": stopped_by, "output": output}
         return self.post(f"runs/{run}/finish", body)
 
+    def agents(self) -> list[dict[str, Any]]:
+        return self.get("agents")
+
     def runs(self, *, task: str | None = None, agent: str | None = None) -> list[dict[str, Any]]:
         return self.get("runs", task=task, agent=agent)
 

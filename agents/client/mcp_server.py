@@ -14,6 +14,7 @@ restart it. A heartbeat or a `work` answer that says stop is reported the same w
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -25,6 +26,8 @@ from mcp.server.stdio import stdio_server
 from agents.client.errors import EXIT, LizaError, UsageError
 from agents.client.http import Client
 from agents.client.operations import BY_NAME, ROLES, Operation, operations_for
+from agents.client.upstream import BY_ALIAS, RESOURCES, aliases_for
+from agents.client.upstream import read as read_resource
 
 STOP = EXIT["stop"]
 
@@ -40,10 +43,16 @@ JSON_TYPES: dict[str, Any] = {
 
 def role_of(client: Client) -> str:
     """The role of the key's agent, as the server tells it."""
-    role = client.work().body.get("role")
+    return identity(client)[0]
+
+
+def identity(client: Client) -> tuple[str, str]:
+    """(role, agent id) of the key's agent, as the server tells it."""
+    body = client.work().body
+    role = body.get("role")
     if role not in ROLES:
         raise LizaError("not_an_agent", f"this key is not an agent's (role {role!r})")
-    return role
+    return role, body.get("agent") or ""
 
 
 def check_arguments(operation: Operation, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -92,11 +101,22 @@ def stop_in(operation: Operation, body: Any) -> LizaError | None:
     )
 
 
-def build_server(client: Client, role: str) -> Server:
+def build_server(
+    client: Client, role: str, me: str = "", env: dict[str, str] | None = None
+) -> Server:
     operations = {op.name: op for op in operations_for(role)}
+    aliases = {a.name: a for a in aliases_for(role)}
+    env = dict(os.environ if env is None else env)
     tools = [
         types.Tool(name=op.name, description=op.help, input_schema=op.input_schema())
         for op in operations.values()
+    ] + [
+        types.Tool(
+            name=a.name,
+            description=f"{a.help} (upstream Liza's name for `{a.operation}`)",
+            input_schema=a.input_schema(),
+        )
+        for a in aliases.values()
     ]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -104,13 +124,29 @@ def build_server(client: Client, role: str) -> Server:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         operation = operations.get(params.name)
+        alias = aliases.get(params.name)
         try:
+            arguments = dict(params.arguments or {})
+            if alias is not None:
+                operation = operations[alias.operation]
+                check_arguments(alias, arguments)  # upstream's schema first
+                arguments = await anyio.to_thread.run_sync(
+                    alias.arguments, client, arguments, me, env
+                )
+                if alias.already is not None:
+                    answer = await anyio.to_thread.run_sync(alias.already, client, arguments, me)
+                    if answer is not None:
+                        return types.CallToolResult(
+                            content=[types.TextContent(text=json.dumps(answer, sort_keys=True))],
+                            structured_content=answer,
+                        )
             if operation is None:
-                hint = " (not this role's)" if params.name in BY_NAME else ""
+                known = params.name in BY_NAME or params.name in BY_ALIAS
+                hint = " (not this role's)" if known else ""
                 raise UsageError(
                     f"no tool {params.name}{hint}; a {role} has {', '.join(operations)}"
                 )
-            arguments = check_arguments(operation, dict(params.arguments or {}))
+            arguments = check_arguments(operation, arguments)
             # The client is synchronous (httpx, retries with sleeps): off the event loop.
             body = await anyio.to_thread.run_sync(operation.call, client, arguments)
             stop = stop_in(operation, body)
@@ -124,12 +160,39 @@ def build_server(client: Client, role: str) -> Server:
             structured_content=structured,
         )
 
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name=uri.removeprefix("liza://"),
+                    uri=uri,
+                    description=f"{text} (read-only)",
+                    mime_type="application/json",
+                )
+                for uri, text in RESOURCES.items()
+            ]
+        )
+
+    async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        body = await anyio.to_thread.run_sync(read_resource, client, role, uri)
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=uri, mime_type="application/json", text=json.dumps(body, sort_keys=True)
+                )
+            ]
+        )
+
     return Server(
         "liza",
         instructions=f"Liza Board: the protocol's operations for this {role} (project "
-        f"{client.project}). A tool error with stop=true means: end the session now.",
+        f"{client.project}); upstream Liza's `liza_*` names answer too. A tool error with "
+        "stop=true means: end the session now.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read,
     )
 
 
@@ -141,9 +204,9 @@ async def serve(server: Server) -> None:
 def run(client: Client) -> int:
     """Serve until the MCP client closes stdin; a key the server refuses ends it at once."""
     try:
-        role = role_of(client)
+        role, me = identity(client)
     except LizaError as error:
         print(f"liza mcp: {error.code}: {error.message}", file=sys.stderr)
         return error.exit
-    anyio.run(serve, build_server(client, role))
+    anyio.run(serve, build_server(client, role, me))
     return 0

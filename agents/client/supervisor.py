@@ -5,9 +5,11 @@ spawning (polling `/work`, honouring Retry-After, waiting out a pause or a check
 on an abort), claims **before** spawning (coders through claim-next with `base_commit`
 computed first, reviewers through review claim-next), prepares the task's git worktree, writes
 the prompt, spawns the agent command with the `LIZA_*` environment, heartbeats in the
-background, restarts by exit code (0 stop, unless `/work` says work may still come to the role:
-then it waits; 42 after 2 s, a crash after 5 s; 3 crashes in 5 min stop it), merges what its
-reviewer approved, and reports each spawn to the server as a run.
+background, and decides what the end of a session means without a wrapper (issue 23): 42
+restarts after 2 s; any other exit asks `/work`: the role complete, it stops; else the next
+session comes when there is work, unless the session crashed — a non-zero exit with no protocol
+progress (restarted after 5 s; 3 crashes in 5 min stop it). It merges what its reviewer
+approved, and reports each spawn to the server as a run.
 
 The spawned command's environment (README "Supervisor"): LIZA_URL, LIZA_PROJECT, LIZA_KEY_FILE
 (a 0600 file: the key itself is never in the environment), LIZA_ROLE, LIZA_AGENT_ID, LIZA_TASK,
@@ -21,6 +23,7 @@ import collections
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -32,9 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.client import gitops, wire
+from agents.client import gitops, playbooks, wire
 from agents.client.errors import EXIT, LizaError, UsageError
 from agents.client.http import Client
+from agents.client.profiles import Invocation, Profile, Session
+from agents.client.profiles.custom import Custom
 from agents.client.wakeup import Wakeup
 
 # The supervisor's own exit codes, beyond the protocol's table (agents.client.errors.EXIT).
@@ -44,6 +49,7 @@ OWN_ERRORS = 13  # the supervisor itself failed `crash_limit` times within `cras
 
 ROLE_ALIASES = {"code-reviewer": "code_reviewer", "reviewer": "code_reviewer"}
 OUTPUT_LINES = 200
+REPLY_LINES = 5000  # what a profile's after_exit reads of the agent's output
 KEY_PATTERN = re.compile(r"liza_[0-9a-f]{12}_[A-Za-z0-9_\-]+")
 
 
@@ -79,7 +85,13 @@ class Options:
     repo: Path | None = None
     remote: str | None = None  # the shared remote when agents run on several machines
     dry_run: bool = False
+    explain: bool = False  # print the command, environment and prompt it would run; stop
+    profile: Profile | None = None  # None: `custom`, running `command`
     timing: Timing = field(default_factory=Timing)
+
+    @property
+    def agent_profile(self) -> Profile:
+        return self.profile if self.profile is not None else Custom(self.command)
 
 
 @dataclass
@@ -147,6 +159,8 @@ class Supervisor:
                 raise UsageError(f"no git remote {self.o.remote!r}: {error}") from error
         if self.o.dry_run:
             return self.dry_run()
+        if self.o.explain:
+            return self.explain()
         self.register()
         self._install_signals()
         self.config = self.client.get("config")
@@ -235,7 +249,7 @@ class Supervisor:
         if assignment is None:
             self.sleep(self._poll(body))
             return reason
-        code, lost = self.spawn(assignment, reason)
+        code, lost, run = self.spawn(assignment, reason)
         if self.o.remote and self.role == "coder" and assignment.key:
             self.push(assignment.key)  # whatever the exit code: the work must not be lost
         if self.stopping is not None:
@@ -244,24 +258,38 @@ class Supervisor:
             self.say(f"{lost}: the agent was stopped; restarting")
             self.sleep(self.t.restart)
             return lost
-        if code == 0:
-            after = self.client.work().body
-            if self.role == "code_reviewer" and after.get("merge"):
-                self.merge_approved(after["merge"])
-            # Whether the role is complete is `/work`'s word (seed 000's DRAFT wait, and while
-            # work may still come: a task open, a goal IN_PROGRESS), not the agent's reading
-            # of seed 000's literal table: a coder exiting 0 with its task in review stays.
-            if self.role == "planner" or after.get("exit") == 0:
-                self.say("the agent exited 0 (role complete); stopping")
-                return STOPPED
-            self.say(f"the agent exited 0, but the role is not complete: {after.get('reason')}")
-            self._waiting = after.get("reason")
-            if not after.get("work"):
-                self.sleep(self._poll(after))
-            return "draft_wait" if after.get("waiting_for_drafts") else "role_not_complete"
         if code == EXIT["stop"]:
             self.sleep(self.t.restart)
             return "exit_42"
+        return self.session_ended(code, run)
+
+    def session_ended(self, code: int, run: dict[str, Any] | None) -> int | str:
+        """What an agent's exit other than 42 means (issue 23: no wrappers, since a coding CLI
+        cannot choose its exit code). Whether the role is complete is `/work`'s word (seed
+        000's DRAFT wait, and while work may still come: a task open, a goal IN_PROGRESS):
+        complete, the supervisor stops; else the next session comes when there is work (42's
+        meaning), unless the session crashed: a non-zero exit with no protocol progress (the
+        server's `progress`, read from the events of the session; without a run record, any
+        non-zero exit)."""
+        after = self.client.work().body
+        if self.role == "code_reviewer" and after.get("merge"):
+            self.merge_approved(after["merge"])
+        if after.get("exit") == 0:
+            self.say(f"the agent exited {code} (role complete); stopping")
+            return STOPPED
+        progress = bool(run and run.get("progress"))
+        if code == 0 or progress:
+            self.say(
+                f"the agent exited {code}"
+                + (" after protocol progress" if code else "")
+                + f", but the role is not complete: {after.get('reason')}"
+            )
+            self._waiting = after.get("reason")
+            if not after.get("work"):
+                self.sleep(self._poll(after))
+            if after.get("waiting_for_drafts"):
+                return "draft_wait"
+            return "role_not_complete" if code == 0 else f"session_end: exit {code}"
         crashes = self._recurring(self.crashes)
         if crashes >= self.t.crash_limit:
             self.say(
@@ -289,13 +317,17 @@ class Supervisor:
     # -- identity ------------------------------------------------------------------------------
 
     def register(self) -> None:
-        """Register the key's agent; `--role`/`--id` only assert who it is (the role is read
-        from `/work` first, so a wrong `--role` registers nothing)."""
+        """Register the key's agent; `--role`/`--id` only assert who it is. Both are checked
+        against `/work` (a read) first, so a wrong one registers nothing: a registration would
+        hold the identity for a lease's length (exit 6 for its real supervisor)."""
         wanted = normalise_role(self.o.role)
-        if wanted:
-            role = self.client.work().body.get("role")
-            if role != wanted:
+        if wanted or self.o.agent_id:
+            body = self.client.work().body
+            role, agent_id = body.get("role"), body.get("agent")
+            if wanted and role != wanted:
                 raise UsageError(f"the key's agent is a {role}, not a {wanted}")
+            if self.o.agent_id and agent_id != self.o.agent_id:
+                raise UsageError(f"the key is {agent_id}'s, not {self.o.agent_id}'s")
         agent = self.client.register(terminal=f"liza supervise (pid {os.getpid()})")
         role = agent["role"]
         if self.o.agent_id and self.o.agent_id != agent["agent_id"]:
@@ -468,33 +500,40 @@ class Supervisor:
         )
         return env
 
-    def spawn(self, a: Assignment, reason: str) -> tuple[int, str | None]:
-        """Run the agent command once; (exit code, why it was stopped or None)."""
+    def spawn(self, a: Assignment, reason: str) -> tuple[int, str | None, dict[str, Any] | None]:
+        """Run the agent command once: its exit code, why it was stopped (or None) and the
+        server's record of the run (None when it could not be reported)."""
         self.spawns += 1
         if a.key:
             self.held.add(a.key)
         prompt = self.state / f"prompt-{self.spawns}.md"
         prompt.write_text(build_prompt(self, a))
         cwd = a.worktree if self.role == "coder" and a.worktree else self.repo
+        session, invocation, env = self.invocation(a, prompt, Path(cwd))
+        self.command = invocation.command
         run = self._run_start(a, reason)
         tail: collections.deque[str] = collections.deque(maxlen=OUTPUT_LINES)
-        self.say(f"spawning {' '.join(self.o.command)} ({reason})")
+        reply: collections.deque[str] = collections.deque(maxlen=REPLY_LINES)
+        self.say(f"spawning {self.shown(invocation.command)} ({reason})")
         self.last = a
         try:
+            invocation.write_files()
             self.child = subprocess.Popen(
-                self.o.command,
+                invocation.command,
                 cwd=cwd,
-                env=self.environment(a, prompt),
+                env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: signals reach its children
             )
         except OSError as error:
             # A command that cannot start is a crash like any other (the shell's 127).
-            tail.append(f"liza supervise: cannot run {self.o.command[0]}: {error}")
-            self._run_finish(run, 127, tail, None)
-            return 127, None
-        reader = threading.Thread(target=self._pump, args=(self.child, tail), daemon=True)
+            tail.append(f"liza supervise: cannot run {invocation.command[0]}: {error}")
+            return 127, None, self._run_finish(run, 127, tail, None)
+        if self.stopping is not None:
+            # The signal came while it was starting (the handler saw no child to forward to).
+            self.terminate_child(signal.Signals(self.stopping))
+        reader = threading.Thread(target=self._pump, args=(self.child, tail, reply), daemon=True)
         reader.start()
         lost: list[str] = []
         done = threading.Event()
@@ -506,16 +545,80 @@ class Supervisor:
         beater.join(timeout=5)
         self.child = None
         stopped = lost[0] if lost else None
-        self._run_finish(run, code, tail, stopped)
-        return code, stopped
+        if stopped is None and self.stopping is not None:
+            # Its own Ctrl-C/SIGTERM, forwarded: a stop the supervisor caused, never a crash
+            # (crashes count towards the agent's "in error", seed 003).
+            stopped = f"signal {signal.Signals(self.stopping).name}"
+        self.session_output(self.o.agent_profile, list(reply))
+        if stopped is None:
+            # The profile's last word (aider: the `liza` commands of its reply), before the run
+            # ends: what it does is the session's progress.
+            self.o.agent_profile.after_exit(
+                session, "\n".join(reply), lambda args: self._liza(args, env, Path(cwd), tail)
+            )
+        return code, stopped, self._run_finish(run, code, tail, stopped)
 
-    def _pump(self, child: subprocess.Popen[bytes], tail: collections.deque[str]) -> None:
+    def session_output(self, profile: Profile, lines: list[str]) -> None:
+        """Hook: the agent's output once it exited, in its profile's format (Claude Code's
+        stream-json, Codex's JSONL events, aider's text …). Usage and provider quota messages
+        are read here by the unattended-runs work (issue 24: agents.client.usage, its parsers
+        keyed by `profile.name`)."""
+
+    def invocation(
+        self, a: Assignment, prompt: Path, cwd: Path
+    ) -> tuple[Session, Invocation, dict[str, str]]:
+        """The profile's command line for this spawn, and the environment it runs in."""
+        env = self.environment(a, prompt)
+        session = Session(
+            role=self.role,
+            agent_id=self.agent["agent_id"],
+            prompt=prompt.read_text(),
+            prompt_file=prompt,
+            state=self.state,
+            cwd=cwd,
+            env={k: v for k, v in env.items() if k.startswith("LIZA_")},
+        )
+        invocation = self.o.agent_profile.build(session)
+        return session, invocation, {**env, **invocation.env}
+
+    def shown(self, command: list[str]) -> str:
+        """The command as said in the log: the prompt argument (long) shortened."""
+        return " ".join(
+            (arg[:40] + "…") if len(arg) > 60 or "\n" in arg else arg for arg in command
+        )
+
+    def _liza(
+        self, args: list[str], env: dict[str, str], cwd: Path, tail: collections.deque[str]
+    ) -> int:
+        """One `liza` command on the agent's behalf (its profile's reply channel)."""
+        if args and args[0] == "#refused":
+            line = f"liza supervise: refused: {args[1]}"
+            self.say(line.removeprefix("liza supervise: "))
+            tail.append(line)
+            return EXIT["usage"]
+        done = subprocess.run(
+            [sys.executable, "-m", "agents.client.cli", *args],
+            cwd=cwd, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        out = (done.stdout + done.stderr).strip()
+        line = f"liza {' '.join(args)} -> exit {done.returncode}" + (f": {out}" if out else "")
+        self.say(line)
+        tail.append(line)
+        return done.returncode
+
+    def _pump(
+        self,
+        child: subprocess.Popen[bytes],
+        tail: collections.deque[str],
+        reply: collections.deque[str],
+    ) -> None:
         assert child.stdout is not None
         for raw in child.stdout:
             line = raw.decode(errors="replace")
             sys.stdout.write(line)
             sys.stdout.flush()
             tail.append(line.rstrip("\n"))
+            reply.append(line.rstrip("\n"))
 
     def heartbeat_interval(self, a: Assignment) -> float:
         if self.t.heartbeat is not None:
@@ -570,7 +673,7 @@ class Supervisor:
             run = self.client.run_start(
                 task=a.key or None,
                 restart_reason=reason,
-                command=self.redact(" ".join(self.o.command))[:500],
+                command=self.redact(self.shown(self.command))[:500],
             )
         except LizaError as error:
             self.say(f"the run could not be reported: {error.code}: {error.message}")
@@ -579,11 +682,11 @@ class Supervisor:
 
     def _run_finish(
         self, run: int | None, code: int, tail: collections.deque[str], stopped: str | None
-    ) -> None:
+    ) -> dict[str, Any] | None:
         if run is None:
-            return
+            return None
         try:
-            self.client.run_finish(
+            return self.client.run_finish(
                 run,
                 exit_code=code,
                 stopped_by=stopped or "",
@@ -591,6 +694,7 @@ class Supervisor:
             )
         except LizaError as error:
             self.say(f"the run's end could not be reported: {error.code}: {error.message}")
+            return None
 
     def redact(self, text: str) -> str:
         """The key, key-shaped strings and any LIZA_*KEY*/SECRET*/TOKEN* value hidden."""
@@ -674,7 +778,53 @@ class Supervisor:
             self.say(f"would claim-next with base_commit {base}, prepare .worktrees/<task>")
         elif role == "code_reviewer":
             self.say(f"would merge {body.get('merge') or 'nothing'}, then review claim-next")
-        self.say(f"would spawn: {' '.join(self.o.command)}")
+        self.say(f"would spawn: {' '.join(self.o.command) or self.o.agent_profile.name}")
+        return STOPPED
+
+    def explain(self) -> int:
+        """`--explain`: the exact command, environment (secrets redacted) and prompt the next
+        spawn would run, for a stand-in task; registers, claims and spawns nothing."""
+        body = self.client.work().body
+        self.agent = {"agent_id": body.get("agent") or "?", "role": body.get("role")}
+        self.config = self.client.get("config")
+        self.integration = self.config.get("integration_branch") or "integration"
+        self.state = gitops.state_dir(self.repo, self.agent["agent_id"])
+        self.key_file = (
+            str(Path(self.o.key_file).resolve()) if self.o.key_file else str(self.state / "key")
+        )
+        task = None
+        if self.role in ("coder", "code_reviewer"):
+            task = {
+                "key": "<task>", "iteration": 1, "description": "<the task's description>",
+                "done_when": "<its done_when>", "base_commit": "<base>",
+                "review_commit": "<review commit>", "assigned_to": "<coder>",
+            }  # fmt: skip
+        a = Assignment(
+            task=task, worktree=gitops.worktree_path(self.repo, "<task>") if task else None
+        )
+        prompt = self.state / "prompt-explain.md"
+        prompt.parent.mkdir(parents=True, exist_ok=True)
+        prompt.write_text(build_prompt(self, a))
+        cwd = a.worktree if self.role == "coder" and a.worktree else self.repo
+        session, invocation, env = self.invocation(a, prompt, Path(cwd))
+        print(f"profile: {self.o.agent_profile.name} ({self.o.agent_profile.channel})")
+        print("command:")
+        print("  " + self.redact(" ".join(shlex.quote(arg) for arg in invocation.command)))
+        print(f"cwd: {cwd}")
+        print("environment (LIZA_* and the profile's; the key only as a file):")
+        for name in sorted(k for k in env if k.startswith("LIZA_") or k in invocation.env):
+            value = env[name]
+            if (
+                any(w in name for w in ("KEY", "SECRET", "TOKEN", "PASSWORD"))
+                and name != "LIZA_KEY_FILE"
+            ):
+                value = "[redacted]"
+            print(f"  {name}={self.redact(value)}")
+        for path, text in invocation.files.items():
+            print(f"file {path} (0600):")
+            print("  " + self.redact(text).replace("\n", "\n  "))
+        print("prompt:")
+        print(self.redact(session.prompt))
         return STOPPED
 
 
@@ -701,11 +851,8 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
         f"Project: {s.o.project} on {s.o.url}",
         f"Repository: {s.repo} (integration branch: {s.integration})",
         f"Goal: {goal}",
-        "Protocol: the `liza` command, configured by LIZA_URL, LIZA_PROJECT and LIZA_KEY_FILE "
-        "(already set); `liza --help` lists its exit codes.",
-        "Rules: when any `liza` command exits 42 (lease lost, paused, checkpoint, aborted), "
-        "stop and exit 42. Exit 0 only when your role has no more work. Never claim, merge or "
-        "create worktrees: the supervisor does. Work silently.",
+        "Rules: never claim, merge or create worktrees: the supervisor does. When the board "
+        "says stop (lease lost, paused, checkpoint, aborted), end the session. Work silently.",
         "",
     ]
     task = a.task or {}
@@ -720,8 +867,6 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
             f"DONE WHEN: {_field(task, 'done_when')}",
             f"SCOPE: {_field(task, 'scope')}",
             f"Spec: {_field(task, 'spec_ref')}",
-            "When done: commit, check `git status --porcelain` is empty, then "
-            f"`liza submit {task['key']} --commit <sha> --tree-clean` and exit 42.",
         ]
         if task.get("integration_fix"):
             sections.append(
@@ -756,10 +901,6 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
             f"Description: {task['description']}",
             f"DONE WHEN: {_field(task, 'done_when')}",
             f"Prior rejection: {_field(task, 'rejection_reason')}",
-            "Review the whole diff base_commit..review_commit against the spec. Verdict: "
-            f"`liza review verdict {task['key']} APPROVED --commit <review commit>` or "
-            f"`liza review verdict {task['key']} REJECTED --commit <review commit> --reason "
-            "'Blockers: N ...'`, then exit 42. The supervisor merges what you approve.",
             "",
         ]
     elif agent["role"] == "planner":
@@ -770,11 +911,12 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
             "SPRINT STATE: "
             + (", ".join(f"{status} {n}" for status, n in sorted(counts.items())) or "no tasks")
         )
-        sections += [
-            "Plan with `liza task create/finalize/dependencies`, resolve BLOCKED tasks with "
-            "`liza task rescope/abandon`; exit 0 when the goal is complete.",
-            "",
-        ]
+        sections.append("")
+    sections += [
+        "=== PLAYBOOK ===",
+        playbooks.render(agent["role"], s.o.agent_profile, s.repo),
+        "",
+    ]
     return "\n".join(sections)
 
 

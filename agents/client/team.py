@@ -192,7 +192,8 @@ def run_team(
     timeout: float,
     supervise_args: Sequence[str],
 ) -> int:
-    keys = key_files(keys_dir)
+    # Absolute: every supervisor runs in the team's repository, not where this was started.
+    keys = key_files(keys_dir.resolve())
     if repo is None:
         repo = throwaway_repo()
     team = Team(url=url, project=project, keys=keys, repo=repo, supervise_args=supervise_args)

@@ -307,6 +307,11 @@ class SprintSerializer(serializers.ModelSerializer):
 
 class WorkSerializer(serializers.Serializer):
     role = serializers.CharField()
+    agent = serializers.CharField(
+        allow_null=True,
+        help_text="the asking agent's id (what `liza supervise --id` checks before it "
+        "registers); null when a human asks, or an agent asks about another role",
+    )
     work = serializers.BooleanField(help_text="there is work this role can take now")
     exit = serializers.IntegerField(
         allow_null=True,

@@ -87,9 +87,18 @@ def _failures(project_id: int, now: datetime):
     )
 
 
-def _error_from(rows, agent: Agent, now: datetime) -> datetime | None:
-    """When `agent`'s error clears, from its failures among `rows` (newest first): the later of
-    the two rules, each counted on its own."""
+@dataclass(frozen=True)
+class InError:
+    """An agent in error: when it clears by itself, and why (its real cause, said in the
+    AGENT ERROR alert and the refusals)."""
+
+    until: datetime
+    cause: str
+
+
+def _error_from(rows, agent: Agent, now: datetime) -> InError | None:
+    """Whether `agent` is in error from its failures among `rows` (newest first): the later of
+    the two rules, each counted on its own, and the cause of each that applies."""
     expiries: list[datetime] = []
     crashes: list[datetime] = []
     for action, named, actor, at in rows:
@@ -97,21 +106,30 @@ def _error_from(rows, agent: Agent, now: datetime) -> datetime | None:
             expiries.append(at)
         elif action == Action.AGENT_CRASHED and actor == agent.agent_id:
             crashes.append(at)
-    until = [
-        u
-        for u in (
-            _error_until([at for at in expiries if _counts(agent, at, now)]),
-            _error_until([at for at in crashes if _counts(agent, at, now)]),
+    window = f"within {ERROR_WINDOW // 60} min"
+    found = [
+        (until, cause)
+        for until, cause in (
+            (
+                _error_until([at for at in expiries if _counts(agent, at, now)]),
+                f"{ERROR_EXPIRIES} lease expiries {window}",
+            ),
+            (
+                _error_until([at for at in crashes if _counts(agent, at, now)]),
+                f"{ERROR_EXPIRIES} crashes of its agent command {window} (a crash loop)",
+            ),
         )
-        if u is not None
+        if until is not None
     ]
-    return max(until) if until else None
+    if not found:
+        return None
+    return InError(max(u for u, _ in found), " and ".join(c for _, c in found))
 
 
-def agent_in_error(agent: Agent, now: datetime) -> datetime | None:
-    """THE "agent in error" predicate: when the error clears by itself, or None when the agent
-    is not in error. Two sources: repeated lease expiries (recorded by the watcher) and a crash
-    loop of its supervised agent command (reported by `liza supervise`)."""
+def agent_in_error(agent: Agent, now: datetime) -> InError | None:
+    """THE "agent in error" predicate: when the error clears by itself and why, or None when
+    the agent is not in error. Two sources: repeated lease expiries (recorded by the watcher)
+    and a crash loop of its supervised agent command (reported by `liza supervise`)."""
     rows = _failures(agent.project_id, now).filter(
         Q(action=Action.LEASE_EXPIRED, data__agent=agent.agent_id)
         | Q(action=Action.AGENT_CRASHED, actor_id=agent.agent_id)
@@ -119,17 +137,16 @@ def agent_in_error(agent: Agent, now: datetime) -> datetime | None:
     return _error_from(rows, agent, now)
 
 
-def _availability(agent: Agent, error_until: datetime | None) -> Availability:
+def _availability(agent: Agent, error: InError | None) -> Availability:
     """The order of the states: disabled over error over overloaded."""
     if not agent.enabled:
         return Availability(DISABLED, f"{agent.agent_id} is disabled")
-    if error_until is not None:
+    if error is not None:
         return Availability(
             ERROR,
-            f"{agent.agent_id} is in error: {ERROR_EXPIRIES} lease expiries within "
-            f"{ERROR_WINDOW // 60} min; it clears by itself at {error_until:%H:%M:%S}Z "
-            "or when a project admin sets it available",
-            error_until,
+            f"{agent.agent_id} is in error: {error.cause}; it clears by itself at "
+            f"{error.until:%H:%M:%S}Z or when a project admin sets it available",
+            error.until,
         )
     if agent.overloaded:
         return Availability(

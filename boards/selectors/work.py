@@ -70,6 +70,7 @@ def work_for_role(
     drafts = tasks.filter(status=TaskStatus.DRAFT).count()
     result: dict[str, object] = {
         "role": role,
+        "agent": agent.agent_id if agent is not None else None,
         "work": False,
         "exit": None,
         "waiting_for_drafts": drafts,

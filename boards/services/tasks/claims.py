@@ -58,6 +58,25 @@ from boards.services.tasks.holders import (
 from boards.services.tasks.limits import crash_limit_block, limit_block
 
 
+def _agent_works_on(agent: Agent, task: Task, now: datetime) -> None:
+    """The coder now holds `task`: WORKING on it (from STARTING, IDLE or WAITING), its lease
+    at least the task's. Also for a restarted session handed back its own live claim (a
+    handed-off task): without it the agent would hold the task IDLE, and its next handoff
+    could not free the identity (agent_handoff moves only a WORKING agent to HANDOFF)."""
+    if agent.status == AgentStatus.STARTING:
+        agent.ready()
+    if agent.status == AgentStatus.WAITING:
+        agent.resume_work()
+    elif agent.status == AgentStatus.IDLE:
+        agent.start_work()
+    # WORKING stays WORKING: the coder lost its previous task and goes straight on.
+    agent.current_task = task
+    agent.lost_task, agent.lost_reason = None, ""
+    agent.lease_expires = max(filter(None, [agent.lease_expires, task.lease_expires]))
+    agent.heartbeat = now
+    rows.save_fields(agent)
+
+
 def _claim_locked(
     task: Task,
     agent: Agent,
@@ -161,19 +180,8 @@ def _claim_locked(
 
     if old_holder is not None:
         release_holder(old_holder, task, lost=f"taken over by {agent.agent_id}")
-    if agent.status == AgentStatus.STARTING:
-        agent.ready()
-    if agent.status == AgentStatus.WAITING:
-        agent.resume_work()
-    elif agent.status == AgentStatus.IDLE:
-        agent.start_work()
-    # WORKING stays WORKING: the coder lost its previous task and goes straight on.
-    agent.current_task = task
-    agent.lost_task, agent.lost_reason = None, ""
     agent.iterations_total += 1
-    agent.lease_expires = max(filter(None, [agent.lease_expires, task.lease_expires]))
-    agent.heartbeat = now
-    rows.save_fields(agent)
+    _agent_works_on(agent, task, now)
 
     action = "claimed" if from_status != TaskStatus.CLAIMED or retry else "reassigned"
     detail = f"{task.key}: {task.description}"
@@ -322,7 +330,10 @@ def task_claim_next(
             and held.status == TaskStatus.CLAIMED
             and lease_alive(held.lease_expires, now, config)
         ):
-            return lock_task(held)  # its own live claim: go on with it
+            held = lock_task(held)  # its own live claim (e.g. handed off): go on with it
+            if agent.status != AgentStatus.WORKING or agent.current_task_id != held.pk:
+                _agent_works_on(agent, held, now)
+            return held
         # Anything else is new work, which an agent in error or overloaded does not get.
         refuse_if_unavailable(agent, action="claim", now=now)
         if held is not None and held.status == TaskStatus.CLAIMED:

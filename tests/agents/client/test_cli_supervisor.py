@@ -75,7 +75,7 @@ def test_supervise_refuses_a_role_or_id_the_key_is_not(cli_server, world, tmp_pa
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     for agent_id, flags, message in (
         ("coder-1", ["--role", "code-reviewer"], "the key's agent is a coder, not a code_reviewer"),
-        ("coder-2", ["--id", "coder-3"], "the key is coder-2, not coder-3"),
+        ("coder-2", ["--id", "coder-3"], "the key is coder-2's, not coder-3's"),
     ):
         result = CliRunner().invoke(
             main,
@@ -85,7 +85,34 @@ def test_supervise_refuses_a_role_or_id_the_key_is_not(cli_server, world, tmp_pa
         )
         assert result.exit_code == 2, result.output
         assert message in result.output
-    # The role is checked before registering: coder-1 registered nothing.
+    # Both are checked before registering: neither coder-1 nor coder-2 registered (a wrong
+    # --id used to register the key's agent first, which then held the identity: exit 6).
+    for agent_id in ("coder-1", "coder-2"):
+        assert world.agent(agent_id).registered_at < timezone.now() - timedelta(hours=1)
+        assert world.agent(agent_id).lease_expires < timezone.now()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--agnet", "claude", "--role", "coder"],  # a mistyped option
+        ["--role", "coder", "--bogus", "--", "true"],
+    ],
+)
+def test_supervise_refuses_an_unknown_option_and_registers_nothing(
+    cli_server, world, tmp_path, args
+):
+    """An unknown option is a usage error (exit 2): it was taken as the agent command, and the
+    supervisor registered and ran `--agnet claude ...`."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    result = CliRunner().invoke(
+        main,
+        ["supervise", "--repo", str(tmp_path), *args],
+        env=Liza(cli_server, world, "coder-1").env,
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 2, result.output
+    assert "No such option" in result.output
     assert world.agent("coder-1").registered_at < timezone.now() - timedelta(hours=1)
 
 
@@ -93,3 +120,49 @@ def test_supervise_without_configuration_is_a_usage_error():
     result = CliRunner().invoke(main, ["supervise", "--", "true"], env={"LIZA_URL": ""})
     assert result.exit_code == 2
     assert "missing configuration" in result.output
+
+
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "aider", "opencode"])
+def test_explain_prints_the_command_environment_and_prompt_and_registers_nothing(
+    cli_server, world, tmp_path, name
+):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    liza = Liza(cli_server, world, "coder-1")
+    result = CliRunner().invoke(
+        main,
+        ["supervise", "--repo", str(tmp_path), "--agent", name, "--role", "coder", "--explain"],
+        env=liza.env,
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert f"profile: {name}" in out and "command:\n  " + name in out
+    assert "LIZA_AGENT_ID=coder-1" in out and "LIZA_ROLE=coder" in out
+    assert liza.env["LIZA_KEY"] not in out  # the key never shows
+    assert "=== ASSIGNED TASK ===" in out and "=== PLAYBOOK ===" in out
+    submit = {"claude": "mcp__liza__submit", "codex": "liza.submit", "gemini": "`submit`",
+              "aider": "liza submit KEY --commit", "opencode": "liza_submit"}[name]  # fmt: skip
+    assert submit in out
+    assert world.agent("coder-1").registered_at < timezone.now() - timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", "claude", "--", "claude", "-p"], "only with --agent custom"),
+        (["--agent", "custom"], "runs the command after `--`"),
+        ([], "runs the command after `--`"),
+        (["--agent", "clod"], "no agent profile 'clod'"),
+    ],
+)
+def test_supervise_refuses_a_profile_mistake_with_exit_2(
+    cli_server, world, tmp_path, args, message
+):
+    result = CliRunner().invoke(
+        main,
+        ["supervise", "--repo", str(tmp_path), *args],
+        env=Liza(cli_server, world, "coder-1").env,
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 2, result.output
+    assert message in result.output

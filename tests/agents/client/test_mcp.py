@@ -40,6 +40,12 @@ EVERY_ROLE = {
     "goal_show",
     "sprint_show",
 }
+# Upstream Liza's names of the role's operations (agents.client.upstream).
+UPSTREAM = {
+    "coder-1": {"liza_claim_task", "liza_submit_for_review", "liza_handoff", "liza_mark_blocked"},
+    "code-reviewer-1": {"liza_submit_verdict"},
+    "planner-1": {"liza_add_task", "liza_supersede_task"},
+}
 TOOLS = {
     "coder-1": EVERY_ROLE | {"claim", "claim_next", "submit", "block", "handoff", "pickup"},
     "code-reviewer-1": EVERY_ROLE
@@ -119,7 +125,7 @@ def test_each_role_sees_only_its_tools(cli_server, world, tmp_path, agent_id):
 
     tools = anyio.run(listed)
 
-    assert {tool.name for tool in tools} == TOOLS[agent_id]
+    assert {tool.name for tool in tools} == TOOLS[agent_id] | UPSTREAM[agent_id]
     schemas = {tool.name: tool.input_schema for tool in tools}
     if "submit" in schemas:
         assert set(schemas["submit"]["required"]) == {"key", "review_commit", "tree_clean"}

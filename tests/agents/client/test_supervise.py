@@ -224,6 +224,47 @@ def test_a_coder_and_a_reviewer_supervisor_take_a_task_to_merged(supervisors, wo
     assert "liza_" not in runs["coder-1"].output
 
 
+def test_no_wrapper_an_exit_after_protocol_progress_is_a_sessions_end_not_a_crash(
+    supervisors, world, repo
+):
+    """Issue 23 §2: a coding CLI exits 0 or 1 whatever it did. The coder submits and exits 1,
+    the reviewer gives its verdict and exits 0: neither is a crash (the session moved the
+    protocol), both stop once `/work` says their role is complete; the task is merged."""
+    world.unclaimed("T1")
+    coder = supervisors.start(
+        "coder-1",
+        write_agent(supervisors.tmp, "coder", CODER.replace("sys.exit(42)", "sys.exit(1)")),
+    )
+    reviewer = supervisors.start(
+        "code-reviewer-1",
+        write_agent(supervisors.tmp, "rev", REVIEWER.replace("sys.exit(42)", "sys.exit(0)")),
+    )
+
+    (coder_exit, coder_out), (reviewer_exit, reviewer_out) = finish_all(coder, reviewer)
+
+    assert (coder_exit, reviewer_exit) == (0, 0), coder_out + reviewer_out
+    assert world.task("T1").status == TaskStatus.MERGED
+    runs = {r.agent.agent_id: r for r in Run.objects.filter(project=world.project)}
+    assert (runs["coder-1"].exit_code, runs["coder-1"].progress) == (1, True)
+    assert not runs["coder-1"].crashed
+    assert "the agent exited 1 after protocol progress" in coder_out, coder_out
+    assert "crashed" not in coder_out
+    assert not Event.objects.filter(project=world.project, action="agent_crashed").exists()
+    assert "role complete; stopping" in reviewer_out
+
+
+def test_a_non_zero_exit_with_no_progress_is_a_crash(supervisors, world):
+    """The other half of the rule: exit 1 having done nothing on the board is a crash."""
+    world.unclaimed("T1")
+    proc = supervisors.start(
+        "coder-1", write_agent(supervisors.tmp, "idle", AGENT_LIB + "\nsys.exit(1)\n")
+    )
+    code, out = finish(proc)
+    assert code == 12, out
+    runs = Run.objects.filter(project=world.project)
+    assert [(r.exit_code, r.progress, r.crashed) for r in runs] == [(1, False, True)] * 3
+
+
 def test_supervisors_started_before_the_plan_wait_for_it_and_stop_once_the_goal_is_done(
     supervisors, world, repo
 ):
@@ -319,14 +360,17 @@ def test_the_supervisors_own_error_is_said_tried_again_and_stops_it_when_it_recu
     assert (task.status, task.assigned_to) == ("CLAIMED", "coder-1")
 
 
-def test_sigterm_is_forwarded_and_the_task_handed_off(supervisors, world):
+SLEEPY = AGENT_LIB + "\nimport time\nprint('started', flush=True)\ntime.sleep(60)\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_is_forwarded_and_the_task_handed_off(supervisors, world, signum):
     world.unclaimed("T1")
-    sleeper = AGENT_LIB + "\nimport time\nprint('started', flush=True)\ntime.sleep(60)\n"
-    proc = supervisors.start("coder-1", write_agent(supervisors.tmp, "sleep", sleeper))
+    proc = supervisors.start("coder-1", write_agent(supervisors.tmp, "sleep", SLEEPY))
     wait_for(lambda: Run.objects.filter(project=world.project).exists(), what="the agent to start")
     time.sleep(0.5)
 
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     code, out = finish(proc, timeout=30)
 
     assert code == 0, out
@@ -334,7 +378,34 @@ def test_sigterm_is_forwarded_and_the_task_handed_off(supervisors, world):
     assert task.status == TaskStatus.CLAIMED and task.handoff_pending
     assert "T1: handed off" in out
     run = Run.objects.get(project=world.project)
-    assert run.exit_code == -signal.SIGTERM
+    assert run.exit_code == -signum
+    # A stop the supervisor caused is never a crash: it would count towards "in error".
+    assert run.stopped_by == f"signal {signal.Signals(signum).name}" and not run.crashed
+    assert not Event.objects.filter(project=world.project, action="agent_crashed").exists()
+
+
+def test_a_restarted_supervisor_resumes_a_handed_off_task_working_and_hands_off_again(
+    supervisors, world
+):
+    """The next session of a handed-off task is WORKING on it (it was left IDLE while holding
+    the task), so its own handoff frees the identity: the third session registers (it exited 6,
+    collision, until the lease ran out)."""
+    world.unclaimed("T1")
+    for session in (1, 2, 3):
+        proc = supervisors.start("coder-1", write_agent(supervisors.tmp, "sleep", SLEEPY))
+        wait_for(
+            lambda n=session: Run.objects.filter(project=world.project).count() == n,
+            what=f"session {session}'s agent",
+        )
+        agent = world.agent("coder-1")
+        assert (agent.status, agent.current_task.key) == ("WORKING", "T1")
+        proc.send_signal(signal.SIGTERM)
+        code, out = finish(proc, timeout=30)
+        assert code == 0 and "T1: handed off" in out, out
+        assert world.agent("coder-1").status == "HANDOFF"
+    runs = Run.objects.filter(project=world.project).order_by("started")
+    assert [r.task.key for r in runs] == ["T1"] * 3
+    assert not any(r.crashed for r in runs)
 
 
 def test_an_agent_that_ignores_sigterm_is_killed_after_the_grace_and_the_task_handed_off(

@@ -1,12 +1,18 @@
-"""`liza demo-team`'s refusals before it starts anything (the team itself runs in
-tests/site/test_serve_team.py, as real processes under `.ci/serve --team`)."""
+"""`liza demo-team`: its refusals before it starts anything, and the team run from another
+directory (the team also runs in tests/site/, as real processes under `.ci/serve --team`)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from click.testing import CliRunner
+from django.utils import timezone
 
 from agents.client.cli import main
+from boards.liza_files.demo import team_build
 
 NO_ENV = {"LIZA_URL": None, "LIZA_PROJECT": None, "LIZA_KEY": None, "LIZA_KEY_FILE": None}
 
@@ -53,3 +59,35 @@ def test_demo_team_reads_the_project_from_the_key_directory(tmp_path):
     )
 
     assert result.exit_code == 2 and "no key file for a coder" in result.output, result.output
+
+
+FAST = ["--poll-interval", "0.3", "--heartbeat-interval", "2", "--restart-delay", "0.2"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_demo_team_runs_from_any_directory_with_a_relative_key_directory(cli_server, tmp_path):
+    """The supervisors run in the team's repository (a temporary directory): a relative
+    `--keys` used to reach them as is, and all five exited 2 ("cannot read the key file")."""
+    team = team_build(slug="team-anywhere", now=timezone.now())
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for agent_id, key in team.keys.items():
+        (keys / f"{agent_id}.key").write_text(key + "\n")
+        (keys / f"{agent_id}.key").chmod(0o600)
+    (keys / "project").write_text(team.project.slug + "\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+
+    done = subprocess.run(
+        [sys.executable, "-m", "agents.client.cli", "--url", cli_server.url,
+         "demo-team", "--keys", "../keys", "--timeout", "150", *FAST],
+        cwd=elsewhere, env={**env, "TMPDIR": str(tmp_path)},
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr
+    assert "the goal is COMPLETED" in done.stdout
+    assert "cannot read the key file" not in done.stdout
+    team.project.refresh_from_db()
+    assert team.project.goals.get().status == "COMPLETED"

@@ -70,6 +70,8 @@ def test_three_lease_expiries_in_five_minutes_put_the_agent_in_error(world):
     now = world.now + timedelta(seconds=1)
     available = agent_availability(world.coder, now)
     assert available.state == "error"
+    assert "3 lease expiries within 5 min" in available.reason
+    assert "crash" not in available.reason
     until = first + timedelta(seconds=ERROR_WINDOW)
     assert available.until == until
     # Claim-next and a named claim are refused (429, exit 7: wait), /work says wait until then.
@@ -221,6 +223,10 @@ def test_a_crash_loop_reported_by_the_supervisor_puts_the_agent_in_error(world, 
         assert _claim_next(world, now=now).key == "T-2"
         return
     assert any("coder-1" in line for line in sweep.alerts)
+    # The alert names its real cause: a crash loop, not lease expiries.
+    (alert,) = alerts.filter(resolved_at__isnull=True)
+    assert "3 crashes of its agent command within 5 min" in alert.message, alert.message
+    assert "lease expiries" not in alert.message
     with pytest.raises(AgentUnavailable):
         _claim_next(world, now=now)
     # The loop leaves the window 5 min after its first crash: the agent takes work again and the

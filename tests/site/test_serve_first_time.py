@@ -1,0 +1,94 @@
+"""The README's `bash .ci/serve --team` as a newcomer runs it (issue 23 §6): from a fresh clone
+(its own `.venv`, its own embedded database, `../shared` beside it as in the project's layout)
+the scripted team completes its goal; with the port taken it fails at once, clearly, with no
+"running at" line for someone else's server."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+from tests.live_server import ROOT, free_port
+
+
+def _env(port: int, tmp_path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("LIZA_", "DJANGO_", "VIRTUAL_ENV"))
+        and k not in ("DATABASE_URL", "REDIS_URL", "PYTHONPATH")
+    }
+    env.update(PORT=str(port), TMPDIR=str(tmp_path))
+    return env
+
+
+def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path):
+    with socket.socket() as other:  # someone else's server
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        started = time.monotonic()
+        done = subprocess.run(
+            ["bash", ".ci/serve", "--team"],
+            cwd=ROOT,
+            env=_env(port, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "PORT=8001 bash .ci/serve" in done.stderr
+    assert "running at" not in done.stdout + done.stderr
+    assert time.monotonic() - started < 30  # before the install, migrations and the team
+
+
+def test_the_readme_team_command_works_from_a_fresh_clone(tmp_path):
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    clone = tmp_path / "liza-board"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    subprocess.run(["git", "checkout", "-q", head], cwd=clone, check=True)
+    if (ROOT.parent / "shared").is_dir():
+        (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
+    port = free_port()
+    serve = subprocess.Popen(
+        ["bash", ".ci/serve", "--team"],  # the README's exact command, in the clone
+        cwd=clone,
+        env=_env(port, tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in serve.stdout], daemon=True).start()
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 900  # a fresh .venv is installed first
+        while time.monotonic() < deadline and not any("liza demo-team: done" in s for s in seen):
+            try:
+                seen.append(lines.get(timeout=1))
+            except queue.Empty:
+                assert serve.poll() is None, "".join(seen)[-6000:]
+        output = "".join(seen)
+        done = re.search(r"liza demo-team: done in ([\d.]+) s \(exit (\d+)\)", output)
+        assert done and done.group(2) == "0", output[-6000:]
+        assert "the goal is COMPLETED" in output
+        assert "cannot read the key file" not in output
+        assert f"running at http://127.0.0.1:{port}/" in output
+        for agent in ("planner-1", "coder-1", "coder-2", "code-reviewer-1", "code-reviewer-2"):
+            assert f"{agent} stopped (exit 0)" in output, output[-6000:]
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=60) == 143
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+            serve.wait(timeout=30)
