@@ -48,10 +48,13 @@ class WatcherSeen:
     silent: bool
 
 
+def watcher_silent_after(config: ProjectConfig) -> int:
+    """Seconds without a sweep after which the watcher counts as silent: 3 of its intervals."""
+    return SILENT_AFTER_INTERVALS * config.watch_interval
+
+
 def watcher_silent(*, last_swept: datetime | None, config: ProjectConfig, now: datetime) -> bool:
-    return last_swept is None or (now - last_swept).total_seconds() > (
-        SILENT_AFTER_INTERVALS * config.watch_interval
-    )
+    return last_swept is None or (now - last_swept).total_seconds() > watcher_silent_after(config)
 
 
 def watcher_seen(*, project: Project, config: ProjectConfig, now: datetime) -> WatcherSeen:
@@ -61,7 +64,7 @@ def watcher_seen(*, project: Project, config: ProjectConfig, now: datetime) -> W
     return WatcherSeen(
         last_swept=last,
         age_seconds=None if last is None else max(0, int((now - last).total_seconds())),
-        silent_after=SILENT_AFTER_INTERVALS * config.watch_interval,
+        silent_after=watcher_silent_after(config),
         silent=watcher_silent(last_swept=last, config=config, now=now),
     )
 

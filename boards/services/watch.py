@@ -38,6 +38,7 @@ from boards.selectors.watch import (
     stale_review_claims,
     state_timeouts,
     watcher_silent,
+    watcher_silent_after,
 )
 from boards.services.breaker import breaker_evaluate
 from boards.services.kernel import (
@@ -147,6 +148,7 @@ def _mark_swept(project: Project, config: ProjectConfig, now: datetime) -> None:
     project.last_swept = now
     if watcher_silent(last_swept=before, config=config, now=now):
         outbox.changed(project.pk, outbox.SPRINT, project.pk)
+    outbox.watcher_swept(project.pk, silent_after=watcher_silent_after(config))
 
 
 _LEVEL_RANK = {Alert.Level.INFO: 0, Alert.Level.WARNING: 1, Alert.Level.CRITICAL: 2}

@@ -245,9 +245,16 @@ def test_a_watcher_back_after_a_silence_makes_open_boards_redraw_their_header(se
         channel = async_to_sync(layer.new_channel)()
         async_to_sync(layer.group_add)(board_group(world.project.pk), channel)
 
+        sweeps = []
+
         async def next_message(timeout: float = 0.5):
+            """The next board event; each sweep's own note (`watcher.swept`) is set aside."""
             try:
-                return await asyncio.wait_for(layer.receive(channel), timeout)
+                while True:
+                    message = await asyncio.wait_for(layer.receive(channel), timeout)
+                    if message["type"] != "watcher.swept":
+                        return message
+                    sweeps.append(message)
             except TimeoutError:
                 return None
 
@@ -259,6 +266,10 @@ def test_a_watcher_back_after_a_silence_makes_open_boards_redraw_their_header(se
         assert async_to_sync(next_message)() is None
         watch_sweep(project=world.project, now=now + timedelta(seconds=41))  # 31 s of silence
         assert header in async_to_sync(next_message)()["changes"]
+        # Every sweep, quiet or not, tells open boards it happened (issue 25): 3 intervals.
+        assert async_to_sync(next_message)() is None
+        assert len(sweeps) == 3
+        assert {m["silent_after"] for m in sweeps} == {3 * world.project.config.watch_interval}
         world.project.refresh_from_db()
         assert world.project.last_swept == now + timedelta(seconds=41)
 
@@ -276,7 +287,10 @@ def test_an_alert_raised_or_resolved_redraws_the_header_and_its_card(settings):
 
         async def next_changes(timeout: float = 0.5):
             try:
-                return (await asyncio.wait_for(layer.receive(channel), timeout))["changes"]
+                while True:
+                    message = await asyncio.wait_for(layer.receive(channel), timeout)
+                    if message["type"] != "watcher.swept":  # each sweep's note, not a change
+                        return message["changes"]
             except TimeoutError:
                 return None
 

@@ -212,7 +212,7 @@ def test_the_fragment_carries_what_a_resync_replaces(world):
     data = response.json()
     assert set(data) == {"seq", "columns", "header", "agents"}
     assert data["seq"] == events.current_sequence(world.project.pk)
-    assert data["columns"].startswith('<div class="columns" id="columns">')
+    assert data["columns"].startswith('<div class="columns" id="columns" data-total="')
     assert [c["data-key"] for c in read_columns(data["columns"])["CLAIMED"].cards] == ["task-1"]
     assert 'id="board-header"' in data["header"]
     assert data["agents"].startswith('<ul class="agents" id="agents">')
