@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from boards.services.goals import goal_create
 from boards.services.sprints import sprint_create
+from boards.services.watch import watch_sweep
 from tests.e2e.support import LIVE_TIMEOUT_MS, mark_page, open_board, page_not_reloaded, sign_in
 from tests.lifecycle import World
 
@@ -84,4 +85,27 @@ def test_header_and_banner_show_one_blocked_count_that_moves_live(page, world, a
     assert status == 200, body
     _text_is(page, "#blocked-banner", "2 blocked tasks")
     assert page.inner_text("#board-header .blocked-count") == "2"
+    assert page_not_reloaded(page)
+
+
+def test_a_cards_alert_clears_with_the_move_that_ends_it(page, world, agent_client):
+    world.blocked("T-1")
+    watch_sweep(project=world.project, now=timezone.now())  # raises the BLOCKED alert
+    sign_in(page, world.admin)
+    open_board(page, world.project.slug)
+    mark_page(page)
+    card = page.locator('.card[data-key="T-1"]')
+    assert card.locator(".alert-badge").inner_text().startswith("⚠ 1 alert")
+    assert page.locator("#open-alerts").is_visible()
+
+    status, body = agent_client(world.planner).post(
+        "tasks/T-1/release", {"reason": "Errors are logged and retried"}
+    )
+    assert status == 200, body
+    # No watcher runs here: the release itself ends the alert, on the card and in the header.
+    page.wait_for_selector(
+        '.column[data-status="UNCLAIMED"] .card[data-key="T-1"]', timeout=LIVE_TIMEOUT_MS
+    )
+    assert card.locator(".alert-badge").count() == 0
+    assert page.locator("#open-alerts").count() == 0
     assert page_not_reloaded(page)
