@@ -880,6 +880,9 @@ class Alert(models.Model):
     count = models.PositiveIntegerField(default=1, help_text="sweeps that saw the condition")
     resolved_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    # Issue 25: what an age in the alert counts from (a draft's creation, a checkpoint, a pause,
+    # the last event), so the age is computed when shown; the message itself holds none.
+    since = models.DateTimeField(null=True, blank=True)
     acknowledged_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,

@@ -212,6 +212,14 @@ class AlertCondition:
     message: str
     task: Task | None = None
     agent_id: str = ""
+    # What its age counts from (Alert.since): the message holds no age (issue 25).
+    since: datetime | None = None
+
+    def logged(self, now: datetime) -> str:
+        """The message with its age at `now`, for the watcher's log lines."""
+        if self.since is None:
+            return self.message
+        return f"{self.message} (for {int((now - self.since).total_seconds() // 60)} min)"
 
 
 # Stale checkpoint and pause (the original's liza-watch.sh thresholds, in seconds).
@@ -368,13 +376,14 @@ def alert_conditions(
         project=project, status=SprintStatus.CHECKPOINT, checkpoint_at__isnull=False
     ).first()
     if sprint is not None and (aged := _aged(STALE_CHECKPOINT_LEVELS, sprint.checkpoint_at, now)):
-        level, label, minutes = aged
+        level, label, _ = aged
         found.append(
             AlertCondition(
                 Alert.Type.STALE_CHECKPOINT,
                 sprint.sprint_id,
                 level,
-                f"{label}: {sprint.sprint_id} at CHECKPOINT for {minutes} min",
+                f"{label}: {sprint.sprint_id} at CHECKPOINT",
+                since=sprint.checkpoint_at,
             )
         )
     breaker = CircuitBreaker.objects.filter(
@@ -385,13 +394,14 @@ def alert_conditions(
     if project.paused_at is not None and (
         aged := _aged(STALE_PAUSE_LEVELS, project.paused_at, now)
     ):
-        level, label, minutes = aged
+        level, label, _ = aged
         found.append(
             AlertCondition(
                 Alert.Type.STALE_PAUSE,
                 project.slug,
                 level,
-                f"{label}: project paused for {minutes} min",
+                f"{label}: project paused",
+                since=project.paused_at,
             )
         )
     # Seed 003: an agent in error (repeated lease expiries or a crash loop), until it clears.
@@ -466,9 +476,9 @@ def _task_health_conditions(
                         Alert.Type.STALE_DRAFT,
                         task.key,
                         Alert.Level.WARNING,
-                        f"STALE DRAFT: {task.key} — created {int(age // 60)} min ago"
-                        " (Planner crash?)",
+                        f"STALE DRAFT: {task.key} (Planner crash?)",
                         task,
+                        since=task.created,
                     )
                 )
         holder_status = holders.get(task.assigned_to)
@@ -547,7 +557,8 @@ def _task_health_conditions(
                     Alert.Type.STALLED,
                     project.slug,
                     Alert.Level.WARNING,
-                    f"STALLED: no progress for {int((now - last).total_seconds() // 60)} minutes",
+                    "STALLED: no progress",
+                    since=last,
                 )
             )
     return found

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -15,3 +17,23 @@ def breakable(name: object) -> SafeString:
     # <wbr>: a line may break here; the text (and so textContent, copy, screen readers) is
     # unchanged.
     return mark_safe(escape(str(name)).replace("_", "_<wbr>"))  # escaped first
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as people read it: "45 s", "12 min", "2 h 56 min", "3 d 4 h" (issue 25)."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+@register.filter
+def age_at(since: datetime | None, now: datetime | None) -> str:
+    """How long ago `since` was at `now` (the moment the page is drawn), e.g. "2 h 56 min"."""
+    if since is None or now is None:
+        return ""
+    return duration_text((now - since).total_seconds())

@@ -333,6 +333,15 @@
     return text;
   }
 
+  // As boards.templatetags.states.duration_text: "45 s", "12 min", "2 h 56 min", "3 d 4 h".
+  function duration(seconds) {
+    const s = Math.max(0, Math.floor(seconds));
+    if (s < 60) return `${s} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min`;
+    if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+    return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+  }
+
   function tick() {
     const now = Date.now();
     for (const el of board.querySelectorAll("[data-expires]")) {
@@ -344,6 +353,10 @@
     for (const el of board.querySelectorAll("[data-entered]")) {
       const ago = (now - Date.parse(el.dataset.entered)) / 1000;
       if (!Number.isNaN(ago)) el.textContent = `${human(Math.max(0, ago))}`;
+    }
+    for (const el of board.querySelectorAll("[data-age-since]")) {
+      const ago = (now - Date.parse(el.dataset.ageSince)) / 1000;
+      if (!Number.isNaN(ago)) el.textContent = `for ${duration(ago)}`;
     }
     for (const el of board.querySelectorAll("[data-since]")) {
       const ago = (now - Date.parse(el.dataset.since)) / 1000;
