@@ -637,6 +637,8 @@ def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
         "depends_on": task.depends_on.order_by("key"),
         # Every round, closed ones too: `task.reviews` is the card's prefetch (open reviews only).
         "reviews": Review.objects.filter(project=project, task=task).order_by("claimed_at", "id"),
+        # What each submission changed (issue 25), newest first.
+        "changes": list(task.change_summaries.order_by("-created", "-id")[:10]),
         # The supervisors' spawns on it (issue 12 §2), newest first: why a coder keeps failing.
         "runs": Run.objects.filter(project=project, task=task)
         .select_related("agent")

@@ -37,3 +37,27 @@ def age_at(since: datetime | None, now: datetime | None) -> str:
     if since is None or now is None:
         return ""
     return duration_text((now - since).total_seconds())
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """`{{ seconds|duration }}`: "2 h 56 min" rather than "10586 s" (issue 25)."""
+    return "" if seconds is None else duration_text(float(seconds))
+
+
+_DIFF_KINDS = (("+++", "meta"), ("---", "meta"), ("@@", "hunk"), ("+", "add"), ("-", "del"))
+
+
+@register.filter
+def diff_lines(diff: str) -> list[tuple[str, str]]:
+    """A unified diff as (kind, line) pairs, for the drawer's highlighting: "add", "del",
+    "hunk", "meta" (file headers) or "ctx"."""
+    lines = []
+    for line in (diff or "").splitlines():
+        kind = "ctx"
+        if line.startswith("diff --git") or line.startswith("index "):
+            kind = "meta"
+        else:
+            kind = next((k for prefix, k in _DIFF_KINDS if line.startswith(prefix)), "ctx")
+        lines.append((kind, line))
+    return lines
