@@ -88,8 +88,13 @@ def test_a_quiet_board_stays_quiet_while_the_watcher_sweeps(browser):
         try:
             page = context.new_page()
             sign_in(page, world.admin)
-            # The watcher's first sweep, then the board.
-            page.wait_for_timeout(INTERVAL * 1000 + 500)
+            # The watcher's first sweep (its process may take a while to start), then the board.
+            for _ in range(120):
+                world.project.refresh_from_db()
+                if world.project.last_swept is not None:
+                    break
+                page.wait_for_timeout(250)
+            assert world.project.last_swept is not None, "the watcher never swept"
             open_board(page, world.project.slug)
             mark_page(page)
             banner = page.locator("#watcher-silent")
