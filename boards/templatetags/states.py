@@ -61,3 +61,39 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
             kind = next((k for prefix, k in _DIFF_KINDS if line.startswith(prefix)), "ctx")
         lines.append((kind, line))
     return lines
+
+
+@register.filter
+def state_label(name: object) -> str:
+    """A state as people say it: READY_FOR_REVIEW → "Ready for review" (issue 25); pages keep
+    the raw name in a tooltip."""
+    text = str(name).replace("_", " ").lower()
+    return text[:1].upper() + text[1:]
+
+
+# The drawer's field labels (issue 25: snake_case read as code).
+FIELD_LABELS = {
+    "spec_ref": "Spec",
+    "done_when": "Done when",
+    "depends_on": "Depends on",
+    "assigned_to": "Assigned to",
+    "lease_expires": "Lease expires",
+    "base_commit": "Base commit",
+    "review_commit": "Review commit",
+    "merge_commit": "Merge commit",
+    "approved_by": "Approved by",
+    "rejection_reason": "Rejection reason",
+    "blocked_reason": "Blocked because",
+    "blocked_questions": "Questions",
+    "failed_by": "Failed by",
+    "superseded_by": "Superseded by",
+    "rescope_reason": "Rescope reason",
+    "integration_fix": "Integration fix",
+    "handoff_pending": "Handoff pending",
+    "next_action": "Next action",
+}
+
+
+@register.filter
+def field_label(name: str) -> str:
+    return FIELD_LABELS.get(name, name.replace("_", " ").capitalize())

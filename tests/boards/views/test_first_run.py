@@ -32,3 +32,19 @@ def test_the_tour_is_public_and_says_how_to_start():
     for step in ('id="goal"', 'id="tasks"', 'id="sprint"', 'id="agents"', 'id="watch"'):
         assert step in html
     assert "liza supervise --role coder" in html
+
+
+def test_states_and_fields_read_as_words_with_the_raw_name_in_a_tooltip():
+    from tests.lifecycle import World
+
+    world = World()
+    world.ready_for_review("T-1")
+    client = Client()
+    client.force_login(world.admin)
+    board = client.get(f"/p/{world.project.slug}/").content.decode()
+    assert '<span class="name" title="READY_FOR_REVIEW">Ready for review</span>' in board
+    assert '<span class="name" title="INTEGRATION_FAILED">Integration failed</span>' in board
+    drawer = client.get(f"/p/{world.project.slug}/tasks/T-1/").content.decode()
+    assert "<dt>Done when</dt>" in drawer and "<dt>Lease expires</dt>" in drawer
+    assert "done_when</dt>" not in drawer
+    assert 'title="READY_FOR_REVIEW">Ready for review</span>' in drawer

@@ -258,7 +258,7 @@ def test_the_drawer_shows_every_field_history_and_records(world):
     actions = re.findall(r'<span class="action">([\w_]+)</span>', html)
     assert actions[:2] == ["created", "finalized"]
     assert actions.index("claimed") < actions.index("rejected")
-    states = re.findall(r"<tr><th>(\w+)</th>", html)
+    states = re.findall(r"<tr><th title=\"(\w+)\">", html)  # the raw name in the tooltip
     assert states == ["DRAFT", "UNCLAIMED", "CLAIMED", "READY_FOR_REVIEW", "REJECTED"]
 
 
