@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from django import template
@@ -97,3 +98,14 @@ FIELD_LABELS = {
 @register.filter
 def field_label(name: str) -> str:
     return FIELD_LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+_SOFT_BREAK = re.compile(r"([._/(:,=-])(?=\w)")
+
+
+@register.filter
+def soft_breaks(text: object) -> SafeString:
+    """`{{ text|soft_breaks }}`: a line may break after `.`, `_`, `/`, `(` … inside a long word
+    (OrderAPI.<wbr>create_<wbr>order()), so a narrow card wraps an identifier where a person
+    would rather than mid-name (issue 25)."""
+    return mark_safe(_SOFT_BREAK.sub(r"\1<wbr>", escape(str(text))))  # escaped first
