@@ -95,6 +95,20 @@ def agent_key_used(*, key: AgentKey, now: datetime) -> None:
         key.last_used_at = now
 
 
+def agent_ready(*, agent: Agent) -> None:
+    """Seed 000 STARTING → IDLE ("registration complete") once the agent's first write through
+    the API succeeds (boards.api.base). Coders and reviewers also leave STARTING on their first
+    heartbeat or claim; a planner that only plans does neither, and stayed STARTING for a whole
+    run on the board (issue 25)."""
+    with transaction.atomic():
+        locked = Agent.objects.select_for_update().filter(pk=agent.pk).first()
+        if locked is None or locked.status != AgentStatus.STARTING:
+            return
+        locked.ready()
+        rows.save_fields(locked, ["status"])
+        outbox.changed(locked.project_id, outbox.AGENT, locked.pk)
+
+
 @records_refusals
 def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
     """Revoke a key: its next request is a 401. Revoking a revoked key changes nothing."""

@@ -886,6 +886,9 @@ class Alert(models.Model):
     count = models.PositiveIntegerField(default=1, help_text="sweeps that saw the condition")
     resolved_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    # Issue 25: what an age in the alert counts from (a draft's creation, a checkpoint, a pause,
+    # the last event), so the age is computed when shown; the message itself holds none.
+    since = models.DateTimeField(null=True, blank=True)
     acknowledged_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -1052,3 +1055,25 @@ class WebhookAttempt(models.Model):
     @property
     def ok(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
+
+
+class ChangeSummary(models.Model):
+    """What a coder's submission changed (issue 25 "what changed, on the card"): the files with
+    their added and deleted lines and the unified diff from the task's base commit to the review
+    commit, bounded by the agent before upload (agents.client.gitops.change_summary) and by the
+    submit input. One per submission: each review round reads the one of its review commit."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="change_summaries")
+    review_commit = models.CharField(max_length=64)
+    iteration = models.PositiveIntegerField(null=True, blank=True)
+    files = models.JSONField(default=list)  # [{"path", "added", "deleted"}]; -1: binary
+    diff = models.TextField(blank=True)
+    truncated = models.BooleanField(default=False)
+    created = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"changes of {self.task_id} at {self.review_commit}"

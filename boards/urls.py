@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from boards.web import actions, activity, board, graph, insights, metrics, pages
+from boards.web import actions, activity, board, graph, insights, metrics, pages, planning
 from boards.web.actions import ACTIONS as A
 
 project = "p/<slug:slug>"
@@ -13,6 +13,7 @@ goal = "p/<slug:slug>/goals/<str:goal_id>"
 urlpatterns = [
     path("", board.project_list, name="project-list"),
     path("metrics", metrics.metrics, name="metrics"),
+    path("tour/", pages.tour, name="tour"),
     path("p/<slug:slug>/", board.board, name="board"),
     path("p/<slug:slug>/fragment", board.board_fragment, name="board-fragment"),
     path("p/<slug:slug>/tasks/<str:key>/", board.task_drawer, name="task-drawer"),
@@ -27,6 +28,11 @@ urlpatterns = [
     path("inbox", pages.inbox_all, name="inbox-all"),
     path("p/<slug:slug>/inbox", pages.inbox, name="inbox"),
     path("p/<slug:slug>/settings", pages.project_settings, name="settings"),
+    path("p/<slug:slug>/plan/", planning.plan_page, name="plan"),
+    path("p/<slug:slug>/plan/goal", A["goal_create"], name="plan-goal"),
+    path("p/<slug:slug>/plan/tasks", A["task_create"], name="plan-task"),
+    path(task + "/finalize", A["task_finalize"], name="plan-finalize"),
+    path("p/<slug:slug>/plan/sprint", A["sprint_create"], name="plan-sprint"),
     path("p/<slug:slug>/webhook", pages.webhook_log, name="webhook-log"),
     path("p/<slug:slug>/agents", pages.agent_list_page, name="agents"),
     path(task + "/release", A["task_release"], name="task-release"),

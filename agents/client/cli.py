@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from agents.client import gitops
 from agents.client.errors import EXIT, LizaError, UsageError
 from agents.client.http import Client
 from agents.client.wire import TASK_STATES, VERDICTS
@@ -246,9 +247,26 @@ def claim_next(ctx, base_commit, worktree):
 )
 @click.pass_context
 def submit(ctx, key, review_commit, tree_clean):
-    """Request review of KEY at a commit."""
-    task = client(ctx).submit(key, review_commit=review_commit, tree_clean=tree_clean)
+    """Request review of KEY at a commit (with what it changed, when run in its repository)."""
+    api = client(ctx)
+    summary = _change_summary(api, key, review_commit)
+    task = api.submit(
+        key, review_commit=review_commit, tree_clean=tree_clean, change_summary=summary
+    )
     emit(ctx, {"task": task}, task_line(task))
+
+
+def _change_summary(api, key: str, review_commit: str) -> dict | None:
+    """What the review commit changed since the task's base commit, from the git repository
+    the command runs in (issue 25); None when there is none to read (not a repository, an
+    unknown commit): the submission goes on without it."""
+    try:
+        base = api.task(key).get("base_commit") or ""
+        if not base:
+            return None
+        return gitops.change_summary(Path.cwd(), base, review_commit)
+    except (gitops.GitError, LizaError, OSError, ValueError):
+        return None
 
 
 @main.command()

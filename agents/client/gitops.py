@@ -389,3 +389,30 @@ def _is_ancestor(cwd: Path, ancestor: str, descendant: str) -> bool:
         ).returncode
         == 0
     )
+
+
+# What a change summary may weigh (issue 25): the board shows it in the task's drawer, so it is
+# bounded before it leaves the agent's machine; the server checks the same bounds.
+SUMMARY_MAX_FILES = 300
+SUMMARY_MAX_DIFF = 60_000  # characters of unified diff
+
+
+def change_summary(repo: Path, base: str, commit: str) -> dict[str, object]:
+    """What `commit` changed since `base`: each file with its added and deleted lines (binary
+    files count -1), and the unified diff, cut at SUMMARY_MAX_DIFF characters on a line
+    boundary with `truncated` set, for the review round's "what changed"."""
+    files = []
+    for line in git(repo, "diff", "--numstat", "--no-renames", base, commit).splitlines():
+        added, deleted, path = line.split("\t", 2)
+        files.append(
+            {
+                "path": path,
+                "added": -1 if added == "-" else int(added),
+                "deleted": -1 if deleted == "-" else int(deleted),
+            }
+        )
+    diff = git(repo, "diff", "--no-color", "--no-renames", base, commit)
+    truncated = len(files) > SUMMARY_MAX_FILES or len(diff) > SUMMARY_MAX_DIFF
+    if len(diff) > SUMMARY_MAX_DIFF:
+        diff = diff[: diff.rfind("\n", 0, SUMMARY_MAX_DIFF) + 1 or SUMMARY_MAX_DIFF]
+    return {"files": files[:SUMMARY_MAX_FILES], "diff": diff, "truncated": truncated}

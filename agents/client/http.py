@@ -161,8 +161,17 @@ class Client:
         body = _drop_none(base_commit=base_commit, worktree=worktree)
         return self.post("tasks/claim-next", body)["task"]
 
-    def submit(self, key: str, *, review_commit: str, tree_clean: bool) -> Any:
-        body = {"review_commit": review_commit, "tree_clean": tree_clean}
+    def submit(
+        self,
+        key: str,
+        *,
+        review_commit: str,
+        tree_clean: bool,
+        change_summary: dict[str, Any] | None = None,
+    ) -> Any:
+        body: dict[str, Any] = {"review_commit": review_commit, "tree_clean": tree_clean}
+        if change_summary is not None:
+            body["change_summary"] = change_summary
         return self.post(f"tasks/{key}/request-review", body)["task"]
 
     def block(

@@ -31,6 +31,7 @@ from agents.api import serializers as agent_s
 from agents.authentication import AgentKeyAuthentication, AgentPrincipal
 from agents.models import Agent, IdempotentRequest
 from agents.services import (
+    agent_ready,
     idempotent_request_abandon,
     idempotent_request_begin,
     idempotent_request_finish,
@@ -40,6 +41,7 @@ from boards.api.parsers import JSONParser
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
 from boards.models import Project, Review, Task
 from boards.operations import operation, resolve_target
+from boards.protocol import AgentStatus
 from boards.selectors.access import human_role
 from boards.selectors.breaker import breaker_state
 from boards.selectors.tasks import TASK_PREFETCH, task_get, task_list
@@ -180,8 +182,21 @@ class ProjectView(APIView):
             )
         return super().handle_exception(exc)
 
+    # An agent's successful write shows it is up (agents.services.agent_ready); registering is
+    # the one write that leaves it STARTING.
+    marks_agent_ready = True
+
     def finalize_response(self, request, response, *args: Any, **kwargs: Any):
         response = super().finalize_response(request, response, *args, **kwargs)
+        user = getattr(request, "user", None)
+        if (
+            self.marks_agent_ready
+            and isinstance(user, AgentPrincipal)
+            and request.method in WRITE_METHODS
+            and response.status_code < 400
+            and user.agent.status == AgentStatus.STARTING
+        ):
+            agent_ready(agent=user.agent)
         record = getattr(self, "_idempotent", None)
         if record is not None:
             self._idempotent = None

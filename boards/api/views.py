@@ -252,6 +252,8 @@ class ConfigView(
 
 
 class RegisterView(ProjectView):
+    marks_agent_ready = False  # registering (again) starts the machine at STARTING
+
     @extend_schema(
         operation_id="agents_register",
         request=i.RegisterInput,

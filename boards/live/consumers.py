@@ -160,6 +160,12 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
         if not self.access_ended and self.group is not None:
             await self.send_json({"type": "live", "paused": paused})
 
+    async def watcher_swept(self, message: dict[str, Any]) -> None:
+        """A watcher has just swept the project: the board's "watcher last seen" starts again
+        from 0 s (board.js), with the limit the sweep knew (3 of the project's intervals)."""
+        if not self.access_ended and self.group is not None:
+            await self.send_json({"type": "watcher", "silent_after": message["silent_after"]})
+
     async def _leave_groups(self) -> None:
         for group in (self.group, self.own_group):
             if group is not None:

@@ -220,6 +220,28 @@ def send(message: dict[str, Any]) -> bool:
     return True
 
 
+# -- the watcher's sweeps ------------------------------------------------------------------------
+
+
+def watcher_swept(project_id: int, *, silent_after: int) -> None:
+    """Once the sweep commits, tell the project's open boards that a watcher has just swept it
+    (issue 25: a quiet board, with no event to redraw its header, must not call a sweeping
+    watcher silent). Not a board event: no sequence number, nothing to render, and a board that
+    misses one only waits for the next sweep."""
+
+    def publish() -> None:
+        if settings.REDIS_URL and not REDIS.allow():
+            return
+        try:
+            _group_send(
+                board_group(project_id), {"type": "watcher.swept", "silent_after": silent_after}
+            )
+        except Exception:  # a board warns a little early at worst; never fail a sweep
+            logger.warning("sweep of project %s not published", project_id, exc_info=True)
+
+    transaction.on_commit(publish)
+
+
 # -- access ------------------------------------------------------------------------------------
 
 

@@ -62,10 +62,29 @@ class ClaimInput(InputSerializer):
     worktree = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
+class ChangedFileInput(InputSerializer):
+    path = serializers.CharField(max_length=1000)
+    added = serializers.IntegerField(min_value=-1, max_value=10_000_000)
+    deleted = serializers.IntegerField(min_value=-1, max_value=10_000_000)
+
+
+class ChangeSummaryInput(InputSerializer):
+    """What the submission changed (agents.client.gitops.change_summary's bounds)."""
+
+    files = ChangedFileInput(many=True, max_length=300)
+    diff = serializers.CharField(
+        max_length=60_000, allow_blank=True, required=False, trim_whitespace=False
+    )
+    truncated = serializers.BooleanField(required=False, default=False)
+
+
 class SubmitInput(InputSerializer):
     review_commit = serializers.CharField(**COMMIT)
     tree_clean = serializers.BooleanField(
         help_text="attestation that `git status --porcelain` is empty (seed 002 Clean Sync)"
+    )
+    change_summary = ChangeSummaryInput(
+        required=False, help_text="files changed with +/- counts and a bounded diff (issue 25)"
     )
 
 

@@ -590,16 +590,24 @@ def open_alert_counts(*, project: Project) -> dict[str, int]:
     return {level: counts[level] for level in _SEVERITY if counts.get(level)}
 
 
+def board_counts(*, project: Project) -> dict[str, int]:
+    """The numbers every viewer of the board reads the same (issue 25): the header's "blocked"
+    and the banner's "N blocked tasks" are this one count, the project's BLOCKED tasks (the
+    humans' queue, whatever the filters or the sprint), redrawn with the header on every move."""
+    return {"blocked": Task.objects.filter(project=project, status=TaskStatus.BLOCKED).count()}
+
+
 def board_header(
     *, project: Project, metrics: bool = True, now: datetime | None = None
 ) -> dict[str, object]:
-    """The board header: goal, sprint status and deadline, live metrics (seed 002), and when
-    the watcher last swept the project."""
+    """The board header: goal, sprint status and deadline, live metrics (seed 002), the counts
+    every viewer shares (`board_counts`), and when the watcher last swept the project."""
     sprint = sprint_current(project=project)
     config = config_of(project)
     return {
         "project": project,
         "config": config,
+        "counts": board_counts(project=project),
         "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
         "open_alerts": open_alert_counts(project=project),
         "breaker": breaker_status(project=project),
@@ -629,6 +637,8 @@ def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
         "depends_on": task.depends_on.order_by("key"),
         # Every round, closed ones too: `task.reviews` is the card's prefetch (open reviews only).
         "reviews": Review.objects.filter(project=project, task=task).order_by("claimed_at", "id"),
+        # What each submission changed (issue 25), newest first.
+        "changes": list(task.change_summaries.order_by("-created", "-id")[:10]),
         # The supervisors' spawns on it (issue 12 §2), newest first: why a coder keeps failing.
         "runs": Run.objects.filter(project=project, task=task)
         .select_related("agent")

@@ -48,10 +48,13 @@ class WatcherSeen:
     silent: bool
 
 
+def watcher_silent_after(config: ProjectConfig) -> int:
+    """Seconds without a sweep after which the watcher counts as silent: 3 of its intervals."""
+    return SILENT_AFTER_INTERVALS * config.watch_interval
+
+
 def watcher_silent(*, last_swept: datetime | None, config: ProjectConfig, now: datetime) -> bool:
-    return last_swept is None or (now - last_swept).total_seconds() > (
-        SILENT_AFTER_INTERVALS * config.watch_interval
-    )
+    return last_swept is None or (now - last_swept).total_seconds() > watcher_silent_after(config)
 
 
 def watcher_seen(*, project: Project, config: ProjectConfig, now: datetime) -> WatcherSeen:
@@ -61,7 +64,7 @@ def watcher_seen(*, project: Project, config: ProjectConfig, now: datetime) -> W
     return WatcherSeen(
         last_swept=last,
         age_seconds=None if last is None else max(0, int((now - last).total_seconds())),
-        silent_after=SILENT_AFTER_INTERVALS * config.watch_interval,
+        silent_after=watcher_silent_after(config),
         silent=watcher_silent(last_swept=last, config=config, now=now),
     )
 
@@ -209,6 +212,14 @@ class AlertCondition:
     message: str
     task: Task | None = None
     agent_id: str = ""
+    # What its age counts from (Alert.since): the message holds no age (issue 25).
+    since: datetime | None = None
+
+    def logged(self, now: datetime) -> str:
+        """The message with its age at `now`, for the watcher's log lines."""
+        if self.since is None:
+            return self.message
+        return f"{self.message} (for {int((now - self.since).total_seconds() // 60)} min)"
 
 
 # Stale checkpoint and pause (the original's liza-watch.sh thresholds, in seconds).
@@ -243,6 +254,31 @@ def _aged(levels, since: datetime, now: datetime):
         if age > threshold:
             return level, label, int(age // 60)
     return None
+
+
+# A task's alerts whose condition holds only while the task is in one of these states (the
+# conditions below): the move that takes the task out of them ends the alert at once, on the
+# board with that move's event, not at the next sweep (issue 25). A state timeout counts the
+# time since the last change of state, so any move ends it.
+TASK_ALERT_STATES: dict[str, tuple[str, ...]] = {
+    Alert.Type.LEASE_EXPIRED: (TaskStatus.CLAIMED,),
+    Alert.Type.REVIEW_LEASE_EXPIRED: (TaskStatus.READY_FOR_REVIEW,),
+    Alert.Type.BLOCKED: (TaskStatus.BLOCKED,),
+    Alert.Type.INTEGRATION_FAILED: (TaskStatus.INTEGRATION_FAILED,),
+    Alert.Type.APPROACHING_LIMITS: (
+        TaskStatus.CLAIMED,
+        TaskStatus.READY_FOR_REVIEW,
+        TaskStatus.REJECTED,
+    ),
+    Alert.Type.STALE_DRAFT: (TaskStatus.DRAFT,),
+    Alert.Type.ORPHANED_REJECTED: (TaskStatus.REJECTED,),
+    Alert.Type.STATE_TIMEOUT: (),
+}
+
+
+def task_alerts_ended_by(to_status: str) -> list[str]:
+    """The alert types a task's move into `to_status` ends (`TASK_ALERT_STATES`)."""
+    return [t for t, states in TASK_ALERT_STATES.items() if to_status not in states]
 
 
 def alert_conditions(
@@ -340,13 +376,14 @@ def alert_conditions(
         project=project, status=SprintStatus.CHECKPOINT, checkpoint_at__isnull=False
     ).first()
     if sprint is not None and (aged := _aged(STALE_CHECKPOINT_LEVELS, sprint.checkpoint_at, now)):
-        level, label, minutes = aged
+        level, label, _ = aged
         found.append(
             AlertCondition(
                 Alert.Type.STALE_CHECKPOINT,
                 sprint.sprint_id,
                 level,
-                f"{label}: {sprint.sprint_id} at CHECKPOINT for {minutes} min",
+                f"{label}: {sprint.sprint_id} at CHECKPOINT",
+                since=sprint.checkpoint_at,
             )
         )
     breaker = CircuitBreaker.objects.filter(
@@ -357,13 +394,14 @@ def alert_conditions(
     if project.paused_at is not None and (
         aged := _aged(STALE_PAUSE_LEVELS, project.paused_at, now)
     ):
-        level, label, minutes = aged
+        level, label, _ = aged
         found.append(
             AlertCondition(
                 Alert.Type.STALE_PAUSE,
                 project.slug,
                 level,
-                f"{label}: project paused for {minutes} min",
+                f"{label}: project paused",
+                since=project.paused_at,
             )
         )
     # Seed 003: an agent in error (repeated lease expiries or a crash loop), until it clears.
@@ -438,9 +476,9 @@ def _task_health_conditions(
                         Alert.Type.STALE_DRAFT,
                         task.key,
                         Alert.Level.WARNING,
-                        f"STALE DRAFT: {task.key} — created {int(age // 60)} min ago"
-                        " (Planner crash?)",
+                        f"STALE DRAFT: {task.key} (Planner crash?)",
                         task,
+                        since=task.created,
                     )
                 )
         holder_status = holders.get(task.assigned_to)
@@ -519,7 +557,8 @@ def _task_health_conditions(
                     Alert.Type.STALLED,
                     project.slug,
                     Alert.Level.WARNING,
-                    f"STALLED: no progress for {int((now - last).total_seconds() // 60)} minutes",
+                    "STALLED: no progress",
+                    since=last,
                 )
             )
     return found

@@ -45,12 +45,13 @@ from boards.errors import (
     StopWork,
 )
 from boards.live import outbox
-from boards.models import Event, Membership, Project, ProjectConfig, Task
+from boards.models import Alert, Event, Membership, Project, ProjectConfig, Task
 from boards.selectors.access import config_of, human_role, role_allows
 from boards.selectors.availability import agent_availability
 from boards.selectors.leases import lease_alive
 from boards.selectors.replay import task_snapshot
 from boards.selectors.tasks import tasks_by_keys
+from boards.selectors.watch import task_alerts_ended_by
 from boards.selectors.work import stop_reason
 from liza_site import metrics
 
@@ -208,6 +209,17 @@ def record_event(
         board=task_snapshot(task) if task is not None else None,
     )
     rows.insert(event)  # every write's one event: the lean INSERT (boards.rows)
+    if (
+        task is not None
+        and to_status
+        and from_status != to_status
+        and outcome == Event.Outcome.APPLIED
+    ):
+        # The move ends the task's alerts bound to the state it left (issue 25); the card and
+        # the header it redraws (above) show that with this event.
+        Alert.objects.filter(
+            task=task, resolved_at__isnull=True, type__in=task_alerts_ended_by(to_status)
+        ).update(resolved_at=now)
     outbox.changed(project.pk, outbox.EVENT, event.pk)  # the live activity feed
     return event
 

@@ -38,6 +38,7 @@ from boards.selectors.watch import (
     stale_review_claims,
     state_timeouts,
     watcher_silent,
+    watcher_silent_after,
 )
 from boards.services.breaker import breaker_evaluate
 from boards.services.kernel import (
@@ -142,6 +143,7 @@ def _mark_swept(project: Project, config: ProjectConfig, now: datetime) -> None:
     project.last_swept = now
     if watcher_silent(last_swept=before, config=config, now=now):
         outbox.changed(project.pk, outbox.SPRINT, project.pk)
+    outbox.watcher_swept(project.pk, silent_after=watcher_silent_after(config))
 
 
 _LEVEL_RANK = {Alert.Level.INFO: 0, Alert.Level.WARNING: 1, Alert.Level.CRITICAL: 2}
@@ -187,9 +189,10 @@ def _sync_alerts(
                 agent_id=condition.agent_id,
                 created=now,
                 last_seen=now,
+                since=condition.since,
             )
             touched.append(alert)
-            lines.append(f"alert {condition.level}: {condition.message}")
+            lines.append(f"alert {condition.level}: {condition.logged(now)}")
             if alert.level == Alert.Level.CRITICAL or alert.type == Alert.Type.STALE_CHECKPOINT:
                 escalate.append((alert, "alert.raised"))
             continue
@@ -197,19 +200,22 @@ def _sync_alerts(
         step = escalation_step(alert.type, alert.message)
         alert.last_seen = now
         alert.message = condition.message
+        alert.since = condition.since
         if _LEVEL_RANK[condition.level] > _LEVEL_RANK[alert.level]:
             alert.level = condition.level
             alert.escalated_at = now
             touched.append(alert)
-            lines.append(f"alert escalated to {condition.level}: {condition.message}")
+            lines.append(f"alert escalated to {condition.level}: {condition.logged(now)}")
             if alert.level == Alert.Level.CRITICAL or alert.type == Alert.Type.STALE_CHECKPOINT:
                 escalate.append((alert, "alert.escalated"))
         elif escalation_step(alert.type, alert.message) > step:
             # A step at the same level (a stale checkpoint: 2 h STUCK → 8 h ABANDONED?).
             alert.escalated_at = now
-            lines.append(f"alert escalated: {condition.message}")
+            lines.append(f"alert escalated: {condition.logged(now)}")
             escalate.append((alert, "alert.escalated"))
-        alert.save(update_fields=["count", "last_seen", "message", "level", "escalated_at"])
+        alert.save(
+            update_fields=["count", "last_seen", "message", "since", "level", "escalated_at"]
+        )
     for alert, kind in escalate:  # an outbox row each, sent by a watcher after this commits
         webhook_enqueue(project=project, config=config, alert=alert, kind=kind, now=now)
     if touched:  # the header's counts, and the cards whose badge changed

@@ -36,7 +36,7 @@ from boards.web.pages import key_shown, render_page
 
 # A form names the page it came from (`next`); a name, never a URL, so nothing can redirect
 # elsewhere.
-RETURN_PAGES = ("board", "inbox", "inbox-all", "settings", "agents", "breaker")
+RETURN_PAGES = ("board", "inbox", "inbox-all", "settings", "agents", "breaker", "plan")
 
 
 def return_page(request: HttpRequest, default: str) -> str:
@@ -280,4 +280,9 @@ ACTIONS: dict[str, Any] = {
     "circuit_breaker_resolve": action("circuit_breaker_resolve", returns_to="breaker"),
     "project_pause": action("project_pause"),
     "project_resume": action("project_resume"),
+    # planning from the board (issue 25): the planner's own operations, run as the person
+    "goal_create": action("goal_create", returns_to="plan"),
+    "task_create": action("task_create", returns_to="plan"),
+    "task_finalize": action("task_finalize", returns_to="plan"),
+    "sprint_create": action("sprint_create", returns_to="plan"),
 }

@@ -33,6 +33,7 @@ from boards.selectors.inbox import inbox as inbox_items
 from boards.selectors.webhooks import delivery_log
 from boards.web.access import project_for_member, project_for_role
 from boards.web.board import board_page
+from boards.web.planning import plan_response
 
 ADMIN = Membership.Role.ADMIN
 MEMBER = Membership.Role.MEMBER
@@ -58,6 +59,8 @@ def render_page(
         response = _agents_page(request, project)
     elif page == "breaker":
         response = _breaker_page(request, project, role)
+    elif page == "plan":
+        response = plan_response(request, project, role)
     else:
         response = board_page(request, project, role, open_task=task_key or "")
     response.status_code = status
@@ -340,3 +343,9 @@ def agent_create(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, exc.message)
         return render_page(request, "agents", project, role, status=exc.status_code)
     return key_shown(request, project, agent, key, plain, created=True)
+
+
+def tour(request: HttpRequest) -> HttpResponse:
+    """The short tour (issue 25 "first-run guidance"): what to do first, in order. Public: it
+    holds nothing of any project."""
+    return render(request, "boards/tour.html")

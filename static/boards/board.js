@@ -59,6 +59,21 @@
     el.textContent = String(n);
   }
 
+  // "N tasks": the columns' own counts (the server's, kept live by bumpCount), so the total
+  // can never disagree with them; with swimlanes, the server's total of the last resync.
+  function updateTotal() {
+    const cols = document.getElementById("columns");
+    const total = document.getElementById("board-total");
+    if (!cols || !total) return;
+    let n = parseInt(cols.dataset.total || "0", 10);
+    if (!cols.dataset.lanes) {
+      n = 0;
+      for (const el of cols.querySelectorAll(".column > h2 .count")) n += parseInt(el.dataset.count || "0", 10);
+    }
+    total.dataset.total = String(n);
+    total.textContent = `${n} task${n === 1 ? "" : "s"}`;
+  }
+
   function fragment(html) {
     const t = document.createElement("template");
     t.innerHTML = html.trim();
@@ -135,6 +150,7 @@
       if (hadHidden) scheduleResync();
     }
     if (!matches(task)) {
+      updateTotal();
       if (!existing && task.status !== "DRAFT") scheduleResync();
       return;
     }
@@ -149,6 +165,7 @@
       placeCard(col, fragment(change.html));
       updateMore(col);
     }
+    updateTotal();
     refreshDrawer(task.key);
   }
 
@@ -223,6 +240,10 @@
       if (message.seq !== lastSeq) resync();
       return;
     }
+    if (message.type === "watcher") {
+      applySweep(message);
+      return;
+    }
     if (message.type === "live") {
       setPaused(Boolean(message.paused));
       return;
@@ -276,6 +297,7 @@
       board.dataset.resyncs = String(parseInt(board.dataset.resyncs || "0", 10) + 1);
       refreshControls();
       for (const card of document.querySelectorAll("#columns .card")) narrowCard(card);
+      updateTotal();
       tick();
     } catch (err) {
       if (request !== resyncRequest) return; // a later resync is under way
@@ -311,6 +333,15 @@
     return text;
   }
 
+  // As boards.templatetags.states.duration_text: "45 s", "12 min", "2 h 56 min", "3 d 4 h".
+  function duration(seconds) {
+    const s = Math.max(0, Math.floor(seconds));
+    if (s < 60) return `${s} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min`;
+    if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+    return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+  }
+
   function tick() {
     const now = Date.now();
     for (const el of board.querySelectorAll("[data-expires]")) {
@@ -323,19 +354,35 @@
       const ago = (now - Date.parse(el.dataset.entered)) / 1000;
       if (!Number.isNaN(ago)) el.textContent = `${human(Math.max(0, ago))}`;
     }
+    for (const el of board.querySelectorAll("[data-age-since]")) {
+      const ago = (now - Date.parse(el.dataset.ageSince)) / 1000;
+      if (!Number.isNaN(ago)) el.textContent = `for ${duration(ago)}`;
+    }
     for (const el of board.querySelectorAll("[data-since]")) {
       const ago = (now - Date.parse(el.dataset.since)) / 1000;
       if (!Number.isNaN(ago)) el.textContent = `♥ ${human(ago)} ago`;
     }
-    // The watcher's last sweep (the header, redrawn when a silent watcher comes back): its age,
-    // and the warning once it is older than the server's limit (3 watch intervals).
+    // The watcher's last sweep: its age when the server drew the header, plus the time this
+    // page has held it (no trust in the browser's clock), reset by each sweep's message; the
+    // warning once it is older than the server's limit (3 watch intervals).
     const watcher = document.getElementById("watcher-status");
     const silent = document.getElementById("watcher-silent");
-    if (watcher && watcher.dataset.lastSwept) {
-      const ago = Math.max(0, Math.round((now - Date.parse(watcher.dataset.lastSwept)) / 1000));
+    if (watcher && watcher.dataset.age !== undefined && watcher.dataset.age !== "") {
+      if (watcher.seenAt === undefined) watcher.seenAt = now;
+      const ago = Math.max(0, Math.round(parseInt(watcher.dataset.age, 10) + (now - watcher.seenAt) / 1000));
       watcher.querySelector(".watcher-age").textContent = `last seen ${ago} s ago`;
       if (silent) silent.hidden = ago <= parseInt(watcher.dataset.silentAfter, 10);
     }
+  }
+
+  // A watcher has just swept this project (boards.live.outbox.watcher_swept).
+  function applySweep(message) {
+    const watcher = document.getElementById("watcher-status");
+    if (!watcher) return;
+    watcher.dataset.age = "0";
+    watcher.dataset.silentAfter = String(message.silent_after);
+    watcher.seenAt = Date.now();
+    tick();
   }
 
   // -- the task drawer -------------------------------------------------------------------------

@@ -171,7 +171,9 @@ def test_lease_countdown_and_drawer_with_timeline_and_time_in_states(page, world
     drawer = page.locator("#drawer")
     drawer.locator('.drawer-body[data-key="T-4"]').wait_for(timeout=3_000)
     assert drawer.is_visible()
-    assert "CLAIMED" in drawer.locator("h2 .badge").inner_text()
+    # The state in words, its raw name in the tooltip (issue 25).
+    assert drawer.locator("h2 .badge").inner_text() == "Claimed"
+    assert drawer.locator("h2 .badge").get_attribute("title") == "CLAIMED"
     assert drawer.locator("p.desc").inner_text() == "Render the lease"
 
     timeline = drawer.locator(".timeline .event")
@@ -182,8 +184,9 @@ def test_lease_countdown_and_drawer_with_timeline_and_time_in_states(page, world
     assert claimed.locator(".transition").inner_text() == "UNCLAIMED → CLAIMED"
 
     rows = drawer.locator(".time-in-states tr")
-    states = rows.locator("th").all_inner_texts()
+    states = [th.get_attribute("title") for th in rows.locator("th").all()]
     assert states == ["DRAFT", "UNCLAIMED", "CLAIMED"], states
+    assert rows.locator("th").all_inner_texts() == ["Draft", "Unclaimed", "Claimed"]
     seconds = {
         state: int(rows.nth(i).locator("td").get_attribute("data-seconds"))
         for i, state in enumerate(states)

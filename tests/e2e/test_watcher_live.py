@@ -69,3 +69,44 @@ def test_a_passed_deadline_reaches_an_open_board_as_checkpoint_within_one_interv
             output = watcher.communicate(timeout=30)[0]
     # The watcher's own log names the action it took.
     assert "checkpoint" in output.lower(), output
+
+
+def test_a_quiet_board_stays_quiet_while_the_watcher_sweeps(browser):
+    """Issue 25: with nothing happening, the header is never redrawn; the watcher's sweeps alone
+    must keep "watcher last seen" fresh, so no "Watcher silent" appears over 5 intervals."""
+    world = World(now=timezone.now())
+    ProjectConfig.objects.filter(project=world.project).update(watch_interval=INTERVAL)
+    prefix = f"liza-e2e-quiet-{uuid.uuid4().hex[:8]}"
+    env = {"LIZA_TEST_CHANNEL_PREFIX": prefix}
+    with live_server(
+        name="quiet-e2e", database_url=suite_database_url(), redis_url=REDIS_URL, env=env
+    ) as server:
+        watcher = watcher_process(
+            world.project.slug, env={**env, "REDIS_URL": REDIS_URL}, stderr=subprocess.STDOUT
+        )
+        context = browser.new_context(base_url=server.url, viewport={"width": 1440, "height": 900})
+        try:
+            page = context.new_page()
+            sign_in(page, world.admin)
+            # The watcher's first sweep (its process may take a while to start), then the board.
+            for _ in range(120):
+                world.project.refresh_from_db()
+                if world.project.last_swept is not None:
+                    break
+                page.wait_for_timeout(250)
+            assert world.project.last_swept is not None, "the watcher never swept"
+            open_board(page, world.project.slug)
+            mark_page(page)
+            banner = page.locator("#watcher-silent")
+            ages = []
+            for _ in range(5 * INTERVAL * 2 + 4):  # 5 intervals and then some, every 0.5 s
+                assert banner.is_hidden(), page.inner_text("#watcher-status")
+                ages.append(int(page.inner_text("#watcher-status .watcher-age").split()[2]))
+                page.wait_for_timeout(500)
+            # The age is reset by every sweep: never older than an interval and the slack.
+            assert max(ages) <= INTERVAL + SLACK, ages
+            assert page_not_reloaded(page)
+        finally:
+            context.close()
+            watcher.terminate()
+            watcher.communicate(timeout=30)

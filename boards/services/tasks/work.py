@@ -13,6 +13,7 @@ from boards.errors import (
     ProtocolValidationError,
 )
 from boards.models import (
+    ChangeSummary,
     Task,
 )
 from boards.protocol import AgentStatus, TaskStatus
@@ -38,9 +39,16 @@ from boards.services.tasks.limits import limit_anomaly
 
 @records_refusals
 def task_submit_for_review(
-    *, task: Task, agent: Agent, review_commit: str, now: datetime, tree_clean: bool = True
+    *,
+    task: Task,
+    agent: Agent,
+    review_commit: str,
+    now: datetime,
+    tree_clean: bool = True,
+    change_summary: dict | None = None,
 ) -> Task:
-    """CLAIMED → READY_FOR_REVIEW with the commit under review (seed 002 Clean Sync)."""
+    """CLAIMED → READY_FOR_REVIEW with the commit under review (seed 002 Clean Sync), and what
+    it changed when the coder's side computed it (issue 25: the drawer's "what changed")."""
     project = task.project
     require_role(agent, project, agent_roles=CODER, human=None)
     review_commit = clean_text(review_commit, "review_commit", max_length=64)
@@ -71,6 +79,17 @@ def task_submit_for_review(
             detail=f"Iteration {task.iteration or 1}, commit {review_commit}",
             data={"commit": review_commit, "iteration": task.iteration},
         )
+        if change_summary is not None:
+            ChangeSummary.objects.create(
+                project=project,
+                task=task,
+                review_commit=review_commit,
+                iteration=task.iteration,
+                files=list(change_summary.get("files") or []),
+                diff=change_summary.get("diff") or "",
+                truncated=bool(change_summary.get("truncated")),
+                created=now,
+            )
         if agent.status == AgentStatus.WORKING:
             agent.wait_for_review()
             agent.save()

@@ -404,3 +404,29 @@ def test_the_planner_completes_a_goal_once(cli_server, world):
     assert planner("goal", "complete", "--reason", "nothing left")["status"] == GoalStatus.COMPLETED
     again = planner("goal", "complete", "--reason", "again", exit=4)
     error_of(again, "invalid_transition", 4)
+
+
+def test_submit_from_the_repository_uploads_what_the_commit_changed(
+    cli_server, world, tmp_path, monkeypatch
+):
+    """Issue 25: run in the task's repository, `liza submit` sends the change summary from the
+    task's base commit to the review commit; the drawer shows it."""
+    from boards.models import ChangeSummary
+    from tests.agents.client.gitrepo import git, new_repo
+
+    repo = new_repo(tmp_path / "repo", {"app.py": "one\n"}, email="a@example.com", name="A")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "app.py").write_text("one\ntwo\n")
+    git(repo, "commit", "-qam", "two")
+    head = git(repo, "rev-parse", "HEAD")
+    world.unclaimed("T1")
+    coder = Liza(cli_server, world, "coder-1")
+    coder("claim", "T1", "--base-commit", base)
+    monkeypatch.chdir(repo)
+
+    assert coder("submit", "T1", "--commit", head, "--tree-clean")["task"]["status"] == (
+        TaskStatus.READY_FOR_REVIEW
+    )
+    [summary] = ChangeSummary.objects.filter(task=world.task("T1"))
+    assert summary.files == [{"path": "app.py", "added": 1, "deleted": 0}]
+    assert "+two" in summary.diff and summary.review_commit == head

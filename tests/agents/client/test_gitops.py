@@ -283,3 +283,28 @@ def test_a_remote_branch_moved_after_review_is_not_merged(remote, tmp_path):
             coder, "T1", integration="integration", review_commit=reviewed, remote="origin"
         )
     assert not isinstance(raised.value, gitops.PushError)
+
+
+def test_a_change_summary_lists_files_with_counts_and_the_diff(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "app.py").write_text("one\ntwo\nthree\n")
+    (repo / "logo.bin").write_bytes(b"\x00\x01\x02")
+    head = commit(repo, "new.py", "print('hi')\n")
+    summary = gitops.change_summary(repo, base, head)
+    assert summary["files"] == [
+        {"path": "app.py", "added": 2, "deleted": 0},
+        {"path": "logo.bin", "added": -1, "deleted": -1},  # binary: no line counts
+        {"path": "new.py", "added": 1, "deleted": 0},
+    ]
+    assert "+two" in summary["diff"] and "+print('hi')" in summary["diff"]
+    assert summary["truncated"] is False
+
+
+def test_a_large_change_summary_is_cut_on_a_line_and_says_so(repo, monkeypatch):
+    monkeypatch.setattr(gitops, "SUMMARY_MAX_DIFF", 200)
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit(repo, "big.txt", "".join(f"line {i}\n" for i in range(100)))
+    summary = gitops.change_summary(repo, base, head)
+    assert summary["truncated"] is True
+    assert len(summary["diff"]) <= 200 and summary["diff"].endswith("\n")
+    assert summary["files"] == [{"path": "big.txt", "added": 100, "deleted": 0}]

@@ -17,7 +17,7 @@ from agents.services import agent_heartbeat
 from boards import protocol as p
 from boards.errors import Conflict, LeaseLost, ProtocolValidationError
 from boards.live.outbox import board_group
-from boards.models import Event, Review, Sprint
+from boards.models import Alert, Event, Review, Sprint
 from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.watch import watcher_seen
@@ -245,9 +245,16 @@ def test_a_watcher_back_after_a_silence_makes_open_boards_redraw_their_header(se
         channel = async_to_sync(layer.new_channel)()
         async_to_sync(layer.group_add)(board_group(world.project.pk), channel)
 
+        sweeps = []
+
         async def next_message(timeout: float = 0.5):
+            """The next board event; each sweep's own note (`watcher.swept`) is set aside."""
             try:
-                return await asyncio.wait_for(layer.receive(channel), timeout)
+                while True:
+                    message = await asyncio.wait_for(layer.receive(channel), timeout)
+                    if message["type"] != "watcher.swept":
+                        return message
+                    sweeps.append(message)
             except TimeoutError:
                 return None
 
@@ -259,6 +266,10 @@ def test_a_watcher_back_after_a_silence_makes_open_boards_redraw_their_header(se
         assert async_to_sync(next_message)() is None
         watch_sweep(project=world.project, now=now + timedelta(seconds=41))  # 31 s of silence
         assert header in async_to_sync(next_message)()["changes"]
+        # Every sweep, quiet or not, tells open boards it happened (issue 25): 3 intervals.
+        assert async_to_sync(next_message)() is None
+        assert len(sweeps) == 3
+        assert {m["silent_after"] for m in sweeps} == {3 * world.project.config.watch_interval}
         world.project.refresh_from_db()
         assert world.project.last_swept == now + timedelta(seconds=41)
 
@@ -276,7 +287,10 @@ def test_an_alert_raised_or_resolved_redraws_the_header_and_its_card(settings):
 
         async def next_changes(timeout: float = 0.5):
             try:
-                return (await asyncio.wait_for(layer.receive(channel), timeout))["changes"]
+                while True:
+                    message = await asyncio.wait_for(layer.receive(channel), timeout)
+                    if message["type"] != "watcher.swept":  # each sweep's note, not a change
+                        return message["changes"]
             except TimeoutError:
                 return None
 
@@ -285,8 +299,11 @@ def test_an_alert_raised_or_resolved_redraws_the_header_and_its_card(settings):
         tasks_services.task_abandon(
             task=world.task("T-1"), actor=world.admin, reason="Not needed", now=world.tick()
         )
-        async_to_sync(next_changes)()  # the abandon's own message
-        watch_sweep(project=world.project, now=world.tick(10))  # resolves it
+        # The abandon ends the alert itself (issue 25): its own message redraws the header and
+        # the card, and the next sweep has nothing left to resolve.
         changes = async_to_sync(next_changes)()
         assert {"kind": "sprint", "id": world.project.pk} in changes
         assert {"kind": "task", "id": task.pk} in changes
+        assert not Alert.objects.filter(task=task, resolved_at__isnull=True).exists()
+        watch_sweep(project=world.project, now=world.tick(10))
+        assert async_to_sync(next_changes)() is None

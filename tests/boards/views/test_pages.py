@@ -212,7 +212,7 @@ def test_the_fragment_carries_what_a_resync_replaces(world):
     data = response.json()
     assert set(data) == {"seq", "columns", "header", "agents"}
     assert data["seq"] == events.current_sequence(world.project.pk)
-    assert data["columns"].startswith('<div class="columns" id="columns">')
+    assert data["columns"].startswith('<div class="columns" id="columns" data-total="')
     assert [c["data-key"] for c in read_columns(data["columns"])["CLAIMED"].cards] == ["task-1"]
     assert 'id="board-header"' in data["header"]
     assert data["agents"].startswith('<ul class="agents" id="agents">')
@@ -258,7 +258,7 @@ def test_the_drawer_shows_every_field_history_and_records(world):
     actions = re.findall(r'<span class="action">([\w_]+)</span>', html)
     assert actions[:2] == ["created", "finalized"]
     assert actions.index("claimed") < actions.index("rejected")
-    states = re.findall(r"<tr><th>(\w+)</th>", html)
+    states = re.findall(r"<tr><th title=\"(\w+)\">", html)  # the raw name in the tooltip
     assert states == ["DRAFT", "UNCLAIMED", "CLAIMED", "READY_FOR_REVIEW", "REJECTED"]
 
 
