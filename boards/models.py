@@ -856,6 +856,7 @@ class Alert(models.Model):
         CIRCUIT_BREAKER = "circuit_breaker"  # TRIGGERED, until a human resolves it
         STATE_TIMEOUT = "state_timeout"  # seed 003: a task over (80 % of) its state's budget
         AGENT_ERROR = "agent_error"  # seed 003: an agent in error (repeated lease expiries)
+        SPRINT_DEADLINE = "sprint_deadline"  # seed 000: the sprint's deadline passed
         # Raised and resolved by the webhook's sender, not by a sweep's conditions.
         WEBHOOK_FAILING = "webhook_failing"
 

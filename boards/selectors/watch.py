@@ -349,6 +349,7 @@ def alert_conditions(
                 f"{label}: {sprint.sprint_id} at CHECKPOINT for {minutes} min",
             )
         )
+    found += _sprint_deadline_conditions(project, now)
     breaker = CircuitBreaker.objects.filter(
         project=project, status=CircuitBreaker.Status.TRIGGERED
     ).first()
@@ -383,6 +384,28 @@ def alert_conditions(
                 )
             )
     return found
+
+
+def _sprint_deadline_conditions(project: Project, now: datetime) -> list[AlertCondition]:
+    """Seed 000: a sprint that reached its deadline (the sweep also checkpoints it): one
+    warning while the deadline stays passed and the sprint open; a new future deadline or none
+    (`sprint_resume`), or the sprint's end, resolves it."""
+    sprints = Sprint.objects.filter(
+        project=project,
+        status__in=(SprintStatus.IN_PROGRESS, SprintStatus.CHECKPOINT),
+        deadline__lte=now,
+    ).order_by("pk")
+    return [
+        AlertCondition(
+            Alert.Type.SPRINT_DEADLINE,
+            sprint.sprint_id,
+            Alert.Level.WARNING,
+            f"SPRINT DEADLINE REACHED: {sprint.sprint_id} — deadline "
+            f"{format_timestamp(sprint.deadline)} passed; the sprint is at CHECKPOINT for a "
+            "human to review, extend or complete",
+        )
+        for sprint in sprints
+    ]
 
 
 def _breaker_condition(trigger: dict) -> AlertCondition:

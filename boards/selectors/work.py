@@ -16,7 +16,6 @@ from boards.models import Discovery, Goal, Project, Task
 from boards.protocol import GoalStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.availability import agent_availability
-from boards.selectors.leases import lease_alive
 from boards.selectors.reviews import held_review, merges_awaiting, reviewable_tasks
 from boards.selectors.sprints import sprint_current
 from boards.selectors.tasks import (
@@ -100,10 +99,11 @@ def work_for_role(
             if (
                 (work or retrying)
                 and not available.takes_work
-                and not _live_claim(held, now, config)
+                and not (held is not None and held.status == TaskStatus.CLAIMED)
             ):
                 # Seed 003: no new work for an agent in error or overloaded; a claim is refused
-                # (agent_unavailable) until it clears.
+                # (agent_unavailable) until it clears. Its own claim, live or due for its retry,
+                # is not new work (decisions.md "Retries and agent in error").
                 return {
                     **result,
                     "retry_after": max(
@@ -177,12 +177,3 @@ def work_for_role(
         else coming or "work is in progress elsewhere"
     )
     return {**result, "retry_after": retry_after, "reason": reason}
-
-
-def _live_claim(held: Task | None, now: datetime, config) -> bool:
-    """Work in hand: its own CLAIMED task under a live lease (claim-next hands it back)."""
-    return (
-        held is not None
-        and held.status == TaskStatus.CLAIMED
-        and lease_alive(held.lease_expires, now, config)
-    )

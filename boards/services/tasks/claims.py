@@ -251,7 +251,10 @@ def task_claim(
         # task the first one took (one task at a time, seed 000).
         agent = lock_agent(agent)
         _check_claimer(project, agent, now, task=task, config=config)
-        refuse_if_unavailable(agent, action="claim", now=now, task=task)
+        if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
+            # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
+            # "Retries and agent in error".
+            refuse_if_unavailable(agent, action="claim", now=now, task=task)
         task = lock_task(task)
         task.project = project  # already loaded: spare _claim_locked a query
         if task.is_suspended:
@@ -323,18 +326,18 @@ def task_claim_next(
             and lease_alive(held.lease_expires, now, config)
         ):
             return lock_task(held)  # its own live claim: go on with it
-        # Anything else is new work, which an agent in error or overloaded does not get.
-        refuse_if_unavailable(agent, action="claim", now=now)
         if held is not None and held.status == TaskStatus.CLAIMED:
             # Its own dead claim: retried once the backoff has passed (the queue's predicate),
-            # nothing else meanwhile (one task at a time).
+            # nothing else meanwhile (one task at a time). The task's retry, not new work: an
+            # agent in error still gets it, so the expiry past the schedule blocks the task
+            # however close the expiries were (decisions.md "Retries and agent in error").
             querysets = [querysets[3].filter(pk=held.pk)]
-        elif held is not None:
-            # Seed 000: REJECTED goes back to its own coder before it takes anything else.
-            querysets = querysets[:1]
         else:
-            # A coder that holds nothing has no REJECTED task of its own: that query is skipped.
-            querysets = querysets[1:]
+            # Anything else is new work, which an agent in error or overloaded does not get.
+            refuse_if_unavailable(agent, action="claim", now=now)
+            # Seed 000: REJECTED goes back to its own coder before it takes anything else; a
+            # coder that holds nothing has no REJECTED task of its own (that query is skipped).
+            querysets = querysets[:1] if held is not None else querysets[1:]
         busy: list[int] = []  # rows whose previous holder is mid-heartbeat: not this time
         for queryset in querysets:
             while True:
