@@ -41,4 +41,6 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             headers = {k: v for k, v in drf_response.items() if k != "Content-Type"}
     if isinstance(error, Unavailable):
         headers["Retry-After"] = str(error.RETRY_AFTER)
+    elif error.status_code == 429 and isinstance(error.details.get("retry_after"), int):
+        headers["Retry-After"] = str(error.details["retry_after"])  # a limit, an agent in error
     return Response(error.as_envelope(), status=error.status_code, headers=headers)

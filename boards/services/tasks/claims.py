@@ -23,6 +23,7 @@ from boards.models import (
 from boards.protocol import AgentStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.leases import lease_alive
+from boards.selectors.limits import limits_enforced
 from boards.selectors.tasks import (
     claim_candidates,
     claimer_refusal,
@@ -33,6 +34,7 @@ from boards.selectors.tasks import (
     takeover_exhausts,
     waiting_on,
 )
+from boards.services.admission import admission_lock, admit, raise_limit, wip_full
 from boards.services.kernel import (
     CODER,
     clean_text,
@@ -247,6 +249,8 @@ def task_claim(
         )
 
     with transaction.atomic():
+        # With an enforced limit, the project row first: claims are counted one at a time.
+        admission_lock(project=project, config=config)
         # The agent row first: a second claim by the same coder waits here, then sees the
         # task the first one took (one task at a time, seed 000).
         agent = lock_agent(agent)
@@ -255,6 +259,15 @@ def task_claim(
             # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
             # "Retries and agent in error".
             refuse_if_unavailable(agent, action="claim", now=now, task=task)
+        admit(
+            project=project,
+            config=config,
+            agent=agent,
+            action="claim",
+            now=now,
+            into_column=task.status != TaskStatus.CLAIMED,  # a takeover adds no card
+            task=task,
+        )
         task = lock_task(task)
         task.project = project  # already loaded: spare _claim_locked a query
         if task.is_suspended:
@@ -317,6 +330,7 @@ def task_claim_next(
     base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
     config = config_of(project)
     with transaction.atomic():
+        admission_lock(project=project, config=config)  # as in task_claim
         agent = lock_agent(agent)  # before the holder check, as in task_claim
         held = _check_claimer(project, agent, now, task=None, config=config)
         querysets = claim_candidates(project, agent.agent_id, now, config)
@@ -338,6 +352,16 @@ def task_claim_next(
             # Seed 000: REJECTED goes back to its own coder before it takes anything else; a
             # coder that holds nothing has no REJECTED task of its own (that query is skipped).
             querysets = querysets[:1] if held is not None else querysets[1:]
+        # Enforced limits (issue 24): agents at work; with the CLAIMED column full, only a task
+        # already in it (a retry, a takeover) may be claimed.
+        admit(
+            project=project, config=config, agent=agent, action="claim", now=now, into_column=False
+        )
+        full = limits_enforced(config) and wip_full(
+            project=project, config=config, agent=agent, now=now
+        )
+        if full:
+            querysets = [q.filter(status=TaskStatus.CLAIMED) for q in querysets]
         busy: list[int] = []  # rows whose previous holder is mid-heartbeat: not this time
         for queryset in querysets:
             while True:
@@ -362,4 +386,6 @@ def task_claim_next(
                 if claimed is not None:
                     return claimed
                 # A limit blocked that one; it left the queryset, try the next.
+        if full:
+            raise_limit(full, project=project, agent=agent, action="claim", now=now)
     return None
