@@ -855,3 +855,17 @@ def agent_quota_pause(
             data={"until": format_timestamp(until), "provider": provider},
         )
     return agent
+
+
+RUN_OUTPUT_DAYS = 30  # LIZA_RUN_OUTPUT_DAYS: how long an ended run keeps its output
+
+
+def runs_output_trim(*, now: datetime, days: int) -> int:
+    """Old output trimmed by age (issue 24; by size it is at every write, `redact_output`): the
+    output of runs that ended more than `days` ago is emptied, the run itself (state, reason,
+    duration) kept. Returns how many runs lost their output."""
+    return (
+        Run.objects.filter(ended__lt=now - timedelta(days=days))
+        .exclude(output="")
+        .update(output="")
+    )

@@ -155,3 +155,23 @@ def test_a_runs_output_reaches_open_boards_as_a_run_output_message(world):
     assert change["run"]["id"] == run.pk and change["run"]["task"] == "T-1"
     assert change["run"]["state"] == "running" and change["output"] == "compiling…"
     assert Run.objects.get(pk=run.pk).last_output_at == world.now
+
+
+def test_old_output_is_trimmed_by_age_and_the_runs_stay(world):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    world.claimed("T-1")
+    now = timezone.now()
+    old = run_start(project=world.project, agent=world.coder, now=now - timedelta(days=40))
+    run_finish(run=old, agent=world.coder, now=now - timedelta(days=40), exit_code=42, output="a")
+    recent = run_start(project=world.project, agent=world.coder, now=now - timedelta(days=2))
+    run_finish(run=recent, agent=world.coder, now=now - timedelta(days=2), exit_code=0, output="b")
+    out = StringIO()
+    call_command("liza_trim_runs", "--days", "30", stdout=out)
+    assert "1 run output(s)" in out.getvalue()
+    old, recent = Run.objects.get(pk=old.pk), Run.objects.get(pk=recent.pk)
+    assert (old.output, old.reason) == ("", "session ended, work left")
+    assert recent.output == "b"
