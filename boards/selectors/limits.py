@@ -21,7 +21,7 @@ from boards.selectors.leases import lease_stale_before
 
 def limits_enforced(config: ProjectConfig) -> bool:
     """Whether a claim must count (and so serialize on the project row): any limit set."""
-    return bool(config.max_concurrent) or "CLAIMED" in (config.wip_limits or {})
+    return bool(config.max_concurrent) or TaskStatus.CLAIMED in (config.wip_limits or {})
 
 
 @dataclass(frozen=True)
