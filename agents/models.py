@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from boards import protocol as p
@@ -51,6 +52,14 @@ class Agent(FSMModelMixin, models.Model):
     # lease expiries, counting only those after `error_cleared_at` (an admin's "clear").
     overloaded = models.BooleanField(default=False)
     error_cleared_at = models.DateTimeField(null=True, blank=True)
+    # Issue 24: the last progress of its supervised run (output, a commit), as its supervisor
+    # reported it with the latest heartbeat; None when not supervised.
+    progress_at = models.DateTimeField(null=True, blank=True)
+    # Issue 24: its supervisor met its provider's quota wall and spawns nothing before this
+    # time (the board shows "quota: resumes at HH:MM" while it is ahead).
+    quota_until = models.DateTimeField(null=True, blank=True)
+    quota_provider = models.CharField(max_length=64, blank=True)
+    quota_message = models.CharField(max_length=300, blank=True)
 
     objects = ProjectScopedManager()
 
@@ -210,6 +219,36 @@ class IdempotentRequest(models.Model):
         return f"{self.method} {self.path} [{self.key}]"
 
 
+class RunState(models.TextChoices):
+    RUNNING = "running"
+    FINISHED = "finished"  # it exited by itself (0, 42, a crash, a provider's quota wall)
+    STALLED = "stalled"  # no progress for stall_timeout: its supervisor terminated it
+    KILLED = "killed"  # its supervisor stopped it (lease lost, pause, budget, a signal)
+
+
+# Why the supervisor stopped a run (`stopped_by`) → its state and reason in words.
+RUN_STOPS = {
+    "stalled": (RunState.STALLED, "stalled"),
+    "quota": (RunState.FINISHED, "quota"),
+    "budget": (RunState.KILLED, "budget"),
+}
+
+
+def run_outcome(exit_code: int, stopped_by: str, progress: bool = False) -> tuple[str, str]:
+    """THE rule for how a run ended: (state, reason in words). Exit 42 is the protocol's
+    "session ended, work left", not a failure; 0 the role complete. Another code is a crash
+    only without protocol progress in the session (issue 23, `Run.crashed`)."""
+    if stopped_by:
+        return RUN_STOPS.get(stopped_by, (RunState.KILLED, f"stopped: {stopped_by}"))
+    if exit_code == 0:
+        return RunState.FINISHED, "role complete"
+    if exit_code == 42:
+        return RunState.FINISHED, "session ended, work left"
+    if progress:
+        return RunState.FINISHED, f"session ended after progress (exit {exit_code})"
+    return RunState.FINISHED, f"crashed (exit {exit_code})"
+
+
 class Run(models.Model):
     """One spawn of an agent command by `liza supervise` (issue 12 §2 "Runs"): who ran, on
     which task, when, how it ended and the last lines it printed (secrets redacted), so a human
@@ -235,6 +274,11 @@ class Run(models.Model):
     progress = models.BooleanField(default=False)
     command = models.CharField(max_length=500, blank=True)
     output = models.TextField(blank=True)
+    # Issue 24: what the run is (running until it ends), why it ended in words, and when its
+    # output last moved (streamed while it runs: `run_output_append`).
+    state = models.CharField(max_length=10, choices=RunState.choices, default=RunState.RUNNING)
+    reason = models.CharField(max_length=100, blank=True)
+    last_output_at = models.DateTimeField(null=True, blank=True)
 
     objects = ProjectScopedManager()
 
@@ -246,6 +290,24 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.agent_id}"
+
+    def duration(self, now: datetime | None = None) -> timedelta:
+        """How long it ran (so far, at `now`, while it runs)."""
+        end = self.ended or now or self.started
+        return max(end - self.started, timedelta(0))
+
+    @property
+    def duration_text(self) -> str:
+        """The duration in words as the board shows it ("1 h 02 min", "3 min 05 s", "12 s");
+        a running run's from the database's clock of the render."""
+        seconds = int(self.duration(timezone.now()).total_seconds())
+        hours, rest = divmod(seconds, 3600)
+        minutes, secs = divmod(rest, 60)
+        if hours:
+            return f"{hours} h {minutes:02d} min"
+        if minutes:
+            return f"{minutes} min {secs:02d} s"
+        return f"{secs} s"
 
     @property
     def crashed(self) -> bool:

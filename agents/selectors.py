@@ -9,7 +9,7 @@ from functools import cache
 from django.db import connection
 from django.db.models import QuerySet
 
-from agents.models import Agent, AgentKey, Run
+from agents.models import Agent, AgentKey, Run, RunState
 from boards import rows
 from boards.models import Event, Project, ProjectConfig
 from boards.protocol import Action
@@ -150,3 +150,9 @@ def recent_crashes(*, agent: Agent, window: timedelta, now: datetime) -> list[Ru
         .order_by("-ended", "-id")
     )
     return list(rows)
+
+
+def task_stalls(*, task) -> int:
+    """How many runs on `task` its supervisors stopped as stalled (the progress watchdog): its
+    `max_stalls`-th blocks it."""
+    return Run.objects.filter(task=task, state=RunState.STALLED).count()

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from agents.models import Agent, AgentKey, IdempotentRequest, Run
+from agents.models import Agent, AgentKey, IdempotentRequest, Run, RunState, run_outcome
 from agents.selectors import run_made_progress
 from boards import rows
 from boards.errors import (
@@ -51,6 +51,7 @@ from boards.services.kernel import (
 )
 from boards.services.tasks.holders import release_holder, release_reviewers
 from boards.services.tasks.overrides import take_claim_back
+from boards.services.tasks.stalls import task_stalled
 
 
 @records_refusals
@@ -257,12 +258,21 @@ def agent_register(
 
 @records_refusals
 def agent_heartbeat(
-    *, agent: Agent, now: datetime, context_percent: int | None = None
+    *,
+    agent: Agent,
+    now: datetime,
+    context_percent: int | None = None,
+    progress_at: datetime | None = None,
 ) -> HeartbeatResult:
     """Extend the agent lease and the task and review leases it holds (SPEC §6).
 
     A coder whose task was taken over gets lease_lost: it must exit 42 (seed 002 "If original
     agent returns after expiry → must self-abort immediately").
+
+    `progress_at` (issue 24): its supervised run's last progress (output, a commit), as its
+    supervisor saw it. Older than `progress_stale` (the supervisor's watchdog should have
+    stopped it long before: a hung supervisor), the task lease is not extended — it lapses —
+    and the answer says stop ("stalled").
     """
     project = agent.project
     if context_percent is not None and (
@@ -272,6 +282,9 @@ def agent_heartbeat(
     ):
         raise ProtocolValidationError("context_percent", "an integer from 0 to 100")
     config = config_of(project)
+    if progress_at is not None and progress_at > now:
+        progress_at = now  # a supervisor's clock ahead of ours: progress now, not later
+    stale = progress_at is not None and progress_stale(progress_at, now, config)
     with transaction.atomic():
         agent = lock_agent(agent)
         if not agent.enabled:
@@ -317,8 +330,9 @@ def agent_heartbeat(
                         now=now,
                         task=task,
                     )
-                task.lease_expires = task.lease_until(now=now, config=config)
-                rows.save_fields(task, ["lease_expires"])
+                if not stale:
+                    task.lease_expires = task.lease_until(now=now, config=config)
+                    rows.save_fields(task, ["lease_expires"])
         reviews = []
         if agent.role == Agent.Role.CODE_REVIEWER:
             reviews = list(
@@ -347,14 +361,31 @@ def agent_heartbeat(
         )
         if context_percent is not None:
             agent.context_percent = context_percent
+        fields = ["status", "heartbeat", "lease_expires", "context_percent"]
+        if progress_at is not None:
+            agent.progress_at = progress_at
+            fields.append("progress_at")
         # Only what a heartbeat changes: a narrow UPDATE of unindexed columns stays HOT.
-        rows.save_fields(agent, ["status", "heartbeat", "lease_expires", "context_percent"])
+        rows.save_fields(agent, fields)
         # Heartbeats write no Event, but open boards show leases and heartbeat ages.
         outbox.changed(project.pk, outbox.AGENT, agent.pk)
         if task is not None:
             outbox.changed(project.pk, outbox.TASK, task.pk)
     stop = stop_reason(project)
+    if stop is None and stale:
+        stop = Stop(
+            "stalled",
+            f"no progress reported since {format_timestamp(progress_at)} (stall_timeout "
+            f"{config.stall_timeout} s): the task lease is not extended; stop the agent",
+        )
     return HeartbeatResult(agent=agent, task=task, reviews=reviews, stop=stop)
+
+
+def progress_stale(progress_at: datetime, now: datetime, config) -> bool:
+    """THE server's side of the progress watchdog: a supervised run's last progress older than
+    twice `stall_timeout` — its supervisor's own watchdog stops it at once `stall_timeout`, so
+    a supervisor still heartbeating past twice that is hung itself."""
+    return now - progress_at > timedelta(seconds=2 * config.stall_timeout)
 
 
 @records_refusals
@@ -687,6 +718,9 @@ def idempotent_requests_purge(*, now: datetime) -> int:
 
 RUN_OUTPUT_LINES = 200
 RUN_OUTPUT_CHARS = 64_000
+# A streamed chunk (`run_output_append`): what one request may add (the supervisor sends at
+# most one a second per run, and cuts what it prints beyond that rate).
+RUN_CHUNK_CHARS = 16_000
 # An agent key as boards issue them (liza_<12 hex>_<secret>): never stored, whoever printed it.
 _KEY_SHAPE = re.compile(r"liza_[0-9a-f]{12}_[A-Za-z0-9_\-]+")
 
@@ -719,7 +753,7 @@ def run_start(
         if row is None:
             raise ProtocolValidationError("task", f"no task {task} in this project")
     with transaction.atomic():
-        return Run.objects.create(
+        run = Run.objects.create(
             project=project,
             agent=agent,
             task=row,
@@ -727,6 +761,9 @@ def run_start(
             restart_reason=restart_reason,
             command=command,
         )
+        if row is not None:  # its card says "agent running" (issue 24)
+            outbox.changed(project.pk, outbox.TASK, row.pk)
+        return run
 
 
 @records_refusals
@@ -753,9 +790,26 @@ def run_finish(
         run.ended = now
         run.exit_code = exit_code
         run.stopped_by = stopped_by
-        run.output = redact_output(output)
         run.progress = run_made_progress(run=run, now=now)
-        run.save(update_fields=["ended", "exit_code", "stopped_by", "output", "progress"])
+        run.state, run.reason = run_outcome(exit_code, stopped_by, run.progress)
+        if output or not run.output:  # a streamed run's output is already here
+            run.output = redact_output(output)
+        run.save(
+            update_fields=[
+                "ended",
+                "exit_code",
+                "stopped_by",
+                "output",
+                "progress",
+                "state",
+                "reason",
+            ]
+        )
+        outbox.changed(project.pk, outbox.AGENT, agent.pk)
+        if run.task_id is not None:
+            outbox.changed(project.pk, outbox.TASK, run.task_id)
+        if run.state == RunState.STALLED and run.task is not None:
+            task_stalled(task=run.task, agent=agent, run_id=run.pk, now=now)
         if run.crashed:
             record_event(
                 project=project,
@@ -768,3 +822,76 @@ def run_finish(
                 data={"run": run.pk, "exit_code": exit_code},
             )
     return run
+
+
+@records_refusals
+def run_output_append(*, run: Run, agent: Agent, now: datetime, text: str) -> Run:
+    """A running run's next lines, streamed by its supervisor (issue 24): appended, key-shaped
+    strings redacted, the whole kept to its last RUN_OUTPUT_LINES lines; open drawers of the
+    project see it live (the run's task changes). Only the run's own agent, only while it runs."""
+    project = run.project
+    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
+    if run.agent_id != agent.pk:
+        raise Forbidden(f"run {run.pk} is {run.agent.agent_id}'s, not {agent.agent_id}'s")
+    if not isinstance(text, str) or len(text) > RUN_CHUNK_CHARS:
+        raise ProtocolValidationError("text", f"text of at most {RUN_CHUNK_CHARS} characters")
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.ended is not None:
+            raise Conflict(f"run {run.pk} already ended", {"run": run.pk})
+        run.output = redact_output(run.output + ("\n" if run.output else "") + text)
+        run.last_output_at = now
+        run.save(update_fields=["output", "last_output_at"])
+        outbox.run_output(project.pk, run.pk)
+    return run
+
+
+QUOTA_PAUSE_MAX = timedelta(days=7)
+
+
+@records_refusals
+def agent_quota_pause(
+    *,
+    project: Project,
+    agent: Agent,
+    now: datetime,
+    until: datetime,
+    provider: str,
+    message: str = "",
+) -> Agent:
+    """Its supervisor met the provider's quota or rate-limit wall (issue 24): it spawns nothing
+    before `until`. Recorded on the agent (the board says "quota: resumes at HH:MM", the watcher
+    raises a QUOTA alert while it stands) and in the log."""
+    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
+    provider = clean_text(provider, "provider", max_length=64)
+    message = redact_output(clean_text(message, "message", required=False, max_length=300))
+    if until <= now or until > now + QUOTA_PAUSE_MAX:
+        raise ProtocolValidationError("until", "a time in the future, at most 7 days ahead")
+    with transaction.atomic():
+        agent = lock_agent(agent)
+        agent.quota_until, agent.quota_provider, agent.quota_message = until, provider, message
+        agent.save(update_fields=["quota_until", "quota_provider", "quota_message"])
+        record_event(
+            project=project,
+            actor=agent,
+            action=Action.QUOTA_PAUSED,
+            now=now,
+            detail=f"{agent.agent_id}: {provider}'s quota wall; no spawn before "
+            f"{format_timestamp(until)}" + (f" ({message})" if message else ""),
+            data={"until": format_timestamp(until), "provider": provider},
+        )
+    return agent
+
+
+RUN_OUTPUT_DAYS = 30  # LIZA_RUN_OUTPUT_DAYS: how long an ended run keeps its output
+
+
+def runs_output_trim(*, now: datetime, days: int) -> int:
+    """Old output trimmed by age (issue 24; by size it is at every write, `redact_output`): the
+    output of runs that ended more than `days` ago is emptied, the run itself (state, reason,
+    duration) kept. Returns how many runs lost their output."""
+    return (
+        Run.objects.filter(ended__lt=now - timedelta(days=days))
+        .exclude(output="")
+        .update(output="")
+    )

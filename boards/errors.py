@@ -27,6 +27,7 @@ class Exit(IntEnum):
     NOT_FOUND = 5  # no such object (or another tenant's)
     COLLISION = 6  # the agent id is held by a live lease: the process must exit
     UNREACHABLE = 7  # the server did not answer (or answered 5xx): retry later
+    WAIT = 11  # an enforced limit holds (WIP, max_concurrent): ask again after Retry-After
     STOP = 42  # lease lost, paused, checkpoint, aborted: stop and restart (seed 000)
 
 
@@ -54,6 +55,7 @@ EXIT_CODES: dict[str, int] = {
     "idempotency_key_reused": Exit.REFUSED,
     # The agent itself may take no work now (in error, overloaded): wait and ask again.
     "agent_unavailable": Exit.UNREACHABLE,
+    "limit_reached": Exit.WAIT,
 }
 
 
@@ -183,6 +185,17 @@ class Throttled(ProtocolError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(None, message, {"retry_after": retry_after})
         self.retry_after = retry_after
+
+
+class LimitReached(ProtocolError):
+    """Issue 24: an enforced limit (the CLAIMED column's WIP limit, max_concurrent per role or
+    project) holds: 429 with Retry-After, exit 11 (wait and ask again), like `/work`'s "wait"."""
+
+    code = "limit_reached"
+    status_code = 429
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(None, message, details)
 
 
 class ProtocolValidationError(ProtocolError):

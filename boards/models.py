@@ -166,9 +166,22 @@ class ProjectConfig(models.Model):
     state_timeouts = models.JSONField(
         default=dict, blank=True, help_text="time budget per task state; empty = none"
     )
-    # Not a seed key either: the board's advisory WIP limits, {column: max cards} (issue #13).
-    # Display only; no claim or transition reads them (docs/decisions.md).
+    # Not a seed key either: the board's WIP limits, {column: max cards} (issue #13). The
+    # CLAIMED column's is enforced at claim since issue 24 (selectors.limits); the others are
+    # shown on the board only (docs/decisions.md).
     wip_limits = models.JSONField(default=dict, blank=True)
+    # Issue 24, the progress watchdog: a supervised run with no output, no commit in its
+    # worktree for this long is stalled (terminated, retried on seed 003's schedule); the
+    # task's `max_stalls`-th stall blocks it.
+    stall_timeout = models.PositiveIntegerField(
+        default=p.STALL_TIMEOUT_SECONDS, validators=[MinValueValidator(1)], help_text="seconds"
+    )
+    # Issue 24: agents at work at once (a live lease), enforced at claim, per role and for the
+    # project: {"coder": 3, "code_reviewer": 2, "project": 5}; empty = no limit.
+    max_concurrent = models.JSONField(default=dict, blank=True)
+    max_stalls = models.PositiveIntegerField(
+        default=p.MAX_STALLS, validators=[MinValueValidator(1)], help_text="stalls of one task"
+    )
 
     objects = ProjectScopedManager()
 
@@ -193,6 +206,8 @@ class ProjectConfig(models.Model):
         wip_error = p.wip_limits_error(self.wip_limits)
         if wip_error:
             errors["wip_limits"] = wip_error
+        if concurrency_error := p.max_concurrent_error(self.max_concurrent):
+            errors["max_concurrent"] = concurrency_error
         if errors:
             raise ValidationError(errors)
 
@@ -862,6 +877,9 @@ class Alert(models.Model):
         CIRCUIT_BREAKER = "circuit_breaker"  # TRIGGERED, until a human resolves it
         STATE_TIMEOUT = "state_timeout"  # seed 003: a task over (80 % of) its state's budget
         AGENT_ERROR = "agent_error"  # seed 003: an agent in error (repeated lease expiries)
+        SPRINT_DEADLINE = "sprint_deadline"  # seed 000: the sprint's deadline passed
+        RUN_STALLED = "run_stalled"  # issue 24: the progress watchdog stopped a task's run
+        QUOTA = "quota"  # issue 24: a supervisor paused by its provider's quota wall
         # Raised and resolved by the webhook's sender, not by a sweep's conditions.
         WEBHOOK_FAILING = "webhook_failing"
 

@@ -218,6 +218,8 @@ STATE_TIMEOUT_MAX_SECONDS = 365 * DAY_SECONDS  # one state_timeouts budget
 ARCHIVE_AFTER_DAYS = 30
 WATCH_INTERVAL_SECONDS = 10  # the original watcher's loop (liza-watch.sh)
 REVIEW_CHURN_THRESHOLD = 8  # issue #11: the Go rewrite's #123 (a task with 8 review cycles)
+STALL_TIMEOUT_SECONDS = 600  # issue 24: the progress watchdog (no output, no commit)
+MAX_STALLS = 3  # issue 24: the stall of one task that blocks it
 
 # The circuit breaker (original-liza.md §2.7, specs/protocols/circuit-breaker.md): each pattern
 # with its one severity, in precedence order: when several match at once, the trigger names the
@@ -273,6 +275,27 @@ def wip_limits_error(value: object) -> str:
             return f"{status!s:.40} is not a column with a WIP limit; one of {', '.join(allowed)}"
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= WIP_LIMIT_MAX:
             return f"{status}: a limit is a whole number from 1 to {WIP_LIMIT_MAX}"
+    return ""
+
+
+# The keys of `ProjectConfig.max_concurrent` (issue 24, enforced at claim: selectors.limits).
+CONCURRENCY_KEYS = ("coder", "code_reviewer", "project")
+CONCURRENCY_MAX = 1000
+
+
+def max_concurrent_error(value: object) -> str:
+    """Why `value` is not a {role | "project": limit} map ("" when it is)."""
+    if not isinstance(value, dict):
+        return 'a map of role or "project" to a limit, e.g. {"coder": 3, "project": 5}'
+    for name, limit in value.items():
+        if name not in CONCURRENCY_KEYS:
+            return f"{name!s:.40} is not one of {', '.join(CONCURRENCY_KEYS)}"
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= CONCURRENCY_MAX
+        ):
+            return f"{name}: a limit is a whole number from 1 to {CONCURRENCY_MAX}"
     return ""
 
 
@@ -397,6 +420,8 @@ class Action(StrEnum):
     REGISTERED = "registered"
     RESTARTED = "restarted"
     AGENT_CRASHED = "agent_crashed"  # a supervised agent command exited neither 0 nor 42
+    RUN_STALLED = "run_stalled"  # issue 24: the progress watchdog terminated a run
+    QUOTA_PAUSED = "quota_paused"  # issue 24: a provider's quota wall pauses a supervisor
     AGENT_CREATED = "agent_created"
     AGENT_UPDATED = "agent_updated"
     AGENT_ENABLED = "agent_enabled"

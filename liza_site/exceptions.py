@@ -15,7 +15,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from boards.errors import Throttled, Unavailable, as_protocol_error, exit_code
+from boards.errors import Unavailable, as_protocol_error, exit_code
 
 
 def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -41,6 +41,6 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             headers = {k: v for k, v in drf_response.items() if k != "Content-Type"}
     if isinstance(error, Unavailable):
         headers["Retry-After"] = str(error.RETRY_AFTER)
-    if isinstance(error, Throttled):
-        headers["Retry-After"] = str(error.retry_after)
+    elif error.status_code == 429 and isinstance(error.details.get("retry_after"), int):
+        headers["Retry-After"] = str(error.details["retry_after"])  # a limit, an agent in error
     return Response(error.as_envelope(), status=error.status_code, headers=headers)

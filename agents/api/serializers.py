@@ -13,6 +13,9 @@ class RunSerializer(serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="agent_id", read_only=True)
     task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
     crashed = serializers.BooleanField(read_only=True)
+    duration = serializers.SerializerMethodField(
+        help_text="seconds it ran; null while it runs (the time since `started`)"
+    )
 
     class Meta:
         model = Run
@@ -25,12 +28,19 @@ class RunSerializer(serializers.ModelSerializer):
             "exit_code",
             "crashed",
             "progress",
+            "state",
+            "reason",
+            "duration",
+            "last_output_at",
             "restart_reason",
             "stopped_by",
             "command",
             "output",
         ]
         read_only_fields = fields
+
+    def get_duration(self, run: Run) -> float | None:
+        return run.duration().total_seconds() if run.ended else None
 
 
 class AgentSerializer(serializers.ModelSerializer):

@@ -11,6 +11,8 @@ on each of its retries, so a write whose answer was lost is applied once (docs/d
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -35,6 +37,17 @@ class Answer:
 
 def _drop_none(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
+
+
+def _mark_progress() -> None:
+    """Under `liza supervise`: a protocol operation is progress for its watchdog
+    (agents.client.watchdog), marked by touching LIZA_PROGRESS_FILE."""
+    path = os.environ.get("LIZA_PROGRESS_FILE")
+    if path:
+        with contextlib.suppress(OSError):
+            with open(path, "a"):
+                pass
+            os.utime(path)
 
 
 class Client:
@@ -112,6 +125,8 @@ class Client:
                 self._sleep(self._delay(attempt, response.headers.get("Retry-After")))
                 attempt += 1
                 continue
+            if method in WRITE_METHODS and response.status_code < 400:
+                _mark_progress()
             return self._answer(response)
 
     def _delay(self, attempt: int, retry_after: str | None = None) -> float:
@@ -145,8 +160,13 @@ class Client:
     def register(self, *, terminal: str | None = None) -> dict[str, Any]:
         return self.post("agents/register", _drop_none(terminal=terminal))
 
-    def heartbeat(self, *, context_percent: int | None = None) -> dict[str, Any]:
-        return self.post("agents/heartbeat", {"context_percent": context_percent})
+    def heartbeat(
+        self, *, context_percent: int | None = None, progress_at: str | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"context_percent": context_percent}
+        if progress_at is not None:
+            body["progress_at"] = progress_at
+        return self.post("agents/heartbeat", body)
 
     def work(self, *, role: str | None = None) -> Answer:
         return self.request("GET", "work", params=_drop_none(role=role) or None)
@@ -304,6 +324,12 @@ class Client:
 
     def agents(self) -> list[dict[str, Any]]:
         return self.get("agents")
+
+    def quota_pause(self, *, until: str, provider: str, message: str = "") -> dict[str, Any]:
+        return self.post("agents/quota", {"until": until, "provider": provider, "message": message})
+
+    def run_output(self, run: int, *, text: str) -> dict[str, Any]:
+        return self.post(f"runs/{run}/output", {"text": text})
 
     def runs(self, *, task: str | None = None, agent: str | None = None) -> list[dict[str, Any]]:
         return self.get("runs", task=task, agent=agent)

@@ -38,6 +38,7 @@ from typing import Any
 from agents.client import gitops, playbooks, wire
 from agents.client.errors import EXIT, LizaError, UsageError
 from agents.client.http import Client
+from agents.client.liverun import LiveRun, progress_file, quota_pause
 from agents.client.profiles import Invocation, Profile, Session
 from agents.client.profiles.custom import Custom
 from agents.client.wakeup import Wakeup
@@ -135,6 +136,7 @@ class Supervisor:
         self.config: dict[str, Any] = {}
         self._wake = Wakeup()  # set by the signal handler: no lock (agents.client.wakeup)
         self._waiting: str | None = None  # the wait's reason last said (said once per change)
+        self.live: LiveRun | None = None  # the running spawn's stream and watchdog (issue 24)
 
     def say(self, line: str) -> None:
         self._say(line)
@@ -226,6 +228,8 @@ class Supervisor:
         """One round: wait, merge or claim-spawn-judge. An exit code ends the supervisor; a
         string is why the next spawn happens (its run's restart reason)."""
         self.push_pending()
+        if quota_pause(self):  # a provider's quota wall: no claim, no spawn until it lifts
+            return reason
         body = self.client.work().body
         if body.get("exit") == EXIT["stop"]:
             if body.get("stop") == "aborted":
@@ -497,6 +501,7 @@ class Supervisor:
             LIZA_BASE_COMMIT=(a.task or {}).get("base_commit") or "",
             LIZA_REPO=str(self.repo),
             LIZA_REMOTE=self.o.remote or "",
+            LIZA_PROGRESS_FILE=str(progress_file(self)),
         )
         return env
 
@@ -533,9 +538,16 @@ class Supervisor:
         if self.stopping is not None:
             # The signal came while it was starting (the handler saw no child to forward to).
             self.terminate_child(signal.Signals(self.stopping))
+        lost: list[str] = []
+
+        def stop(why: str) -> None:
+            lost.append(why)
+            self.terminate_child()
+
+        worktree = a.worktree if self.role == "coder" else None
+        self.live = LiveRun(self, run, worktree=worktree, on_stop=stop)
         reader = threading.Thread(target=self._pump, args=(self.child, tail, reply), daemon=True)
         reader.start()
-        lost: list[str] = []
         done = threading.Event()
         beater = threading.Thread(target=self._beat, args=(a, done, lost), daemon=True)
         beater.start()
@@ -543,6 +555,8 @@ class Supervisor:
         done.set()
         reader.join(timeout=5)
         beater.join(timeout=5)
+        self.live.close()
+        self.live = None
         self.child = None
         stopped = lost[0] if lost else None
         if stopped is None and self.stopping is not None:
@@ -619,6 +633,8 @@ class Supervisor:
             sys.stdout.flush()
             tail.append(line.rstrip("\n"))
             reply.append(line.rstrip("\n"))
+            if (live := self.live) is not None:
+                live.line(line.rstrip("\n"))
 
     def heartbeat_interval(self, a: Assignment) -> float:
         if self.t.heartbeat is not None:
@@ -632,7 +648,8 @@ class Supervisor:
         interval = self.heartbeat_interval(a)
         while not done.wait(interval):
             try:
-                beat = self.client.heartbeat()
+                live = self.live
+                beat = self.client.heartbeat(**(live.heartbeat_fields() if live else {}))
             except LizaError as error:
                 if error.exit == EXIT["stop"]:
                     lost.append(error.code)

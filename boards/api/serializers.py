@@ -379,6 +379,9 @@ class ConfigSerializer(serializers.ModelSerializer):
             "retry_backoff",
             "state_timeouts",
             "wip_limits",
+            "stall_timeout",
+            "max_stalls",
+            "max_concurrent",
         ]
         read_only_fields = [
             name for name in fields if name not in ("escalation_webhook", "webhook_secret_set")

@@ -362,10 +362,33 @@ urlpatterns = [
         ).as_view(),
         name="api-run-finish",
     ),
+    path(
+        "runs/<int:run_id>/output",
+        op(
+            "run_output_append",
+            present="run",
+            operation_id="runs_output",
+            description="A running run's next output lines, streamed by its supervisor (at "
+            "most 16,000 characters a request; agent keys redacted; the run keeps its last ~200 "
+            "lines). Only the run's own agent, only while it runs (409 once it ended).",
+        ).as_view(),
+        name="api-run-output",
+    ),
     # -- agents and keys
     path("agents", views.AgentListView.as_view(), name="api-agents"),
     path("agents/register", views.RegisterView.as_view(), name="api-register"),
     path("agents/heartbeat", views.HeartbeatView.as_view(), name="api-heartbeat"),
+    path(
+        "agents/quota",
+        op(
+            "agent_quota_pause",
+            present="agent",
+            operation_id="agents_quota_pause",
+            description="`liza supervise` met its provider's quota or rate-limit wall: it spawns "
+            "nothing before `until`; the board shows when it resumes, the watcher alerts.",
+        ).as_view(),
+        name="api-agent-quota",
+    ),
     path("agents/<str:agent_id>", views.AgentDetailView.as_view(), name="api-agent"),
     path("agents/<str:agent_id>/keys", views.AgentKeysView.as_view(), name="api-agent-keys"),
     path(

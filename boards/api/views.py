@@ -283,14 +283,18 @@ class HeartbeatView(ProjectView):
         operation_id="agents_heartbeat",
         request=i.HeartbeatInput,
         description="Extend the agent lease and the task and review leases it holds. "
-        "`stop` tells a paused, checkpointed or aborted agent to exit 42; a lost task lease is "
-        "409 `lease_lost`.",
+        "`stop` tells a paused, checkpointed or aborted agent to exit 42 (`stalled`: the "
+        "reported `progress_at` is older than twice stall_timeout, the task lease is not "
+        "extended); a lost task lease is 409 `lease_lost`.",
         responses={200: agent_s.HeartbeatSerializer, **errors(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, slug: str) -> Response:
         data = self.valid(i.HeartbeatInput)
         result = agent_services.agent_heartbeat(
-            agent=self.agent, now=self.now, context_percent=data.get("context_percent")
+            agent=self.agent,
+            now=self.now,
+            context_percent=data.get("context_percent"),
+            progress_at=data.get("progress_at"),
         )
         task = (
             result.task

@@ -37,12 +37,14 @@ logger = logging.getLogger(__name__)
 
 # Change kinds and the typed events the consumer turns them into.
 # EVENT: a row of the event log, for the activity feed (boards/web/activity.py); boards ignore it.
-TASK, AGENT, SPRINT, EVENT = "task", "agent", "sprint", "event"
+# RUN: a running run's output moved (issue 24): an open drawer shows it live.
+TASK, AGENT, SPRINT, EVENT, RUN = "task", "agent", "sprint", "event", "run"
 EVENT_TYPES = {
     TASK: "task.changed",
     AGENT: "agent.changed",
     SPRINT: "sprint.changed",
     EVENT: "events.recorded",
+    RUN: "run.output",
 }
 
 
@@ -142,6 +144,11 @@ def changed(project_id: int, kind: str, object_id: int, *, controls: bool = Fals
     changes = _pending().setdefault(project_id, {})
     changes[(kind, object_id)] = changes.get((kind, object_id)) or controls
     transaction.on_commit(flush)
+
+
+def run_output(project_id: int, run_id: int) -> None:
+    """A running run's output moved: its drawer shows the new lines once this commits."""
+    changed(project_id, RUN, run_id)
 
 
 def flush() -> list[dict[str, Any]]:

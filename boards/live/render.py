@@ -13,8 +13,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from agents.models import Agent
-from boards.live.outbox import AGENT, EVENT, EVENT_TYPES, SPRINT, TASK
+from agents.models import Agent, Run
+from boards.live.outbox import AGENT, EVENT, EVENT_TYPES, RUN, SPRINT, TASK
 from boards.models import Event, Project, Task
 from boards.selectors import board as board_selectors
 from boards.selectors.access import config_of
@@ -101,9 +101,33 @@ def render_changes(project_id: int, changes: list[dict[str, Any]]) -> list[dict[
                     ),
                 }
             )
+        elif kind == RUN:
+            run = Run.objects.filter(pk=object_id, project=project).select_related("task").first()
+            if run is not None:
+                out.append(run_output(run))
     if event_ids:
         out.append(events_recorded(project, event_ids))
     return out
+
+
+# What a live run message carries of the output: the drawer shows the tail (the whole stored
+# output is on the run's own page and the API).
+RUN_OUTPUT_LIVE_CHARS = 8000
+
+
+def run_output(run: Run) -> dict[str, Any]:
+    """A running run's state and the tail of its output, for an open drawer (runs.js)."""
+    return {
+        "type": EVENT_TYPES[RUN],
+        "run": {
+            "id": run.pk,
+            "task": run.task.key if run.task else None,
+            "state": run.state,
+            "reason": run.reason,
+            "duration": run.duration_text,
+        },
+        "output": run.output[-RUN_OUTPUT_LIVE_CHARS:],
+    }
 
 
 # One message can carry thousands of events (a bulk rescope, an import through the services):

@@ -213,6 +213,20 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             "run_finish", agent_services.run_finish, RUN, i.RunFinishInput, principal="agent"
         ),
+        Operation(
+            "agent_quota_pause",
+            agent_services.agent_quota_pause,
+            PROJECT,
+            i.QuotaPauseInput,
+            principal="agent",
+        ),
+        Operation(
+            "run_output_append",
+            agent_services.run_output_append,
+            RUN,
+            i.RunOutputInput,
+            principal="agent",
+        ),
         # -- the code reviewer ---------------------------------------------------------------
         Operation("review_claim", reviews.review_claim, TASK, principal="agent"),
         Operation("review_claim_next", reviews.review_claim_next, PROJECT, principal="agent"),

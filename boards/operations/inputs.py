@@ -122,6 +122,16 @@ class RunFinishInput(InputSerializer):
     output = serializers.CharField(max_length=200_000, required=False, allow_blank=True)
 
 
+class QuotaPauseInput(InputSerializer):
+    until = serializers.DateTimeField(help_text="no spawn before this time (at most 7 days)")
+    provider = serializers.CharField(max_length=64)
+    message = serializers.CharField(max_length=300, required=False, allow_blank=True)
+
+
+class RunOutputInput(InputSerializer):
+    text = serializers.CharField(max_length=16_000, allow_blank=True, trim_whitespace=False)
+
+
 class ReasonInput(InputSerializer):
     reason = serializers.CharField(max_length=2000)
 
@@ -346,7 +356,22 @@ class ConfigInput(InputSerializer):
     )
     wip_limits = WipLimitsField(
         required=False,
-        help_text="advisory, display only: e.g. CLAIMED=3, READY_FOR_REVIEW=4 (empty: none)",
+        help_text="per column, e.g. CLAIMED=3, READY_FOR_REVIEW=4 (empty: none); CLAIMED's is "
+        "enforced at claim, the others are shown on the board",
+    )
+    stall_timeout = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=86_400,
+        help_text="seconds without output or commit before a supervised run is stalled",
+    )
+    max_concurrent = serializers.JSONField(
+        required=False,
+        help_text='agents at work at once, enforced at claim: {"coder": 3, "code_reviewer": 2, '
+        '"project": 5} (empty: none)',
+    )
+    max_stalls = serializers.IntegerField(
+        required=False, min_value=1, max_value=100, help_text="the stall of a task that blocks it"
     )
 
 
@@ -370,6 +395,8 @@ class HeartbeatInput(InputSerializer):
     context_percent = serializers.IntegerField(
         min_value=0, max_value=100, required=False, allow_null=True
     )
+    # Issue 24: the supervised run's last progress (output, a commit), as its supervisor saw it.
+    progress_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
 class AgentCreateInput(InputSerializer):

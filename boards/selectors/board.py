@@ -187,6 +187,9 @@ class Card:
     approval_gate: bool = False
     entered: str | None = None
     order: str = ""
+    # Issue 24: when the run of its agent (under `liza supervise`) on this task started, while
+    # it runs: the card says "agent running" and for how long.
+    running_since: str | None = None
 
     @property
     def summary(self) -> str:
@@ -230,6 +233,7 @@ def card_for(task: Task, config, now) -> Card:
         security_ids=security_reviewer_ids(task.project_id),
         alerts=_open_alert_levels([task.pk]).get(task.pk, ()),
         entered=_entered_states([task.pk]).get(task.pk),
+        running_since=_running_runs([task.pk]).get(task.pk),
     )
 
 
@@ -243,6 +247,17 @@ def _entered_states(task_ids: list[int]) -> dict[int, datetime]:
         .exclude(from_status=F("to_status"))
         .values("task_id")
         .annotate(at=Max("timestamp"))
+        .values_list("task_id", "at")
+        .order_by()
+    )
+
+
+def _running_runs(task_ids: list[int]) -> dict[int, datetime]:
+    """When the latest still-running supervised run of each task started (one query)."""
+    return dict(
+        Run.objects.filter(_among(Run, "task_id", task_ids), ended__isnull=True)
+        .values("task_id")
+        .annotate(at=Max("started"))
         .values_list("task_id", "at")
         .order_by()
     )
@@ -271,6 +286,7 @@ def _card(
     security_ids: set[str],
     alerts: tuple[str, ...] = (),
     entered: datetime | None = None,
+    running_since: datetime | None = None,
 ) -> Card:
     """The card of `task` (a Task or a `_TaskRow`): the rules are the selectors' own."""
     active = [r for r in open_reviews if review_live(r, now, config)]
@@ -302,6 +318,7 @@ def _card(
         approval_gate=task.needs_human_approval,
         entered=_iso(entered or task.created),
         order=_order(task.priority, task.created, task.id),
+        running_since=_iso(running_since) if not task.is_terminal else None,
     )
 
 
@@ -387,6 +404,7 @@ def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
     reviews: dict[int, list[_ReviewRow]] = {}
     alerts: dict[int, tuple[str, ...]] = {}
     entered: dict[int, datetime] = {}
+    running: dict[int, datetime] = {}
     if rows:
         ids = [row.id for row in rows]
         Edge = Task.depends_on.through
@@ -402,6 +420,7 @@ def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
             reviews.setdefault(task_id, []).append(_ReviewRow(*review))
         alerts = _open_alert_levels(ids)
         entered = _entered_states(ids)
+        running = _running_runs(ids)
     security = security_reviewer_ids(rows[0].project_id) if rows else set()
     return [
         _card(
@@ -413,6 +432,7 @@ def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
             security_ids=security,
             alerts=alerts.get(row.id, ()),
             entered=entered.get(row.id),
+            running_since=running.get(row.id),
         )
         for row in rows
     ]
@@ -444,7 +464,8 @@ class Column:
 
     @property
     def over_limit(self) -> bool:
-        """Display only (issue #13): claims never read it, the protocol has no WIP rule."""
+        """Over the limit (issue #13). CLAIMED's is enforced at claim since issue 24
+        (`selectors.limits`); a column can still be over after the limit was lowered."""
         return self.limit is not None and self.count > self.limit
 
     @property
@@ -534,7 +555,7 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
 
 def wip_limits(config) -> dict[str, int]:
     """The project's advisory WIP limits by column (issue #13), the columns without one left
-    out. Display only: no claim or transition reads them."""
+    out. CLAIMED's is enforced at claim (issue 24, `selectors.limits`); the others are shown."""
     return {s: int(n) for s, n in (config.wip_limits or {}).items() if s in BOARD_COLUMNS and n}
 
 

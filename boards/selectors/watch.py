@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from agents.models import Agent
+from agents.models import Agent, Run, RunState
+from agents.selectors import task_stalls
 from boards.errors import ProtocolValidationError
 from boards.models import (
     Alert,
@@ -386,6 +387,8 @@ def alert_conditions(
                 since=sprint.checkpoint_at,
             )
         )
+    found += _sprint_deadline_conditions(project, now)
+    found += _stalled_run_conditions(project, config)
     breaker = CircuitBreaker.objects.filter(
         project=project, status=CircuitBreaker.Status.TRIGGERED
     ).first()
@@ -402,6 +405,19 @@ def alert_conditions(
                 level,
                 f"{label}: project paused",
                 since=project.paused_at,
+            )
+        )
+    # Issue 24: a supervisor paused by its provider's quota wall, until the wall lifts.
+    for agent in Agent.objects.filter(project=project, quota_until__gt=now).order_by("pk"):
+        found.append(
+            AlertCondition(
+                Alert.Type.QUOTA,
+                agent.agent_id,
+                Alert.Level.WARNING,
+                f"QUOTA: {agent.agent_id} ({agent.quota_provider}) paused until "
+                f"{format_timestamp(agent.quota_until)}: {agent.quota_message}"[:500],
+                None,
+                agent.agent_id,
             )
         )
     # Seed 003: an agent in error (repeated lease expiries or a crash loop), until it clears.
@@ -421,6 +437,58 @@ def alert_conditions(
                 )
             )
     return found
+
+
+def _stalled_run_conditions(project: Project, config: ProjectConfig) -> list[AlertCondition]:
+    """Issue 24: a task whose latest run its supervisor's watchdog stopped as stalled, while
+    the task is open: one warning, resolved by its next run (the retry) or its end."""
+    latest = Run.objects.filter(task=OuterRef("task")).order_by("-started", "-id").values("pk")[:1]
+    stalled = (
+        Run.objects.filter(project=project, state=RunState.STALLED, task__isnull=False)
+        .exclude(task__status__in=TERMINAL_TASK_STATES)
+        .annotate(latest=Subquery(latest))
+        .filter(pk=F("latest"))
+        .select_related("task", "agent")
+        .order_by("pk")
+    )
+    found = []
+    for run in stalled:
+        stalls = task_stalls(task=run.task)
+        found.append(
+            AlertCondition(
+                Alert.Type.RUN_STALLED,
+                run.task.key,
+                Alert.Level.WARNING,
+                f"RUN STALLED: {run.agent.agent_id} on {run.task.key} — no output and no commit "
+                f"for {config.stall_timeout} s, terminated (stall {stalls}/{config.max_stalls}"
+                + ("; the task is BLOCKED)" if run.task.status == TaskStatus.BLOCKED else ")"),
+                run.task,
+                run.agent.agent_id,
+            )
+        )
+    return found
+
+
+def _sprint_deadline_conditions(project: Project, now: datetime) -> list[AlertCondition]:
+    """Seed 000: a sprint that reached its deadline (the sweep also checkpoints it): one
+    warning while the deadline stays passed and the sprint open; a new future deadline or none
+    (`sprint_resume`), or the sprint's end, resolves it."""
+    sprints = Sprint.objects.filter(
+        project=project,
+        status__in=(SprintStatus.IN_PROGRESS, SprintStatus.CHECKPOINT),
+        deadline__lte=now,
+    ).order_by("pk")
+    return [
+        AlertCondition(
+            Alert.Type.SPRINT_DEADLINE,
+            sprint.sprint_id,
+            Alert.Level.WARNING,
+            f"SPRINT DEADLINE REACHED: {sprint.sprint_id} — deadline "
+            f"{format_timestamp(sprint.deadline)} passed; the sprint is at CHECKPOINT for a "
+            "human to review, extend or complete",
+        )
+        for sprint in sprints
+    ]
 
 
 def _breaker_condition(trigger: dict) -> AlertCondition:

@@ -16,7 +16,7 @@ from boards.models import Discovery, Goal, Project, Task
 from boards.protocol import GoalStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.availability import agent_availability
-from boards.selectors.leases import lease_alive
+from boards.selectors.limits import admission_refusal, limits_enforced
 from boards.selectors.reviews import held_review, merges_awaiting, reviewable_tasks
 from boards.selectors.sprints import sprint_current
 from boards.selectors.tasks import (
@@ -98,13 +98,13 @@ def work_for_role(
                 if at is not None and at >= now:
                     retrying = True
                     retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
-            if (
-                (work or retrying)
-                and not available.takes_work
-                and not _live_claim(held, now, config)
-            ):
+            own_claim = held is not None and held.status == TaskStatus.CLAIMED
+            if work and not own_claim and (limited := _limited(project, config, agent, now)):
+                return {**result, **limited}
+            if (work or retrying) and not available.takes_work and not own_claim:
                 # Seed 003: no new work for an agent in error or overloaded; a claim is refused
-                # (agent_unavailable) until it clears.
+                # (agent_unavailable) until it clears. Its own claim, live or due for its retry,
+                # is not new work (decisions.md "Retries and agent in error").
                 return {
                     **result,
                     "retry_after": max(
@@ -130,6 +130,8 @@ def work_for_role(
                 merges or held_review(project=project, reviewer=agent, now=now, config=config)
             )
             fresh = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
+            if fresh and not held_or_merge and (limited := _limited(project, config, agent, now)):
+                return {**result, **limited}
             if fresh and not held_or_merge and not available.takes_work:
                 # Seed 003: an agent in error or overloaded finishes what it holds (its review,
                 # its merges) but takes no new review until it clears.
@@ -180,10 +182,14 @@ def work_for_role(
     return {**result, "retry_after": retry_after, "reason": reason}
 
 
-def _live_claim(held: Task | None, now: datetime, config) -> bool:
-    """Work in hand: its own CLAIMED task under a live lease (claim-next hands it back)."""
-    return (
-        held is not None
-        and held.status == TaskStatus.CLAIMED
-        and lease_alive(held.lease_expires, now, config)
+def _limited(project: Project, config, agent: Agent, now: datetime) -> dict[str, object] | None:
+    """An enforced limit (issue 24) that would refuse this agent's next claim: `/work` says
+    wait, with the limit's reason and when to ask again (what the claim would answer)."""
+    if not limits_enforced(config):
+        return None
+    refused = admission_refusal(
+        project=project, config=config, role=agent.role, now=now, into_column=True
     )
+    if refused is None:
+        return None
+    return {"retry_after": refused.retry_after, "reason": refused.message}

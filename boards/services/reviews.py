@@ -29,6 +29,7 @@ from boards.selectors.reviews import (
     security_reviewer_ids,
 )
 from boards.selectors.tasks import limit_reached
+from boards.services.admission import admission_lock, admit
 from boards.services.kernel import (
     REVIEWER,
     SYSTEM,
@@ -79,11 +80,22 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now, task=task)
     config = config_of(project)
     with transaction.atomic():
-        # Lock order (kernel): the agents (this one, the task's coder and pending reviewers,
-        # whose lapsed claims it may close) by primary key, then the task, then the reviews.
+        # Lock order (kernel): the project row when a limit is enforced (issue 24), the agents
+        # (this one, the task's coder and pending reviewers, whose lapsed claims it may close)
+        # by primary key, then the task, then the reviews.
+        admission_lock(project=project, config=config)
         task = lock_task_and_its_agents(task, agent)
         agent = lock_agent(agent)
         refuse_if_unavailable(agent, action="claim_review", now=now, task=task)
+        admit(
+            project=project,
+            config=config,
+            agent=agent,
+            action="claim_review",
+            now=now,
+            into_column=False,  # the task stays READY_FOR_REVIEW
+            task=task,
+        )
         require_task_status(
             task,
             [TaskStatus.READY_FOR_REVIEW],

@@ -139,6 +139,8 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "watch_interval",
     "review_churn_threshold",
     "wip_limits",
+    "stall_timeout",
+    "max_stalls",
 )
 SECRET_FIELDS = ("webhook_secret",)  # write-only: never put back into the page
 

@@ -260,6 +260,7 @@
       if (change.type === "task.changed") applyTask(change);
       else if (change.type === "agent.changed") applyAgent(change);
       else if (change.type === "sprint.changed") applyHeader(change);
+      else if (change.type === "run.output") document.dispatchEvent(new CustomEvent("liza:run-output", { detail: change })); // runs.js
     }
     tick();
   }

@@ -108,6 +108,8 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
         "runs_list",
         "runs_start",
         "runs_finish",
+        "runs_output",
+        "agents_quota_pause",
     },
     "coder-5": {"tasks_claim_next", "tasks_claim"},  # idle
     "planner-1": {

@@ -58,6 +58,17 @@ def team():
     return world
 
 
+def _admit_more_claims(world) -> None:
+    """CLAIMED's WIP limit is enforced at claim (issue 24): the live claims below need room
+    (the over-limit display is checked before)."""
+    config_update(
+        project=world.project,
+        actor=world.admin,
+        now=timezone.now(),
+        wip_limits={"CLAIMED": 10, "UNCLAIMED": 5},
+    )
+
+
 def _board_at(browser, server, world, width: int, height: int, **options):
     context = browser.new_context(
         base_url=server.url, viewport={"width": width, "height": height}, **options
@@ -171,6 +182,7 @@ def test_swimlanes_by_assignee_and_wip_limits(browser, server, team, agent_clien
         screenshot(page, "board-swimlanes")
 
         # Live in lanes: the server regroups; the claimed card shows up in its new lane.
+        _admit_more_claims(team)
         agent_client(fourth).claim("T-urgent")
         page.wait_for_selector(
             '.lane[data-lane="coder-4"] .column[data-status="CLAIMED"] .card[data-key="T-urgent"]',
@@ -201,6 +213,7 @@ def test_a_live_card_keeps_the_server_order_and_the_column_cap(browser, server, 
         page.eval_on_selector('.column[data-status="CLAIMED"]', "c => { c.dataset.cap = '2'; }")
         # coder-1 holds T-claimed: a coder of its own for T-urgent.
         fourth = register(team.project, "coder-4", now=timezone.now())
+        _admit_more_claims(team)
         agent_client(fourth).claim("T-urgent")
         page.wait_for_selector(card_in("CLAIMED", "T-urgent"), timeout=LIVE_TIMEOUT_MS)
         shown = page.locator('.column[data-status="CLAIMED"] .card').evaluate_all(
@@ -270,6 +283,7 @@ def test_an_older_resync_answer_never_replaces_a_newer_one(browser, server, team
             page.select_option("#board-lanes", "assignee")
         page.wait_for_selector('#board[data-live="1"]')
         first = HeldAnswer(page, re.compile(r"/fragment(\?|$)"))
+        _admit_more_claims(team)
         agent_client(fourth).claim("T-urgent")
         first.wait("the first resync")
 
@@ -299,6 +313,7 @@ def test_a_resync_answer_older_than_the_live_changes_is_not_drawn(
         page.goto(f"/p/{team.project.slug}/?status=CLAIMED")
         page.wait_for_selector('#board[data-live="1"]')
         first = HeldAnswer(page, re.compile(r"/fragment(\?|$)"))
+        _admit_more_claims(team)
         agent_client(fourth).claim("T-urgent")  # new to the CLAIMED filter: a resync
         page.wait_for_selector(card_in("CLAIMED", "T-urgent"), timeout=LIVE_TIMEOUT_MS)
         first.wait("the resync")

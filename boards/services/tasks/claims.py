@@ -23,6 +23,7 @@ from boards.models import (
 from boards.protocol import AgentStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.leases import lease_alive
+from boards.selectors.limits import limits_enforced
 from boards.selectors.tasks import (
     claim_candidates,
     claimer_refusal,
@@ -33,6 +34,7 @@ from boards.selectors.tasks import (
     takeover_exhausts,
     waiting_on,
 )
+from boards.services.admission import admission_lock, admit, raise_limit, wip_full
 from boards.services.kernel import (
     CODER,
     clean_text,
@@ -255,11 +257,25 @@ def task_claim(
         )
 
     with transaction.atomic():
+        # With an enforced limit, the project row first: claims are counted one at a time.
+        admission_lock(project=project, config=config)
         # The agent row first: a second claim by the same coder waits here, then sees the
         # task the first one took (one task at a time, seed 000).
         agent = lock_agent(agent)
         _check_claimer(project, agent, now, task=task, config=config)
-        refuse_if_unavailable(agent, action="claim", now=now, task=task)
+        if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
+            # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
+            # "Retries and agent in error".
+            refuse_if_unavailable(agent, action="claim", now=now, task=task)
+        admit(
+            project=project,
+            config=config,
+            agent=agent,
+            action="claim",
+            now=now,
+            into_column=task.status != TaskStatus.CLAIMED,  # a takeover adds no card
+            task=task,
+        )
         task = lock_task(task)
         task.project = project  # already loaded: spare _claim_locked a query
         if task.is_suspended:
@@ -322,6 +338,7 @@ def task_claim_next(
     base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
     config = config_of(project)
     with transaction.atomic():
+        admission_lock(project=project, config=config)  # as in task_claim
         agent = lock_agent(agent)  # before the holder check, as in task_claim
         held = _check_claimer(project, agent, now, task=None, config=config)
         querysets = claim_candidates(project, agent.agent_id, now, config)
@@ -334,18 +351,28 @@ def task_claim_next(
             if agent.status != AgentStatus.WORKING or agent.current_task_id != held.pk:
                 _agent_works_on(agent, held, now)
             return held
-        # Anything else is new work, which an agent in error or overloaded does not get.
-        refuse_if_unavailable(agent, action="claim", now=now)
         if held is not None and held.status == TaskStatus.CLAIMED:
             # Its own dead claim: retried once the backoff has passed (the queue's predicate),
-            # nothing else meanwhile (one task at a time).
+            # nothing else meanwhile (one task at a time). The task's retry, not new work: an
+            # agent in error still gets it, so the expiry past the schedule blocks the task
+            # however close the expiries were (decisions.md "Retries and agent in error").
             querysets = [querysets[3].filter(pk=held.pk)]
-        elif held is not None:
-            # Seed 000: REJECTED goes back to its own coder before it takes anything else.
-            querysets = querysets[:1]
         else:
-            # A coder that holds nothing has no REJECTED task of its own: that query is skipped.
-            querysets = querysets[1:]
+            # Anything else is new work, which an agent in error or overloaded does not get.
+            refuse_if_unavailable(agent, action="claim", now=now)
+            # Seed 000: REJECTED goes back to its own coder before it takes anything else; a
+            # coder that holds nothing has no REJECTED task of its own (that query is skipped).
+            querysets = querysets[:1] if held is not None else querysets[1:]
+        # Enforced limits (issue 24): agents at work; with the CLAIMED column full, only a task
+        # already in it (a retry, a takeover) may be claimed.
+        admit(
+            project=project, config=config, agent=agent, action="claim", now=now, into_column=False
+        )
+        full = limits_enforced(config) and wip_full(
+            project=project, config=config, agent=agent, now=now
+        )
+        if full:
+            querysets = [q.filter(status=TaskStatus.CLAIMED) for q in querysets]
         busy: list[int] = []  # rows whose previous holder is mid-heartbeat: not this time
         for queryset in querysets:
             while True:
@@ -370,4 +397,6 @@ def task_claim_next(
                 if claimed is not None:
                     return claimed
                 # A limit blocked that one; it left the queryset, try the next.
+        if full:
+            raise_limit(full, project=project, agent=agent, action="claim", now=now)
     return None

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.urls import URLPattern
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents import services as agent_services
@@ -142,7 +144,7 @@ class Endpoint:
     method: str
     path: str  # below /api/v1/projects/<slug>/, with {key}, {agent_id} or {prefix}
     setup: Setup
-    body: dict[str, Any] | None = None
+    body: dict[str, Any] | Callable[[], dict[str, Any]] | None = None
     query: str = ""
     right: str | None = None  # the agent (by id) whose role may make the call
     wrong: str | None = None  # an agent of this project whose role may not
@@ -208,7 +210,8 @@ class Endpoint:
         return agent_client(t.agent(self.right))
 
     def call(self, client: APIClient, url: str):
-        return getattr(client, self.method.lower())(url, self.body, format="json")
+        body = self.body() if callable(self.body) else self.body  # a body that needs the time
+        return getattr(client, self.method.lower())(url, body, format="json")
 
 
 # setups: the project state each call needs, through the real services (tests/lifecycle.py)
@@ -513,6 +516,16 @@ def run_started(t: Tenant, values: dict[str, str], response) -> None:
     run = Run.objects.get(project=t.project)
     assert (run.agent.agent_id, run.task.key, run.restart_reason) == ("coder-1", "t1", "start")
     assert response.json()["id"] == run.pk and run.ended is None
+
+
+def quota_paused(t: Tenant, values: dict[str, str], response) -> None:
+    agent = Agent.objects.get(project=t.project, agent_id="coder-1")
+    assert agent.quota_provider == "claude" and agent.quota_until > timezone.now()
+
+
+def run_streamed(t: Tenant, values: dict[str, str], response) -> None:
+    run = Run.objects.get(pk=values["run_id"])
+    assert run.ended is None and run.output == "line 1" and run.last_output_at is not None
 
 
 def run_crashed(t: Tenant, values: dict[str, str], response) -> None:
@@ -877,6 +890,16 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         check=run_crashed,
     ),
     Endpoint(
+        "api-run-output",
+        "POST",
+        "runs/{run_id}/output",
+        a_run,
+        body={"text": "line 1"},
+        right="coder-1",
+        wrong="coder-2",
+        check=run_streamed,
+    ),
+    Endpoint(
         "api-register",
         "POST",
         "agents/register",
@@ -893,6 +916,18 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         body={"context_percent": 40},
         right="coder-1",
         check=heartbeat_seen,
+    ),
+    Endpoint(
+        "api-agent-quota",
+        "POST",
+        "agents/quota",
+        nothing,
+        body=lambda: {
+            "until": (timezone.now() + timedelta(hours=2)).isoformat(),
+            "provider": "claude",
+        },
+        right="coder-1",
+        check=quota_paused,
     ),
     # -- agent and key management: human admins only
     Endpoint(

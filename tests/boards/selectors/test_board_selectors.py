@@ -341,19 +341,29 @@ def test_the_board_state_is_constant_in_queries(world, lanes, django_assert_max_
     assert state["total"] == 55
 
 
-def test_wip_limits_mark_columns_and_never_refuse_a_claim(world):
+def test_wip_limits_mark_columns_and_only_claimed_is_enforced(world):
+    """CLAIMED's limit is enforced at claim (issue 24); a column can still be over its limit
+    (lowered after the cards were there), and the board marks it; other columns are shown."""
+    from boards.errors import LimitReached
     from boards.services.projects import config_update
 
-    config_update(
-        project=world.project, actor=world.admin, now=world.tick(), wip_limits={"CLAIMED": 1}
-    )
     world.claimed("c1", coder="coder-1", sprint_scope="planned")
-    world.claimed("c2", coder="coder-2", sprint_scope="planned")  # over the limit: still claimed
+    world.claimed("c2", coder="coder-2", sprint_scope="planned")
+    world.unclaimed("c3", sprint_scope="planned")
+    config_update(
+        project=world.project,
+        actor=world.admin,
+        now=world.tick(),
+        wip_limits={"CLAIMED": 1, "UNCLAIMED": 1},
+    )
+    world.project.refresh_from_db()
+    with pytest.raises(LimitReached):  # over the limit: refused
+        world.claim("c3", "coder-3")
     state = board_state(project=world.project, filters=BoardFilters(), now=world.tick())
     columns = {c.status: c for c in state["columns"]}
     assert (columns["CLAIMED"].count, columns["CLAIMED"].limit) == (2, 1)
     assert columns["CLAIMED"].over_limit
-    assert columns["UNCLAIMED"].limit is None and not columns["UNCLAIMED"].over_limit
+    assert columns["UNCLAIMED"].limit == 1 and not columns["UNCLAIMED"].over_limit
 
 
 @pytest.mark.parametrize(

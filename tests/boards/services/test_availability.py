@@ -74,19 +74,14 @@ def test_three_lease_expiries_in_five_minutes_put_the_agent_in_error(world):
     assert "crash" not in available.reason
     until = first + timedelta(seconds=ERROR_WINDOW)
     assert available.until == until
-    # Claim-next and a named claim are refused (429, exit 7: wait), /work says wait until then.
-    with pytest.raises(AgentUnavailable) as refused:
-        _claim_next(world, now=now)
-    assert refused.value.status_code == 429
-    assert refused.value.details["availability"] == "error"
-    assert refused.value.details["retry_after"] == int((until - now).total_seconds())
-    with pytest.raises(AgentUnavailable):  # its own task's retry, due or not
-        tasks.task_claim(task=world.task("T-1"), agent=world.coder, now=now, base_commit="b1")
+    # Claim-next offers only its own task's retry (not due yet): nothing, and never T-2; the
+    # refusal of new work (429, exit 7) is in the test of the 4th expiry below.
+    assert _claim_next(world, now=now) is None
     answer = _work(world, "coder-1", now)
     assert (answer["work"], answer["exit"], answer["availability"]) == (False, None, "error")
-    # Asked again when both the error and its own task's backoff are over.
+    # Its own task's retry is not new work: asked again when the backoff is over, not the error.
     due = retry_at(world.task("T-1"), config_of(world.project))
-    assert answer["retry_after"] == int((max(until, due) - now).total_seconds()) + (due > until)
+    assert answer["retry_after"] == int((due - now).total_seconds()) + 1
     # Another coder is not affected.
     assert _work(world, "coder-2", now)["work"] is True
     # The panel shows it.
@@ -97,8 +92,6 @@ def test_three_lease_expiries_in_five_minutes_put_the_agent_in_error(world):
     assert agent_availability(world.coder, until - timedelta(seconds=1)).state == "error"
     after = until + timedelta(seconds=1)
     assert agent_availability(world.coder, after).state == "enabled"
-    due = retry_at(world.task("T-1"), config_of(world.project)) + timedelta(seconds=1)
-    assert _claim_next(world, now=max(after, due)).key == "T-1"
 
 
 def test_a_project_admin_clears_the_error(world):
@@ -236,3 +229,61 @@ def test_a_crash_loop_reported_by_the_supervisor_puts_the_agent_in_error(world, 
     watch_sweep(project=world.project, now=later)
     assert not alerts.filter(resolved_at__isnull=True).exists()
     assert _claim_next(world, now=later).key == "T-2"
+
+
+@pytest.mark.parametrize("within_window", [True, False], ids=["error-first", "no-error"])
+@pytest.mark.parametrize("who", ["watcher", "claim"])
+def test_the_fourth_expiry_blocks_the_task_whether_or_not_the_agent_is_in_error(
+    world, within_window, who
+):
+    """decisions.md "Retries and agent in error": three expiries within 5 min put the coder in
+    error (no new work), but the retry of the claim it holds is the task's (seed 003), so the
+    4th expiry blocks the task however close the expiries were; acted on by the watcher's
+    sweep or by the coder's own claim-next, whichever comes first."""
+    config = config_of(world.project)
+    config.retry_backoff = [5, 10, 15]  # short leases, short backoff: all within 5 min
+    config.save(update_fields=["retry_backoff"])
+    world.claimed("T-1", lease_duration_override=30)
+    world.unclaimed("T-2")
+    first = None
+    for n in range(3):
+        _expire_and_sweep(world, "T-1")
+        first = first or world.now
+        due = retry_at(world.task("T-1"), config) + timedelta(seconds=1)
+        world.now = due if within_window else max(due, world.now + timedelta(seconds=ERROR_WINDOW))
+        in_error = agent_availability(world.coder, world.now).state == "error"
+        assert in_error is (within_window and n == 2)
+        if in_error:  # its retry is due: /work says work, though the agent is in error
+            answer = _work(world, "coder-1", world.now)
+            assert (answer["work"], answer["availability"]) == (True, "error")
+        assert _claim_next(world).key == "T-1"  # the retry, in error or not
+        assert world.task("T-1").crashes == n + 1
+    # The 4th expiry, one past the schedule.
+    grace = config.lease_grace
+    world.now = world.task("T-1").lease_expires + timedelta(seconds=grace + 1)
+    if who == "watcher":
+        sweep = watch_sweep(project=world.project, now=world.now)
+        assert any("T-1" in line for line in sweep.actions), sweep.actions
+    else:
+        assert _claim_next(world) is None  # it blocked T-1 instead, and gave nothing else
+    task = world.task("T-1")
+    assert task.status == "BLOCKED"
+    assert "coder-1" in task.failed_by
+    # Now it holds nothing: in error, new work is refused (429, exit 7: wait until it clears).
+    available = agent_availability(world.coder, world.now)
+    assert available.state == ("error" if within_window and who == "watcher" else "enabled")
+    if available.state == "error":  # the watcher recorded the 4th expiry too
+        with pytest.raises(AgentUnavailable) as refused:
+            _claim_next(world)
+        assert refused.value.status_code == 429
+        assert refused.value.details["retry_after"] == int(
+            (available.until - world.now).total_seconds()
+        )
+    else:
+        assert available.state == "enabled"
+        assert _claim_next(world).key == "T-2"
+    # Whatever the order, it stays blocked for a human, and the agent's error clears by itself.
+    later = first + timedelta(seconds=4 * ERROR_WINDOW)
+    watch_sweep(project=world.project, now=later)
+    assert world.task("T-1").status == "BLOCKED"
+    assert agent_availability(world.coder, later).state == "enabled"

@@ -307,3 +307,36 @@ def test_an_alert_raised_or_resolved_redraws_the_header_and_its_card(settings):
         assert not Alert.objects.filter(task=task, resolved_at__isnull=True).exists()
         watch_sweep(project=world.project, now=world.tick(10))
         assert async_to_sync(next_changes)() is None
+
+
+def test_a_passed_deadline_raises_one_sprint_deadline_alert_until_a_new_deadline(world):
+    """Besides the checkpoint: a SPRINT DEADLINE alert, raised by the sweep that checkpoints,
+    counted (not repeated) by the next ones, resolved by a new future deadline."""
+    from boards.models import Alert
+
+    deadline = world.now + timedelta(hours=1)
+    sprint = _sprint(world, deadline=deadline)
+    alerts = Alert.objects.filter(project=world.project, type=Alert.Type.SPRINT_DEADLINE)
+    watch_sweep(project=world.project, now=deadline - timedelta(seconds=1))
+    assert not alerts.exists()
+
+    sweep = watch_sweep(project=world.project, now=deadline)
+    [alert] = alerts.all()
+    assert (alert.subject, alert.level, alert.resolved_at) == ("sprint-1", "warning", None)
+    assert "SPRINT DEADLINE REACHED" in alert.message
+    assert p.format_timestamp(deadline) in alert.message
+    assert any("SPRINT DEADLINE REACHED" in line for line in sweep.alerts)
+    assert Sprint.objects.get(pk=sprint.pk).status == SprintStatus.CHECKPOINT
+
+    watch_sweep(project=world.project, now=deadline + timedelta(minutes=5))
+    assert alerts.count() == 1  # the same open alert, seen again
+
+    now = deadline + timedelta(minutes=10)
+    sprint = Sprint.objects.get(pk=sprint.pk)
+    sprint_services.sprint_set_deadline(
+        sprint=sprint, actor=world.admin, deadline=now + timedelta(hours=1), now=now
+    )
+    sprint_services.sprint_resume(sprint=sprint, actor=world.admin, decision="go on", now=now)
+    watch_sweep(project=world.project, now=now)
+    [alert] = alerts.all()
+    assert alert.resolved_at == now

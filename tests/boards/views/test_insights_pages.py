@@ -244,9 +244,9 @@ def test_the_agent_page_lists_its_supervisors_runs(world):
     client = client_for(member(world.project, "viewer"))
     html = client.get(f"/p/{world.project.slug}/agents/coder-3/").content.decode()
     runs = re.search(r'<ol class="runs">.*?</ol>', html, re.S).group(0)
-    items = re.findall(r'<li class="run( crashed)?">', runs)
-    assert items == ["", " crashed"]  # the running restart first, then the crash
-    assert 'exit <span class="exit-code">3</span>' in runs and "Traceback: boom" in runs
+    items = re.findall(r'<li class="run run-(\w+)( crashed)?"', runs)
+    assert items == [("running", ""), ("finished", " crashed")]  # the restart, then the crash
+    assert '<span class="run-reason">crashed (exit 3)</span>' in runs and "Traceback: boom" in runs
     assert "crash" in runs and running.pk != crashed.pk
     idle = client.get(f"/p/{world.project.slug}/agents/coder-2/").content.decode()
     assert '<ol class="runs">' not in idle and "No run reported" in idle

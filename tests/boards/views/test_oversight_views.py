@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentKey
 from agents.services import agent_key_issue
+from boards.errors import LimitReached
 from boards.models import (
     Alert,
     CircuitBreaker,
@@ -414,6 +415,8 @@ ACTIONS = [
             "archive_after_days": "30",
             "watch_interval": "10",
             "review_churn_threshold": "8",
+            "stall_timeout": "600",
+            "max_stalls": "3",
         },
         lambda w: None,
         lambda w: config_of(Project.objects.get(pk=w.project.pk)).max_review_cycles == 7,
@@ -800,12 +803,16 @@ def test_wip_limits_are_edited_on_the_settings_page(world):
     assert 'data-field="wip_limits"' in refused.content.decode()
     assert "MERGED=1" in refused.content.decode()  # what they typed, kept
     assert config_of(Project.objects.get(pk=world.project.pk)).wip_limits["CLAIMED"] == 2
-    # The board marks the column over its limit, in words.
+    # CLAIMED's limit is enforced at claim (issue 24): the third claim is refused.
     world.claimed("c1", coder="coder-1")
     world.claimed("c2", coder="coder-2")
-    world.claimed("c3", coder="coder-3")
+    world.unclaimed("c3")
+    with pytest.raises(LimitReached):
+        world.claim("c3", "coder-3")
+    # Lowered below what the column holds, the board marks it over its limit, in words.
+    client.post(f"/p/{world.project.slug}/settings", {**data, "wip_limits": "CLAIMED=1"})
     board = client.get(f"/p/{world.project.slug}/?sprint=all").content.decode()
-    assert "▲ over limit 2" in board and "over its WIP limit of 2" in board
+    assert "▲ over limit 1" in board and "over its WIP limit of 1" in board
 
 
 def test_invalid_settings_show_the_field_error(world):

@@ -452,5 +452,5 @@ def test_the_drawer_lists_the_supervisors_runs_newest_first(world):
     )
 
     runs = html[html.index("<h3>Runs</h3>") :]
-    assert runs.index("running") < runs.index("crash: exit 1") < runs.index("exit <span")
-    assert '<li class="run crashed">' in runs and "Traceback: KeyError" in runs
+    assert runs.index("running") < runs.index("crash: exit 1") < runs.index("crashed (exit 1)")
+    assert '<li class="run run-finished crashed"' in runs and "Traceback: KeyError" in runs

@@ -1,0 +1,119 @@
+"""Token usage and cost as a coding CLI reports them in its own output (issue 24), keyed by
+agent profile name. Each parser reads one output line and returns the usage it reports (or
+None); `UsageTally` adds them up per model for a run. Not wired to the server yet: the run's
+usage fields, budgets and `liza usage` are the next step (docs/decisions.md).
+
+- `claude` (`claude -p --output-format stream-json`): the final `{"type": "result", …}` event
+  carries `total_cost_usd`, `usage` (input, output, cache read / creation tokens) and
+  `modelUsage` per model (`inputTokens`, `outputTokens`, `cacheReadInputTokens`,
+  `cacheCreationInputTokens`, `costUSD`).
+- `codex` (`codex exec --json`): each `{"type": "turn.completed", "usage": {…}}` event carries
+  `input_tokens`, `cached_input_tokens` and `output_tokens` of that turn (no cost).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Usage:
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None  # None: the CLI did not say
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _event(line: str) -> dict | None:
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def parse_claude(line: str) -> list[Usage] | None:
+    event = _event(line)
+    if event is None or event.get("type") != "result":
+        return None
+    per_model = event.get("modelUsage")
+    if isinstance(per_model, dict) and per_model:
+        return [
+            Usage(
+                model=str(model),
+                input_tokens=_int(u.get("inputTokens")),
+                output_tokens=_int(u.get("outputTokens")),
+                cache_read_tokens=_int(u.get("cacheReadInputTokens")),
+                cache_write_tokens=_int(u.get("cacheCreationInputTokens")),
+                cost_usd=float(u["costUSD"]) if isinstance(u.get("costUSD"), int | float) else None,
+            )
+            for model, u in per_model.items()
+            if isinstance(u, dict)
+        ]
+    usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+    cost = event.get("total_cost_usd")
+    return [
+        Usage(
+            model=str(event.get("model") or ""),
+            input_tokens=_int(usage.get("input_tokens")),
+            output_tokens=_int(usage.get("output_tokens")),
+            cache_read_tokens=_int(usage.get("cache_read_input_tokens")),
+            cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
+            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        )
+    ]
+
+
+def parse_codex(line: str) -> list[Usage] | None:
+    event = _event(line)
+    if event is None or event.get("type") != "turn.completed":
+        return None
+    usage = event.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    return [
+        Usage(
+            model=str(event.get("model") or ""),
+            input_tokens=_int(usage.get("input_tokens")),
+            output_tokens=_int(usage.get("output_tokens")),
+            cache_read_tokens=_int(usage.get("cached_input_tokens")),
+        )
+    ]
+
+
+USAGE_PARSERS: dict[str, Callable[[str], list[Usage] | None]] = {
+    "claude": parse_claude,
+    "codex": parse_codex,
+}
+
+
+@dataclass
+class UsageTally:
+    """A run's usage per model, from the lines its profile's parser recognises."""
+
+    profile: str
+    by_model: dict[str, Usage] = field(default_factory=dict)
+
+    def line(self, text: str) -> bool:
+        parser = USAGE_PARSERS.get(self.profile)
+        found = parser(text) if parser else None
+        for usage in found or ():
+            total = self.by_model.setdefault(usage.model, Usage(model=usage.model))
+            total.input_tokens += usage.input_tokens
+            total.output_tokens += usage.output_tokens
+            total.cache_read_tokens += usage.cache_read_tokens
+            total.cache_write_tokens += usage.cache_write_tokens
+            if usage.cost_usd is not None:
+                total.cost_usd = (total.cost_usd or 0.0) + usage.cost_usd
+        return bool(found)
