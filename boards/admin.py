@@ -35,6 +35,7 @@ from boards.errors import ProtocolValidationError, as_protocol_error
 from boards.models import (
     Alert,
     Anomaly,
+    ChangeSummary,
     CircuitBreaker,
     CircuitBreakerCheck,
     Discovery,
@@ -849,6 +850,17 @@ class WebhookAttemptAdmin(AppendOnlyAdmin):
     search_fields = ("delivery__project__slug", "url", "error")
     date_hierarchy = "at"
     list_select_related = ("delivery",)
+
+
+@admin.register(ChangeSummary)
+class ChangeSummaryAdmin(AppendOnlyAdmin):
+    """What a submission changed, as the coder's client uploaded it (boards.services.tasks)."""
+
+    list_display = ("created", "project", "task", "review_commit", "iteration", "truncated")
+    list_filter = ("project", "truncated")
+    search_fields = ("project__slug", "task__key", "review_commit")
+    date_hierarchy = "created"
+    list_select_related = ("project", "task")
 
 
 @admin.register(WebhookDelivery)

@@ -59,7 +59,9 @@ def socket_dir(base: Path) -> Path:
     if len(str(own / f".s.PGSQL.{PORT}")) <= _SOCKET_PATH_MAX:
         return own
     digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"liza-pg-{digest}"
+    # /tmp itself, not TMPDIR (which can be as deep as the checkout: a test's own folder).
+    short = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
+    return short / f"liza-pg-{digest}"
 
 
 def database_url(base: Path, database: str = DATABASE) -> str:

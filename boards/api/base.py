@@ -188,7 +188,9 @@ class ProjectView(APIView):
 
     def finalize_response(self, request, response, *args: Any, **kwargs: Any):
         response = super().finalize_response(request, response, *args, **kwargs)
-        user = getattr(request, "user", None)
+        # Who authenticated, if anyone did: `request.user` would authenticate now, and a request
+        # refused before that (throttled by address, a wrong key) must not raise here.
+        user = request.__dict__.get("_user")
         if (
             self.marks_agent_ready
             and isinstance(user, AgentPrincipal)

@@ -64,6 +64,17 @@ def test_the_client_installs_alone_and_runs(client_venv):
         answer = _run(client_venv / "bin" / "liza", *command, cwd=client_venv)
         assert answer.returncode == 0, answer.stderr
         assert "Usage:" in answer.stdout
+    # The profiles and their playbooks (package data) came along.
+    profiles = _run(client_venv / "bin" / "liza", "agents", cwd=client_venv)
+    assert profiles.returncode == 0, profiles.stderr
+    assert "claude" in profiles.stdout and "aider" in profiles.stdout
+    playbook = _run(
+        client_venv / "bin" / "python", "-c",
+        "from importlib.resources import files;"
+        "print(files('agents.client.playbooks').joinpath('coder.md').read_text()[:40])",
+        cwd=client_venv,
+    )  # fmt: skip
+    assert playbook.returncode == 0 and playbook.stdout.strip(), playbook.stderr
 
     frozen = _run(client_venv / "bin" / "python", "-m", "pip", "freeze").stdout.lower()
     for server_only in ("django", "djangorestframework", "channels", "psycopg", "daphne"):

@@ -37,7 +37,9 @@ pytestmark = pytest.mark.django_db
 )
 def test_a_run_ends_with_a_state_and_a_reason_in_words(world, exit_code, stopped_by, state, reason):
     world.claimed("T-1")
-    run = run_start(project=world.project, agent=world.coder, now=world.now, task="T-1")
+    # The run starts after the claim (the supervisor claims, then spawns): the claim is not
+    # the session's progress.
+    run = run_start(project=world.project, agent=world.coder, now=world.tick(), task="T-1")
     assert run.state == RunState.RUNNING and run.reason == ""
     assert run_outcome(exit_code, stopped_by) == (state, reason)
     if stopped_by == "stalled":

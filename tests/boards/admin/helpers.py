@@ -13,6 +13,7 @@ from agents.models import Agent, AgentKey, IdempotentRequest
 from agents.services import agent_handoff, agent_key_issue, run_finish, run_start
 from boards.models import (
     Alert,
+    ChangeSummary,
     CircuitBreakerCheck,
     Goal,
     Sprint,
@@ -131,6 +132,16 @@ def build_board(world: World) -> Board:
         status_code=500,
         error="HTTP 500",
         duration_ms=12,
+    )
+    # The coder's client uploads these with a submit (boards.services.tasks.work).
+    ChangeSummary.objects.create(
+        project=project,
+        task=Task.objects.filter(project=project).first(),
+        review_commit="c0ffee01",
+        iteration=1,
+        files=[{"path": "app.py", "added": 3, "deleted": 1}],
+        diff="--- a/app.py\n+++ b/app.py\n@@ -1 +1,3 @@\n-a\n+b\n+c\n+d\n",
+        created=world.tick(),
     )
     key, plain = agent_key_issue(
         actor=SYSTEM, agent=world.agent("coder-1"), now=world.tick(), label="ci"

@@ -12,6 +12,7 @@ from agents.models import Agent, AgentKey, IdempotentRequest, Run
 from boards.models import (
     Alert,
     Anomaly,
+    ChangeSummary,
     CircuitBreaker,
     CircuitBreakerCheck,
     Discovery,
@@ -50,6 +51,7 @@ EVERY_MODEL = [
     CircuitBreakerCheck,
     Alert,
     WebhookDelivery,
+    ChangeSummary,
     WebhookAttempt,
     Event,
     Agent,
