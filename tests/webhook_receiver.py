@@ -148,3 +148,26 @@ def webhook_receiver(
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def project_with_deliveries(url: str, count: int, secret: str):
+    """A World whose project sends its escalations to `url` (signed with `secret`) and has
+    `count` critical alerts, each with its delivery due after one sweep."""
+    from boards.models import WebhookDelivery
+    from boards.services.projects import config_update
+    from boards.services.watch import watch_sweep
+    from tests.lifecycle import World
+
+    world = World()
+    config_update(
+        project=world.project,
+        actor=world.admin,
+        now=world.tick(),
+        escalation_webhook=url,
+        webhook_secret=secret,
+    )
+    for i in range(count):
+        world.integration_failed(f"T-{i}", coder=f"coder-{1 + i % 3}")
+    watch_sweep(project=world.project, now=world.tick())
+    assert WebhookDelivery.objects.filter(project=world.project).count() == count
+    return world

@@ -20,7 +20,7 @@ from boards.services.webhooks import webhook_deliver_due
 from tests.concurrency.conftest import run_together
 from tests.lifecycle import World
 from tests.live_server import watcher_process
-from tests.webhook_receiver import webhook_receiver
+from tests.webhook_receiver import project_with_deliveries, webhook_receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,25 +28,9 @@ SECRET = "whsec-race-0123456789"
 CRITICAL_TASKS = 9
 
 
-def _world_with_due_deliveries(url: str, count: int) -> World:
-    world = World()
-    config_update(
-        project=world.project,
-        actor=world.admin,
-        now=world.tick(),
-        escalation_webhook=url,
-        webhook_secret=SECRET,
-    )
-    for i in range(count):
-        world.integration_failed(f"T-{i}", coder=f"coder-{1 + i % 3}")
-    watch_sweep(project=world.project, now=world.tick())
-    assert WebhookDelivery.objects.filter(project=world.project).count() == count
-    return world
-
-
 def test_three_watchers_never_send_a_delivery_twice():
     with webhook_receiver(delay=0.05) as receiver:
-        world = _world_with_due_deliveries(receiver.url, CRITICAL_TASKS)
+        world = project_with_deliveries(receiver.url, CRITICAL_TASKS, SECRET)
         now = world.tick()
 
         def watcher() -> list[int]:
@@ -69,7 +53,7 @@ def test_three_watchers_never_send_a_delivery_twice():
 
 def test_nothing_is_locked_while_a_delivery_is_on_the_wire():
     with webhook_receiver(delay=0.8) as receiver:  # under the tests' 1 s timeout
-        world = _world_with_due_deliveries(receiver.url, 1)
+        world = project_with_deliveries(receiver.url, 1, SECRET)
         now = world.tick()
         delivery = WebhookDelivery.objects.get(project=world.project)
         result = {}

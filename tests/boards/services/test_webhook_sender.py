@@ -19,11 +19,8 @@ import pytest
 from django.conf import settings
 
 from boards.models import WebhookAttempt, WebhookDelivery
-from boards.services.projects import config_update
-from boards.services.watch import watch_sweep
 from boards.services.webhooks import _post, webhook_deliver_due
-from tests.lifecycle import World
-from tests.webhook_receiver import webhook_receiver
+from tests.webhook_receiver import project_with_deliveries, webhook_receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -75,22 +72,6 @@ def test_a_huge_answer_is_read_up_to_the_cap_only():
     assert took < settings.LIZA_WEBHOOK_TIMEOUT
 
 
-def _project_with_a_delivery(url: str, alerts: int = 1) -> World:
-    world = World()
-    config_update(
-        project=world.project,
-        actor=world.admin,
-        now=world.tick(),
-        escalation_webhook=url,
-        webhook_secret=SECRET,
-    )
-    for i in range(alerts):
-        world.integration_failed(f"T-{i}", coder=f"coder-{1 + i % 3}")
-    watch_sweep(project=world.project, now=world.tick())
-    assert WebhookDelivery.objects.filter(project=world.project).count() == alerts
-    return world
-
-
 def test_a_slow_tenant_does_not_delay_another_projects_delivery():
     """The finding: another project's delivery stayed pending, 0 attempts, for 75 s. Project A's
     receiver drips (and A has a backlog of 4); B's message arrives at once, in the same round,
@@ -99,8 +80,8 @@ def test_a_slow_tenant_does_not_delay_another_projects_delivery():
         webhook_receiver(answer="slow_headers", drip=0.2) as slow,
         webhook_receiver() as healthy,
     ):
-        a = _project_with_a_delivery(slow.url, alerts=4)
-        b = _project_with_a_delivery(healthy.url)
+        a = project_with_deliveries(slow.url, 4, SECRET)
+        b = project_with_deliveries(healthy.url, 1, SECRET)
         now = max(a.tick(), b.tick())
         started = time.monotonic()
         sent = webhook_deliver_due(now=now)
@@ -124,8 +105,8 @@ def test_the_watchers_sender_records_a_fast_delivery_while_a_slow_one_is_on_the_
         webhook_receiver(answer="slow_headers", drip=0.2) as slow,
         webhook_receiver() as healthy,
     ):
-        a = _project_with_a_delivery(slow.url)
-        b = _project_with_a_delivery(healthy.url)
+        a = project_with_deliveries(slow.url, 1, SECRET)
+        b = project_with_deliveries(healthy.url, 1, SECRET)
         now = max(a.tick(), b.tick())
         sender = WebhookSender()
         try:
@@ -157,7 +138,9 @@ def test_a_destination_that_keeps_failing_is_left_alone_then_tried_once_again():
     )
 
     with webhook_receiver(statuses=(500,)) as receiver:
-        worlds = [_project_with_a_delivery(receiver.url) for _ in range(BREAKER_THRESHOLD + 3)]
+        worlds = [
+            project_with_deliveries(receiver.url, 1, SECRET) for _ in range(BREAKER_THRESHOLD + 3)
+        ]
         now = max(w.tick() for w in worlds)
         sender = WebhookSender()
         try:
