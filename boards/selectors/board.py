@@ -143,6 +143,23 @@ def board_tasks(*, project: Project, filters: BoardFilters, sprint) -> QuerySet[
     return qs
 
 
+def live_filters(*, filters: BoardFilters, sprint) -> dict[str, object]:
+    """What `board_tasks` applies, for board.js to apply to live cards (`BoardRules.matches`):
+    only the values the TaskFilter accepted, cleaned, and the default sprint written out; a
+    filter left out narrows nothing. tests/data/task_filter_cases.json pins the two together."""
+    data = filters.as_data()
+    data.pop("status", None)
+    if filters.status:
+        data["status"] = list(filters.status)
+    if filters.priority:
+        data["priority"] = filters.priority
+    if not filters.sprint and sprint is not None:
+        data["sprint"] = sprint.sprint_id
+    if data.get("sprint") == "all":
+        del data["sprint"]
+    return data
+
+
 def archive_cutoff(config, now) -> datetime | None:
     """Tasks that ended before this are archived; None when archival is off (0 days)."""
     days = config.archive_after_days
@@ -548,6 +565,7 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
         "agents": agents,
         "alerts": alerts,
         "filters": filters,
+        "live_filters": live_filters(filters=filters, sprint=active),
         "total": sum(counts.values()),
         "archived": archived,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,6 +54,8 @@ def _board_context(request: HttpRequest, project: Project) -> dict[str, Any]:
         "task_states": p.TASK_STATES,
         "criticalities": p.CRITICALITIES,
         "lane_choices": tuple(LANES),
+        # board.js reads it from the board's data-filters (JSON, escaped by the template).
+        "live_filters_json": json.dumps(state["live_filters"], separators=(",", ":")),
     }
 
 

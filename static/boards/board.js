@@ -1,25 +1,29 @@
+// @ts-check
 // Liza Board: keeps a server-rendered board live over its websocket.
 // Messages carry a per-project sequence number; a gap or a reconnect triggers a resync from
-// the server (the board never trusts a DOM that may have missed an event).
+// the server (the board never trusts a DOM that may have missed an event). Its pure rules (the
+// live filter, a card's place, times) are board_rules.js's, loaded first.
 (function () {
   "use strict";
   // Oversight forms (board drawer, inbox): "+ another task" adds an empty new-task row.
   document.addEventListener("click", (e) => {
-    const add = e.target.closest("[data-add-row]");
+    const add = /** @type {HTMLElement} */ (e.target).closest("[data-add-row]");
     if (!add) return;
     const rows = add.closest("fieldset").querySelectorAll(".new-task");
-    const row = rows[rows.length - 1].cloneNode(true);
-    for (const input of row.querySelectorAll("input:not([type=hidden]):not([name=new_priority])")) input.value = "";
+    const row = /** @type {HTMLElement} */ (rows[rows.length - 1].cloneNode(true));
+    const inputs = /** @type {NodeListOf<HTMLInputElement>} */ (row.querySelectorAll("input:not([type=hidden]):not([name=new_priority])"));
+    for (const input of inputs) input.value = "";
     add.before(row);
   });
 
   // A page rendered in answer to a POST (a refusal, a key shown once) names its own address:
   // put it in the address bar, so that a reload reads the page instead of posting again.
-  const canonical = document.querySelector("[data-canonical-url]");
+  const canonical = /** @type {HTMLElement} */ (document.querySelector("[data-canonical-url]"));
   if (canonical) history.replaceState(null, "", canonical.dataset.canonicalUrl);
 
   const board = document.getElementById("board");
   if (!board) return;
+  const { matches, placement, human, duration, announcement, stepFocus, narrowedIn } = BoardRules;
   const params = new URLSearchParams(window.location.search);
   const status = document.getElementById("live-status");
   let lastSeq = parseInt(board.dataset.seq || "0", 10);
@@ -32,21 +36,12 @@
     status.classList.toggle("ok", !!ok);
   }
 
-  // -- filters the server applied to this page, re-applied to live cards ---------------------
-  function matches(task) {
-    const statuses = params.getAll("status").filter(Boolean);
-    if (statuses.length && !statuses.includes(task.status)) return false;
-    if (params.get("agent") && task.assigned_to !== params.get("agent")) return false;
-    if (params.get("priority") && String(task.priority) !== params.get("priority")) return false;
-    if (params.get("criticality") && task.criticality !== params.get("criticality")) return false;
-    if (params.get("goal") && task.goal !== params.get("goal")) return false;
-    const sprint = params.get("sprint") || board.dataset.activeSprint || "";
-    if (sprint && sprint !== "all" && !task.sprints.includes(sprint)) return false;
-    const q = (params.get("q") || "").toLowerCase();
-    if (q && !task.key.toLowerCase().includes(q) && !task.description.toLowerCase().includes(q)) return false;
-    return true;
-  }
+  // The filters the server applied to this page (validated and cleaned by it), re-applied to
+  // live cards: the page never re-reads its own query string.
+  /** @type {AppliedFilters} */
+  const filters = JSON.parse(board.dataset.filters || "{}");
 
+  /** @returns {HTMLElement} */
   function column(statusName) {
     return board.querySelector(`.column[data-status="${statusName}"]`);
   }
@@ -68,7 +63,7 @@
     let n = parseInt(cols.dataset.total || "0", 10);
     if (!cols.dataset.lanes) {
       n = 0;
-      for (const el of cols.querySelectorAll(".column > h2 .count")) n += parseInt(el.dataset.count || "0", 10);
+      for (const el of /** @type {NodeListOf<HTMLElement>} */ (cols.querySelectorAll(".column > h2 .count"))) n += parseInt(el.dataset.count || "0", 10);
     }
     total.dataset.total = String(n);
     total.textContent = `${n} task${n === 1 ? "" : "s"}`;
@@ -101,14 +96,11 @@
   // lands inside it pushes the last card out (issue #13).
   function placeCard(col, card) {
     const cards = col.querySelector(".cards");
-    const order = card.dataset.order || "";
-    const after = Array.from(cards.children).find((c) => (c.dataset.order || "") > order);
-    const cap = parseInt(col.dataset.cap || "0", 10);
-    if (cap && cards.children.length >= cap) {
-      if (!after) return;
-      cards.insertBefore(card, after);
-      cards.lastElementChild.remove();
-    } else cards.insertBefore(card, after || null);
+    const shown = /** @type {HTMLElement[]} */ (Array.from(cards.children));
+    const place = placement(shown.map((c) => c.dataset.order || ""), card.dataset.order || "", parseInt(col.dataset.cap || "0", 10));
+    if (!place) return;
+    cards.insertBefore(card, shown[place.at] || null);
+    if (place.dropLast) cards.lastElementChild.remove();
     narrowCard(card);
   }
 
@@ -121,19 +113,17 @@
     pending.push(sentence);
     clearTimeout(announceTimer);
     announceTimer = setTimeout(() => {
-      const shown = pending.slice(0, 3);
-      const rest = pending.length - shown.length;
-      announcer.textContent = shown.join(" ") + (rest > 0 ? ` And ${rest} more change${rest > 1 ? "s" : ""}.` : "");
+      announcer.textContent = announcement(pending);
       pending = [];
     }, 800);
   }
 
   function applyTask(change) {
     const task = change.task;
-    const existing = board.querySelector(`.card[data-key="${CSS.escape(task.key)}"]`);
+    const existing = /** @type {HTMLElement} */ (board.querySelector(`.card[data-key="${CSS.escape(task.key)}"]`));
     const oldCol = existing ? existing.closest(".column") : null;
     if (existing && existing.dataset.status !== task.status) announce(`${task.key} moved to ${task.status}.`);
-    else if (!existing && matches(task)) announce(`${task.key} is now ${task.status}.`);
+    else if (!existing && matches(task, filters)) announce(`${task.key} is now ${task.status}.`);
     if (document.getElementById("columns").dataset.lanes) {
       // Swimlanes: which lane and cell a card goes to (and their counts) is the server's
       // grouping, so the board asks it again rather than copying the rule here.
@@ -149,7 +139,7 @@
       // Its column showed fewer cards than it holds: the next one is the server's to say.
       if (hadHidden) scheduleResync();
     }
-    if (!matches(task)) {
+    if (!matches(task, filters)) {
       updateTotal();
       if (!existing && task.status !== "DRAFT") scheduleResync();
       return;
@@ -213,13 +203,13 @@
         return;
       }
       current.replaceWith(fresh);
-    } catch (err) {
+    } catch {
       /* the next header change or resync tries again */
     }
   }
   board.addEventListener("focusout", (e) => {
     const controls = document.getElementById("oversight-controls");
-    if (controls && controls.dataset.stale && !controls.contains(e.relatedTarget)) refreshControls();
+    if (controls && controls.dataset.stale && !controls.contains(/** @type {Node} */ (e.relatedTarget))) refreshControls();
   });
 
   function setPaused(paused) {
@@ -300,7 +290,7 @@
       for (const card of document.querySelectorAll("#columns .card")) narrowCard(card);
       updateTotal();
       tick();
-    } catch (err) {
+    } catch {
       if (request !== resyncRequest) return; // a later resync is under way
       setStatus("resync failed, retrying…", false);
       scheduleResync();
@@ -326,47 +316,30 @@
   }
 
   // -- countdowns ------------------------------------------------------------------------------
-  function human(seconds) {
-    const s = Math.abs(Math.round(seconds));
-    const text = s >= 86400 ? `${Math.floor(s / 86400)}d${String(Math.floor((s % 86400) / 3600)).padStart(2, "0")}h`
-      : s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`
-      : `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
-    return text;
-  }
-
-  // As boards.templatetags.states.duration_text: "45 s", "12 min", "2 h 56 min", "3 d 4 h".
-  function duration(seconds) {
-    const s = Math.max(0, Math.floor(seconds));
-    if (s < 60) return `${s} s`;
-    if (s < 3600) return `${Math.floor(s / 60)} min`;
-    if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
-    return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
-  }
-
   function tick() {
     const now = Date.now();
-    for (const el of board.querySelectorAll("[data-expires]")) {
+    for (const el of /** @type {NodeListOf<HTMLElement>} */ (board.querySelectorAll("[data-expires]"))) {
       const left = (Date.parse(el.dataset.expires) - now) / 1000;
       if (Number.isNaN(left)) continue;
       el.textContent = left >= 0 ? `${human(left)} left` : `expired ${human(left)} ago`;
       el.classList.toggle("expired", left < 0);
     }
-    for (const el of board.querySelectorAll("[data-entered]")) {
+    for (const el of /** @type {NodeListOf<HTMLElement>} */ (board.querySelectorAll("[data-entered]"))) {
       const ago = (now - Date.parse(el.dataset.entered)) / 1000;
       if (!Number.isNaN(ago)) el.textContent = `${human(Math.max(0, ago))}`;
     }
-    for (const el of board.querySelectorAll("[data-age-since]")) {
+    for (const el of /** @type {NodeListOf<HTMLElement>} */ (board.querySelectorAll("[data-age-since]"))) {
       const ago = (now - Date.parse(el.dataset.ageSince)) / 1000;
       if (!Number.isNaN(ago)) el.textContent = `for ${duration(ago)}`;
     }
-    for (const el of board.querySelectorAll("[data-since]")) {
+    for (const el of /** @type {NodeListOf<HTMLElement>} */ (board.querySelectorAll("[data-since]"))) {
       const ago = (now - Date.parse(el.dataset.since)) / 1000;
       if (!Number.isNaN(ago)) el.textContent = `♥ ${human(ago)} ago`;
     }
     // The watcher's last sweep: its age when the server drew the header, plus the time this
     // page has held it (no trust in the browser's clock), reset by each sweep's message; the
     // warning once it is older than the server's limit (3 watch intervals).
-    const watcher = document.getElementById("watcher-status");
+    const watcher = /** @type {HTMLElement & { seenAt?: number }} */ (document.getElementById("watcher-status"));
     const silent = document.getElementById("watcher-silent");
     if (watcher && watcher.dataset.age !== undefined && watcher.dataset.age !== "") {
       if (watcher.seenAt === undefined) watcher.seenAt = now;
@@ -378,7 +351,7 @@
 
   // A watcher has just swept this project (boards.live.outbox.watcher_swept).
   function applySweep(message) {
-    const watcher = document.getElementById("watcher-status");
+    const watcher = /** @type {HTMLElement & { seenAt?: number }} */ (document.getElementById("watcher-status"));
     if (!watcher) return;
     watcher.dataset.age = "0";
     watcher.dataset.silentAfter = String(message.silent_after);
@@ -387,6 +360,7 @@
   }
 
   // -- the task drawer -------------------------------------------------------------------------
+  /** @type {HTMLElement | null} */
   let returnFocusTo = null; // the card whose drawer is open: focus goes back to it on close
   // The task the drawer is for, and the number of the latest request for it. Answers can come
   // back out of order (a card clicked while a live refresh or the reopen after an action is on
@@ -444,7 +418,7 @@
     if (drawer.hidden) return;
     drawer.hidden = true;
     // By key: a live update may have replaced the card element meanwhile.
-    const back = returnFocusTo && board.querySelector(`#columns .card[data-key="${CSS.escape(returnFocusTo.dataset.key)}"]`);
+    const back = returnFocusTo && /** @type {HTMLElement} */ (board.querySelector(`#columns .card[data-key="${CSS.escape(returnFocusTo.dataset.key)}"]`));
     if (back) back.focus();
     // Forget the drawer the last action re-opened, so a reload shows the plain board.
     const url = new URL(window.location.href);
@@ -455,16 +429,17 @@
   }
 
   board.addEventListener("click", (e) => {
-    if (e.target.closest("[data-close]")) {
+    const target = /** @type {HTMLElement} */ (e.target);
+    if (target.closest("[data-close]")) {
       closeDrawer();
       return;
     }
-    const reopen = e.target.closest("[data-reopen]");
+    const reopen = target.closest("[data-reopen]");
     if (reopen) {
-      openDrawer(reopen.closest(".drawer-body").dataset.key);
+      openDrawer(/** @type {HTMLElement} */ (reopen.closest(".drawer-body")).dataset.key);
       return;
     }
-    const focusColumn = e.target.closest("[data-focus-column]");
+    const focusColumn = /** @type {HTMLElement} */ (target.closest("[data-focus-column]"));
     if (focusColumn) {
       e.preventDefault();
       const col = column(focusColumn.dataset.focusColumn);
@@ -473,14 +448,14 @@
       else if (col) col.scrollIntoView();
       return;
     }
-    const card = e.target.closest(".card");
+    const card = /** @type {HTMLElement} */ (target.closest(".card"));
     if (card) {
       returnFocusTo = card;
       openDrawer(card.dataset.key);
     }
   });
   board.addEventListener("keydown", (e) => {
-    const card = e.target.closest(".card");
+    const card = /** @type {HTMLElement} */ (/** @type {HTMLElement} */ (e.target).closest(".card"));
     if (card && (e.key === "Enter" || e.key === " ")) {
       e.preventDefault();
       returnFocusTo = card;
@@ -489,17 +464,16 @@
   });
 
   // -- keyboard: "/" search, j/k next/previous card, Esc closes the drawer --------------------
-  const search = document.getElementById("board-search");
+  const search = /** @type {HTMLInputElement | null} */ (document.getElementById("board-search"));
 
   function visibleCards() {
-    return Array.from(document.querySelectorAll("#columns .card")).filter((c) => !c.hidden && c.offsetParent !== null);
+    return Array.from(/** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("#columns .card"))).filter((c) => !c.hidden && c.offsetParent !== null);
   }
 
   function moveFocus(step) {
     const cards = visibleCards();
     if (!cards.length) return;
-    const at = cards.indexOf(document.activeElement);
-    const next = at < 0 ? (step > 0 ? 0 : cards.length - 1) : Math.min(cards.length - 1, Math.max(0, at + step));
+    const next = stepFocus(cards.indexOf(/** @type {HTMLElement} */ (document.activeElement)), step, cards.length);
     cards[next].focus();
     cards[next].scrollIntoView({ block: "nearest", inline: "nearest" });
   }
@@ -510,7 +484,7 @@
       closeDrawer();
       return;
     }
-    if (e.target.closest("input, textarea, select, [contenteditable]")) return;
+    if (/** @type {HTMLElement} */ (e.target).closest("input, textarea, select, [contenteditable]")) return;
     if (e.key === "/" && search) {
       e.preventDefault();
       search.focus();
@@ -523,21 +497,20 @@
 
   // -- instant narrowing as one types; Enter asks the server (key and whole description) ------
   function narrowCard(card) {
-    const q = search ? search.value.trim().toLowerCase() : "";
-    const text = `${card.dataset.key} ${(card.querySelector(".desc") || {}).textContent || ""}`.toLowerCase();
-    card.hidden = Boolean(q) && !text.includes(q);
+    const text = `${card.dataset.key} ${(card.querySelector(".desc") || {}).textContent || ""}`;
+    card.hidden = !narrowedIn(search ? search.value : "", text);
   }
   let narrowTimer = null;
   if (search) {
     search.addEventListener("input", () => {
-      const cards = Array.from(document.querySelectorAll("#columns .card"));
+      const cards = Array.from(/** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("#columns .card")));
       for (const card of cards) narrowCard(card);
       clearTimeout(narrowTimer);
       const shown = cards.filter((c) => !c.hidden).length;
       narrowTimer = setTimeout(() => announce(`${shown} card${shown === 1 ? "" : "s"} shown match “${search.value.trim()}”.`), 400);
     });
   }
-  const lanes = document.getElementById("board-lanes");
+  const lanes = /** @type {HTMLSelectElement | null} */ (document.getElementById("board-lanes"));
   if (lanes) lanes.addEventListener("change", () => lanes.form.requestSubmit());
 
   // After an oversight action the server sends the person back here: with `?task=` (a redirect

@@ -105,6 +105,27 @@ def test_agent_claim_and_submit_move_the_card_live(page, world, agent_client):
     screenshot(page, "board-after-live-move")
 
 
+def test_a_live_card_follows_the_filters_as_the_server_applied_them(page, world, agent_client):
+    """board.js filters live cards with what the server applied (the board's data-filters), not
+    the raw query: " t-2 " is searched as "t-2" and the refused priority "01" filters nothing,
+    so the claimed card moves live instead of leaving the page."""
+    world.unclaimed("T-2", priority=2)
+    world.unclaimed("T-3", priority=2)
+    coder = agent_client(world.coder)
+    sign_in(page, world.admin)
+    response = page.goto(f"/p/{world.project.slug}/?q=%20t-2%20&priority=01")
+    assert response is not None and response.status == 400  # the refused priority, reported
+    page.wait_for_selector('#board[data-live="1"]', timeout=5_000)
+    assert page.locator(card_in("UNCLAIMED", "T-2")).count() == 1
+    assert page.locator(card_in("UNCLAIMED", "T-3")).count() == 0  # the search applies
+
+    coder.claim("T-2")
+    wait_live(page, card_in("CLAIMED", "T-2"))
+    assert (column_count(page, "UNCLAIMED"), column_count(page, "CLAIMED")) == (0, 1)
+    # Moved by the live event itself (BoardRules.matches kept it), not by a resync.
+    assert page.get_attribute("#board", "data-resyncs") is None
+
+
 def test_a_viewer_of_one_project_cannot_see_another(page, world):
     viewer = member(world.project, Membership.Role.VIEWER)
     elsewhere = World()
