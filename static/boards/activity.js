@@ -1,3 +1,4 @@
+// @ts-check
 // Liza Board activity feed: new events appear at the top, live, over the board's websocket.
 // The server checks membership when the socket opens (boards.live.consumers), as for a board.
 // Messages carry a per-project sequence number; after a gap or a reconnect the feed asks the
@@ -22,7 +23,7 @@
   }
 
   function newestId() {
-    const first = list.querySelector("li[data-id]");
+    const first = /** @type {HTMLElement | null} */ (list.querySelector("li[data-id]"));
     return first ? parseInt(first.dataset.id, 10) : 0;
   }
 
@@ -43,7 +44,7 @@
     if (empty) empty.remove();
     // By id, not simply on top: rows fetched after a gap can arrive after newer live ones.
     const newId = parseInt(id, 10);
-    const before = Array.from(list.querySelectorAll("li[data-id]")).find((li) => parseInt(li.dataset.id, 10) < newId);
+    const before = Array.from(/** @type {NodeListOf<HTMLElement>} */ (list.querySelectorAll("li[data-id]"))).find((li) => parseInt(li.dataset.id, 10) < newId);
     list.insertBefore(row, before || null);
     view.dataset.received = String(parseInt(view.dataset.received || "0", 10) + 1);
   }
@@ -68,9 +69,9 @@
       const t = document.createElement("template");
       t.innerHTML = data.html.trim();
       // Newest first from the server: prepend the oldest first.
-      for (const row of Array.from(t.content.children).reverse()) prepend(row.outerHTML, row.dataset.id);
+      for (const row of /** @type {HTMLElement[]} */ (Array.from(t.content.children)).reverse()) prepend(row.outerHTML, row.dataset.id);
       lastSeq = Math.max(lastSeq, data.seq);
-    } catch (err) {
+    } catch {
       setStatus("catching up failed, retrying…", false);
       setTimeout(() => catchUp(after), 2000);
     } finally {

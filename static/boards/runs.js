@@ -1,3 +1,4 @@
+// @ts-check
 // Issue 24: a running run's output, live in the task drawer. board.js hands every "run.output"
 // change of the board's websocket (members of the project only) to this as a DOM event; the
 // drawer's run (templates/boards/_runs.html) shows the server's tail of its output, its state,
@@ -5,7 +6,7 @@
 (function () {
   "use strict";
   document.addEventListener("liza:run-output", (e) => {
-    const change = e.detail;
+    const change = /** @type {CustomEvent} */ (e).detail;
     if (!change || !change.run) return;
     const id = String(change.run.id);
     for (const pre of document.querySelectorAll(`pre[data-run-output="${CSS.escape(id)}"]`)) {

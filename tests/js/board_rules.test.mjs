@@ -1,6 +1,6 @@
-// @ts-check
 // static/boards/board_rules.js under `node --test` (run by .ci/test): loaded as the browser
-// loads it, a classic script, then its rules checked. The task filter runs the cases of
+// loads it, a classic script, then its rules checked (linted by ESLint; the file under test is
+// type-checked strictly by jsconfig.pure.json). The task filter runs the cases of
 // tests/data/task_filter_cases.json, which tests/boards/selectors/test_filters.py runs through
 // the server's TaskFilter on PostgreSQL.
 import assert from "node:assert/strict";
@@ -10,19 +10,18 @@ import { runInThisContext } from "node:vm";
 
 const root = new URL("../../", import.meta.url);
 const source = readFileSync(new URL("static/boards/board_rules.js", root), "utf8");
-/** @type {typeof BoardRules} */
 const rules = runInThisContext(`${source}\nBoardRules;`, { filename: "static/boards/board_rules.js" });
 const shared = JSON.parse(readFileSync(new URL("tests/data/task_filter_cases.json", root), "utf8"));
 
 for (const c of shared.cases) {
   test(`task filter: ${c.name}`, () => {
-    const kept = shared.tasks.filter((/** @type {LiveTask} */ t) => rules.matches(t, c.applied));
-    assert.deepEqual(kept.map((/** @type {LiveTask} */ t) => t.key).sort(), c.matches);
+    const kept = shared.tasks.filter((t) => rules.matches(t, c.applied));
+    assert.deepEqual(kept.map((t) => t.key).sort(), c.matches);
   });
 }
 
 test("task filter: the shared cases cover every filter board.js knows", () => {
-  const used = new Set(shared.cases.flatMap((/** @type {{applied: object}} */ c) => Object.keys(c.applied)));
+  const used = new Set(shared.cases.flatMap((c) => Object.keys(c.applied)));
   assert.deepEqual([...used].sort(), ["agent", "criticality", "goal", "priority", "q", "sprint", "status"]);
 });
 
