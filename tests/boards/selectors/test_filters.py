@@ -17,6 +17,7 @@ from django.urls import reverse
 from boards.live.outbox import TASK
 from boards.live.render import render_changes
 from boards.models import Sprint
+from boards.protocol import SprintStatus
 from boards.selectors.board import BoardFilters, board_tasks, live_filters
 from boards.services.goals import goal_create
 from boards.services.sprints import sprint_abort, sprint_create
@@ -70,7 +71,7 @@ def world() -> World:
 
 
 def _open_sprint(world: World) -> Sprint | None:
-    return Sprint.objects.filter(project=world.project, status="IN_PROGRESS").first()
+    return Sprint.objects.filter(project=world.project, status=SprintStatus.IN_PROGRESS).first()
 
 
 def test_the_shared_tasks_are_what_a_live_event_carries(world):
