@@ -36,10 +36,28 @@ def test_a_cluster_keeps_its_data_across_a_restart(tmp_path):
         assert db.execute("SHOW server_version").fetchone()[0].startswith("18.")
         # Only a Unix socket of its own: no TCP port to clash with another run.
         assert db.execute("SHOW listen_addresses").fetchone() == ("",)
+        # The product's data is durable.
+        assert db.execute("SHOW fsync").fetchone() == ("on",)
+        assert db.execute("SHOW synchronous_commit").fetchone() == ("on",)
     assert not _running(pg)
 
     with embedded_cluster(pg) as url, psycopg.connect(url) as db:
         assert db.execute("SELECT word FROM kept").fetchall() == [("lease",)]
+
+
+DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
+
+
+def test_the_test_commands_throwaway_cluster_skips_durability(tmp_path):
+    pg = tmp_path / "pg"
+    url = cluster_command(pg, "start", "--throwaway", holder=os.getpid())
+    try:
+        with psycopg.connect(url) as db:
+            settings = [db.execute(f"SHOW {name}").fetchone()[0] for name in DURABILITY]
+        assert settings == ["off", "off", "off"]
+    finally:
+        cluster_command(pg, "stop", holder=os.getpid())
+    assert not _running(pg)
 
 
 def test_the_last_holder_stops_the_cluster_and_a_dead_one_is_forgotten(tmp_path):
