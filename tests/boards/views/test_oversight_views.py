@@ -31,6 +31,7 @@ from boards.models import (
     Event,
     HumanNote,
     Membership,
+    NotificationPreference,
     Project,
     Sprint,
     Task,
@@ -421,6 +422,16 @@ ACTIONS = [
         lambda w: None,
         lambda w: config_of(Project.objects.get(pk=w.project.pk)).max_review_cycles == 7,
     ),
+    Action(
+        "set one's notifications",
+        "/p/{slug}/notifications/set",
+        {"events": ["blocked", "quota"], "email": "1", "digest_minutes": "30"},
+        lambda w: None,
+        lambda w: NotificationPreference.objects.filter(
+            project=w.project, events=["blocked", "quota"], email=True, digest_minutes=30
+        ).exists(),
+        needs=Membership.Role.VIEWER,
+    ),
 ]
 
 
@@ -488,6 +499,7 @@ PAGES = [
     ("/p/{slug}/agents", Membership.Role.ADMIN),
     ("/p/{slug}/controls", Membership.Role.MEMBER),
     ("/p/{slug}/breaker", Membership.Role.VIEWER),
+    ("/p/{slug}/notifications", Membership.Role.VIEWER),
 ]
 
 
