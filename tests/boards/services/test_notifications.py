@@ -14,6 +14,7 @@ from django.core import mail
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
 from boards.models import Alert, Event, Notification, WebhookDelivery
 from boards.protocol import NotifyEvent
+from boards.selectors.webhooks import delivery_log
 from boards.services import reviews
 from boards.services.notifications import event_of, notifications_set
 from boards.services.watch import watch_sweep
@@ -74,6 +75,8 @@ def test_one_blocked_task_is_one_chat_message_and_one_email_to_each_subscriber_o
         for _ in range(3):
             assert _sweep_and_send(world, world.tick(60)) == []
         assert len(slack.received) == len(discord.received) == 1 and len(mail.outbox) == 2
+        # The escalation webhook's log (for admins) does not list people's messages.
+        assert delivery_log(project=world.project) == []
 
 
 def test_a_digest_gathers_a_burst_into_one_message_listing_each_event(world):
