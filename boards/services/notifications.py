@@ -104,7 +104,8 @@ def _message(project: Project, items: list[Notification]) -> tuple[str, str]:
             lines.append(f"… and {len(items) - DIGEST_LINES} more")
     if link:
         lines.append(link)
-    return subject.replace("\n", " "), "\n".join(lines)
+    # A header holds no line break (Django refuses it): a blocked reason may have several.
+    return " ".join(subject.split()), "\n".join(lines)
 
 
 def _chat_body(chat_format: str, text: str) -> str:

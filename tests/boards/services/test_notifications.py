@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.core import mail
 
+from agents.services import agent_quota_pause
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
 from boards.models import Alert, Event, Notification, WebhookDelivery
 from boards.protocol import NotifyEvent
@@ -216,3 +217,37 @@ def test_who_may_set_what(world):
     )
     event = Event.objects.filter(project=world.project, action="notifications_set").last()
     assert "secret-token" not in str(event.data) and event.data["user"] == "ann"
+
+
+def test_a_quota_pause_reaches_who_asked_once_and_not_who_did_not(world):
+    ann = member(world.project, "member", username="ann", email="ann@example.com")
+    bob = member(world.project, "member", username="bob", email="bob@example.com")
+    _subscribe(world, ann, events=["quota"])
+    _subscribe(world, bob, events=["blocked", "stall"])
+    mail.outbox.clear()
+    now = world.tick()
+    agent_quota_pause(
+        project=world.project,
+        agent=world.coder,
+        now=now,
+        until=now + timedelta(hours=2),
+        provider="claude",
+        message="Claude usage limit reached",
+    )
+    _sweep_and_send(world)
+    _sweep_and_send(world, world.tick(60))  # the pause stands: counted, not sent again
+    [quota] = mail.outbox
+    assert quota.to == ["ann@example.com"] and "QUOTA" in quota.subject.upper()
+
+
+def test_a_multi_line_blocked_reason_is_one_subject_line(world):
+    ann = member(world.project, "member", username="ann", email="ann@example.com")
+    _subscribe(world, ann)
+    mail.outbox.clear()
+    world.claimed("T-1")
+    world.block("T-1", reason="The spec says two things:\r\nA and\nB")
+    [sent] = _sweep_and_send(world)
+    assert sent.outcome == "delivered"
+    [email] = mail.outbox
+    assert "\n" not in email.subject and "\r" not in email.subject
+    assert "The spec says two things: A and B" in email.subject
