@@ -235,6 +235,7 @@ class Sent:
 
     def line(self) -> str:
         what = f"HTTP {self.status_code}" if self.status_code is not None else self.error
+        what = what or "sent"  # an e-mail has no status code
         end = ", given up" if self.gave_up else ""
         return (
             f"{self.project}: webhook delivery {self.delivery} {self.outcome} "
@@ -540,7 +541,9 @@ def _record_attempt(delivery, config, now, outcome, status_code, error, duration
         delivery.save(
             update_fields=["attempts", "claimed_until", "status", "delivered_at", "next_attempt_at"]
         )
-        if escalation:  # a person's channel failing is theirs: the delivery log shows it
+        # A person's channel failing is theirs, not the project's escalation webhook failing
+        # (its attempts are in the Django admin's deliveries).
+        if escalation:
             _sync_failing_alert(project, now, delivered=outcome == "delivered", error=error)
         transaction.on_commit(lambda: _count(outcome, gave_up))
     return Sent(
