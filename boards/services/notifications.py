@@ -49,6 +49,7 @@ DISCORD_MAX = 2000  # Discord refuses a longer `content`
 DIGEST_LINES = 50  # a digest lists this many events, then counts the rest
 SETTINGS = ("events", "email", "digest_minutes", "chat_url", "chat_format")
 ADMIN_SETTINGS = ("chat_url", "chat_format")  # the chat webhook: a project admin's to set
+KEEP_SENT = timedelta(days=30)  # a sent notification's row, then deleted (its delivery stays)
 
 
 def event_of(alert: Alert) -> NotifyEvent | None:
@@ -120,7 +121,9 @@ def _chat_body(chat_format: str, text: str) -> str:
 def notifications_flush(*, project: Project, now: datetime) -> list[WebhookDelivery]:
     """Each person's waiting notifications that are due, as one message per channel (an outbox
     row each, sent after the caller's transaction commits). A person no longer asking for
-    messages (preferences or membership gone) has theirs dropped, marked sent with none."""
+    messages (preferences or membership gone) has theirs dropped, marked sent with none. Rows
+    sent more than `KEEP_SENT` ago are deleted: months of running do not pile them up."""
+    Notification.objects.filter(project=project, sent_at__lt=now - KEEP_SENT).delete()
     waiting = list(
         Notification.objects.filter(project=project, sent_at__isnull=True)
         .select_related("user")

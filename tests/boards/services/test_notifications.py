@@ -251,3 +251,20 @@ def test_a_multi_line_blocked_reason_is_one_subject_line(world):
     [email] = mail.outbox
     assert "\n" not in email.subject and "\r" not in email.subject
     assert "The spec says two things: A and B" in email.subject
+
+
+def test_sent_notifications_are_deleted_after_thirty_days_and_waiting_ones_kept(world):
+    ann = member(world.project, "member", username="ann", email="ann@example.com")
+    _subscribe(world, ann, digest=60 * 24)
+    world.blocked("T-1")
+    start = world.tick()
+    _sweep_and_send(world, start)
+    [waiting] = Notification.objects.filter(project=world.project)
+    _sweep_and_send(world, start + timedelta(days=1, minutes=1))  # the digest goes
+    waiting.refresh_from_db()
+    assert waiting.sent_at == start + timedelta(days=1, minutes=1)
+    _sweep_and_send(world, start + timedelta(days=31))
+    assert Notification.objects.filter(project=world.project).exists()
+    _sweep_and_send(world, start + timedelta(days=31, minutes=2))
+    assert not Notification.objects.filter(project=world.project).exists()
+    assert WebhookDelivery.objects.filter(recipient=ann).count() == 1  # the message stays
