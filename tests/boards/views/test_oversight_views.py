@@ -401,6 +401,17 @@ ACTIONS = [
         lambda w: w.agent("coder-3").overloaded,
     ),
     Action(
+        "set one's notifications",
+        "/p/{slug}/notifications/set",
+        {"events": ["blocked", "quota"], "email": "1", "digest_minutes": "30"},
+        lambda w: None,
+        lambda w: NotificationPreference.objects.filter(
+            project=w.project, events=["blocked", "quota"], email=True, digest_minutes=30
+        ).exists(),
+        needs=Membership.Role.VIEWER,
+    ),
+    # Last: the settings tests below read its data as ACTIONS[-1].
+    Action(
         "edit the settings",
         "/p/{slug}/settings",
         {
@@ -421,16 +432,6 @@ ACTIONS = [
         },
         lambda w: None,
         lambda w: config_of(Project.objects.get(pk=w.project.pk)).max_review_cycles == 7,
-    ),
-    Action(
-        "set one's notifications",
-        "/p/{slug}/notifications/set",
-        {"events": ["blocked", "quota"], "email": "1", "digest_minutes": "30"},
-        lambda w: None,
-        lambda w: NotificationPreference.objects.filter(
-            project=w.project, events=["blocked", "quota"], email=True, digest_minutes=30
-        ).exists(),
-        needs=Membership.Role.VIEWER,
     ),
 ]
 
