@@ -44,6 +44,8 @@ from boards.models import (
     Handoff,
     HumanNote,
     Membership,
+    Notification,
+    NotificationPreference,
     Project,
     ProjectConfig,
     Review,
@@ -867,14 +869,25 @@ class ChangeSummaryAdmin(AppendOnlyAdmin):
 class WebhookDeliveryAdmin(AppendOnlyAdmin):
     """The escalation webhook's delivery log: written by the watcher's sender only."""
 
-    list_display = ("created", "project", "kind", "status", "attempts", "delivered_at")
-    list_filter = ("status", "kind", "project")
+    list_display = (
+        "created",
+        "project",
+        "channel",
+        "kind",
+        "recipient",
+        "status",
+        "attempts",
+        "delivered_at",
+    )
+    list_filter = ("status", "channel", "kind", "project")
     search_fields = ("project__slug", "body")
     date_hierarchy = "created"
-    list_select_related = ("project",)
+    list_select_related = ("project", "recipient")
     fields = (
         "project",
         "alert",
+        "channel",
+        "recipient",
         "kind",
         "status",
         "created",
@@ -885,6 +898,29 @@ class WebhookDeliveryAdmin(AppendOnlyAdmin):
     )
     readonly_fields = fields
     inlines = (WebhookAttemptInline,)
+
+
+@admin.register(NotificationPreference)
+class NotificationPreferenceAdmin(AppendOnlyAdmin):
+    """Read-only here: a person edits their own on the settings page (a project admin sets the
+    chat webhook), through `notifications_set`, which checks the address."""
+
+    list_display = ("project", "user", "events", "email", "chat_format", "digest_minutes")
+    list_filter = ("project", "email", "chat_format")
+    search_fields = ("project__slug", "user__username")
+    list_select_related = ("project", "user")
+    exclude = ("chat_url",)  # an incoming webhook's URL is its secret
+
+
+@admin.register(Notification)
+class NotificationAdmin(AppendOnlyAdmin):
+    """What people were told (or will be, in their next digest): written by the watcher."""
+
+    list_display = ("created", "project", "user", "event", "text", "sent_at")
+    list_filter = ("project", "event")
+    search_fields = ("project__slug", "user__username", "text")
+    date_hierarchy = "created"
+    list_select_related = ("project", "user")
 
 
 @admin.register(Event)

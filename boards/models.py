@@ -880,6 +880,8 @@ class Alert(models.Model):
         SPRINT_DEADLINE = "sprint_deadline"  # seed 000: the sprint's deadline passed
         RUN_STALLED = "run_stalled"  # issue 24: the progress watchdog stopped a task's run
         QUOTA = "quota"  # issue 24: a supervisor paused by its provider's quota wall
+        # Issue 24: a task held at the human approval gate (info: it asks for a person).
+        AWAITING_APPROVAL = "awaiting_approval"
         # Raised and resolved by the webhook's sender, not by a sweep's conditions.
         WEBHOOK_FAILING = "webhook_failing"
 
@@ -1030,7 +1032,23 @@ class WebhookDelivery(models.Model):
     alert = models.ForeignKey(
         Alert, on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries"
     )
-    kind = models.CharField(max_length=32, help_text="alert.raised or alert.escalated")
+
+    class Channel(models.TextChoices):
+        ESCALATION = "escalation"  # the project's signed escalation webhook
+        EMAIL = "email"  # a person's notifications (issue 24), through Django's e-mail
+        SLACK = "slack"  # ... or to a Slack or Discord incoming webhook
+        DISCORD = "discord"
+
+    kind = models.CharField(
+        max_length=32, help_text="alert.raised, alert.escalated, notification or digest"
+    )
+    channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.ESCALATION)
+    # A notification's person and address (an e-mail address or a chat webhook URL); the
+    # escalation webhook's address is the project's setting, read at each send.
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    target = models.CharField(max_length=500, blank=True)
     # The exact JSON body, signed and sent as is on every attempt (the receiver dedupes on
     # its `delivery` id).
     body = models.TextField()
@@ -1073,6 +1091,66 @@ class WebhookAttempt(models.Model):
     @property
     def ok(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
+
+
+class NotificationPreference(models.Model):
+    """Issue 24: what one person hears of one project, and where: `events` (protocol.NotifyEvent
+    values), e-mail to their address, a chat incoming webhook (Slack's or Discord's format; its
+    URL set by a project admin), and how often (`digest_minutes`: 0 at once, else one message
+    gathering everything of that many minutes)."""
+
+    class ChatFormat(models.TextChoices):
+        SLACK = "slack"
+        DISCORD = "discord"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="notification_preferences"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="liza_notifications"
+    )
+    events = models.JSONField(default=list, blank=True)
+    email = models.BooleanField(default=False)
+    chat_url = models.URLField(max_length=500, blank=True)
+    chat_format = models.CharField(
+        max_length=10, choices=ChatFormat.choices, default=ChatFormat.SLACK
+    )
+    digest_minutes = models.PositiveIntegerField(default=0)
+    updated = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="notification_pref_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"notifications of {self.user} @ {self.project}"
+
+
+class Notification(models.Model):
+    """One event for one person: waiting for its message (a digest gathers several), then
+    sent in the `WebhookDelivery` rows of that message (one per channel)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="notifications")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    event = models.CharField(max_length=16)
+    alert = models.ForeignKey(
+        Alert, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    text = models.CharField(max_length=1000)
+    created = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [models.Index(fields=["project", "sent_at"], name="notification_pending")]
+
+    def __str__(self) -> str:
+        return f"{self.event} for {self.user}: {self.text[:40]}"
 
 
 class ChangeSummary(models.Model):

@@ -408,6 +408,7 @@ class Action(StrEnum):
     CIRCUIT_BREAKER_TRIGGERED = "circuit_breaker_triggered"
     CIRCUIT_BREAKER_RESOLVED = "circuit_breaker_resolved"
     MEMBERSHIP_SET = "membership_set"
+    NOTIFICATIONS_SET = "notifications_set"
     # records
     DISCOVERED = "discovered"
     DISCOVERY_CONVERTED = "discovery_converted"
@@ -517,3 +518,20 @@ def config_changes_shown(changes: dict[str, object], *, admin: bool) -> dict[str
                 change = "changed"
         shown[name] = change
     return shown
+
+
+class NotifyEvent(StrEnum):
+    """Issue 24: what a person may ask to be told about (their notification preferences). Each
+    is fed by the alert that says so (`services.notifications.event_of`); `budget` is fed by
+    a budget alert once one exists (its alert type is named `budget`)."""
+
+    BLOCKED = "blocked"  # a task BLOCKED, its questions waiting for a human
+    APPROVAL = "approval"  # a task held at the human approval gate
+    BUDGET = "budget"
+    STALL = "stall"  # RUN STALLED: the progress watchdog stopped a run
+    QUOTA = "quota"  # an agent paused by its provider's quota
+    CRITICAL = "critical"  # any critical alert
+
+
+# The longest a digest may gather (minutes); 0 sends each sweep's news at once.
+NOTIFY_DIGEST_MAX_MINUTES = 24 * 60

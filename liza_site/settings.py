@@ -151,6 +151,20 @@ REDIS_URL = env.str("REDIS_URL", default="")
 LIZA_WEBHOOK_ALLOW_PRIVATE = env.bool("LIZA_WEBHOOK_ALLOW_PRIVATE", default=False)
 LIZA_WEBHOOK_TIMEOUT = env.float("LIZA_WEBHOOK_TIMEOUT", default=5.0)
 LIZA_PUBLIC_URL = env.str("LIZA_PUBLIC_URL", default="")
+# People's notifications by e-mail (boards.services.notifications, sent by the watcher):
+# EMAIL_URL in django-environ's form (smtp+tls://user:password@host:587); by default the
+# console backend, which prints each message instead of sending it. EMAIL_BACKEND overrides the
+# backend alone. EMAIL_TIMEOUT bounds an SMTP conversation, as LIZA_WEBHOOK_TIMEOUT a POST.
+_email = env.email_url("EMAIL_URL", default="consolemail://")
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default=_email["EMAIL_BACKEND"])
+EMAIL_HOST = _email.get("EMAIL_HOST") or "localhost"
+EMAIL_PORT = _email.get("EMAIL_PORT") or 25
+EMAIL_HOST_USER = _email.get("EMAIL_HOST_USER") or ""
+EMAIL_HOST_PASSWORD = _email.get("EMAIL_HOST_PASSWORD") or ""
+EMAIL_USE_TLS = bool(_email.get("EMAIL_USE_TLS"))
+EMAIL_USE_SSL = bool(_email.get("EMAIL_USE_SSL"))
+EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT", default=10.0)
+DEFAULT_FROM_EMAIL = env.str("LIZA_EMAIL_FROM", default="liza-board@localhost")
 # The bearer token Prometheus scrapes /metrics with (staff sessions need none); unset: staff only.
 LIZA_METRICS_TOKEN = env.str("LIZA_METRICS_TOKEN", default="")
 # How often each ASGI worker checks that its channel layer answers while boards are open

@@ -330,6 +330,7 @@ PRESENTERS: dict[str, tuple[Presenter, Any]] = {
         lambda v, r: s.ConfigSerializer(r, context={"show_webhook": v.shows_webhook()}).data,
         s.ConfigSerializer,
     ),
+    "notifications": (lambda v, r: s.NotificationsSerializer(r).data, s.NotificationsSerializer),
     "discovery": (lambda v, r: s.DiscoverySerializer(r).data, s.DiscoverySerializer),
     "alert": (lambda v, r: s.AlertSerializer(r).data, s.AlertSerializer),
     "anomaly": (lambda v, r: s.AnomalySerializer(r).data, s.AnomalySerializer),

@@ -18,6 +18,7 @@ from boards.models import (
     Goal,
     Handoff,
     HumanNote,
+    NotificationPreference,
     ProjectConfig,
     Review,
     Sprint,
@@ -340,6 +341,22 @@ class ReviewClaimResultSerializer(serializers.Serializer):
 
     review = ReviewSerializer(allow_null=True)
     task = TaskSerializer(allow_null=True)
+
+
+class NotificationsSerializer(serializers.ModelSerializer):
+    """A member's notification preferences (issue 24). The chat webhook's URL is its secret:
+    only whether one is set, never the URL."""
+
+    user = serializers.CharField(source="user.username", read_only=True)
+    chat_url_set = serializers.SerializerMethodField()
+
+    class Meta:
+        model = NotificationPreference
+        fields = ["user", "events", "email", "digest_minutes", "chat_format", "chat_url_set"]
+        read_only_fields = fields
+
+    def get_chat_url_set(self, pref: NotificationPreference) -> bool:
+        return bool(pref.chat_url)
 
 
 class ConfigSerializer(serializers.ModelSerializer):

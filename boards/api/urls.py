@@ -298,6 +298,7 @@ urlpatterns = [
         name="api-project-resume",
     ),
     path("config", views.ConfigView.as_view(), name="api-config"),
+    path("notifications", views.NotificationsView.as_view(), name="api-notifications"),
     path("work", views.WorkView.as_view(), name="api-work"),
     path("inbox", views.InboxView.as_view(), name="api-inbox"),
     # -- the watcher's alerts

@@ -18,13 +18,14 @@ from boards import protocol as p
 from boards.api import serializers as s
 from boards.api.base import READ_ERRORS, ProjectView, errors, operation_view
 from boards.errors import NotFound, ProtocolValidationError
-from boards.models import Alert, Event
+from boards.models import Alert, Event, Membership
 from boards.operations import inputs as i
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.breaker import breaker_state
 from boards.selectors.filters import TaskFilter, filter_errors
 from boards.selectors.inbox import inbox
+from boards.selectors.notifications import notification_preferences
 from boards.selectors.sprints import goal_current, sprint_current
 from boards.selectors.tasks import task_list
 from boards.selectors.watch import alert_list
@@ -244,6 +245,27 @@ class ConfigView(
         return Response(
             s.ConfigSerializer(config, context={"show_webhook": self.shows_webhook()}).data
         )
+
+
+class NotificationsView(
+    operation_view(
+        "notifications_set",
+        present="notifications",
+        method="patch",
+        operation_id="notifications_set",
+        description="A member's notifications (issue 24): their events, e-mail and digest; "
+        "admins also set a member's chat webhook (`user`, `chat_url`, `chat_format`).",
+    ),
+):
+    @extend_schema(
+        operation_id="notifications_retrieve",
+        responses={200: s.NotificationsSerializer, **READ_ERRORS},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """The signed-in member's own notification preferences (people only, not agents)."""
+        require_role(self.actor, self.project, agent_roles=(), human=Membership.Role.VIEWER)
+        pref = notification_preferences(project=self.project, user=self.actor)
+        return Response(s.NotificationsSerializer(pref).data)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from boards.selectors.tasks import task_get
 from boards.services import (
     breaker,
     goals,
+    notifications,
     projects,
     records,
     reviews,
@@ -401,6 +402,14 @@ OPERATIONS: dict[str, Operation] = {
             PROJECT,
             i.ConfigInput,
             done=lambda c: "Settings saved.",
+        ),
+        Operation(
+            "notifications_set",
+            notifications.notifications_set,
+            PROJECT,
+            i.NotificationsInput,
+            role=Membership.Role.VIEWER,
+            done=lambda pref: "Notification preferences saved.",
         ),
         # -- agents and keys (project admins) --------------------------------------------------
         Operation(

@@ -325,6 +325,37 @@ def config_number(name: str) -> serializers.IntegerField:
     return serializers.IntegerField(required=False, min_value=low, max_value=high)
 
 
+class NotificationsInput(InputSerializer):
+    """A member's notifications (issue 24): which events, e-mail, a digest; a chat webhook (and
+    another member's choices, named by `user`) only for project admins. Fields left out stay."""
+
+    user = serializers.CharField(
+        required=False, max_length=150, help_text="admins: another member's username"
+    )
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=[str(e) for e in p.NotifyEvent]),
+        required=False,
+        max_length=len(p.NotifyEvent),
+        help_text="what to be told of: " + ", ".join(p.NotifyEvent),
+    )
+    email = serializers.BooleanField(required=False, help_text="by e-mail, to the user's address")
+    digest_minutes = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=p.NOTIFY_DIGEST_MAX_MINUTES,
+        help_text="0: each sweep's news at once; N: one message gathering N minutes",
+    )
+    chat_url = serializers.URLField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        help_text="admins: a Slack or Discord incoming-webhook URL (a public address); '' removes",
+    )
+    chat_format = serializers.ChoiceField(
+        required=False, choices=["slack", "discord"], help_text="admins: the chat's format"
+    )
+
+
 class ConfigInput(InputSerializer):
     max_coder_iterations = config_number("max_coder_iterations")
     max_review_cycles = config_number("max_review_cycles")

@@ -35,6 +35,7 @@ from boards.protocol import (
 )
 from boards.selectors.availability import ERROR, agents_availability
 from boards.selectors.leases import lease_stale_before
+from boards.selectors.reviews import awaiting_human_approval
 from boards.validation import Violation
 
 # A watcher silent for more than this many of the project's watch intervals is reported down.
@@ -325,6 +326,20 @@ def alert_conditions(
                 task,
             )
         )
+    for task in Task.objects.filter(
+        project=project, status=TaskStatus.READY_FOR_REVIEW, needs_human_approval=True
+    ):
+        if awaiting_human_approval(task):  # issue 24: a person is asked; notifications say so
+            found.append(
+                AlertCondition(
+                    Alert.Type.AWAITING_APPROVAL,
+                    task.key,
+                    Alert.Level.INFO,
+                    f"AWAITING APPROVAL: {task.key} — approved by its reviewers, "
+                    "waiting for a human at the approval gate",
+                    task,
+                )
+            )
     for task in Task.objects.filter(project=project, status=TaskStatus.INTEGRATION_FAILED):
         found.append(
             AlertCondition(

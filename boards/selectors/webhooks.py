@@ -10,9 +10,11 @@ LOG_LENGTH = 100
 
 
 def delivery_log(*, project: Project, limit: int = LOG_LENGTH) -> list[WebhookDelivery]:
-    """The project's latest deliveries, newest first, each with its attempts (newest first)."""
+    """The project's latest escalation deliveries, newest first, each with its attempts (newest
+    first). People's notifications ride the same table (issue 24) but are theirs, not this
+    log's: their addresses are not the project's to list."""
     return list(
-        WebhookDelivery.objects.filter(project=project)
+        WebhookDelivery.objects.filter(project=project, channel=WebhookDelivery.Channel.ESCALATION)
         .select_related("alert")
         .prefetch_related(
             Prefetch("attempt_log", queryset=WebhookAttempt.objects.order_by("-at", "-id"))

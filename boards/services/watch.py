@@ -50,6 +50,7 @@ from boards.services.kernel import (
     refusal,
     require_role,
 )
+from boards.services.notifications import notifications_flush, notify_alert
 from boards.services.sprints import sprint_checkpoint, sprint_complete_if_done
 from boards.services.tasks.holders import (
     lock_task_and_its_agents,
@@ -131,6 +132,9 @@ def watch_sweep(
             if line:
                 sweep.actions.append(line)
         sweep.alerts = _sync_alerts(project, now, violations)
+        # People's messages (issue 24): what is due of what the alerts above noted for them.
+        if messages := notifications_flush(project=project, now=now):
+            sweep.actions.append(f"notifications: {len(messages)} messages queued")
         _mark_swept(project, config, now)
     return sweep
 
@@ -195,6 +199,7 @@ def _sync_alerts(
             lines.append(f"alert {condition.level}: {condition.logged(now)}")
             if alert.level == Alert.Level.CRITICAL or alert.type == Alert.Type.STALE_CHECKPOINT:
                 escalate.append((alert, "alert.raised"))
+            notify_alert(project=project, alert=alert, now=now)  # who asked to hear of it
             continue
         alert.count += 1
         step = escalation_step(alert.type, alert.message)
@@ -208,6 +213,8 @@ def _sync_alerts(
             lines.append(f"alert escalated to {condition.level}: {condition.logged(now)}")
             if alert.level == Alert.Level.CRITICAL or alert.type == Alert.Type.STALE_CHECKPOINT:
                 escalate.append((alert, "alert.escalated"))
+            if alert.level == Alert.Level.CRITICAL:
+                notify_alert(project=project, alert=alert, now=now)
         elif escalation_step(alert.type, alert.message) > step:
             # A step at the same level (a stale checkpoint: 2 h STUCK → 8 h ABANDONED?).
             alert.escalated_at = now

@@ -1,12 +1,14 @@
 """The escalation webhook (issue #11): critical alerts and stale-checkpoint escalations sent to
-a project's URL as signed JSON, never inside a transition.
+a project's URL as signed JSON, never inside a transition. The same outbox and sender carry
+people's notifications (issue 24, `services.notifications`): e-mails and Slack/Discord messages.
 
 - `webhook_enqueue` writes a `WebhookDelivery` row (an outbox) in the sweep's transaction: the
   sweep does no network I/O, so a slow or dead receiver cannot hold its locks.
 - `WebhookSender.round`, run by the watcher's delivery thread after its sweeps have committed
   (`webhook_deliver_due` for one round that waits), claims due rows (`SELECT … FOR UPDATE SKIP
   LOCKED`, then a short claim lease written in that transaction, so a second watcher neither
-  waits on them nor sends them), at most one per project and `PER_DESTINATION` per
+  waits on them nor sends them), at most one per lane (the project's escalation webhook, or
+  one person's channel) and `PER_DESTINATION` per
   destination, sends them on a pool outside any transaction, each attempt bounded as a whole
   by LIZA_WEBHOOK_TIMEOUT with its answer read up to `ANSWER_CAP_BYTES`
   (boards.services.webhook_transport), and records each attempt: delivered, or retried after
@@ -38,6 +40,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
+from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
@@ -58,6 +61,7 @@ CLAIM_BATCH = 20
 # attempt per project and PER_DESTINATION per destination at once, and a destination that
 # failed BREAKER_THRESHOLD times in a row is left alone for BREAKER_COOL_OFF.
 ANSWER_CAP_BYTES = 64 * 1024
+MAIL_DESTINATION = "mail:"  # e-mails share one breaker: the deployment's mail server
 SENDER_WORKERS = 8
 PER_DESTINATION = 2
 BREAKER_THRESHOLD = 5
@@ -151,12 +155,12 @@ def resolve_webhook_url(url: str) -> list[str]:
     return addresses
 
 
-def check_webhook_url(url: str) -> None:
-    """At save: a 400 naming `escalation_webhook` for a URL the sender would refuse."""
+def check_webhook_url(url: str, *, field: str = "escalation_webhook") -> None:
+    """At save: a 400 naming `field` for a URL the sender would refuse."""
     try:
         resolve_webhook_url(url)
     except WebhookRefused as exc:
-        raise ProtocolValidationError("escalation_webhook", str(exc)) from exc
+        raise ProtocolValidationError(field, str(exc)) from exc
 
 
 def check_webhook_secret(secret: str) -> None:
@@ -179,7 +183,7 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 # -- the outbox --------------------------------------------------------------------------------
 
 
-def _link(project: Project) -> str:
+def inbox_link(project: Project) -> str:
     path = reverse("inbox", args=[project.slug])
     return settings.LIZA_PUBLIC_URL.rstrip("/") + path
 
@@ -207,7 +211,7 @@ def webhook_enqueue(*, project: Project, config: ProjectConfig, alert: Alert, ki
             "last_seen": format_timestamp(alert.last_seen or alert.created),
             "count": alert.count,
         },
-        "link": _link(project),
+        "link": inbox_link(project),
     }
     delivery.body = json.dumps(payload, sort_keys=True)
     delivery.save(update_fields=["body"])
@@ -231,6 +235,7 @@ class Sent:
 
     def line(self) -> str:
         what = f"HTTP {self.status_code}" if self.status_code is not None else self.error
+        what = what or "sent"  # an e-mail has no status code
         end = ", given up" if self.gave_up else ""
         return (
             f"{self.project}: webhook delivery {self.delivery} {self.outcome} "
@@ -239,27 +244,36 @@ class Sent:
 
 
 def _destination_of(delivery: WebhookDelivery) -> str:
+    if delivery.channel == WebhookDelivery.Channel.EMAIL:
+        return MAIL_DESTINATION
+    if delivery.channel != WebhookDelivery.Channel.ESCALATION:
+        return destination(delivery.target)  # a person's chat webhook (issue 24)
     config = getattr(delivery.project, "config", None)
     return destination(config.escalation_webhook if config else "")
 
 
+def _lane(delivery: WebhookDelivery) -> tuple:
+    """What goes one message at a time, in order: the project's escalation webhook, or one
+    person's channel (their notifications, issue 24) — a person's dead chat webhook never
+    holds the project's escalations back."""
+    return (delivery.project_id, delivery.channel, delivery.recipient_id)
+
+
 def _claim(now: datetime, slugs, limit: int, admit) -> list[WebhookDelivery]:
-    """Claim up to `limit` due deliveries, at most one per project (a project's deliveries go
-    one at a time, in order), none of a project whose delivery is already under way (here or
+    """Claim up to `limit` due deliveries, at most one per lane (`_lane`: a lane's deliveries
+    go one at a time, in order), none of a lane whose delivery is already under way (here or
     in another watcher); `admit(delivery, destination)` says whether its destination takes one
     now, or when to come back (a datetime: the row waits until then, no attempt made)."""
     lease = timedelta(seconds=settings.LIZA_WEBHOOK_TIMEOUT * 2 + 30)
     with transaction.atomic():
-        held = WebhookDelivery.objects.filter(
-            status=WebhookDelivery.Status.PENDING, claimed_until__gte=now
-        ).values("project_id")
-        due = (
+        held = set(
             WebhookDelivery.objects.filter(
-                status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now
-            )
-            .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-            .exclude(project_id__in=held)
+                status=WebhookDelivery.Status.PENDING, claimed_until__gte=now
+            ).values_list("project_id", "channel", "recipient_id")
         )
+        due = WebhookDelivery.objects.filter(
+            status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now
+        ).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
         if slugs:
             due = due.filter(project__slug__in=slugs)
         candidates = list(
@@ -267,11 +281,11 @@ def _claim(now: datetime, slugs, limit: int, admit) -> list[WebhookDelivery]:
             .select_for_update(skip_locked=True, of=("self",))
             .order_by("next_attempt_at", "id")[: limit * 5]
         )
-        rows, projects = [], set()
+        rows, lanes = [], set(held)
         for row in candidates:
-            if row.project_id in projects or len(rows) >= limit:
+            if _lane(row) in lanes or len(rows) >= limit:
                 continue
-            projects.add(row.project_id)
+            lanes.add(_lane(row))
             verdict = admit(row, _destination_of(row))
             if verdict is True:
                 rows.append(row)
@@ -304,8 +318,32 @@ class _Request:
     body: bytes
 
 
+@dataclass(frozen=True)
+class _Mail:
+    subject: str
+    text: str
+    to: str
+
+
+def _prepare_notification(delivery: WebhookDelivery):
+    """A person's message (issue 24): an e-mail, or a POST of the chat's own JSON to its
+    incoming webhook (unsigned: Slack and Discord check nothing but the URL), after the same
+    address check as the escalation webhook's."""
+    if delivery.channel == WebhookDelivery.Channel.EMAIL:
+        message = json.loads(delivery.body)
+        return _Mail(message["subject"], message["text"], delivery.target)
+    try:
+        addresses = resolve_webhook_url(delivery.target)
+    except WebhookRefused as exc:
+        return "refused", None, str(exc)
+    headers = {"Content-Type": "application/json", "User-Agent": "liza-board-webhook/1"}
+    return _Request(delivery.target, addresses, headers, delivery.body.encode())
+
+
 def _prepare(delivery: WebhookDelivery, config: ProjectConfig, now: datetime):
     """The signed request of one attempt, or (outcome, status_code, error) without one."""
+    if delivery.channel != WebhookDelivery.Channel.ESCALATION:
+        return _prepare_notification(delivery)
     url, secret = config.escalation_webhook, config.webhook_secret
     if not url:
         return "failed", None, "no escalation_webhook set"
@@ -328,10 +366,20 @@ def _prepare(delivery: WebhookDelivery, config: ProjectConfig, now: datetime):
     return _Request(url, addresses, headers, body)
 
 
-def _attempt(request: _Request, clock) -> tuple[str, int | None, str, int]:
-    """(outcome, status_code, error, duration_ms) of one POST; never raises. On a pool thread:
-    network only, no database."""
+def _send_mail(mail: _Mail) -> tuple[str, int | None, str]:
+    try:
+        sent = send_mail(mail.subject, mail.text, None, [mail.to], fail_silently=False)
+    except (OSError, ValueError) as exc:  # smtplib's errors are OSErrors
+        return "failed", None, f"{type(exc).__name__}: {exc}"[:500]
+    return ("delivered", None, "") if sent else ("failed", None, "the mail backend sent nothing")
+
+
+def _attempt(request: _Request | _Mail, clock) -> tuple[str, int | None, str, int]:
+    """(outcome, status_code, error, duration_ms) of one POST (or one e-mail); never raises.
+    On a pool thread: network only, no database."""
     started = clock()
+    if isinstance(request, _Mail):
+        return (*_send_mail(request), int((clock() - started) * 1000))
     try:
         status = _post(request.url, request.addresses, request.headers, request.body)
     except AttemptTimedOut as exc:
@@ -400,11 +448,11 @@ class WebhookSender:
         for delivery in _claim(now, slugs, min(limit, free), admit):
             config = ProjectConfig.objects.get(project_id=delivery.project_id)
             request = _prepare(delivery, config, now)
-            if not isinstance(request, _Request):  # decided without sending
+            if not isinstance(request, (_Request, _Mail)):  # decided without sending
                 sent.append(_record_attempt(delivery, config, now, *request, 0))
                 continue
             future = self._pool.submit(_attempt, request, self._clock)
-            self._flights.append(_Flight(delivery, config, now, destination(request.url), future))
+            self._flights.append(_Flight(delivery, config, now, _destination_of(delivery), future))
         return sent
 
     def drain(self) -> list[Sent]:
@@ -464,10 +512,15 @@ def _record_attempt(delivery, config, now, outcome, status_code, error, duration
             .get(pk=delivery.pk)
         )
         project = delivery.project
+        escalation = delivery.channel == WebhookDelivery.Channel.ESCALATION
+        if delivery.channel == WebhookDelivery.Channel.EMAIL:
+            where = "mailto:" + delivery.target
+        else:
+            where = redact_url(config.escalation_webhook if escalation else delivery.target)
         WebhookAttempt.objects.create(
             delivery=delivery,
             at=now,
-            url=redact_url(config.escalation_webhook)[:200],
+            url=where[:200],
             status_code=status_code,
             error=error[:500],
             duration_ms=duration_ms,
@@ -488,7 +541,10 @@ def _record_attempt(delivery, config, now, outcome, status_code, error, duration
         delivery.save(
             update_fields=["attempts", "claimed_until", "status", "delivered_at", "next_attempt_at"]
         )
-        _sync_failing_alert(project, now, delivered=outcome == "delivered", error=error)
+        # A person's channel failing is theirs, not the project's escalation webhook failing
+        # (its attempts are in the Django admin's deliveries).
+        if escalation:
+            _sync_failing_alert(project, now, delivered=outcome == "delivered", error=error)
         transaction.on_commit(lambda: _count(outcome, gave_up))
     return Sent(
         delivery.pk, project.slug, outcome, status_code, error, duration_ms, gave_up=gave_up
@@ -523,7 +579,9 @@ def _sync_failing_alert(project: Project, now: datetime, *, delivered: bool, err
         open_alert.save(update_fields=["count", "last_seen", "message"])
         return
     last = list(
-        WebhookAttempt.objects.filter(delivery__project=project)
+        WebhookAttempt.objects.filter(
+            delivery__project=project, delivery__channel=WebhookDelivery.Channel.ESCALATION
+        )
         .order_by("-at", "-id")
         .values_list("status_code", flat=True)[:FAILING_AFTER]
     )

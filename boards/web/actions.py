@@ -36,7 +36,16 @@ from boards.web.pages import key_shown, render_page
 
 # A form names the page it came from (`next`); a name, never a URL, so nothing can redirect
 # elsewhere.
-RETURN_PAGES = ("board", "inbox", "inbox-all", "settings", "agents", "breaker", "plan")
+RETURN_PAGES = (
+    "board",
+    "inbox",
+    "inbox-all",
+    "settings",
+    "agents",
+    "breaker",
+    "plan",
+    "notifications",
+)
 
 
 def return_page(request: HttpRequest, default: str) -> str:
@@ -252,6 +261,22 @@ def _limits_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]
     )
 
 
+def _notifications_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Two forms post here: a member's own (events as checkboxes, all unticked = none; e-mail;
+    digest) and an admin's for one member's chat webhook (`user`, `chat_url`, `chat_format`)."""
+    post = request.POST
+    if "chat_url" in post:
+        data = {name: post.get(name, "").strip() for name in ("user", "chat_url", "chat_format")}
+        data = {name: value for name, value in data.items() if value or name == "chat_url"}
+    else:
+        data = {
+            "events": post.getlist("events"),
+            "email": post.get("email", "") not in ("", "0", "false", "off"),
+            "digest_minutes": post.get("digest_minutes", "").strip() or "0",
+        }
+    return operation("notifications_set").validate(data)
+
+
 ACTIONS: dict[str, Any] = {
     # resolving BLOCKED
     "task_release": action("task_release"),
@@ -280,6 +305,9 @@ ACTIONS: dict[str, Any] = {
     "circuit_breaker_resolve": action("circuit_breaker_resolve", returns_to="breaker"),
     "project_pause": action("project_pause"),
     "project_resume": action("project_resume"),
+    "notifications_set": action(
+        "notifications_set", returns_to="notifications", form=_notifications_form
+    ),
     # planning from the board (issue 25): the planner's own operations, run as the person
     "goal_create": action("goal_create", returns_to="plan"),
     "task_create": action("task_create", returns_to="plan"),

@@ -26,10 +26,12 @@ from boards.errors import ProtocolError, as_protocol_error
 from boards.models import Membership, Project
 from boards.operations import inputs as i
 from boards.operations import operation
+from boards.protocol import NOTIFY_DIGEST_MAX_MINUTES, NotifyEvent
 from boards.selectors.access import config_of
 from boards.selectors.availability import agents_availability
 from boards.selectors.breaker import breaker_state
 from boards.selectors.inbox import inbox as inbox_items
+from boards.selectors.notifications import members_notifications, notification_preferences
 from boards.selectors.webhooks import delivery_log
 from boards.web.access import project_for_member, project_for_role
 from boards.web.board import board_page
@@ -61,6 +63,8 @@ def render_page(
         response = _breaker_page(request, project, role)
     elif page == "plan":
         response = plan_response(request, project, role)
+    elif page == "notifications":
+        response = _notifications_page(request, project, role)
     else:
         response = board_page(request, project, role, open_task=task_key or "")
     response.status_code = status
@@ -263,6 +267,34 @@ def webhook_log(request: HttpRequest, slug: str) -> HttpResponse:
             "canonical_url": reverse("webhook-log", args=[project.slug]),
         },
     )
+
+
+# -- notifications -----------------------------------------------------------------------------
+
+
+def _notifications_page(request: HttpRequest, project: Project, role: str) -> HttpResponse:
+    """The signed-in member's notifications; for an admin, every member's chat webhook too."""
+    return render(
+        request,
+        "boards/oversight/notifications.html",
+        {
+            "project": project,
+            "role": role,
+            "mine": notification_preferences(project=project, user=request.user),
+            "events": list(NotifyEvent),
+            "members": members_notifications(project=project) if role == ADMIN else [],
+            "digest_max": NOTIFY_DIGEST_MAX_MINUTES,
+            "next_page": "notifications",
+            "canonical_url": reverse("notifications", args=[project.slug]),
+        },
+    )
+
+
+@login_required
+def notifications_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """Any member: what they hear of the project, and where (issue 24)."""
+    project, role = project_for_member(request, slug)
+    return _notifications_page(request, project, role)
 
 
 # -- agents and keys ---------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from boards.models import (
     ChangeSummary,
     CircuitBreakerCheck,
     Goal,
+    Notification,
     Sprint,
     Task,
     WebhookAttempt,
@@ -23,6 +24,7 @@ from boards.models import (
 )
 from boards.services.goals import goal_create
 from boards.services.kernel import SYSTEM
+from boards.services.notifications import notifications_set
 from boards.services.records import (
     anomaly_create,
     discovery_create,
@@ -132,6 +134,19 @@ def build_board(world: World) -> Board:
         status_code=500,
         error="HTTP 500",
         duration_ms=12,
+    )
+    # A person's notification preferences (their own service) and what the sweep noted for
+    # them (boards.services.notifications).
+    notifications_set(
+        project=project, actor=world.admin, now=world.tick(), events=["blocked"], email=True
+    )
+    Notification.objects.create(
+        project=project,
+        user=world.admin,
+        event="blocked",
+        alert=Alert.objects.filter(project=project).first(),
+        text="BLOCKED: task-2 — Spec is silent",
+        created=world.now,
     )
     # The coder's client uploads these with a submit (boards.services.tasks.work).
     ChangeSummary.objects.create(

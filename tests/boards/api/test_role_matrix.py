@@ -45,6 +45,7 @@ from boards.models import (
     Event,
     Goal,
     HumanNote,
+    NotificationPreference,
     Project,
     ProjectConfig,
     Review,
@@ -153,11 +154,12 @@ class Endpoint:
     wrong_status: int = 403
     wrong_code: str = "permission_denied"
     check: Check | None = field(default=None, repr=False)
+    people_only: bool = False  # a person's own (notification preferences): agents get 403
 
     @property
     def is_read(self) -> bool:
         """Open to every principal of the project (the agent-keys listing is a GET for admins)."""
-        return self.method == "GET" and self.humans == EVERY_HUMAN
+        return self.method == "GET" and self.humans == EVERY_HUMAN and not self.people_only
 
     @property
     def id(self) -> str:
@@ -359,6 +361,22 @@ def sprint_now(status: str) -> Check:
         sprint = Sprint.objects.get(project=t.project)
         assert sprint.status == status
         assert response.json()["status"] == status
+
+    return check
+
+
+def no_notifications_yet(response) -> None:
+    answer = response.json()
+    assert answer["events"] == [] and answer["email"] is False and answer["chat_url_set"] is False
+
+
+def notifications_now(**expected: Any) -> Check:
+    def check(t: Tenant, values: dict[str, str], response) -> None:
+        [pref] = NotificationPreference.objects.filter(project=t.project)
+        assert pref.user.username == response.json()["user"]
+        for name, value in expected.items():
+            assert getattr(pref, name) == value
+            assert response.json()[name] == value
 
     return check
 
@@ -972,6 +990,26 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     ),
     # -- human oversight (SPEC §7): admins; members write notes and triage discoveries
     Endpoint("api-config", "GET", "config", nothing, **READ),
+    Endpoint(
+        "api-notifications",
+        "GET",
+        "notifications",
+        nothing,
+        wrong="coder-1",
+        humans=EVERY_HUMAN,
+        people_only=True,
+        check=lambda t, values, response: no_notifications_yet(response),
+    ),
+    Endpoint(
+        "api-notifications",
+        "PATCH",
+        "notifications",
+        nothing,
+        body={"events": ["quota", "blocked"], "email": True, "digest_minutes": 30},
+        wrong="coder-1",
+        humans=EVERY_HUMAN,
+        check=notifications_now(events=["blocked", "quota"], email=True, digest_minutes=30),
+    ),
     Endpoint(
         "api-inbox",
         "GET",

@@ -31,6 +31,7 @@ from boards.models import (
     Event,
     HumanNote,
     Membership,
+    NotificationPreference,
     Project,
     Sprint,
     Task,
@@ -400,6 +401,17 @@ ACTIONS = [
         lambda w: w.agent("coder-3").overloaded,
     ),
     Action(
+        "set one's notifications",
+        "/p/{slug}/notifications/set",
+        {"events": ["blocked", "quota"], "email": "1", "digest_minutes": "30"},
+        lambda w: None,
+        lambda w: NotificationPreference.objects.filter(
+            project=w.project, events=["blocked", "quota"], email=True, digest_minutes=30
+        ).exists(),
+        needs=Membership.Role.VIEWER,
+    ),
+    # Last: the settings tests below read its data as ACTIONS[-1].
+    Action(
         "edit the settings",
         "/p/{slug}/settings",
         {
@@ -488,6 +500,7 @@ PAGES = [
     ("/p/{slug}/agents", Membership.Role.ADMIN),
     ("/p/{slug}/controls", Membership.Role.MEMBER),
     ("/p/{slug}/breaker", Membership.Role.VIEWER),
+    ("/p/{slug}/notifications", Membership.Role.VIEWER),
 ]
 
 
