@@ -880,6 +880,7 @@ class Alert(models.Model):
         SPRINT_DEADLINE = "sprint_deadline"  # seed 000: the sprint's deadline passed
         RUN_STALLED = "run_stalled"  # issue 24: the progress watchdog stopped a task's run
         QUOTA = "quota"  # issue 24: a supervisor paused by its provider's quota wall
+        BUDGET = "budget"  # issue 24: a budget at 80 % (warning) or spent (critical)
         # Raised and resolved by the webhook's sender, not by a sweep's conditions.
         WEBHOOK_FAILING = "webhook_failing"
 

@@ -23,6 +23,7 @@ from boards.operations import inputs as i
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.breaker import breaker_state
+from boards.selectors.budgets import budget_states
 from boards.selectors.filters import TaskFilter, filter_errors
 from boards.selectors.inbox import inbox
 from boards.selectors.sprints import goal_current, sprint_current
@@ -212,6 +213,28 @@ class RunView(
             agent_id=request.query_params.get("agent"),
         )[:RUN_PAGE]
         return Response(agent_s.RunSerializer(rows, many=True).data)
+
+
+class BudgetView(
+    operation_view(
+        "budget_set",
+        present="budgets",
+        operation_id="budgets_set",
+        description="Project admins set, raise or lower a budget (`scope` project, goal, "
+        "sprint, agent or task; `subject` its id), or remove it with neither limit; audited. "
+        "Answers every budget of the project with its spend.",
+    ),
+):
+    @extend_schema(
+        operation_id="budgets_list",
+        description="Every budget of the project: its limits, what has been spent against it "
+        "and its state (ok, warning from 80 %, exhausted at 100 %).",
+        responses={200: agent_s.BudgetStateSerializer(many=True), **READ_ERRORS},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(
+            agent_s.BudgetStateSerializer(budget_states(project=self.project), many=True).data
+        )
 
 
 class InboxView(ProjectView):

@@ -33,6 +33,7 @@ from boards.selectors.sprints import goal_current, goal_get, sprint_current, spr
 from boards.selectors.tasks import task_get
 from boards.services import (
     breaker,
+    budgets,
     goals,
     projects,
     records,
@@ -221,6 +222,13 @@ OPERATIONS: dict[str, Operation] = {
             principal="agent",
         ),
         Operation(
+            "usage_record",
+            agent_services.usage_record,
+            PROJECT,
+            i.UsageInput,
+            principal="agent",
+        ),
+        Operation(
             "run_output_append",
             agent_services.run_output_append,
             RUN,
@@ -401,6 +409,17 @@ OPERATIONS: dict[str, Operation] = {
             PROJECT,
             i.ConfigInput,
             done=lambda c: "Settings saved.",
+        ),
+        Operation(
+            "budget_set",
+            budgets.budget_set,
+            PROJECT,
+            i.BudgetInput,
+            done=lambda b: (
+                f"Budget of {b.label} set: {budgets.limit_text(b.limit_usd, b.limit_tokens)}."
+                if b is not None
+                else "Budget removed."
+            ),
         ),
         # -- agents and keys (project admins) --------------------------------------------------
         Operation(
