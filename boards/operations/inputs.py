@@ -133,6 +133,18 @@ class RunOutputInput(InputSerializer):
     text = serializers.CharField(max_length=16_000, allow_blank=True, trim_whitespace=False)
 
 
+class RoundedDecimalField(serializers.DecimalField):
+    """A decimal that takes more places than it keeps (a CLI's float cost, 0.12345678 USD):
+    rounded half up to `decimal_places`, then checked as DRF checks any decimal."""
+
+    def validate_precision(self, value):
+        if value.is_finite() and value.adjusted() < self.max_digits:  # else: max_digits fails
+            value = value.quantize(
+                decimal.Decimal(1).scaleb(-self.decimal_places), rounding=decimal.ROUND_HALF_UP
+            )
+        return super().validate_precision(value)
+
+
 def _tokens() -> serializers.IntegerField:
     return serializers.IntegerField(
         required=False, default=0, min_value=0, max_value=p.USAGE_TOKENS_MAX
@@ -148,14 +160,13 @@ class ModelUsageInput(InputSerializer):
     cache_read_tokens = _tokens()
     cache_write_tokens = _tokens()
     # A float from JSON, checked finite and bounded; stored as a decimal of 6 places.
-    cost_usd = serializers.DecimalField(
+    cost_usd = RoundedDecimalField(
         required=False,
         default=0,
         max_digits=14,
         decimal_places=6,
         min_value=0,
         max_value=p.USAGE_COST_MAX_USD,
-        rounding=decimal.ROUND_HALF_UP,  # a CLI's float to the cent's ten-thousandth
         coerce_to_string=False,
     )
 
@@ -179,7 +190,7 @@ class BudgetInput(InputSerializer):
         max_length=64,
         help_text="the goal, sprint, agent or task id; empty for the project",
     )
-    limit_usd = serializers.DecimalField(
+    limit_usd = RoundedDecimalField(
         required=False,
         allow_null=True,
         default=None,
@@ -187,7 +198,6 @@ class BudgetInput(InputSerializer):
         decimal_places=2,
         min_value=p.BUDGET_BOUNDS["limit_usd"][0],
         max_value=p.BUDGET_BOUNDS["limit_usd"][1],
-        rounding=decimal.ROUND_HALF_UP,
         coerce_to_string=False,
         help_text="USD; null or absent: no USD limit",
     )
