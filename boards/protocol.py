@@ -296,6 +296,24 @@ CONCURRENCY_KEYS = ("coder", "code_reviewer", "project")
 CONCURRENCY_MAX = 1000
 
 
+def max_concurrent_text(value: dict[str, int]) -> str:
+    """The settings form's spelling of `max_concurrent`: "coder=3, project=5"."""
+    return ", ".join(f"{k}={value[k]}" for k in CONCURRENCY_KEYS if k in value)
+
+
+def max_concurrent_parse(text: str) -> dict[str, object]:
+    """The settings form's "coder=3, project=5" as a map (validated by max_concurrent_error)."""
+    limits: dict[str, object] = {}
+    for part in text.replace(";", ",").split(","):
+        if part.strip():
+            name, _, limit = part.partition("=")
+            limit = limit.strip()
+            limits[name.strip().lower()] = (
+                int(limit) if limit.isascii() and limit.isdigit() else limit
+            )
+    return limits
+
+
 def max_concurrent_error(value: object) -> str:
     """Why `value` is not a {role | "project": limit} map ("" when it is)."""
     if not isinstance(value, dict):

@@ -399,6 +399,24 @@ class WipLimitsField(serializers.Field):
         return value
 
 
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}})
+class MaxConcurrentField(serializers.Field):
+    """Issue 24's concurrency caps: {"coder": 3, "project": 5} from the API, "coder=3,
+    project=5" from the settings form; one rule (protocol.max_concurrent_error) for both."""
+
+    default_error_messages = {"invalid": "{message}"}
+
+    def to_internal_value(self, data):
+        limits = p.max_concurrent_parse(data) if isinstance(data, str) else data
+        message = p.max_concurrent_error(limits)
+        if message:
+            self.fail("invalid", message=message)
+        return limits
+
+    def to_representation(self, value):
+        return value
+
+
 def config_number(name: str) -> serializers.IntegerField:
     """A numeric setting: within `protocol.CONFIG_BOUNDS`."""
     low, high = p.CONFIG_BOUNDS[name]
@@ -445,10 +463,11 @@ class ConfigInput(InputSerializer):
         max_value=86_400,
         help_text="seconds without output or commit before a supervised run is stalled",
     )
-    max_concurrent = serializers.JSONField(
+    max_concurrent = MaxConcurrentField(
         required=False,
-        help_text='agents at work at once, enforced at claim: {"coder": 3, "code_reviewer": 2, '
-        '"project": 5} (empty: none)',
+        help_text="agents at work at once (each with a live claim or review lease), enforced "
+        "at claim, per role and for the project: e.g. coder=3, code_reviewer=2, project=5 (API: "
+        '{"coder": 3}); empty: none',
     )
     max_stalls = serializers.IntegerField(
         required=False, min_value=1, max_value=100, help_text="the stall of a task that blocks it"

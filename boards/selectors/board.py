@@ -35,6 +35,7 @@ from boards.selectors.availability import agents_availability
 from boards.selectors.breaker import breaker_status
 from boards.selectors.filters import TaskFilter, filter_errors, in_sprint_q
 from boards.selectors.history import task_history, time_in_states
+from boards.selectors.limits import concurrency_shown
 from boards.selectors.reviews import (
     approvers,
     awaiting_human_approval,
@@ -543,6 +544,8 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
     alerts = list(Alert.objects.filter(project=project, resolved_at__isnull=True)[:20])
     return {
         **header,
+        # Issue 24: the enforced concurrency caps, shown above the agents.
+        "concurrency": concurrency_shown(project=project, config=config, now=now),
         "columns": columns,
         "lanes": lanes,
         "agents": agents,
