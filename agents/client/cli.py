@@ -41,6 +41,8 @@ Exit codes:
   {WAIT}  liza work / liza claim: nothing now; Retry-After is printed, ask again then
   12  liza supervise: the agent crashed 3 times within 5 minutes
   13  liza supervise: the supervisor itself failed 3 times within 5 minutes
+  14  budget exhausted: a budget of the project, goal, sprint, agent or task is
+      spent; nothing more until an admin raises it (liza supervise waits)
   42  stop: lease lost, paused, checkpoint or aborted; stop and restart
 """
 

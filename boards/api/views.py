@@ -308,7 +308,8 @@ class HeartbeatView(ProjectView):
         description="Extend the agent lease and the task and review leases it holds. "
         "`stop` tells a paused, checkpointed or aborted agent to exit 42 (`stalled`: the "
         "reported `progress_at` is older than twice stall_timeout, the task lease is not "
-        "extended); a lost task lease is 409 `lease_lost`.",
+        "extended; `budget_exhausted`: a budget its work counts against is spent); a lost task "
+        "lease is 409 `lease_lost`.",
         responses={200: agent_s.HeartbeatSerializer, **errors(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, slug: str) -> Response:

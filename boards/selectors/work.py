@@ -33,7 +33,7 @@ from boards.selectors.tasks import (
 class Stop:
     """Agents must stop (exit 42): `code` is the protocol error code a claim is refused with."""
 
-    code: str  # paused | checkpoint | aborted
+    code: str  # paused | checkpoint | aborted; the heartbeat's also stalled | budget_exhausted
     message: str
 
 

@@ -404,7 +404,7 @@ ACTIONS = [
         },
         lambda w: None,
         lambda w: Budget.objects.filter(project=w.project, subject="coder-3").exists(),
-    ),  # fmt: skip
+    ),
     Action(
         "set an agent overloaded",
         "/p/{slug}/agents/coder-3/availability",
