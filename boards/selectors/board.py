@@ -27,6 +27,7 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from agents.models import Agent, Run
+from agents.selectors import with_cost
 from boards import protocol as p
 from boards.models import Alert, Event, Handoff, Project, Review, Sprint, Task
 from boards.protocol import TaskStatus
@@ -664,7 +665,7 @@ def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
         # What each submission changed (issue 25), newest first.
         "changes": list(task.change_summaries.order_by("-created", "-id")[:10]),
         # The supervisors' spawns on it (issue 12 §2), newest first: why a coder keeps failing.
-        "runs": Run.objects.filter(project=project, task=task)
+        "runs": with_cost(Run.objects.filter(project=project, task=task))
         .select_related("agent")
         .order_by("-started", "-id")[:20],
         "now": now,

@@ -91,9 +91,13 @@ def work_for_role(
         )
     ):
         # Issue 24: a spent budget refuses the claim (`budget_exhausted`): wait, not exit 0 —
-        # an admin may raise it, and the work resumes at the next ask.
+        # an admin may raise it, and the work resumes at the next ask. A reviewer's merges of
+        # work already approved go on: its supervisor's git, no model's spend.
         return {
             **result,
+            "merge": merges_awaiting(project=project, reviewer_id=agent.agent_id)
+            if agent.role == Agent.Role.CODE_REVIEWER
+            else [],
             "retry_after": config.coder_poll_interval,
             "budget": spent.budget.scope,
             "reason": f"{spent.message}: waiting for an admin to raise it",

@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from agents.selectors import run_list
+from agents.selectors import run_list, with_cost
 from boards import protocol as p
 from boards.models import Project, Sprint
 from boards.selectors.insights import (
@@ -456,6 +456,8 @@ def agent_page(request: HttpRequest, slug: str, agent_id: str) -> HttpResponse:
             "table": agents_table(figures),
             "rows": shown(agents_table(figures)),
             "events": agent_events(project=project, agent_id=agent.agent_id),
-            "runs": list(run_list(project=project, agent_id=agent.agent_id)[:AGENT_PAGE_RUNS]),
+            "runs": list(
+                with_cost(run_list(project=project, agent_id=agent.agent_id))[:AGENT_PAGE_RUNS]
+            ),
         },
     )

@@ -251,3 +251,27 @@ def test_setting_a_budget_is_for_admins_and_audited(world):
         _budget(world, "task", "", usd="1")  # a task budget names its task
     with pytest.raises(ProtocolValidationError):
         _budget(world, usd="-1")
+
+
+def test_a_spent_budget_leaves_a_reviewers_merges_to_report(world):
+    world.approved("T1")
+    _budget(world, "agent", "code-reviewer-1", usd="0")
+    answer = work_for_role(
+        project=world.project, role="code_reviewer", agent=world.reviewer, now=world.now
+    )
+    assert answer["work"] is False and answer["budget"] == "agent"
+    assert answer["merge"] == ["T1"]  # git on its supervisor's side: no model spends
+    merged = tasks.task_report_merge(
+        task=world.task("T1"), agent=world.reviewer, merge_commit="merge001", now=world.tick()
+    )
+    assert merged.status == TaskStatus.MERGED
+
+
+def test_a_runs_cost_is_shown_in_the_task_drawer_and_on_the_agent_page(world, client):
+    world.claimed("T1")
+    _spend(world, world.coder, "0.42", 1234, task="T1")
+    client.force_login(world.admin)
+    drawer = client.get(f"/p/{world.project.slug}/tasks/T1/").content.decode()
+    assert 'class="run-cost" title="1234 tokens, as its CLI reported them">$0.42<' in drawer
+    page = client.get(f"/p/{world.project.slug}/agents/coder-1/").content.decode()
+    assert ">$0.42<" in page
