@@ -21,7 +21,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from agents.models import Agent, AgentKey, IdempotentRequest, Run
+from agents.models import Agent, AgentKey, Budget, IdempotentRequest, Run, RunUsage
 from agents.services import (
     agent_key_issue,
     agent_key_label,
@@ -244,3 +244,26 @@ class RunAdmin(AppendOnlyAdmin):
     search_fields = ("agent__agent_id", "task__key", "restart_reason", "output")
     date_hierarchy = "started"
     list_select_related = ("agent", "task")
+
+
+@admin.register(RunUsage)
+class RunUsageAdmin(AppendOnlyAdmin):
+    """What each run cost per model (issue 24): reported by supervisors and agents, never
+    written from the admin."""
+
+    list_display = ("recorded_at", "run", "agent", "task", "model", "cost_usd", "input_tokens")
+    list_filter = ("model",)
+    search_fields = ("agent__agent_id", "task__key", "model")
+    date_hierarchy = "recorded_at"
+    list_select_related = ("run", "agent", "task")
+
+
+@admin.register(Budget)
+class BudgetAdmin(AppendOnlyAdmin):
+    """Budgets (issue 24), visible here; set, raised or removed on the board's settings page or
+    through the API (`budget_set`: project admins, audited), never from the admin."""
+
+    list_display = ("project", "scope", "subject", "limit_usd", "limit_tokens", "updated_at")
+    list_filter = ("scope",)
+    search_fields = ("project__slug", "subject")
+    list_select_related = ("project",)

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from boards import protocol as p
-from boards.models import Project, ProjectScopedManager, Task
+from boards.models import Goal, Project, ProjectScopedManager, Sprint, Task
 
 
 class Agent(FSMModelMixin, models.Model):
@@ -231,6 +231,7 @@ RUN_STOPS = {
     "stalled": (RunState.STALLED, "stalled"),
     "quota": (RunState.FINISHED, "quota"),
     "budget": (RunState.KILLED, "budget"),
+    "budget_exhausted": (RunState.KILLED, "budget"),  # the heartbeat's `stop`, as it says it
 }
 
 
@@ -319,3 +320,111 @@ class Run(models.Model):
             and not self.stopped_by
             and not self.progress
         )
+
+
+class RunUsage(models.Model):
+    """What one run cost for one model (issue 24): tokens and USD, as the CLI printed them
+    (parsed by its supervisor, `agents.client.usage`) or as the agent posted them (`liza
+    usage`). A report carries the run's totals so far, so a row only grows (each field keeps
+    the larger of what it had and what came): a repeated or late report counts once.
+
+    Attributed when recorded to what the spend is budgeted against (`boards.selectors.budgets`):
+    the run's task, its agent, the open sprint and the task's goal (else the goal in progress).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="usage")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="usage")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="usage")
+    task = models.ForeignKey(
+        Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage"
+    )
+    sprint = models.ForeignKey(
+        Sprint, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage"
+    )
+    goal = models.ForeignKey(
+        Goal, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage"
+    )
+    model = models.CharField(max_length=100, blank=True)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    recorded_at = models.DateTimeField()  # its first report: the day its cost counts on
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "model"], name="run_usage_one_per_model")
+        ]
+        indexes = [models.Index(fields=["project", "recorded_at"], name="run_usage_day")]
+
+    def __str__(self) -> str:
+        return f"usage of run {self.run_id} ({self.model or 'unknown model'})"
+
+    @property
+    def tokens(self) -> int:
+        """Every token the provider counted: what a token budget counts."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+class Budget(models.Model):
+    """A spending limit (issue 24) on a project, a goal, a sprint, an agent or a task, in USD
+    and/or tokens. Its spend and state (ok, warning at 80 %, exhausted at 100 %) are computed
+    from the usage rows attributed to its subject (`boards.selectors.budgets`); set by project
+    admins only (`boards.services.budgets.budget_set`, audited)."""
+
+    class Scope(models.TextChoices):
+        PROJECT = "project"
+        GOAL = "goal"
+        SPRINT = "sprint"
+        AGENT = "agent"
+        TASK = "task"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="budgets")
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    # The subject's id as people write it (goal-1, sprint-2, coder-1, task-4a; "" for the project).
+    subject = models.CharField(max_length=64, blank=True)
+    goal = models.ForeignKey(
+        Goal, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    sprint = models.ForeignKey(
+        Sprint, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    limit_usd = models.DecimalField(max_digits=14, decimal_places=2, null=True, blank=True)
+    limit_tokens = models.BigIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField()
+    updated_by = models.CharField(max_length=150, blank=True)
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        ordering = ["scope", "subject"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "scope", "subject"], name="budget_one_per_subject"
+            ),
+            models.CheckConstraint(
+                condition=Q(limit_usd__isnull=False) | Q(limit_tokens__isnull=False),
+                name="budget_has_a_limit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} budget of {self.scope} {self.subject}".rstrip()
+
+    @property
+    def label(self) -> str:
+        return "project" if self.scope == self.Scope.PROJECT else f"{self.scope} {self.subject}"

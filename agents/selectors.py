@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet, Sum
 
 from agents.models import Agent, AgentKey, Run, RunState
 from boards import rows
@@ -100,6 +100,20 @@ def run_list(
     if agent_id:
         rows = rows.filter(agent__agent_id=agent_id)
     return rows.order_by("-started", "-id")
+
+
+def with_cost(runs: QuerySet[Run]) -> QuerySet[Run]:
+    """Runs with what each cost so far (issue 24): `cost_usd` and `tokens`, None before any
+    usage was reported; summed in the same query."""
+    return runs.annotate(
+        cost_usd=Sum("usage__cost_usd"),
+        tokens=Sum(
+            F("usage__input_tokens")
+            + F("usage__output_tokens")
+            + F("usage__cache_read_tokens")
+            + F("usage__cache_write_tokens")
+        ),
+    )
 
 
 def run_get(*, project: Project, run_id: int | str) -> Run:

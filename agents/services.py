@@ -6,11 +6,20 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from agents.models import Agent, AgentKey, IdempotentRequest, Run, RunState, run_outcome
+from agents.models import (
+    Agent,
+    AgentKey,
+    IdempotentRequest,
+    Run,
+    RunState,
+    RunUsage,
+    run_outcome,
+)
 from agents.selectors import run_made_progress
 from boards import rows
 from boards.errors import (
@@ -34,8 +43,10 @@ from boards.protocol import (
 )
 from boards.selectors.access import config_of
 from boards.selectors.availability import ERROR, OVERLOADED, agent_availability
+from boards.selectors.budgets import budget_refusal, usage_attribution
 from boards.selectors.leases import lease_alive
 from boards.selectors.work import Stop, stop_reason
+from boards.services.budgets import refuse_if_over_budget
 from boards.services.kernel import (
     ANY_AGENT,
     Actor,
@@ -372,6 +383,14 @@ def agent_heartbeat(
         if task is not None:
             outbox.changed(project.pk, outbox.TASK, task.pk)
     stop = stop_reason(project)
+    if stop is None:
+        # Issue 24: a spent budget stops the running agent through its heartbeat, whatever it
+        # holds; its supervisor terminates it (the run ends with reason "budget").
+        exhausted = budget_refusal(
+            project=project, agent=agent, tasks=[task, *(r.task for r in reviews)]
+        )
+        if exhausted is not None:
+            stop = Stop("budget_exhausted", f"{exhausted.message}; stop the agent")
     if stop is None and stale:
         stop = Stop(
             "stalled",
@@ -752,6 +771,8 @@ def run_start(
         row = Task.objects.filter(project=project, key=task).first()
         if row is None:
             raise ProtocolValidationError("task", f"no task {task} in this project")
+    # Issue 24: a spent budget refuses the spawn before it spends anything.
+    refuse_if_over_budget(project, agent=agent, action="run_start", now=now, task=row)
     with transaction.atomic():
         run = Run.objects.create(
             project=project,
@@ -844,6 +865,72 @@ def run_output_append(*, run: Run, agent: Agent, now: datetime, text: str) -> Ru
         run.save(update_fields=["output", "last_output_at"])
         outbox.run_output(project.pk, run.pk)
     return run
+
+
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+@records_refusals
+def usage_record(
+    *,
+    project: Project,
+    agent: Agent,
+    now: datetime,
+    usage: list[dict[str, Any]],
+    run: int | None = None,
+) -> list[RunUsage]:
+    """A run's usage so far, per model (issue 24): posted by its supervisor (parsed from the
+    CLI's output) or by the agent itself (`liza usage`). `run`: the run's id, else the agent's
+    running run. Each entry is a running total for the run: a row keeps, field by field, the
+    larger of what it had and what came, so a retried or repeated report counts once and a
+    supervisor and its agent reporting the same session do not add up. Input is validated by
+    `inputs.UsageInput` (bounds in `protocol`); the entries' models are unique."""
+    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
+    models = [entry.get("model", "") for entry in usage]
+    if len(set(models)) != len(models):
+        raise ProtocolValidationError("usage", "one entry per model")
+    with transaction.atomic():
+        rows_of = Run.objects.select_for_update(of=("self",)).select_related("task")
+        if run is not None:
+            found = rows_of.filter(project=project, pk=run).first()
+            if found is None:
+                raise ProtocolValidationError("run", f"no run {run} in this project")
+            if found.agent_id != agent.pk:
+                raise Forbidden(f"run {run} is not {agent.agent_id}'s")
+        else:
+            found = (
+                rows_of.filter(project=project, agent=agent, ended__isnull=True)
+                .order_by("-started", "-id")
+                .first()
+            )
+            if found is None:
+                raise Conflict(
+                    f"{agent.agent_id} has no running run: usage is recorded per run "
+                    "(`liza supervise` starts them)",
+                    {"agent": agent.agent_id},
+                )
+        attributed = None
+        recorded = []
+        for entry in usage:
+            row = RunUsage.objects.filter(run=found, model=entry.get("model", "")).first()
+            if row is None:
+                attributed = attributed or usage_attribution(project=project, task=found.task)
+                row = RunUsage(
+                    project=project,
+                    run=found,
+                    agent=agent,
+                    model=entry.get("model", ""),
+                    recorded_at=now,
+                    **attributed,
+                )
+            for name in USAGE_FIELDS:
+                setattr(row, name, max(getattr(row, name), int(entry.get(name) or 0)))
+            row.cost_usd = max(row.cost_usd, Decimal(str(entry.get("cost_usd") or 0)))
+            row.save()
+            recorded.append(row)
+        if found.task_id is not None:  # its card and drawer show the cost
+            outbox.changed(project.pk, outbox.TASK, found.task_id)
+    return recorded
 
 
 QUOTA_PAUSE_MAX = timedelta(days=7)

@@ -28,6 +28,7 @@ class Exit(IntEnum):
     COLLISION = 6  # the agent id is held by a live lease: the process must exit
     UNREACHABLE = 7  # the server did not answer (or answered 5xx): retry later
     WAIT = 11  # an enforced limit holds (WIP, max_concurrent): ask again after Retry-After
+    BUDGET = 14  # a budget is spent: nothing more until an admin raises it (wait and ask again)
     STOP = 42  # lease lost, paused, checkpoint, aborted: stop and restart (seed 000)
 
 
@@ -56,6 +57,7 @@ EXIT_CODES: dict[str, int] = {
     # The agent itself may take no work now (in error, overloaded): wait and ask again.
     "agent_unavailable": Exit.UNREACHABLE,
     "limit_reached": Exit.WAIT,
+    "budget_exhausted": Exit.BUDGET,
 }
 
 
@@ -193,6 +195,18 @@ class LimitReached(ProtocolError):
 
     code = "limit_reached"
     status_code = 429
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(None, message, details)
+
+
+class BudgetExhausted(ProtocolError):
+    """Issue 24: a budget that applies (project, goal, sprint, agent, task) is spent: claims,
+    review claims and run starts are refused (409, exit 14) until an admin raises it; a running
+    agent is told `stop` by its heartbeat."""
+
+    code = "budget_exhausted"
+    status_code = 409
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(None, message, details)

@@ -882,6 +882,7 @@ class Alert(models.Model):
         QUOTA = "quota"  # issue 24: a supervisor paused by its provider's quota wall
         # Issue 24: a task held at the human approval gate (info: it asks for a person).
         AWAITING_APPROVAL = "awaiting_approval"
+        BUDGET = "budget"  # issue 24: a budget at 80 % (warning) or spent (critical)
         # Raised and resolved by the webhook's sender, not by a sweep's conditions.
         WEBHOOK_FAILING = "webhook_failing"
 

@@ -278,9 +278,40 @@ def wip_limits_error(value: object) -> str:
     return ""
 
 
+# Issue 24: usage and budgets. What one usage report may carry (per model, a run's totals so
+# far) and what a budget may be set to: the input serializers and the services read these.
+USAGE_TOKENS_MAX = 10**11  # one run's tokens of one kind for one model
+USAGE_COST_MAX_USD = 100_000  # one run's cost for one model
+USAGE_MODELS_MAX = 20  # models in one report
+BUDGET_BOUNDS: dict[str, tuple[int, int]] = {
+    "limit_usd": (0, 10_000_000),
+    "limit_tokens": (1, 10**13),
+}
+BUDGET_SCOPES = ("project", "goal", "sprint", "agent", "task")
+BUDGET_WARNING = 0.8  # the share of a budget that raises its alert (100 %: the hard stop)
+
+
 # The keys of `ProjectConfig.max_concurrent` (issue 24, enforced at claim: selectors.limits).
 CONCURRENCY_KEYS = ("coder", "code_reviewer", "project")
 CONCURRENCY_MAX = 1000
+
+
+def max_concurrent_text(value: dict[str, int]) -> str:
+    """The settings form's spelling of `max_concurrent`: "coder=3, project=5"."""
+    return ", ".join(f"{k}={value[k]}" for k in CONCURRENCY_KEYS if k in value)
+
+
+def max_concurrent_parse(text: str) -> dict[str, object]:
+    """The settings form's "coder=3, project=5" as a map (validated by max_concurrent_error)."""
+    limits: dict[str, object] = {}
+    for part in text.replace(";", ",").split(","):
+        if part.strip():
+            name, _, limit = part.partition("=")
+            limit = limit.strip()
+            limits[name.strip().lower()] = (
+                int(limit) if limit.isascii() and limit.isdigit() else limit
+            )
+    return limits
 
 
 def max_concurrent_error(value: object) -> str:
@@ -423,6 +454,7 @@ class Action(StrEnum):
     AGENT_CRASHED = "agent_crashed"  # a supervised agent command exited neither 0 nor 42
     RUN_STALLED = "run_stalled"  # issue 24: the progress watchdog terminated a run
     QUOTA_PAUSED = "quota_paused"  # issue 24: a provider's quota wall pauses a supervisor
+    BUDGET_SET = "budget_set"  # issue 24: an admin set, raised or removed a budget
     AGENT_CREATED = "agent_created"
     AGENT_UPDATED = "agent_updated"
     AGENT_ENABLED = "agent_enabled"

@@ -63,6 +63,7 @@ urlpatterns = [
     path(sprint + "/deadline", A["sprint_deadline"], name="sprint-deadline"),
     path(goal + "/complete", A["goal_complete"], name="goal-complete"),
     path(goal + "/abort", A["goal_abort"], name="goal-abort"),
+    path("p/<slug:slug>/budgets", A["budget_set"], name="budget-set"),
     path("p/<slug:slug>/pause", A["project_pause"], name="project-pause"),
     path("p/<slug:slug>/resume", A["project_resume"], name="project-resume"),
     path(

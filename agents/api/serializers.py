@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from agents.models import Agent, AgentKey, Run
+from agents.models import Agent, AgentKey, Run, RunUsage
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -98,3 +98,48 @@ class HeartbeatSerializer(serializers.Serializer):
 class AgentCreatedSerializer(serializers.Serializer):
     agent = AgentSerializer()
     key = IssuedKeySerializer()
+
+
+class RunUsageSerializer(serializers.ModelSerializer):
+    """A run's usage for one model so far (issue 24)."""
+
+    agent = serializers.SlugRelatedField(slug_field="agent_id", read_only=True)
+    task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
+    cost_usd = serializers.DecimalField(max_digits=14, decimal_places=6, coerce_to_string=True)
+    tokens = serializers.IntegerField(help_text="input + output + cache read + cache write")
+
+    class Meta:
+        model = RunUsage
+        fields = [
+            "run",
+            "agent",
+            "task",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "tokens",
+            "cost_usd",
+            "recorded_at",
+        ]
+        read_only_fields = fields
+
+
+class BudgetStateSerializer(serializers.Serializer):
+    """A budget, what has been spent against it and its state (issue 24)."""
+
+    scope = serializers.CharField(source="budget.scope")
+    subject = serializers.CharField(source="budget.subject")
+    limit_usd = serializers.DecimalField(
+        source="budget.limit_usd", max_digits=14, decimal_places=2, allow_null=True
+    )
+    limit_tokens = serializers.IntegerField(source="budget.limit_tokens", allow_null=True)
+    spent_usd = serializers.DecimalField(source="spent.usd", max_digits=20, decimal_places=6)
+    spent_tokens = serializers.IntegerField(source="spent.tokens")
+    percent = serializers.IntegerField(help_text="of the further limit")
+    state = serializers.ChoiceField(
+        choices=["ok", "warning", "exhausted"], help_text="warning from 80 %, exhausted at 100 %"
+    )
+    updated_at = serializers.DateTimeField(source="budget.updated_at")
+    updated_by = serializers.CharField(source="budget.updated_by")

@@ -41,6 +41,8 @@ Exit codes:
   {WAIT}  liza work / liza claim: nothing now; Retry-After is printed, ask again then
   12  liza supervise: the agent crashed 3 times within 5 minutes
   13  liza supervise: the supervisor itself failed 3 times within 5 minutes
+  14  budget exhausted: a budget of the project, goal, sprint, agent or task is
+      spent; nothing more until an admin raises it (liza supervise waits)
   42  stop: lease lost, paused, checkpoint or aborted; stop and restart
 """
 
@@ -421,6 +423,32 @@ def log(ctx, action, detail, task):
     """Append to the project's activity log."""
     body = client(ctx).log(action=action, detail=detail, task=task)
     emit(ctx, body, f"logged {action}")
+
+
+@main.command()
+@click.option("--model", default="", help="the model's name as the provider says it")
+@click.option("--input-tokens", type=click.IntRange(min=0), default=0)
+@click.option("--output-tokens", type=click.IntRange(min=0), default=0)
+@click.option("--cache-read-tokens", type=click.IntRange(min=0), default=0)
+@click.option("--cache-write-tokens", type=click.IntRange(min=0), default=0)
+@click.option("--cost-usd", type=click.FloatRange(min=0), help="the session's cost so far")
+@click.pass_context
+def usage(ctx, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd):
+    """Report this session's usage so far for one model (running totals: counted once)."""
+    body = client(ctx).usage(
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read_tokens,
+        cache_write_tokens=cache_write_tokens,
+        cost_usd=cost_usd,
+    )
+    row = body[0] if body else {}
+    emit(
+        ctx,
+        body,
+        f"usage of run {row.get('run')}: {row.get('tokens')} tokens, ${row.get('cost_usd')}",
+    )
 
 
 # -- the planner ----------------------------------------------------------------------------------

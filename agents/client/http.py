@@ -328,6 +328,34 @@ class Client:
     def quota_pause(self, *, until: str, provider: str, message: str = "") -> dict[str, Any]:
         return self.post("agents/quota", {"until": until, "provider": provider, "message": message})
 
+    def usage(
+        self,
+        *,
+        model: str = "",
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        cost_usd: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """The agent's own report of its running run's usage so far for one model."""
+        entry = _drop_none(
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            cost_usd=cost_usd,
+        )
+        return self.post("usage", {"usage": [entry]})
+
+    def usage_report(self, run: int, *, usage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The supervisor's report of a run's usage so far, every model at once."""
+        return self.post("usage", {"run": run, "usage": usage})
+
+    def budgets(self) -> list[dict[str, Any]]:
+        return self.get("budgets")
+
     def run_output(self, run: int, *, text: str) -> dict[str, Any]:
         return self.post(f"runs/{run}/output", {"text": text})
 

@@ -1,11 +1,14 @@
 """What the supervisor watches while one run of its agent runs (issue 24), behind the few hooks
 it has in `supervisor.py` (spawn, pump, heartbeat, and the pause before a claim): the live
-output stream (`agents.client.runstream`), the progress watchdog (`agents.client.watchdog`) and
-the provider's quota wall (`agents.client.quota`).
+output stream (`agents.client.runstream`), the progress watchdog (`agents.client.watchdog`),
+the provider's quota wall (`agents.client.quota`) and the usage the CLI prints
+(`agents.client.usage`), reported with each heartbeat and at the run's end so a budget can stop
+the agent while it runs.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +17,7 @@ from typing import Any
 from agents.client.errors import LizaError
 from agents.client.quota import QuotaWatch, profile_of
 from agents.client.runstream import RunStream
+from agents.client.usage import UsageTally
 from agents.client.watchdog import Watchdog
 
 STALL_TIMEOUT = 600.0  # the server's default; the project's `stall_timeout` wins
@@ -35,7 +39,11 @@ class LiveRun:
             if run is not None
             else None
         )
+        self.run = run
         self.quota = QuotaWatch(profile_of(s.o.command), backoffs=getattr(s, "quota_backoffs", 0))
+        self.usage = UsageTally(profile_of(s.o.command))
+        self._usage_lock = threading.Lock()
+        self._usage_unsent = False
         self._on_stop = on_stop
         self._supervisor = s
         timeout = float(s.config.get("stall_timeout") or STALL_TIMEOUT)
@@ -55,6 +63,9 @@ class LiveRun:
         self.watchdog.progress()
         if self.stream is not None:
             self.stream.line(text)
+        with self._usage_lock:
+            if self.usage.line(text):
+                self._usage_unsent = True
         if self.quota.line(text):
             # The provider's wall: nothing more will come of this session; the supervisor
             # pauses before its next claim (`quota_pause`), it does not restart into it.
@@ -64,11 +75,40 @@ class LiveRun:
             s.say(f"quota: {hit.provider} says {hit.line!r}; no spawn before {hit.until:%H:%M:%S}Z")
             self._on_stop("quota")
 
+    def report_usage(self) -> None:
+        """Send the run's usage so far when it moved (the heartbeat thread, before each
+        heartbeat, so the heartbeat's answer already weighs it; and at the run's end). Running
+        totals: a report lost or repeated is made good by the next. A failure is said and
+        tried again next time."""
+        with self._usage_lock:
+            if not self._usage_unsent or self.run is None:
+                return
+            entries = [
+                {
+                    "model": usage.model[:100],
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "cache_read_tokens": usage.cache_read_tokens,
+                    "cache_write_tokens": usage.cache_write_tokens,
+                    **(
+                        {"cost_usd": round(usage.cost_usd, 6)} if usage.cost_usd is not None else {}
+                    ),
+                }
+                for usage in list(self.usage.by_model.values())[:20]
+            ]
+            self._usage_unsent = False
+        try:
+            self._supervisor.client.usage_report(self.run, usage=entries)
+        except LizaError as error:
+            self._usage_unsent = True
+            self._supervisor.say(f"usage not reported: {error.code}: {error.message}")
+
     def heartbeat_fields(self) -> dict[str, str]:
         return {"progress_at": self.watchdog.progress_at()}
 
     def close(self) -> None:
         self.watchdog.stop()
+        self.report_usage()
         if self.stream is not None:
             self.stream.close()
 

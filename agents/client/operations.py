@@ -136,6 +136,22 @@ OPERATIONS: tuple[Operation, ...] = (
         cli=("log",),
     ),
     Operation(
+        "usage",
+        "usage",
+        EVERY_ROLE,
+        "Report this session's token usage and cost so far for one model (running totals, "
+        "not increments: reporting again counts once). Budgets stop work at 100 %.",
+        (
+            Param("model", "string", "the model's name as the provider says it"),
+            Param("input_tokens", "integer"),
+            Param("output_tokens", "integer"),
+            Param("cache_read_tokens", "integer"),
+            Param("cache_write_tokens", "integer"),
+            Param("cost_usd", "number", "the session's cost so far in USD"),
+        ),
+        cli=("usage",),
+    ),
+    Operation(
         "task_show",
         "task",
         EVERY_ROLE,

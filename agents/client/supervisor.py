@@ -575,8 +575,7 @@ class Supervisor:
     def session_output(self, profile: Profile, lines: list[str]) -> None:
         """Hook: the agent's output once it exited, in its profile's format (Claude Code's
         stream-json, Codex's JSONL events, aider's text …). Usage and provider quota messages
-        are read here by the unattended-runs work (issue 24: agents.client.usage, its parsers
-        keyed by `profile.name`)."""
+        are read line by line while it runs (`agents.client.liverun`)."""
 
     def invocation(
         self, a: Assignment, prompt: Path, cwd: Path
@@ -649,6 +648,8 @@ class Supervisor:
         while not done.wait(interval):
             try:
                 live = self.live
+                if live is not None:
+                    live.report_usage()  # first: the heartbeat's answer weighs it (budgets)
                 beat = self.client.heartbeat(**(live.heartbeat_fields() if live else {}))
             except LizaError as error:
                 if error.exit == EXIT["stop"]:
@@ -693,6 +694,8 @@ class Supervisor:
                 command=self.redact(self.shown(self.command))[:500],
             )
         except LizaError as error:
+            if error.code == "budget_exhausted":
+                raise  # a spent budget: no spawn (the round asks /work again, which waits)
             self.say(f"the run could not be reported: {error.code}: {error.message}")
             return None
         return run["id"]

@@ -1,7 +1,7 @@
 """Token usage and cost as a coding CLI reports them in its own output (issue 24), keyed by
 agent profile name. Each parser reads one output line and returns the usage it reports (or
-None); `UsageTally` adds them up per model for a run. Not wired to the server yet: the run's
-usage fields, budgets and `liza usage` are the next step (docs/decisions.md).
+None); `UsageTally` adds them up per model for a run, which the supervisor reports to the
+server (`POST usage`, by `agents.client.liverun`) with each heartbeat and at the run's end.
 
 - `claude` (`claude -p --output-format stream-json`): the final `{"type": "result", …}` event
   carries `total_cost_usd`, `usage` (input, output, cache read / creation tokens) and

@@ -44,6 +44,7 @@ from boards.operations import operation, resolve_target
 from boards.protocol import AgentStatus
 from boards.selectors.access import human_role
 from boards.selectors.breaker import breaker_state
+from boards.selectors.budgets import budget_states
 from boards.selectors.tasks import TASK_PREFETCH, task_get, task_list
 from liza_site.throttling import count_address_first
 
@@ -339,6 +340,16 @@ PRESENTERS: dict[str, tuple[Presenter, Any]] = {
     "handoff": (lambda v, r: s.HandoffSerializer(r).data, s.HandoffSerializer),
     "agent": (lambda v, r: agent_s.AgentSerializer(r).data, agent_s.AgentSerializer),
     "run": (lambda v, r: agent_s.RunSerializer(r).data, agent_s.RunSerializer),
+    "usage": (
+        lambda v, r: agent_s.RunUsageSerializer(r, many=True).data,
+        agent_s.RunUsageSerializer(many=True),
+    ),
+    "budgets": (
+        lambda v, r: (
+            agent_s.BudgetStateSerializer(budget_states(project=v.project), many=True).data
+        ),
+        agent_s.BudgetStateSerializer(many=True),
+    ),
     "key": (lambda v, r: agent_s.AgentKeySerializer(r).data, agent_s.AgentKeySerializer),
     "issued_key": (_issued_key, agent_s.IssuedKeySerializer),
     "breaker": (

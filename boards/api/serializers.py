@@ -330,6 +330,11 @@ class WorkSerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text="a code reviewer's APPROVED tasks whose merge it must still report",
     )
+    budget = serializers.CharField(
+        required=False,
+        help_text="issue 24: the scope of a spent budget that holds this agent's work "
+        "(project, goal, sprint, agent, task) until an admin raises it",
+    )
 
 
 class ClaimResultSerializer(serializers.Serializer):

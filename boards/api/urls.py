@@ -375,6 +375,20 @@ urlpatterns = [
         ).as_view(),
         name="api-run-output",
     ),
+    # -- usage and budgets (issue 24)
+    path(
+        "usage",
+        op(
+            "usage_record",
+            present="usage",
+            operation_id="usage_record",
+            description="A run's tokens and cost so far, per model (running totals: a repeated "
+            "report counts once); by its supervisor (parsed from the CLI's output) or the agent "
+            "itself. `run` defaults to the agent's running run (409 when it has none).",
+        ).as_view(),
+        name="api-usage",
+    ),
+    path("budgets", views.BudgetView.as_view(), name="api-budgets"),
     # -- agents and keys
     path("agents", views.AgentListView.as_view(), name="api-agents"),
     path("agents/register", views.RegisterView.as_view(), name="api-register"),

@@ -23,6 +23,7 @@ from boards.operations import inputs as i
 from boards.protocol import TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.breaker import breaker_state
+from boards.selectors.budgets import budget_states
 from boards.selectors.filters import TaskFilter, filter_errors
 from boards.selectors.inbox import inbox
 from boards.selectors.notifications import notification_preferences
@@ -215,6 +216,28 @@ class RunView(
         return Response(agent_s.RunSerializer(rows, many=True).data)
 
 
+class BudgetView(
+    operation_view(
+        "budget_set",
+        present="budgets",
+        operation_id="budgets_set",
+        description="Project admins set, raise or lower a budget (`scope` project, goal, "
+        "sprint, agent or task; `subject` its id), or remove it with neither limit; audited. "
+        "Answers every budget of the project with its spend.",
+    ),
+):
+    @extend_schema(
+        operation_id="budgets_list",
+        description="Every budget of the project: its limits, what has been spent against it "
+        "and its state (ok, warning from 80 %, exhausted at 100 %).",
+        responses={200: agent_s.BudgetStateSerializer(many=True), **READ_ERRORS},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(
+            agent_s.BudgetStateSerializer(budget_states(project=self.project), many=True).data
+        )
+
+
 class InboxView(ProjectView):
     @extend_schema(
         operation_id="inbox_retrieve",
@@ -307,7 +330,8 @@ class HeartbeatView(ProjectView):
         description="Extend the agent lease and the task and review leases it holds. "
         "`stop` tells a paused, checkpointed or aborted agent to exit 42 (`stalled`: the "
         "reported `progress_at` is older than twice stall_timeout, the task lease is not "
-        "extended); a lost task lease is 409 `lease_lost`.",
+        "extended; `budget_exhausted`: a budget its work counts against is spent); a lost task "
+        "lease is 409 `lease_lost`.",
         responses={200: agent_s.HeartbeatSerializer, **errors(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, slug: str) -> Response:

@@ -33,6 +33,7 @@ from boards.selectors.sprints import goal_current, goal_get, sprint_current, spr
 from boards.selectors.tasks import task_get
 from boards.services import (
     breaker,
+    budgets,
     goals,
     notifications,
     projects,
@@ -219,6 +220,13 @@ OPERATIONS: dict[str, Operation] = {
             agent_services.agent_quota_pause,
             PROJECT,
             i.QuotaPauseInput,
+            principal="agent",
+        ),
+        Operation(
+            "usage_record",
+            agent_services.usage_record,
+            PROJECT,
+            i.UsageInput,
             principal="agent",
         ),
         Operation(
@@ -410,6 +418,17 @@ OPERATIONS: dict[str, Operation] = {
             i.NotificationsInput,
             role=Membership.Role.VIEWER,
             done=lambda pref: "Notification preferences saved.",
+        ),
+        Operation(
+            "budget_set",
+            budgets.budget_set,
+            PROJECT,
+            i.BudgetInput,
+            done=lambda b: (
+                f"Budget of {b.label} set: {budgets.limit_text(b.limit_usd, b.limit_tokens)}."
+                if b is not None
+                else "Budget removed."
+            ),
         ),
         # -- agents and keys (project admins) --------------------------------------------------
         Operation(

@@ -27,6 +27,7 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from agents.models import Agent, Run
+from agents.selectors import with_cost
 from boards import protocol as p
 from boards.models import Alert, Event, Handoff, Project, Review, Sprint, Task
 from boards.protocol import TaskStatus
@@ -35,6 +36,7 @@ from boards.selectors.availability import agents_availability
 from boards.selectors.breaker import breaker_status
 from boards.selectors.filters import TaskFilter, filter_errors, in_sprint_q
 from boards.selectors.history import task_history, time_in_states
+from boards.selectors.limits import concurrency_shown
 from boards.selectors.reviews import (
     approvers,
     awaiting_human_approval,
@@ -560,6 +562,8 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
     alerts = list(Alert.objects.filter(project=project, resolved_at__isnull=True)[:20])
     return {
         **header,
+        # Issue 24: the enforced concurrency caps, shown above the agents.
+        "concurrency": concurrency_shown(project=project, config=config, now=now),
         "columns": columns,
         "lanes": lanes,
         "agents": agents,
@@ -679,7 +683,7 @@ def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
         # What each submission changed (issue 25), newest first.
         "changes": list(task.change_summaries.order_by("-created", "-id")[:10]),
         # The supervisors' spawns on it (issue 12 §2), newest first: why a coder keeps failing.
-        "runs": Run.objects.filter(project=project, task=task)
+        "runs": with_cost(Run.objects.filter(project=project, task=task))
         .select_related("agent")
         .order_by("-started", "-id")[:20],
         "now": now,

@@ -22,9 +22,14 @@ ones docs/decisions.md "Insights" gives, and the tests compute by hand):
   tasks needed; for reviewers, verdicts given and the rubber-stamp flag (`p.rubber_stamp`, the
   rule the sprint metrics use).
 
+- *Cost* (issue 24), from the usage rows (`agents.models.RunUsage`) first reported within the
+  period: USD and tokens per UTC day, per agent and per task; and per task merged within the
+  period, everything its runs ever cost (what a merged change cost in all).
+
 Percentiles interpolate linearly between the closest ranks (PostgreSQL's `percentile_cont`).
-Five queries whatever the size: the tasks (a count), their stays (one statement that returns
-the figures' few hundred rows), the per-agent counts, the alerts per day, the agents' roles.
+Nine queries whatever the size: the tasks (a count), their stays (one statement that returns
+the figures' few hundred rows), the per-agent counts, the alerts per day, the agents' roles,
+and the cost per day, per agent, per task and per merged task.
 """
 
 from __future__ import annotations
@@ -33,13 +38,14 @@ import heapq
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 
 from django.db import connection
-from django.db.models import Case, CharField, Count, F, FloatField, Func, Q, When
+from django.db.models import Case, CharField, Count, F, FloatField, Func, Q, Sum, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDate
 
-from agents.models import Agent
+from agents.models import Agent, RunUsage
 from boards import protocol as p
 from boards.models import Alert, Event, Project, Sprint, Task
 from boards.protocol import Action, TaskStatus
@@ -196,6 +202,27 @@ class AgentFigures:
 
 
 @dataclass(frozen=True)
+class Cost:
+    usd: Decimal = Decimal(0)
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class CostFigures:
+    per_day: list[tuple[date, Cost]] = field(default_factory=list)
+    per_agent: list[tuple[str, Cost]] = field(default_factory=list)  # most expensive first
+    per_task: list[tuple[str, Cost]] = field(default_factory=list)  # "" for no task
+    per_merged_task: list[tuple[str, Cost]] = field(default_factory=list)
+
+    @property
+    def total(self) -> Cost:
+        return Cost(
+            sum((c.usd for _, c in self.per_day), Decimal(0)),
+            sum(c.tokens for _, c in self.per_day),
+        )
+
+
+@dataclass(frozen=True)
 class Insights:
     period: Period
     tasks: int
@@ -208,6 +235,7 @@ class Insights:
     rounds_to_approval: dict[int, int]  # rounds → approvals that needed them
     agents: list[AgentFigures]
     alerts: list[tuple[date, dict[str, int]]]
+    cost: CostFigures = field(default_factory=lambda: CostFigures())
 
 
 def _task_ids(period: Period):
@@ -284,6 +312,41 @@ def insights(*, project: Project, period: Period) -> Insights:
         rounds_to_approval=dict(sorted(flow.rounds.items())),
         agents=agent_figures(project=project, period=period, rounds_of=flow.rounds_of),
         alerts=_alerts_per_day(project, period),
+        cost=cost_figures(project=project, period=period),
+    )
+
+
+_TOKENS = F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_write_tokens")
+
+
+def _costs(rows, key: str) -> list[tuple[object, Cost]]:
+    """Usage rows summed by `key`, as (key, Cost), most expensive first."""
+    summed = rows.values_list(key).annotate(usd=Sum("cost_usd"), tokens=Sum(_TOKENS)).order_by()
+    costs = [(k, Cost(usd or Decimal(0), int(tokens or 0))) for k, usd, tokens in summed]
+    return sorted(costs, key=lambda kc: (-kc[1].usd, -kc[1].tokens, str(kc[0])))
+
+
+def cost_figures(*, project: Project, period: Period) -> CostFigures:
+    """Issue 24: what the period's runs cost, by day, agent and task, and what each task merged
+    in the period cost in all (four queries)."""
+    rows = RunUsage.objects.filter(
+        project=project, recorded_at__gte=period.start, recorded_at__lt=period.end
+    )
+    by_day = dict(_costs(rows.annotate(day=TruncDate("recorded_at", tzinfo=UTC)), "day"))
+    merged = Event.objects.filter(
+        project=project,
+        outcome=Event.Outcome.APPLIED,
+        to_status=TaskStatus.MERGED,
+        timestamp__gte=period.start,
+        timestamp__lt=period.end,
+    ).values("task_id")
+    return CostFigures(
+        per_day=[(day, by_day.get(day, Cost())) for day in period.days],
+        per_agent=_costs(rows, "agent__agent_id"),
+        per_task=[(key or "", cost) for key, cost in _costs(rows, "task__key")],
+        per_merged_task=_costs(
+            RunUsage.objects.filter(project=project, task_id__in=merged), "task__key"
+        ),
     )
 
 

@@ -93,3 +93,26 @@ def admission_refusal(
                 wait,
             )
     return None
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    name: str  # coder, code_reviewer, project
+    at_work: int
+    limit: int
+
+
+def concurrency_shown(
+    *, project: Project, config: ProjectConfig, now: datetime
+) -> list[Concurrency]:
+    """The `max_concurrent` caps the board shows on its agents panel, with how many are at work
+    now (the very count claims are refused on); empty when none is set (no query)."""
+    limits = config.max_concurrent or {}
+    if not limits:
+        return []
+    working = _at_work(project, config, now)
+    return [
+        Concurrency(name, working[name], int(limits[name]))
+        for name in (Agent.Role.CODER, Agent.Role.CODE_REVIEWER, "project")
+        if name in limits
+    ]

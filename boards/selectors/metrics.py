@@ -1,18 +1,22 @@
 """What an operator's scrape reads from the database (`/metrics`, issue #11): per project, its
-tasks per state, open alerts by level, leases running out within a minute, and when the watcher
-last swept it. Four queries, whatever the number of projects."""
+tasks per state, open alerts by level, leases running out within a minute, when the watcher
+last swept it, and (issue 24) what its runs cost in USD and tokens of each kind. Five queries,
+whatever the number of projects; plus one per budget for the budgets' shares spent."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count
+from django.db.models import Count, Sum
 
+from agents.models import Budget, RunUsage
 from boards.models import Alert, Project, Task
 from boards.protocol import TaskStatus
+from boards.selectors.budgets import budget_state
 
 SOON = timedelta(minutes=1)
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
 
 
 @dataclass
@@ -22,6 +26,9 @@ class ProjectFigures:
     tasks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TaskStatus, 0))
     open_alerts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(Alert.Level, 0))
     leases_expiring_soon: int = 0
+    cost_usd: float = 0.0
+    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_KINDS, 0))
+    budgets: list[tuple[str, str, float]] = field(default_factory=list)  # scope, subject, share
 
 
 def operator_figures(*, now: datetime) -> list[ProjectFigures]:
@@ -51,4 +58,18 @@ def operator_figures(*, now: datetime) -> list[ProjectFigures]:
         .order_by()
     ):
         figures[pk].leases_expiring_soon = n
+    for pk, usd, *tokens in (
+        RunUsage.objects.values_list("project_id")
+        .annotate(usd=Sum("cost_usd"), **{kind: Sum(f"{kind}_tokens") for kind in TOKEN_KINDS})
+        .order_by()
+    ):
+        figures[pk].cost_usd = float(usd or 0)
+        figures[pk].tokens = {
+            kind: int(n or 0) for kind, n in zip(TOKEN_KINDS, tokens, strict=True)
+        }
+    for budget in Budget.objects.select_related("project").order_by(
+        "project_id", "scope", "subject"
+    ):
+        state = budget_state(budget)
+        figures[budget.project_id].budgets.append((budget.scope, budget.subject, state.share))
     return list(figures.values())

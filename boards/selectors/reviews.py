@@ -16,6 +16,7 @@ from agents.models import Agent
 from boards import protocol as p
 from boards.models import Project, ProjectConfig, Review, Task
 from boards.protocol import AgentStatus, TaskStatus
+from boards.selectors.budgets import exhausted_subjects
 from boards.selectors.leases import lease_alive
 
 
@@ -149,12 +150,15 @@ def review_slot_refusal(
 def reviewable_tasks(
     *, project: Project, reviewer: Agent, now: datetime, config: ProjectConfig
 ) -> list[Task]:
-    """The READY_FOR_REVIEW tasks `reviewer` could claim a review of now (two queries)."""
+    """The READY_FOR_REVIEW tasks `reviewer` could claim a review of now (two queries, and
+    one per task or goal budget)."""
     from django.db.models import Prefetch
 
+    ready = Task.objects.filter(project=project, status=TaskStatus.READY_FOR_REVIEW)
+    if spent := exhausted_subjects(project=project):  # issue 24: a spent task or goal budget
+        ready = ready.exclude(spent)
     ready = list(
-        Task.objects.filter(project=project, status=TaskStatus.READY_FOR_REVIEW)
-        .select_related("goal")
+        ready.select_related("goal")
         .prefetch_related(
             Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True))
         )

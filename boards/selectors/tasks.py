@@ -10,6 +10,7 @@ from boards import protocol as p
 from boards.models import Goal, Project, ProjectConfig, Review, Task
 from boards.protocol import AgentStatus, GoalStatus, TaskStatus
 from boards.selectors.access import in_project
+from boards.selectors.budgets import exhausted_subjects
 from boards.selectors.leases import lease_alive, lease_stale_before
 
 # What a task's API representation reads besides the row: dependencies and the open reviews.
@@ -102,6 +103,9 @@ def claim_candidates(
     base = Task.objects.filter(project=project, suspended_at__isnull=True).exclude(
         goal__status__in=p.TERMINAL_GOAL_STATES
     )
+    # Issue 24: a task whose own budget or whose goal's is spent waits for an admin to raise it.
+    if spent := exhausted_subjects(project=project):
+        base = base.exclude(spent)
     deps_met = ~Exists(_unmet_dependency())
     return [
         base.filter(status=TaskStatus.REJECTED, assigned_to=agent_id).order_by(*CLAIM_ORDER),

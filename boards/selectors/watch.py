@@ -34,6 +34,7 @@ from boards.protocol import (
     format_timestamp,
 )
 from boards.selectors.availability import ERROR, agents_availability
+from boards.selectors.budgets import EXHAUSTED, OK, budget_states
 from boards.selectors.leases import lease_stale_before
 from boards.selectors.reviews import awaiting_human_approval
 from boards.validation import Violation
@@ -435,6 +436,7 @@ def alert_conditions(
                 agent.agent_id,
             )
         )
+    found += _budget_conditions(project)
     # Seed 003: an agent in error (repeated lease expiries or a crash loop), until it clears.
     agents = list(Agent.objects.filter(project=project))
     states = agents_availability(project_id=project.pk, agents=agents, now=now)
@@ -451,6 +453,30 @@ def alert_conditions(
                     agent.agent_id,
                 )
             )
+    return found
+
+
+def _budget_conditions(project: Project) -> list[AlertCondition]:
+    """Issue 24: a budget from 80 % spent (warning) and once spent (critical, escalated on the
+    same alert): one alert per budget while it is over, resolved when an admin raises it."""
+    found = []
+    for state in budget_states(project=project):
+        if state.state == OK:
+            continue
+        budget = state.budget
+        spent = state.state == EXHAUSTED
+        found.append(
+            AlertCondition(
+                Alert.Type.BUDGET,
+                f"{budget.scope}:{budget.subject}"[:64],
+                Alert.Level.CRITICAL if spent else Alert.Level.WARNING,
+                ("BUDGET EXHAUSTED: " if spent else "BUDGET AT 80 %: ")
+                + state.message
+                + ("; work is stopped until an admin raises it" if spent else ""),
+                budget.task,
+                budget.agent.agent_id if budget.agent is not None else "",
+            )
+        )
     return found
 
 

@@ -16,6 +16,7 @@ from boards.models import Discovery, Goal, Project, Task
 from boards.protocol import GoalStatus, SprintStatus, TaskStatus
 from boards.selectors.access import config_of
 from boards.selectors.availability import agent_availability
+from boards.selectors.budgets import budget_refusal
 from boards.selectors.limits import admission_refusal, limits_enforced
 from boards.selectors.reviews import held_review, merges_awaiting, reviewable_tasks
 from boards.selectors.sprints import sprint_current
@@ -32,7 +33,7 @@ from boards.selectors.tasks import (
 class Stop:
     """Agents must stop (exit 42): `code` is the protocol error code a claim is refused with."""
 
-    code: str  # paused | checkpoint | aborted
+    code: str  # paused | checkpoint | aborted; the heartbeat's also stalled | budget_exhausted
     message: str
 
 
@@ -82,6 +83,25 @@ def work_for_role(
     stop = stop_reason(project)
     if stop is not None:
         return {**result, "exit": 42, "stop": stop.code, "reason": stop.message}
+    if agent is not None and (
+        spent := budget_refusal(
+            project=project,
+            agent=agent,
+            tasks=[agent.current_task] if agent.current_task_id else [],
+        )
+    ):
+        # Issue 24: a spent budget refuses the claim (`budget_exhausted`): wait, not exit 0 —
+        # an admin may raise it, and the work resumes at the next ask. A reviewer's merges of
+        # work already approved go on: its supervisor's git, no model's spend.
+        return {
+            **result,
+            "merge": merges_awaiting(project=project, reviewer_id=agent.agent_id)
+            if agent.role == Agent.Role.CODE_REVIEWER
+            else [],
+            "retry_after": config.coder_poll_interval,
+            "budget": spent.budget.scope,
+            "reason": f"{spent.message}: waiting for an admin to raise it",
+        }
     agent_id = agent.agent_id if agent is not None else ""
     available = agent_availability(agent, now) if agent is not None else None
     if available is not None:

@@ -30,6 +30,7 @@ from boards.selectors.reviews import (
 )
 from boards.selectors.tasks import limit_reached
 from boards.services.admission import admission_lock, admit
+from boards.services.budgets import refuse_if_over_budget
 from boards.services.kernel import (
     REVIEWER,
     SYSTEM,
@@ -78,6 +79,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     project = task.project
     require_role(agent, project, agent_roles=REVIEWER, human=None)
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now, task=task)
+    refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, task=task)
     config = config_of(project)
     with transaction.atomic():
         # Lock order (kernel): the project row when a limit is enforced (issue 24), the agents
@@ -162,6 +164,7 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
     """
     require_role(agent, project, agent_roles=REVIEWER, human=None)
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
+    refuse_if_over_budget(project, agent=agent, action="claim_review", now=now)
     config = config_of(project)
     held = held_review(project=project, reviewer=agent, now=now, config=config)
     if held is not None:

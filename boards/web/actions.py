@@ -303,6 +303,7 @@ ACTIONS: dict[str, Any] = {
     "goal_abort": action("goal_abort"),
     "alert_acknowledge": action("alert_acknowledge", returns_to="inbox"),
     "circuit_breaker_resolve": action("circuit_breaker_resolve", returns_to="breaker"),
+    "budget_set": action("budget_set", returns_to="settings"),
     "project_pause": action("project_pause"),
     "project_resume": action("project_resume"),
     "notifications_set": action(

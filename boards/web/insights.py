@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from agents.selectors import run_list
+from agents.selectors import run_list, with_cost
 from boards import protocol as p
 from boards.models import Project, Sprint
 from boards.selectors.insights import (
@@ -47,6 +47,7 @@ CFD_ORDER: tuple[str, ...] = (
 
 # Column kinds: how the page shows a cell (the CSV writes the raw value; durations in seconds).
 TEXT, COUNT, DURATION, PERCENT, DECIMAL = "text", "count", "duration", "percent", "decimal"
+USD = "usd"  # issue 24: a cost, shown "$1.15" (the table and the CSV keep the number)
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,7 @@ def tables(data: Insights) -> dict[str, Table]:
             [[rounds, n] for rounds, n in data.rounds_to_approval.items()],
         ),
         "agents": agents_table(data.agents),
+        **cost_tables(data),
         "alerts": Table(
             "alerts",
             "Alerts first seen per day, by level",
@@ -191,6 +193,42 @@ def tables(data: Insights) -> dict[str, Table]:
                 [day.isoformat(), levels["info"], levels["warning"], levels["critical"]]
                 for day, levels in data.alerts
             ],
+        ),
+    }
+
+
+def _usd(value) -> float:
+    return round(float(value), 6)
+
+
+def cost_tables(data: Insights) -> dict[str, Table]:
+    """Issue 24: what the runs cost (USD as the CLIs reported it, and tokens)."""
+    cost = data.cost
+    columns = [("usd", USD), ("tokens", COUNT)]
+    return {
+        "cost_per_day": Table(
+            "cost_per_day",
+            f"Cost per day (total ${cost.total.usd:.2f}, {cost.total.tokens:,} tokens)",
+            [("day", TEXT), *columns],
+            [[day.isoformat(), _usd(c.usd), c.tokens] for day, c in cost.per_day],
+        ),
+        "cost_per_agent": Table(
+            "cost_per_agent",
+            "Cost per agent",
+            [("agent", TEXT), *columns],
+            [[agent, _usd(c.usd), c.tokens] for agent, c in cost.per_agent],
+        ),
+        "cost_per_task": Table(
+            "cost_per_task",
+            "Cost per task (runs of no task: “–”)",
+            [("task", TEXT), *columns],
+            [[key or "–", _usd(c.usd), c.tokens] for key, c in cost.per_task],
+        ),
+        "cost_per_merged_task": Table(
+            "cost_per_merged_task",
+            "Cost per task merged in the period (all its runs)",
+            [("task", TEXT), *columns],
+            [[key, _usd(c.usd), c.tokens] for key, c in cost.per_merged_task],
         ),
     }
 
@@ -243,6 +281,13 @@ def svgs(data: Insights, t: dict[str, Table]) -> dict[str, Any]:
             [charts.Series("approvals", [row[1] for row in rounds])],
             unit="tasks",
         ),
+        "cost_per_day": charts.bars(
+            "cost_per_day",
+            "Cost per day (USD)",
+            day_labels,
+            [charts.Series("usd", [row[1] for row in t["cost_per_day"].rows])],
+            unit="USD",
+        ),
         "alerts": charts.bars(
             "alerts",
             "Alerts first seen per day",
@@ -284,6 +329,8 @@ def shown(table: Table) -> list[list[dict[str, Any]]]:
                 text = human_duration(value)
             elif kind == PERCENT:
                 text = f"{value:g} %"
+            elif kind == USD:
+                text = f"${value:,.2f}"
             else:
                 text = str(value)
             raw = "" if value is None else (round(value, 3) if isinstance(value, float) else value)
@@ -409,6 +456,8 @@ def agent_page(request: HttpRequest, slug: str, agent_id: str) -> HttpResponse:
             "table": agents_table(figures),
             "rows": shown(agents_table(figures)),
             "events": agent_events(project=project, agent_id=agent.agent_id),
-            "runs": list(run_list(project=project, agent_id=agent.agent_id)[:AGENT_PAGE_RUNS]),
+            "runs": list(
+                with_cost(run_list(project=project, agent_id=agent.agent_id))[:AGENT_PAGE_RUNS]
+            ),
         },
     )

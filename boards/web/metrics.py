@@ -15,7 +15,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from boards.selectors.metrics import operator_figures
 from liza_site.exceptions import envelope
@@ -48,7 +48,24 @@ def _projects() -> Iterator[Metric]:
         "Seconds since a watcher last swept the project (absent: never)",
         labels=["project"],
     )
+    # Issue 24: spend only grows (a usage row keeps its largest report): counters.
+    cost = CounterMetricFamily(
+        "liza_cost_usd", "USD its runs cost, as the CLIs reported it", labels=["project"]
+    )
+    tokens = CounterMetricFamily(
+        "liza_tokens", "Tokens its runs used, by kind", labels=["project", "kind"]
+    )
+    budgets = GaugeMetricFamily(
+        "liza_budget_spent_ratio",
+        "Share of each budget spent (1 = exhausted: claims refused, agents stopped)",
+        labels=["project", "scope", "subject"],
+    )
     for project in figures:
+        cost.add_metric([project.slug], project.cost_usd)
+        for kind, n in project.tokens.items():
+            tokens.add_metric([project.slug, kind], n)
+        for scope, subject, share in project.budgets:
+            budgets.add_metric([project.slug, scope, subject], share)
         for state, n in project.tasks.items():
             tasks.add_metric([project.slug, str(state)], n)
         for level, n in project.open_alerts.items():
@@ -56,7 +73,7 @@ def _projects() -> Iterator[Metric]:
         soon.add_metric([project.slug], project.leases_expiring_soon)
         if project.last_swept is not None:
             swept.add_metric([project.slug], (now - project.last_swept).total_seconds())
-    yield from (tasks, alerts, soon, swept)
+    yield from (tasks, alerts, soon, swept, cost, tokens, budgets)
 
 
 def _redis(answers: bool | None) -> Iterator[Metric]:

@@ -30,6 +30,7 @@ from boards.protocol import NOTIFY_DIGEST_MAX_MINUTES, NotifyEvent
 from boards.selectors.access import config_of
 from boards.selectors.availability import agents_availability
 from boards.selectors.breaker import breaker_state
+from boards.selectors.budgets import budget_states
 from boards.selectors.inbox import inbox as inbox_items
 from boards.selectors.notifications import members_notifications, notification_preferences
 from boards.selectors.webhooks import delivery_log
@@ -143,9 +144,27 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "watch_interval",
     "review_churn_threshold",
     "wip_limits",
+    "max_concurrent",
     "stall_timeout",
     "max_stalls",
 )
+# What each number counts, shown beside its box (issue 24: limits "with units").
+SETTING_UNITS = {
+    "max_coder_iterations": "iterations",
+    "max_review_cycles": "rejections",
+    "heartbeat_interval": "seconds",
+    "lease_duration": "seconds",
+    "lease_grace": "seconds",
+    "coder_poll_interval": "seconds",
+    "coder_max_wait": "seconds",
+    "archive_after_days": "days",
+    "watch_interval": "seconds",
+    "review_churn_threshold": "review cycles",
+    "wip_limits": "tasks per column",
+    "max_concurrent": "agents at work at once",
+    "stall_timeout": "seconds",
+    "max_stalls": "stalls",
+}
 SECRET_FIELDS = ("webhook_secret",)  # write-only: never put back into the page
 
 
@@ -154,6 +173,8 @@ def _setting_text(config: Any, name: str) -> str:
     value = getattr(config, name)
     if name == "wip_limits":
         return p.wip_limits_text(value or {})
+    if name == "max_concurrent":
+        return p.max_concurrent_text(value or {})
     return str(value) if value is not None else ""
 
 
@@ -185,6 +206,7 @@ def _settings_page(
             "errors": (errors or {}).get(name, []),
             "help": i.ConfigInput().fields[name].help_text or "",
             "type": _input_type(i.ConfigInput().fields[name]),
+            "unit": SETTING_UNITS.get(name, ""),
         }
         for name in SETTINGS_FIELDS
     ]
@@ -199,6 +221,8 @@ def _settings_page(
         {
             "project": project,
             "fields": fields,
+            "budgets": budget_states(project=project),
+            "budget_scopes": p.BUDGET_SCOPES,
             "role": ADMIN,
             "next_page": "settings",
             "canonical_url": reverse("settings", args=[project.slug]),

@@ -110,6 +110,8 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
         "runs_finish",
         "runs_output",
         "agents_quota_pause",
+        "usage_record",
+        "budgets_list",
     },
     "coder-5": {"tasks_claim_next", "tasks_claim"},  # idle
     "planner-1": {
@@ -159,6 +161,7 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
         "tasks_human_approve",
         "tasks_human_reject",
         "tasks_set_limits",
+        "budgets_set",
     },
 }
 PRINCIPAL = {op: who for who, ops in OPERATIONS_BY_PRINCIPAL.items() for op in ops}

@@ -35,6 +35,7 @@ from boards.selectors.tasks import (
     waiting_on,
 )
 from boards.services.admission import admission_lock, admit, raise_limit, wip_full
+from boards.services.budgets import refuse_if_over_budget
 from boards.services.kernel import (
     CODER,
     clean_text,
@@ -221,6 +222,8 @@ def _check_claimer(
     require_role(agent, project, agent_roles=CODER, human=None)
     refuse_if_stopped(project, actor=agent, action="claim", now=now, task=task)
     held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
+    # Issue 24: a spent budget (project, agent, sprint, goal, the task's) refuses the claim.
+    refuse_if_over_budget(project, agent=agent, action="claim", now=now, task=task or held)
     refused = claimer_refusal(agent, held, task=task, now=now, config=config)
     if refused is not None:
         raise refusal(

@@ -356,7 +356,7 @@ def test_help_documents_every_exit_code():
     done = liza_process({}, "--help")
 
     assert done.returncode == 0
-    for code in ("0", "2", "3", "4", "5", "6", "7", str(ROLE_COMPLETE), str(WAIT), "42"):
+    for code in ("0", "2", "3", "4", "5", "6", "7", str(ROLE_COMPLETE), str(WAIT), "14", "42"):
         assert f"\n    {code} " in done.stdout, code
 
 
@@ -430,3 +430,24 @@ def test_submit_from_the_repository_uploads_what_the_commit_changed(
     [summary] = ChangeSummary.objects.filter(task=world.task("T1"))
     assert summary.files == [{"path": "app.py", "added": 1, "deleted": 0}]
     assert "+two" in summary.diff and summary.review_commit == head
+
+
+def test_usage_reports_running_totals_of_the_running_run(cli_server, world):
+    """Issue 24: `liza usage` reports the session's totals so far to its running run; again is
+    counted once; with no running run it is a conflict (exit 4); a negative count a usage
+    error (exit 2, never sent)."""
+    from decimal import Decimal
+
+    from agents.models import RunUsage
+    from agents.services import run_start
+
+    liza = Liza(cli_server, world, "coder-1")
+    error_of(liza("usage", "--model", "opus", "--input-tokens", "5", exit=4), "conflict", 4)
+    run = run_start(project=world.project, agent=world.coder, now=timezone.now())
+    args = ("usage", "--model", "opus", "--input-tokens", "1200", "--cost-usd", "0.4")
+    for _ in range(2):
+        body = liza(*args)
+    assert body[0]["run"] == run.pk and body[0]["tokens"] == 1200
+    row = RunUsage.objects.get(run=run)
+    assert (row.input_tokens, row.cost_usd) == (1200, Decimal("0.4"))
+    liza("usage", "--input-tokens", "-1", exit=2, as_json=False)

@@ -35,6 +35,7 @@ EVERY_ROLE = {
     "discover",
     "anomaly",
     "log",
+    "usage",
     "task_show",
     "tasks",
     "goal_show",
@@ -249,3 +250,29 @@ def test_no_server_ends_liza_mcp_with_exit_7(tmp_path):
 
     assert done.returncode == 7, done.stderr
     assert b"unreachable" in done.stderr
+
+
+def test_an_agent_reports_its_usage_through_the_usage_tool(cli_server, world, tmp_path):
+    """Issue 24: every role's `usage` tool records its running run's totals (a float cost
+    taken as a JSON number), counted once when repeated; a string cost is a usage error."""
+    from decimal import Decimal
+
+    from agents.models import RunUsage
+    from agents.services import run_start
+
+    run = run_start(project=world.project, agent=world.planner, now=timezone.now())
+    planner = Agent(cli_server, world, "planner-1", tmp_path)
+
+    async def report():
+        async with planner.session() as session:
+            for _ in range(2):
+                body = await call(session, "usage", model="opus", output_tokens=300, cost_usd=0.125)
+            typed = await refused(session, "usage", cost_usd="a lot")
+            return body, typed
+
+    body, typed = anyio.run(report)
+
+    assert body["result"][0]["run"] == run.pk
+    row = RunUsage.objects.get(run=run)
+    assert (row.output_tokens, row.cost_usd) == (300, Decimal("0.125"))
+    assert (typed["code"], typed["exit"]) == ("usage", 2)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 
 from django.db import models
 from django.urls import reverse
 
 from agents.models import Agent, AgentKey, IdempotentRequest
-from agents.services import agent_handoff, agent_key_issue, run_finish, run_start
+from agents.services import agent_handoff, agent_key_issue, run_finish, run_start, usage_record
 from boards.models import (
     Alert,
     ChangeSummary,
@@ -22,6 +23,7 @@ from boards.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+from boards.services.budgets import budget_set
 from boards.services.goals import goal_create
 from boards.services.kernel import SYSTEM
 from boards.services.notifications import notifications_set
@@ -176,6 +178,15 @@ def build_board(world: World) -> Board:
     run = run_start(
         project=world.project, agent=world.agent("coder-1"), now=world.tick(), task="task-1"
     )
+    # What it cost (issue 24), against a budget of the project.
+    usage_record(
+        project=world.project, agent=world.agent("coder-1"), now=world.tick(), run=run.pk,
+        usage=[{"model": "opus", "input_tokens": 10, "cost_usd": Decimal("0.5")}],
+    )  # fmt: skip
+    budget_set(
+        project=world.project, actor=world.admin, now=world.tick(), scope="project",
+        limit_usd=Decimal(100),
+    )  # fmt: skip
     run_finish(run=run, agent=world.agent("coder-1"), now=world.tick(), exit_code=1, output="boom")
     return Board(
         world=world,

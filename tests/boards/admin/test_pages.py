@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.models import Agent, AgentKey, IdempotentRequest, Run
+from agents.models import Agent, AgentKey, Budget, IdempotentRequest, Run, RunUsage
 from boards.models import (
     Alert,
     Anomaly,
@@ -62,6 +62,8 @@ EVERY_MODEL = [
     AgentKey,
     IdempotentRequest,
     Run,
+    RunUsage,
+    Budget,
 ]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents import services as agent_services
-from agents.models import Agent, AgentKey, Run
+from agents.models import Agent, AgentKey, Budget, Run, RunUsage
 from agents.services import (
     agent_create,
     agent_handoff,
@@ -52,6 +53,7 @@ from boards.models import (
     Sprint,
 )
 from boards.services import projects, tasks
+from boards.services.budgets import budget_set
 from boards.services.goals import goal_abort, goal_create
 from boards.services.kernel import SYSTEM
 from boards.services.projects import membership_set
@@ -546,6 +548,27 @@ def run_streamed(t: Tenant, values: dict[str, str], response) -> None:
     assert run.ended is None and run.output == "line 1" and run.last_output_at is not None
 
 
+def usage_recorded(t: Tenant, values: dict[str, str], response) -> None:
+    row = RunUsage.objects.get(project=t.project)
+    assert (row.run_id, row.model, row.input_tokens) == (int(values["run_id"]), "opus", 5)
+    assert row.cost_usd == Decimal("0.25") and response.json()[0]["tokens"] == 5
+
+
+def a_budget(t: Tenant) -> dict[str, str]:
+    budget_set(
+        project=t.project, actor=t.world.admin, now=t.world.tick(), scope="project",
+        limit_usd=Decimal(5),
+    )  # fmt: skip
+    return {}
+
+
+def budget_raised(t: Tenant, values: dict[str, str], response) -> None:
+    budget = Budget.objects.get(project=t.project, scope="task", subject="t1")
+    assert budget.limit_usd == Decimal("7.50") and budget.limit_tokens is None
+    assert response.json()[0]["state"] == "ok"
+    assert Event.objects.filter(project=t.project, action="budget_set").exists()
+
+
 def run_crashed(t: Tenant, values: dict[str, str], response) -> None:
     run = Run.objects.get(pk=values["run_id"])
     assert run.exit_code == 1 and run.crashed and run.output == "boom"
@@ -916,6 +939,26 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         right="coder-1",
         wrong="coder-2",
         check=run_streamed,
+    ),
+    Endpoint(
+        "api-usage",
+        "POST",
+        "usage",
+        a_run,
+        body={"usage": [{"model": "opus", "input_tokens": 5, "cost_usd": 0.25}]},
+        right="coder-1",
+        check=usage_recorded,
+    ),
+    Endpoint("api-budgets", "GET", "budgets", a_budget, **READ),
+    Endpoint(
+        "api-budgets",
+        "POST",
+        "budgets",
+        task_in("UNCLAIMED"),
+        body={"scope": "task", "subject": "t1", "limit_usd": 7.5},
+        wrong="coder-1",
+        humans=ADMIN,
+        check=budget_raised,
     ),
     Endpoint(
         "api-register",

@@ -21,7 +21,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from agents.models import Agent, AgentKey
+from agents.models import Agent, AgentKey, Budget
 from agents.services import agent_key_issue
 from boards.errors import LimitReached
 from boards.models import (
@@ -392,6 +392,19 @@ ACTIONS = [
         {"reason": "Gateway back", "next": "breaker"},
         trip,
         lambda w: CircuitBreaker.objects.get(project=w.project).status == "OK",
+    ),
+    Action(
+        "set a budget",
+        "/p/{slug}/budgets",
+        {
+            "scope": "agent",
+            "subject": "coder-3",
+            "limit_usd": "12.50",
+            "limit_tokens": "",
+            "next": "settings",
+        },
+        lambda w: None,
+        lambda w: Budget.objects.filter(project=w.project, subject="coder-3").exists(),
     ),
     Action(
         "set an agent overloaded",
@@ -1052,3 +1065,57 @@ def test_another_projects_alert_is_404_for_this_projects_admin(world):
     )
     assert response.status_code == 404
     assert Alert.objects.get(pk=foreign.prefix).acknowledged_at is None
+
+
+def test_max_concurrent_is_edited_with_units_and_shown_on_the_board(world):
+    client = client_for(world, ADMIN)
+    data = {**ACTIONS[-1].data, "max_concurrent": "coder=2, project=3"}
+    assert client.post(f"/p/{world.project.slug}/settings", data).status_code == 302
+    config = config_of(Project.objects.get(pk=world.project.pk))
+    assert config.max_concurrent == {"coder": 2, "project": 3}
+    page = client.get(f"/p/{world.project.slug}/settings").content.decode()
+    assert 'name="max_concurrent" value="coder=2, project=3"' in page
+    assert 'data-unit="max_concurrent">agents at work at once<' in page
+    assert 'data-unit="stall_timeout">seconds<' in page
+    refused = client.post(f"/p/{world.project.slug}/settings", {**data, "max_concurrent": "dog=1"})
+    assert refused.status_code == 400 and 'data-field="max_concurrent"' in refused.content.decode()
+    world.claimed("c1", coder="coder-1")
+    board = client.get(f"/p/{world.project.slug}/?sprint=all").content.decode()
+    assert 'data-cap="coder">coder 1/2 agents<' in board
+    assert 'data-cap="project">project 1/3 agents<' in board
+
+
+def test_a_budget_is_raised_from_the_settings_page_audited_and_work_resumes(world):
+    from decimal import Decimal
+
+    from agents.services import run_start, usage_record
+    from boards.errors import BudgetExhausted
+
+    client = client_for(world, ADMIN)
+    path = f"/p/{world.project.slug}/budgets"
+    form = {
+        "scope": "project",
+        "subject": "",
+        "limit_usd": "1",
+        "limit_tokens": "",
+        "next": "settings",
+    }
+    assert client.post(path, form).status_code == 302
+    run = run_start(project=world.project, agent=world.planner, now=world.tick())
+    usage_record(
+        project=world.project, agent=world.planner, now=world.tick(), run=run.pk,
+        usage=[{"model": "m", "cost_usd": Decimal("1.25")}],
+    )  # fmt: skip
+    page = client.get(f"/p/{world.project.slug}/settings").content.decode()
+    assert "$1.25 · 0 tokens (125 %)" in page and 'class="budget-state">exhausted<' in page
+    world.unclaimed("c1")
+    with pytest.raises(BudgetExhausted):
+        world.claim("c1")
+    refused = client.post(path, {**form, "limit_usd": "-3"})
+    assert refused.status_code == 400 and "limit_usd" in refused.content.decode()
+    raised = client.post(path, {**form, "limit_usd": "5"}, follow=True)
+    assert "Budget of project set: $5.00." in raised.content.decode()
+    event = Event.objects.filter(project=world.project, action="budget_set").latest("pk")
+    assert event.actor_id == world.admin.username
+    assert event.detail == "budget of project: $1.00 → $5.00 (25 % spent)"
+    assert world.claim("c1").status == "CLAIMED"
