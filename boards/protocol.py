@@ -365,6 +365,7 @@ class Action(StrEnum):
     CREATED = "created"
     FINALIZED = "finalized"
     DEPENDENCIES_SET = "dependencies_set"
+    EDITED = "edited"
     CLAIMED = "claimed"
     REASSIGNED = "reassigned"
     READY_FOR_REVIEW = "ready_for_review"
@@ -393,6 +394,7 @@ class Action(StrEnum):
     HUMAN_REJECTED = "human_rejected"
     # goals, sprints, the project
     GOAL_CREATED = "goal_created"
+    GOAL_EDITED = "goal_edited"
     GOAL_COMPLETED = "goal_completed"
     GOAL_ABORTED = "goal_aborted"
     SPRINT_STARTED = "sprint_started"

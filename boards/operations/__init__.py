@@ -128,6 +128,13 @@ OPERATIONS: dict[str, Operation] = {
         ),
         Operation("task_finalize", tasks.task_finalize, TASK, done=lambda t: f"{t.key} finalized."),
         Operation(
+            "task_edit",
+            tasks.task_edit,
+            TASK,
+            i.TaskEditInput,
+            done=lambda t: f"{t.key} saved.",
+        ),
+        Operation(
             "task_set_dependencies",
             tasks.task_set_dependencies,
             TASK,
@@ -166,6 +173,13 @@ OPERATIONS: dict[str, Operation] = {
             done=lambda g: f"{g.goal_id} created.",
         ),
         Operation(
+            "goal_edit",
+            goals.goal_edit,
+            GOAL,
+            i.GoalEditInput,
+            done=lambda g: f"{g.goal_id} saved.",
+        ),
+        Operation(
             "goal_complete",
             goals.goal_complete,
             GOAL,
@@ -178,6 +192,12 @@ OPERATIONS: dict[str, Operation] = {
             PROJECT,
             i.SprintInput,
             done=lambda s: f"{s.sprint_id} started.",
+        ),
+        Operation(
+            "sprint_complete",
+            sprints.sprint_complete,
+            SPRINT,
+            done=lambda s: f"{s.sprint_id} closed (COMPLETED).",
         ),
         # -- the coder ------------------------------------------------------------------------
         Operation(

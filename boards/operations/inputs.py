@@ -241,6 +241,31 @@ class RescopeInput(ReasonInput):
     new_tasks = NewTaskInput(many=True, allow_empty=False)
 
 
+class TaskEditInput(InputSerializer):
+    """A planner's edit: only the fields given, and of those only the values that differ."""
+
+    description = serializers.CharField(required=False, max_length=10_000)
+    done_when = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    scope = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    priority = serializers.IntegerField(
+        min_value=p.PRIORITY_RANGE[0], max_value=p.PRIORITY_RANGE[1], required=False
+    )
+    criticality = serializers.ChoiceField(choices=Task.Criticality.choices, required=False)
+    needs_human_approval = serializers.BooleanField(required=False)
+    depends_on = serializers.ListField(
+        child=serializers.CharField(max_length=64),
+        required=False,
+        max_length=200,
+        help_text="replaces the task's dependencies; [] clears them",
+    )
+
+
+class GoalEditInput(InputSerializer):
+    description = serializers.CharField(required=False, max_length=10_000)
+    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
 class GoalInput(InputSerializer):
     description = serializers.CharField(max_length=10_000)
     spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
