@@ -67,6 +67,9 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="liza_memberships"
     )
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    # Issue 25: a member who may also plan (goal, tasks, sprints) as the planner would; admins
+    # always may, viewers never (boards.selectors.access.may_plan).
+    can_plan = models.BooleanField(default=False, verbose_name="planner right")
 
     objects = ProjectScopedManager()
 

@@ -43,6 +43,10 @@ from boards.services import (
     watch,
 )
 
+# Planning (issue 25) is offered to members too: the service lets admins and members with the
+# planner right plan (boards.selectors.access.may_plan); a viewer is refused at the page.
+PLANS = Membership.Role.MEMBER
+
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
 TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN = (
     "task",
@@ -125,14 +129,22 @@ OPERATIONS: dict[str, Operation] = {
             i.CreateTaskInput,
             arguments=_create_task_arguments,
             done=lambda t: f"{t.key} created (DRAFT).",
+            role=PLANS,
         ),
-        Operation("task_finalize", tasks.task_finalize, TASK, done=lambda t: f"{t.key} finalized."),
+        Operation(
+            "task_finalize",
+            tasks.task_finalize,
+            TASK,
+            done=lambda t: f"{t.key} finalized.",
+            role=PLANS,
+        ),
         Operation(
             "task_edit",
             tasks.task_edit,
             TASK,
             i.TaskEditInput,
             done=lambda t: f"{t.key} saved.",
+            role=PLANS,
         ),
         Operation(
             "task_set_dependencies",
@@ -140,6 +152,7 @@ OPERATIONS: dict[str, Operation] = {
             TASK,
             i.DependenciesInput,
             done=lambda t: f"{t.key}: dependencies set.",
+            role=PLANS,
         ),
         Operation(
             "task_rescope",
@@ -171,6 +184,7 @@ OPERATIONS: dict[str, Operation] = {
             PROJECT,
             i.GoalInput,
             done=lambda g: f"{g.goal_id} created.",
+            role=PLANS,
         ),
         Operation(
             "goal_edit",
@@ -178,6 +192,7 @@ OPERATIONS: dict[str, Operation] = {
             GOAL,
             i.GoalEditInput,
             done=lambda g: f"{g.goal_id} saved.",
+            role=PLANS,
         ),
         Operation(
             "goal_complete",
@@ -192,12 +207,14 @@ OPERATIONS: dict[str, Operation] = {
             PROJECT,
             i.SprintInput,
             done=lambda s: f"{s.sprint_id} started.",
+            role=PLANS,
         ),
         Operation(
             "sprint_complete",
             sprints.sprint_complete,
             SPRINT,
             done=lambda s: f"{s.sprint_id} closed (COMPLETED).",
+            role=PLANS,
         ),
         # -- the coder ------------------------------------------------------------------------
         Operation(

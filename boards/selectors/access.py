@@ -51,6 +51,21 @@ def human_role(user: AbstractBaseUser | None, project: Project) -> str | None:
     return membership.role if membership else None
 
 
+# The planning right (issue 25): `require_role(..., human=PLAN)` asks for it.
+PLAN = "plan"
+
+
+def may_plan(user: AbstractBaseUser | None, project: Project) -> bool:
+    """Who plans as a person: project admins (and site staff), and members given the planner
+    right; viewers only read."""
+    role = human_role(user, project)
+    if role == Membership.Role.ADMIN:
+        return True
+    if role != Membership.Role.MEMBER:
+        return False
+    return Membership.objects.filter(project=project, user=user, can_plan=True).exists()
+
+
 def role_allows(role: str | None, needed: str) -> bool:
     return role is not None and Membership.RANK[role] >= Membership.RANK[needed]
 

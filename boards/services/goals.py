@@ -11,6 +11,7 @@ from boards.errors import InvalidTransition, ProtocolValidationError
 from boards.models import Goal, Project, Sprint, Task
 from boards.protocol import GoalStatus
 from boards.services.kernel import (
+    PLAN,
     Actor,
     clean_text,
     conflict,
@@ -41,7 +42,7 @@ def goal_create(
     spec_ref: str = "",
 ) -> Goal:
     """A new IN_PROGRESS goal; a project has at most one at a time (SPEC §4)."""
-    require_role(actor, project, agent_roles=("planner",))
+    require_role(actor, project, agent_roles=("planner",), human=PLAN)
     description = (description or "").strip()
     if not description:
         raise ProtocolValidationError("description", "is required")
@@ -91,7 +92,7 @@ def goal_edit(
     """The planner restates the goal IN_PROGRESS; the new statement joins its
     alignment_history (seed 002: the record of how the goal drifted)."""
     project = goal.project
-    require_role(actor, project, agent_roles=("planner",))
+    require_role(actor, project, agent_roles=("planner",), human=PLAN)
     changes: dict[str, str] = {}
     if description is not None:
         changes["description"] = clean_text(description, "description")

@@ -66,30 +66,54 @@ def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) 
 
 @records_refusals
 def membership_set(
-    *, project: Project, user: AbstractBaseUser, role: str, actor: Actor, now: datetime
+    *,
+    project: Project,
+    user: AbstractBaseUser,
+    role: str,
+    actor: Actor,
+    now: datetime,
+    can_plan: bool | None = None,
 ) -> Membership:
-    """Give `user` a role in `project` (SPEC §3), audited."""
+    """Give `user` a role in `project` (SPEC §3) and, for a member, the planner right (issue 25;
+    None keeps it as it is, and a role other than member drops it), audited."""
     require_role(actor, project, agent_roles=(), system=True)
     if role not in Membership.Role.values:
         raise ProtocolValidationError("role", f"one of {', '.join(Membership.Role.values)}")
+    if can_plan is not None and not isinstance(can_plan, bool):
+        raise ProtocolValidationError("can_plan", "true or false")
+    if can_plan and role != Membership.Role.MEMBER:
+        raise ProtocolValidationError(
+            "can_plan", "the planner right is for members (admins always plan, viewers read)"
+        )
     with transaction.atomic():
         membership = (
             Membership.objects.select_for_update().filter(project=project, user=user).first()
         )
         old = membership.role if membership else None
+        old_plan = membership.can_plan if membership else False
+        plans = (old_plan if can_plan is None else can_plan) and role == Membership.Role.MEMBER
         if membership is None:
-            membership = Membership.objects.create(project=project, user=user, role=role)
-        elif old != role:
-            membership.role = role
-            membership.save(update_fields=["role"])
-        if old != role:
+            membership = Membership.objects.create(
+                project=project, user=user, role=role, can_plan=plans
+            )
+        elif (old, old_plan) != (role, plans):
+            membership.role, membership.can_plan = role, plans
+            membership.save(update_fields=["role", "can_plan"])
+        if (old, old_plan) != (role, plans):
+            shown = f"{role} (planner)" if plans else role
+            was = f"{old} (planner)" if old_plan else (old or "no role")
             record_event(
                 project=project,
                 actor=actor,
                 action=Action.MEMBERSHIP_SET,
                 now=now,
-                detail=f"{user.get_username()}: {old or 'no role'} → {role}",
-                data={"user": user.get_username(), "old": old, "role": role},
+                detail=f"{user.get_username()}: {was} → {shown}",
+                data={
+                    "user": user.get_username(),
+                    "old": old,
+                    "role": role,
+                    "can_plan": plans,
+                },
             )
     return membership
 

@@ -31,6 +31,7 @@ from boards.selectors.tasks import (
     is_limit_blocked,
 )
 from boards.services.kernel import (
+    PLAN,
     PLANNER,
     Actor,
     agent_row,
@@ -166,7 +167,7 @@ def task_create(
     **fields: Any,
 ) -> Task:
     """The planner writes a new DRAFT task (coders must ignore it until it is finalized)."""
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
     if sprint_scope not in (None, "planned", "stretch"):
         raise ProtocolValidationError("sprint_scope", "planned, stretch or null")
     with transaction.atomic():
@@ -210,7 +211,7 @@ def task_set_dependencies(
 ) -> Task:
     """Replace depends_on; cycles and unknown keys are refused with 400 naming the field."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
     with transaction.atomic():
         Project.objects.select_for_update().get(pk=project.pk)
         task = lock_task(task)
@@ -247,7 +248,7 @@ def task_edit(
     after the task left UNCLAIMED is refused (409) and the whole edit with it.
     """
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
     allowed = {*CONTRACT_FIELDS, "priority", "needs_human_approval"}
     unknown = sorted(set(changes) - allowed)
     if unknown:
@@ -336,7 +337,7 @@ def task_edit(
 def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
     """DRAFT → UNCLAIMED: needs done_when and spec_ref (seed 002)."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from boards.errors import ProtocolValidationError
 from boards.models import Event, Goal, Membership, Sprint, Task
-from boards.services import goals, sprints
+from boards.services import goals, projects, sprints
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 
@@ -310,3 +311,67 @@ def goals_create(world) -> Goal:
     return goals.goal_create(
         project=world.project, actor=world.admin, description="G", now=world.tick()
     )
+
+
+# -- the planner right (issue 25): members may plan when an admin gives it -----------------
+
+
+def _planner_member(world, *, can_plan: bool = True):
+    user = member(world.project, Membership.Role.MEMBER)
+    projects.membership_set(
+        project=world.project,
+        user=user,
+        role=Membership.Role.MEMBER,
+        can_plan=can_plan,
+        actor=world.admin,
+        now=world.tick(),
+    )
+    client = Client()
+    client.force_login(user)
+    return user, client
+
+
+def test_a_member_with_the_planner_right_plans_as_themselves(world):
+    user, client = _planner_member(world)
+    assert 'data-action="goal-create"' in client.get(_url(world)).content.decode()
+    assert client.post(_url(world, "goal"), {"description": "G"}).status_code == 302
+    assert (
+        client.post(
+            _url(world, "tasks"),
+            {"key": "T-1", "description": "D", "done_when": "ok", "spec_ref": "s.md"},
+        ).status_code
+        == 302
+    )
+    assert client.post(_task_url(world, "T-1", "edit"), {"priority": "1"}).status_code == 302
+    assert client.post(_task_url(world, "T-1", "finalize"), {"next": "plan"}).status_code == 302
+    assert client.post(_url(world, "sprint"), {"planned": ["T-1"]}).status_code == 302
+    task = world.task("T-1")
+    assert (task.status, task.priority) == ("UNCLAIMED", 1)
+    actors = set(
+        Event.objects.filter(project=world.project, actor_kind="human")
+        .exclude(action="membership_set")
+        .values_list("actor_id", flat=True)
+    )
+    assert actors == {user.get_username()}
+    # Planning is not oversight: the right gives no admin action.
+    assert client.post(f"/p/{world.project.slug}/pause", {"reason": "mine"}).status_code == 403
+
+
+def test_the_planner_right_taken_back_refuses_again(world):
+    user, client = _planner_member(world)
+    projects.membership_set(
+        project=world.project, user=user, role=Membership.Role.MEMBER, can_plan=False,
+        actor=world.admin, now=world.tick(),
+    )  # fmt: skip
+    assert client.post(_url(world, "goal"), {"description": "G"}).status_code == 403
+    assert not Goal.objects.filter(project=world.project).exists()
+
+
+def test_a_viewer_cannot_hold_the_planner_right(world):
+    user = member(world.project, Membership.Role.VIEWER)
+    with pytest.raises(ProtocolValidationError, match="members"):
+        projects.membership_set(
+            project=world.project, user=user, role=Membership.Role.VIEWER, can_plan=True,
+            actor=world.admin, now=world.tick(),
+        )  # fmt: skip
+    assert not Membership.objects.get(project=world.project, user=user).can_plan
