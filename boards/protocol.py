@@ -403,6 +403,7 @@ class Action(StrEnum):
     SPRINT_COMPLETED = "sprint_completed"
     SPRINT_ABORTED = "sprint_aborted"
     SPRINT_DEADLINE_SET = "sprint_deadline_set"
+    PROJECT_CREATED = "project_created"
     PROJECT_PAUSED = "project_paused"
     PROJECT_RESUMED = "project_resumed"
     CONFIG_UPDATED = "config_updated"

@@ -48,7 +48,8 @@ from boards.services import (
 PLANS = Membership.Role.MEMBER
 
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
-TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN = (
+# SITE: an operation on no project (site staff opening a new one).
+TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN, SITE = (
     "task",
     "sprint",
     "goal",
@@ -59,6 +60,7 @@ TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN = (
     "alert",
     "breaker",
     "run",
+    "site",
 )
 
 
@@ -90,7 +92,8 @@ class Operation:
 
     def run(self, *, target: Any, actor: Any, now: datetime, data: dict[str, Any]) -> Any:
         kwargs = self.arguments(dict(data)) if self.arguments else dict(data)
-        return self.service(**{self.target: target, self.principal: actor, "now": now}, **kwargs)
+        on = {} if self.target == SITE else {self.target: target}
+        return self.service(**on, **{self.principal: actor, "now": now}, **kwargs)
 
 
 def _plain(value: Any) -> Any:
@@ -431,6 +434,24 @@ OPERATIONS: dict[str, Operation] = {
         ),
         Operation(
             "project_resume", projects.project_resume, PROJECT, done=lambda p: "Project resumed."
+        ),
+        Operation(
+            "project_open",
+            projects.project_open,
+            SITE,
+            i.ProjectInput,
+            done=lambda p: f"Project {p.slug} created: write its goal.",
+        ),
+        Operation(
+            "membership_invite",
+            projects.membership_invite,
+            PROJECT,
+            i.InviteInput,
+            done=lambda m: (
+                f"{m.user.get_username()} is {m.role}"
+                + (" with the planner right" if m.can_plan else "")
+                + " here."
+            ),
         ),
         Operation(
             "config_update",

@@ -261,6 +261,19 @@ class TaskEditInput(InputSerializer):
     )
 
 
+class ProjectInput(InputSerializer):
+    slug = serializers.SlugField(max_length=64, help_text="in every URL; fixed once made")
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class InviteInput(InputSerializer):
+    who = serializers.CharField(max_length=254, help_text="an account's username or e-mail")
+    role = serializers.ChoiceField(choices=["viewer", "member", "admin"])
+    can_plan = serializers.BooleanField(
+        required=False, default=False, help_text="members only: may plan goal, tasks, sprints"
+    )
+
+
 class GoalEditInput(InputSerializer):
     description = serializers.CharField(required=False, max_length=10_000)
     spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)

@@ -66,6 +66,26 @@ def may_plan(user: AbstractBaseUser | None, project: Project) -> bool:
     return Membership.objects.filter(project=project, user=user, can_plan=True).exists()
 
 
+def user_by_name_or_email(who: str) -> AbstractBaseUser | None:
+    """An active account named by its username, or else its e-mail (case-insensitive); None
+    when there is none, or when the e-mail is shared by several accounts (ambiguous)."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.filter(is_active=True)
+    user = users.filter(username=who).first()
+    if user is not None or "@" not in who:
+        return user
+    matches = list(users.filter(email__iexact=who)[:2])
+    return matches[0] if len(matches) == 1 else None
+
+
+def project_members(*, project: Project) -> list[Membership]:
+    """The project's memberships, admins first, then by username."""
+    rank = {role: -value for role, value in Membership.RANK.items()}
+    rows = list(Membership.objects.filter(project=project).select_related("user"))
+    return sorted(rows, key=lambda m: (rank[m.role], m.user.get_username()))
+
+
 def role_allows(role: str | None, needed: str) -> bool:
     return role is not None and Membership.RANK[role] >= Membership.RANK[needed]
 

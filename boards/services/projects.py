@@ -10,9 +10,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from boards import protocol as p
-from boards.errors import ProtocolValidationError, validation_error
+from boards.errors import Forbidden, ProtocolValidationError, validation_error
 from boards.models import CircuitBreaker, Membership, Project, ProjectConfig
 from boards.protocol import Action
+from boards.selectors.access import user_by_name_or_email
 from boards.services.kernel import (
     Actor,
     clean_text,
@@ -39,6 +40,25 @@ def project_create(*, slug: str, name: str, now: datetime) -> Project:
     project.save()
     ProjectConfig.objects.create(project=project)
     CircuitBreaker.objects.create(project=project)
+    return project
+
+
+def project_open(*, actor: Actor, slug: str, name: str, now: datetime) -> Project:
+    """Site staff open a new project from the board (issue 25); staff administer every
+    project (SPEC §3), so no membership is made. Audited as the project's first event."""
+    if not (getattr(actor, "is_staff", False) or getattr(actor, "is_superuser", False)):
+        raise Forbidden("only site staff create projects")
+    slug = clean_text(slug, "slug", max_length=64)
+    name = clean_text(name, "name", required=False, max_length=200)
+    with transaction.atomic():
+        project = project_create(slug=slug, name=name, now=now)
+        record_event(
+            project=project,
+            actor=actor,
+            action=Action.PROJECT_CREATED,
+            now=now,
+            detail=f"project {project.slug} ({project.name}) created",
+        )
     return project
 
 
@@ -116,6 +136,24 @@ def membership_set(
                 },
             )
     return membership
+
+
+@records_refusals
+def membership_invite(
+    *, project: Project, actor: Actor, who: str, role: str, now: datetime, can_plan: bool = False
+) -> Membership:
+    """A project admin gives an existing account (named by username or e-mail) a role in the
+    project, or changes it (issue 25). Accounts themselves are made by site staff."""
+    require_role(actor, project, agent_roles=())
+    who = clean_text(who, "who", max_length=254)
+    user = user_by_name_or_email(who)
+    if user is None:
+        raise ProtocolValidationError(
+            "who", f"no single active account has the username or e-mail {who!r}"
+        )
+    return membership_set.__wrapped__(
+        project=project, user=user, role=role, actor=actor, now=now, can_plan=can_plan
+    )
 
 
 @records_refusals

@@ -36,7 +36,7 @@ from boards.web.pages import key_shown, render_page
 
 # A form names the page it came from (`next`); a name, never a URL, so nothing can redirect
 # elsewhere.
-RETURN_PAGES = ("board", "inbox", "inbox-all", "settings", "agents", "breaker", "plan")
+RETURN_PAGES = ("board", "inbox", "inbox-all", "settings", "agents", "breaker", "plan", "members")
 
 
 def return_page(request: HttpRequest, default: str) -> str:
@@ -311,5 +311,8 @@ ACTIONS: dict[str, Any] = {
     "task_edit": action("task_edit", returns_to="plan", form=_task_edit_form),
     "goal_edit": action("goal_edit", returns_to="plan", form=_goal_edit_form),
     "sprint_complete": action("sprint_complete", returns_to="plan"),
+    "membership_invite": action(
+        "membership_invite", returns_to="members", checkboxes=("can_plan",)
+    ),
     "sprint_create": action("sprint_create", returns_to="plan"),
 }
