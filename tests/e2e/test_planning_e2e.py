@@ -192,3 +192,31 @@ def test_the_scripted_team_works_a_plan_made_in_the_browser(page, server, tmp_pa
         assert round_.locator(".diff .diff-add").count() >= 1
     # The second round answered the rejection: its diff says so.
     assert rounds.nth(0).locator(".diff", has_text="Checked:").count() == 1
+
+
+def test_priorities_reorder_by_keyboard_and_by_drag(page):
+    """Alt+↑ on a focused row raises its task (and focus stays on it after the page reloads);
+    dropping a row on another gives it that row's priority."""
+    world = World(now=timezone.now() - timedelta(seconds=30))
+    world.draft("T-1", priority=1)
+    world.draft("T-2", priority=3)
+    world.draft("T-3", priority=4)
+    sign_in(page, world.admin)
+    page.goto(f"/p/{world.project.slug}/plan/")
+
+    page.focus("tr[data-key='T-2']")
+    with page.expect_navigation():
+        page.keyboard.press("Alt+ArrowUp")
+    assert world.task("T-2").priority == 2
+    page.wait_for_function("document.activeElement?.dataset?.key === 'T-2'")
+    with page.expect_navigation():
+        page.keyboard.press("Alt+ArrowDown")
+    assert world.task("T-2").priority == 3
+
+    with page.expect_navigation():
+        page.drag_and_drop("tr[data-key='T-3']", "tr[data-key='T-1']")
+    assert world.task("T-3").priority == 1
+    assert page.locator("tr[data-key='T-3'] td.plan-priority").inner_text().startswith("P1")
+    edits = Event.objects.filter(project=world.project, action="edited")
+    assert set(edits.values_list("actor_id", flat=True)) == {world.admin.get_username()}
+    assert edits.count() == 3
