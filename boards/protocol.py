@@ -520,3 +520,32 @@ def config_changes_shown(changes: dict[str, object], *, admin: bool) -> dict[str
                 change = "changed"
         shown[name] = change
     return shown
+
+
+# -- links to the code host (issue 25) ---------------------------------------------------------
+
+# What a `repo_url` template may name; a plain repository address is read by its host instead
+# (boards.selectors.code_links).
+REPO_URL_PLACEHOLDERS = ("branch", "commit", "pr")
+
+
+def repo_url_problem(value: object) -> str | None:
+    """Why `value` is not a repository address or URL template, or None (blank is none)."""
+    import re
+    from urllib.parse import urlsplit
+
+    if value in ("", None):
+        return None
+    if not isinstance(value, str) or len(value) > 500:
+        return "an address of at most 500 characters"
+    shown = re.sub(r"\{(?:" + "|".join(REPO_URL_PLACEHOLDERS) + r")\}", "x", value)
+    if "{" in shown or "}" in shown:
+        return "the only placeholders are {branch}, {commit} and {pr}"
+    parts = urlsplit(shown)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or any(c.isspace() for c in value)
+    ):
+        return "an http:// or https:// address"
+    return None

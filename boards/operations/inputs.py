@@ -397,6 +397,13 @@ class ConfigInput(InputSerializer):
         help_text="per column, e.g. CLAIMED=3, READY_FOR_REVIEW=4 (empty: none); CLAIMED's is "
         "enforced at claim, the others are shown on the board",
     )
+    repo_url = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        help_text="the repository (https://github.com/org/repo, a GitLab or Gitea one) or a "
+        "template with {branch}, {commit}, {pr}: branches and commits become links",
+    )
     stall_timeout = serializers.IntegerField(
         required=False,
         min_value=1,

@@ -135,6 +135,7 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "coder_poll_interval",
     "coder_max_wait",
     "integration_branch",
+    "repo_url",
     "escalation_webhook",
     "webhook_secret",
     "archive_after_days",

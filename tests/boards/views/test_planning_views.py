@@ -7,8 +7,10 @@ import pytest
 from django.test import Client
 
 from boards.errors import ProtocolValidationError
-from boards.models import Event, Goal, Membership, Sprint, Task
+from boards.models import Event, Goal, Membership, Project, Sprint, Task
+from boards.selectors.access import config_of
 from boards.services import goals, projects, sprints
+from boards.web.pages import SETTINGS_FIELDS, _setting_text
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 
@@ -375,3 +377,40 @@ def test_a_viewer_cannot_hold_the_planner_right(world):
             actor=world.admin, now=world.tick(),
         )  # fmt: skip
     assert not Membership.objects.get(project=world.project, user=user).can_plan
+
+
+# -- links to the code host (issue 25 item 2): repo_url on the settings page, links in the drawer
+
+
+def _settings_form(project, **changes) -> dict:
+    """The settings form as the page fills it, with `changes`."""
+    config = config_of(Project.objects.get(pk=project.pk))
+    form = {name: _setting_text(config, name) for name in SETTINGS_FIELDS}
+    form.pop("webhook_secret")
+    return {**form, **changes}
+
+
+def test_repo_url_is_validated_at_save_and_links_the_drawer(world):
+    client = client_for(world, ADMIN)
+    settings = f"/p/{world.project.slug}/settings"
+    for bad in ("javascript:alert(1)", "https://x.io/{sha}"):
+        response = client.post(settings, _settings_form(world.project, repo_url=bad))
+        assert response.status_code == 400, bad
+        assert 'data-field="repo_url"' in response.content.decode()
+    assert Project.objects.get(pk=world.project.pk).config.repo_url == ""
+
+    world.merged("T-1")
+    drawer = f"/p/{world.project.slug}/tasks/T-1/"
+    html = client.get(drawer).content.decode()
+    assert "code-link" not in html and "<code>merge001</code>" in html
+
+    saved = client.post(
+        settings, _settings_form(world.project, repo_url="https://github.com/acme/shop")
+    )
+    assert saved.status_code == 302
+    event = Event.objects.get(project=world.project, action="config_updated")
+    assert event.data["changes"]["repo_url"]["new"] == "https://github.com/acme/shop"
+    html = client.get(drawer).content.decode()
+    assert 'href="https://github.com/acme/shop/commit/merge001"' in html
+    assert 'href="https://github.com/acme/shop/commit/c0ffee01"' in html
+    assert 'href="https://github.com/acme/shop/tree/task/T-1"' in html
