@@ -147,6 +147,12 @@ def test_the_scripted_team_works_a_plan_made_in_the_browser(page, server, tmp_pa
     (keys / "project").write_text(project.slug + "\n")
 
     sign_in(page, admin)
+    # The code host, set on the settings page: the drawer's commits will link there.
+    page.goto(f"/p/{project.slug}/settings")
+    page.fill("input[name=repo_url]", "https://github.com/acme/shop")
+    with page.expect_navigation():
+        page.click("form button[type=submit]:has-text('Save')")
+    assert page.locator(".messages .error").count() == 0, page.content()[:3000]
     _plan_in_the_browser(page, project.slug)
     assert Sprint.objects.get(project=project).status == "IN_PROGRESS"
 
@@ -190,6 +196,13 @@ def test_the_scripted_team_works_a_plan_made_in_the_browser(page, server, tmp_pa
             round_.locator("summary").click()
         assert "demo/ui.md" in round_.locator("td.path").all_inner_texts()
         assert round_.locator(".diff .diff-add").count() >= 1
+    # Links follow repo_url: the branch, each commit, each round's commit.
+    ui = Task.objects.get(project=project, key="ui")
+    repo = "https://github.com/acme/shop"
+    for href in (f"{repo}/tree/task/ui", f"{repo}/commit/{ui.merge_commit}",
+                 f"{repo}/commit/{ui.review_commit}"):  # fmt: skip
+        assert drawer.locator(f'a.code-link[href="{href}"]').count() >= 1, href
+    assert rounds.nth(1).locator(f'summary a.code-link[href^="{repo}/commit/"]').count() == 1
     # The second round answered the rejection: its diff says so.
     assert rounds.nth(0).locator(".diff", has_text="Checked:").count() == 1
 
