@@ -335,7 +335,7 @@ class ProjectAdmin(admin.ModelAdmin):
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
     # Access control, not protocol state: editable, saved (and audited) by the service.
-    list_display = ("user", "project", "role")
+    list_display = ("user", "project", "role", "can_plan")
     list_filter = ("role", "project")
     search_fields = ("user__username", "user__email", "project__slug")
     autocomplete_fields = ("project", "user")
@@ -348,6 +348,8 @@ class MembershipAdmin(admin.ModelAdmin):
             role=obj.role,
             actor=request.user,
             now=timezone.now(),
+            # The right means something only for a member (a viewer reads, an admin plans).
+            can_plan=obj.can_plan and obj.role == Membership.Role.MEMBER,
         )
         obj.pk = saved.pk
         obj._state.adding = False

@@ -67,6 +67,9 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="liza_memberships"
     )
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    # Issue 25: a member who may also plan (goal, tasks, sprints) as the planner would; admins
+    # always may, viewers never (boards.selectors.access.may_plan).
+    can_plan = models.BooleanField(default=False, verbose_name="planner right")
 
     objects = ProjectScopedManager()
 
@@ -182,6 +185,10 @@ class ProjectConfig(models.Model):
     max_stalls = models.PositiveIntegerField(
         default=p.MAX_STALLS, validators=[MinValueValidator(1)], help_text="stalls of one task"
     )
+    # Issue 25: the repository on its code host (GitHub, GitLab, Gitea) or a URL template with
+    # {branch}, {commit}, {pr}; branches and commits on the board link there
+    # (boards.selectors.code_links). Empty = no links.
+    repo_url = models.CharField(max_length=500, blank=True, default="")
 
     objects = ProjectScopedManager()
 
@@ -208,6 +215,8 @@ class ProjectConfig(models.Model):
             errors["wip_limits"] = wip_error
         if concurrency_error := p.max_concurrent_error(self.max_concurrent):
             errors["max_concurrent"] = concurrency_error
+        if repo_problem := p.repo_url_problem(self.repo_url):
+            errors["repo_url"] = repo_problem
         if errors:
             raise ValidationError(errors)
 

@@ -396,6 +396,7 @@ class Action(StrEnum):
     CREATED = "created"
     FINALIZED = "finalized"
     DEPENDENCIES_SET = "dependencies_set"
+    EDITED = "edited"
     CLAIMED = "claimed"
     REASSIGNED = "reassigned"
     READY_FOR_REVIEW = "ready_for_review"
@@ -424,6 +425,7 @@ class Action(StrEnum):
     HUMAN_REJECTED = "human_rejected"
     # goals, sprints, the project
     GOAL_CREATED = "goal_created"
+    GOAL_EDITED = "goal_edited"
     GOAL_COMPLETED = "goal_completed"
     GOAL_ABORTED = "goal_aborted"
     SPRINT_STARTED = "sprint_started"
@@ -432,6 +434,7 @@ class Action(StrEnum):
     SPRINT_COMPLETED = "sprint_completed"
     SPRINT_ABORTED = "sprint_aborted"
     SPRINT_DEADLINE_SET = "sprint_deadline_set"
+    PROJECT_CREATED = "project_created"
     PROJECT_PAUSED = "project_paused"
     PROJECT_RESUMED = "project_resumed"
     CONFIG_UPDATED = "config_updated"
@@ -567,3 +570,32 @@ class NotifyEvent(StrEnum):
 
 # The longest a digest may gather (minutes); 0 sends each sweep's news at once.
 NOTIFY_DIGEST_MAX_MINUTES = 24 * 60
+
+
+# -- links to the code host (issue 25) ---------------------------------------------------------
+
+# What a `repo_url` template may name; a plain repository address is read by its host instead
+# (boards.selectors.code_links).
+REPO_URL_PLACEHOLDERS = ("branch", "commit", "pr")
+
+
+def repo_url_problem(value: object) -> str | None:
+    """Why `value` is not a repository address or URL template, or None (blank is none)."""
+    import re
+    from urllib.parse import urlsplit
+
+    if value in ("", None):
+        return None
+    if not isinstance(value, str) or len(value) > 500:
+        return "an address of at most 500 characters"
+    shown = re.sub(r"\{(?:" + "|".join(REPO_URL_PLACEHOLDERS) + r")\}", "x", value)
+    if "{" in shown or "}" in shown:
+        return "the only placeholders are {branch}, {commit} and {pr}"
+    parts = urlsplit(shown)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or any(c.isspace() for c in value)
+    ):
+        return "an http:// or https:// address"
+    return None

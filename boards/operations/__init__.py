@@ -45,8 +45,13 @@ from boards.services import (
     watch,
 )
 
+# Planning (issue 25) is offered to members too: the service lets admins and members with the
+# planner right plan (boards.selectors.access.may_plan); a viewer is refused at the page.
+PLANS = Membership.Role.MEMBER
+
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
-TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN = (
+# SITE: an operation on no project (site staff opening a new one).
+TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN, SITE = (
     "task",
     "sprint",
     "goal",
@@ -57,6 +62,7 @@ TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN = (
     "alert",
     "breaker",
     "run",
+    "site",
 )
 
 
@@ -88,7 +94,8 @@ class Operation:
 
     def run(self, *, target: Any, actor: Any, now: datetime, data: dict[str, Any]) -> Any:
         kwargs = self.arguments(dict(data)) if self.arguments else dict(data)
-        return self.service(**{self.target: target, self.principal: actor, "now": now}, **kwargs)
+        on = {} if self.target == SITE else {self.target: target}
+        return self.service(**on, **{self.principal: actor, "now": now}, **kwargs)
 
 
 def _plain(value: Any) -> Any:
@@ -127,14 +134,30 @@ OPERATIONS: dict[str, Operation] = {
             i.CreateTaskInput,
             arguments=_create_task_arguments,
             done=lambda t: f"{t.key} created (DRAFT).",
+            role=PLANS,
         ),
-        Operation("task_finalize", tasks.task_finalize, TASK, done=lambda t: f"{t.key} finalized."),
+        Operation(
+            "task_finalize",
+            tasks.task_finalize,
+            TASK,
+            done=lambda t: f"{t.key} finalized.",
+            role=PLANS,
+        ),
+        Operation(
+            "task_edit",
+            tasks.task_edit,
+            TASK,
+            i.TaskEditInput,
+            done=lambda t: f"{t.key} saved.",
+            role=PLANS,
+        ),
         Operation(
             "task_set_dependencies",
             tasks.task_set_dependencies,
             TASK,
             i.DependenciesInput,
             done=lambda t: f"{t.key}: dependencies set.",
+            role=PLANS,
         ),
         Operation(
             "task_rescope",
@@ -166,6 +189,15 @@ OPERATIONS: dict[str, Operation] = {
             PROJECT,
             i.GoalInput,
             done=lambda g: f"{g.goal_id} created.",
+            role=PLANS,
+        ),
+        Operation(
+            "goal_edit",
+            goals.goal_edit,
+            GOAL,
+            i.GoalEditInput,
+            done=lambda g: f"{g.goal_id} saved.",
+            role=PLANS,
         ),
         Operation(
             "goal_complete",
@@ -180,6 +212,14 @@ OPERATIONS: dict[str, Operation] = {
             PROJECT,
             i.SprintInput,
             done=lambda s: f"{s.sprint_id} started.",
+            role=PLANS,
+        ),
+        Operation(
+            "sprint_complete",
+            sprints.sprint_complete,
+            SPRINT,
+            done=lambda s: f"{s.sprint_id} closed (COMPLETED).",
+            role=PLANS,
         ),
         # -- the coder ------------------------------------------------------------------------
         Operation(
@@ -403,6 +443,24 @@ OPERATIONS: dict[str, Operation] = {
         ),
         Operation(
             "project_resume", projects.project_resume, PROJECT, done=lambda p: "Project resumed."
+        ),
+        Operation(
+            "project_open",
+            projects.project_open,
+            SITE,
+            i.ProjectInput,
+            done=lambda p: f"Project {p.slug} created: write its goal.",
+        ),
+        Operation(
+            "membership_invite",
+            projects.membership_invite,
+            PROJECT,
+            i.InviteInput,
+            done=lambda m: (
+                f"{m.user.get_username()} is {m.role}"
+                + (" with the planner right" if m.can_plan else "")
+                + " here."
+            ),
         ),
         Operation(
             "config_update",

@@ -321,6 +321,44 @@ class RescopeInput(ReasonInput):
     new_tasks = NewTaskInput(many=True, allow_empty=False)
 
 
+class TaskEditInput(InputSerializer):
+    """A planner's edit: only the fields given, and of those only the values that differ."""
+
+    description = serializers.CharField(required=False, max_length=10_000)
+    done_when = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    scope = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    priority = serializers.IntegerField(
+        min_value=p.PRIORITY_RANGE[0], max_value=p.PRIORITY_RANGE[1], required=False
+    )
+    criticality = serializers.ChoiceField(choices=Task.Criticality.choices, required=False)
+    needs_human_approval = serializers.BooleanField(required=False)
+    depends_on = serializers.ListField(
+        child=serializers.CharField(max_length=64),
+        required=False,
+        max_length=200,
+        help_text="replaces the task's dependencies; [] clears them",
+    )
+
+
+class ProjectInput(InputSerializer):
+    slug = serializers.SlugField(max_length=64, help_text="in every URL; fixed once made")
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class InviteInput(InputSerializer):
+    who = serializers.CharField(max_length=254, help_text="an account's username or e-mail")
+    role = serializers.ChoiceField(choices=["viewer", "member", "admin"])
+    can_plan = serializers.BooleanField(
+        required=False, default=False, help_text="members only: may plan goal, tasks, sprints"
+    )
+
+
+class GoalEditInput(InputSerializer):
+    description = serializers.CharField(required=False, max_length=10_000)
+    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
 class GoalInput(InputSerializer):
     description = serializers.CharField(max_length=10_000)
     spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
@@ -487,6 +525,13 @@ class ConfigInput(InputSerializer):
         required=False,
         help_text="per column, e.g. CLAIMED=3, READY_FOR_REVIEW=4 (empty: none); CLAIMED's is "
         "enforced at claim, the others are shown on the board",
+    )
+    repo_url = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        help_text="the repository (https://github.com/org/repo, a GitLab or Gitea one) or a "
+        "template with {branch}, {commit}, {pr}: branches and commits become links",
     )
     stall_timeout = serializers.IntegerField(
         required=False,

@@ -51,6 +51,41 @@ def human_role(user: AbstractBaseUser | None, project: Project) -> str | None:
     return membership.role if membership else None
 
 
+# The planning right (issue 25): `require_role(..., human=PLAN)` asks for it.
+PLAN = "plan"
+
+
+def may_plan(user: AbstractBaseUser | None, project: Project) -> bool:
+    """Who plans as a person: project admins (and site staff), and members given the planner
+    right; viewers only read."""
+    role = human_role(user, project)
+    if role == Membership.Role.ADMIN:
+        return True
+    if role != Membership.Role.MEMBER:
+        return False
+    return Membership.objects.filter(project=project, user=user, can_plan=True).exists()
+
+
+def user_by_name_or_email(who: str) -> AbstractBaseUser | None:
+    """An active account named by its username, or else its e-mail (case-insensitive); None
+    when there is none, or when the e-mail is shared by several accounts (ambiguous)."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.filter(is_active=True)
+    user = users.filter(username=who).first()
+    if user is not None or "@" not in who:
+        return user
+    matches = list(users.filter(email__iexact=who)[:2])
+    return matches[0] if len(matches) == 1 else None
+
+
+def project_members(*, project: Project) -> list[Membership]:
+    """The project's memberships, admins first, then by username."""
+    rank = {role: -value for role, value in Membership.RANK.items()}
+    rows = list(Membership.objects.filter(project=project).select_related("user"))
+    return sorted(rows, key=lambda m: (rank[m.role], m.user.get_username()))
+
+
 def role_allows(role: str | None, needed: str) -> bool:
     return role is not None and Membership.RANK[role] >= Membership.RANK[needed]
 

@@ -11,6 +11,7 @@ from boards.errors import InvalidTransition, ProtocolValidationError
 from boards.models import Goal, Project, Sprint, Task
 from boards.protocol import GoalStatus
 from boards.services.kernel import (
+    PLAN,
     Actor,
     clean_text,
     conflict,
@@ -41,7 +42,7 @@ def goal_create(
     spec_ref: str = "",
 ) -> Goal:
     """A new IN_PROGRESS goal; a project has at most one at a time (SPEC §4)."""
-    require_role(actor, project, agent_roles=("planner",))
+    require_role(actor, project, agent_roles=("planner",), human=PLAN)
     description = (description or "").strip()
     if not description:
         raise ProtocolValidationError("description", "is required")
@@ -75,6 +76,63 @@ def goal_create(
             now=now,
             detail=description,
             data={"goal": goal.goal_id},
+        )
+    return goal
+
+
+@records_refusals
+def goal_edit(
+    *,
+    goal: Goal,
+    actor: Actor,
+    now: datetime,
+    description: str | None = None,
+    spec_ref: str | None = None,
+) -> Goal:
+    """The planner restates the goal IN_PROGRESS; the new statement joins its
+    alignment_history (seed 002: the record of how the goal drifted)."""
+    project = goal.project
+    require_role(actor, project, agent_roles=("planner",), human=PLAN)
+    changes: dict[str, str] = {}
+    if description is not None:
+        changes["description"] = clean_text(description, "description")
+    if spec_ref is not None:
+        changes["spec_ref"] = clean_text(spec_ref, "spec_ref", required=False, max_length=500)
+    with transaction.atomic():
+        goal = Goal.objects.select_for_update().get(pk=goal.pk)
+        diff = {n: (getattr(goal, n), v) for n, v in changes.items() if getattr(goal, n) != v}
+        if not diff:
+            return goal
+        if goal.status != GoalStatus.IN_PROGRESS:
+            raise conflict(
+                f"{goal.goal_id} is {goal.status}: only a goal IN_PROGRESS is edited",
+                project=project,
+                actor=actor,
+                action="goal_edit",
+                now=now,
+                details={"goal": goal.goal_id, "status": goal.status},
+            )
+        for name, (_, new) in diff.items():
+            setattr(goal, name, new)
+        goal.alignment_history = [
+            *goal.alignment_history,
+            {
+                "timestamp": p.format_timestamp(now),
+                "event": "goal_edited",
+                "summary": goal.description,
+            },
+        ]
+        goal.save(update_fields=[*diff, "alignment_history"])
+        record_event(
+            project=project,
+            actor=actor,
+            action=p.Action.GOAL_EDITED,
+            now=now,
+            detail=f"{goal.goal_id}: {', '.join(diff)} edited",
+            data={
+                "goal": goal.goal_id,
+                "changes": {n: {"old": o, "new": v} for n, (o, v) in diff.items()},
+            },
         )
     return goal
 

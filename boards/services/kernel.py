@@ -46,7 +46,7 @@ from boards.errors import (
 )
 from boards.live import outbox
 from boards.models import Alert, Event, Membership, Project, ProjectConfig, Task
-from boards.selectors.access import config_of, human_role, role_allows
+from boards.selectors.access import PLAN, config_of, human_role, may_plan, role_allows
 from boards.selectors.availability import agent_availability
 from boards.selectors.leases import lease_alive
 from boards.selectors.replay import task_snapshot
@@ -121,6 +121,13 @@ def require_role(
     else:
         if human is None:
             raise Forbidden("this action is for agents only")
+        if human == PLAN:
+            if not may_plan(actor, project):
+                raise Forbidden(
+                    f"planning needs the admin role, or a member's planner right, in project "
+                    f"{project.slug}"
+                )
+            return
         if not role_allows(human_role(actor, project), human):
             raise Forbidden(f"this action needs the {human} role in project {project.slug}")
 

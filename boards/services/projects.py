@@ -10,9 +10,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from boards import protocol as p
-from boards.errors import ProtocolValidationError, validation_error
+from boards.errors import Forbidden, ProtocolValidationError, validation_error
 from boards.models import CircuitBreaker, Membership, Project, ProjectConfig
 from boards.protocol import Action
+from boards.selectors.access import user_by_name_or_email
 from boards.services.kernel import (
     Actor,
     clean_text,
@@ -42,6 +43,25 @@ def project_create(*, slug: str, name: str, now: datetime) -> Project:
     return project
 
 
+def project_open(*, actor: Actor, slug: str, name: str, now: datetime) -> Project:
+    """Site staff open a new project from the board (issue 25); staff administer every
+    project (SPEC §3), so no membership is made. Audited as the project's first event."""
+    if not (getattr(actor, "is_staff", False) or getattr(actor, "is_superuser", False)):
+        raise Forbidden("only site staff create projects")
+    slug = clean_text(slug, "slug", max_length=64)
+    name = clean_text(name, "name", required=False, max_length=200)
+    with transaction.atomic():
+        project = project_create(slug=slug, name=name, now=now)
+        record_event(
+            project=project,
+            actor=actor,
+            action=Action.PROJECT_CREATED,
+            now=now,
+            detail=f"project {project.slug} ({project.name}) created",
+        )
+    return project
+
+
 @records_refusals
 def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) -> Project:
     """A new display name (the slug is fixed: it is in every URL, key and export)."""
@@ -66,32 +86,74 @@ def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) 
 
 @records_refusals
 def membership_set(
-    *, project: Project, user: AbstractBaseUser, role: str, actor: Actor, now: datetime
+    *,
+    project: Project,
+    user: AbstractBaseUser,
+    role: str,
+    actor: Actor,
+    now: datetime,
+    can_plan: bool | None = None,
 ) -> Membership:
-    """Give `user` a role in `project` (SPEC §3), audited."""
+    """Give `user` a role in `project` (SPEC §3) and, for a member, the planner right (issue 25;
+    None keeps it as it is, and a role other than member drops it), audited."""
     require_role(actor, project, agent_roles=(), system=True)
     if role not in Membership.Role.values:
         raise ProtocolValidationError("role", f"one of {', '.join(Membership.Role.values)}")
+    if can_plan is not None and not isinstance(can_plan, bool):
+        raise ProtocolValidationError("can_plan", "true or false")
+    if can_plan and role != Membership.Role.MEMBER:
+        raise ProtocolValidationError(
+            "can_plan", "the planner right is for members (admins always plan, viewers read)"
+        )
     with transaction.atomic():
         membership = (
             Membership.objects.select_for_update().filter(project=project, user=user).first()
         )
         old = membership.role if membership else None
+        old_plan = membership.can_plan if membership else False
+        plans = (old_plan if can_plan is None else can_plan) and role == Membership.Role.MEMBER
         if membership is None:
-            membership = Membership.objects.create(project=project, user=user, role=role)
-        elif old != role:
-            membership.role = role
-            membership.save(update_fields=["role"])
-        if old != role:
+            membership = Membership.objects.create(
+                project=project, user=user, role=role, can_plan=plans
+            )
+        elif (old, old_plan) != (role, plans):
+            membership.role, membership.can_plan = role, plans
+            membership.save(update_fields=["role", "can_plan"])
+        if (old, old_plan) != (role, plans):
+            shown = f"{role} (planner)" if plans else role
+            was = f"{old} (planner)" if old_plan else (old or "no role")
             record_event(
                 project=project,
                 actor=actor,
                 action=Action.MEMBERSHIP_SET,
                 now=now,
-                detail=f"{user.get_username()}: {old or 'no role'} → {role}",
-                data={"user": user.get_username(), "old": old, "role": role},
+                detail=f"{user.get_username()}: {was} → {shown}",
+                data={
+                    "user": user.get_username(),
+                    "old": old,
+                    "role": role,
+                    "can_plan": plans,
+                },
             )
     return membership
+
+
+@records_refusals
+def membership_invite(
+    *, project: Project, actor: Actor, who: str, role: str, now: datetime, can_plan: bool = False
+) -> Membership:
+    """A project admin gives an existing account (named by username or e-mail) a role in the
+    project, or changes it (issue 25). Accounts themselves are made by site staff."""
+    require_role(actor, project, agent_roles=())
+    who = clean_text(who, "who", max_length=254)
+    user = user_by_name_or_email(who)
+    if user is None:
+        raise ProtocolValidationError(
+            "who", f"no single active account has the username or e-mail {who!r}"
+        )
+    return membership_set.__wrapped__(
+        project=project, user=user, role=role, actor=actor, now=now, can_plan=can_plan
+    )
 
 
 @records_refusals

@@ -14,6 +14,7 @@ from boards.models import Goal, Project, Sprint
 from boards.protocol import GoalStatus, SprintStatus
 from boards.selectors.sprints import goal_in_progress, sprint_metrics
 from boards.services.kernel import (
+    PLAN,
     SYSTEM,
     Actor,
     clean_text,
@@ -42,7 +43,7 @@ def sprint_create(
     sprint_id: str = "",
 ) -> Sprint:
     """Open a sprint for `goal`; at most one sprint is open per project (SPEC §4)."""
-    require_role(actor, project, agent_roles=("planner",))
+    require_role(actor, project, agent_roles=("planner",), human=PLAN)
     if goal is None:
         goal = goal_in_progress(project=project)
         if goal is None:
@@ -259,7 +260,7 @@ def sprint_set_deadline(
 @records_refusals
 def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
     """IN_PROGRESS → COMPLETED, only once every planned task is terminal."""
-    require_role(actor, sprint.project, agent_roles=("planner",), system=True)
+    require_role(actor, sprint.project, agent_roles=("planner",), human=PLAN, system=True)
     with transaction.atomic():
         sprint = Sprint.objects.select_for_update().get(pk=sprint.pk)
         open_keys = list(

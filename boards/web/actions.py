@@ -45,6 +45,7 @@ RETURN_PAGES = (
     "breaker",
     "plan",
     "notifications",
+    "members",
 )
 
 
@@ -277,6 +278,30 @@ def _notifications_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[st
     return operation("notifications_set").validate(data)
 
 
+def _with_blank_description(data: dict[str, Any], post: QueryDict) -> dict[str, Any]:
+    """An edit form's emptied description is refused by name, never read as "unchanged"."""
+    if "description" in post and not post["description"].strip():
+        data["description"] = ""
+    return data
+
+
+def _goal_edit_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return _with_blank_description(form_data(operation("goal_edit"), request.POST), request.POST)
+
+
+def _task_edit_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A task's edit form, or one of its priority buttons (only `priority`). The full form says
+    that it carries the dependency picker and the gate checkbox (`*_shown`), so that nothing
+    selected means "none" and unticked means "no gate" there, and "unchanged" elsewhere."""
+    post = request.POST
+    data = _with_blank_description(form_data(operation("task_edit"), post), post)
+    if "depends_on_shown" in post:
+        data["depends_on"] = [v.strip() for v in post.getlist("depends_on") if v.strip()]
+    if "needs_human_approval_shown" in post:
+        data["needs_human_approval"] = post.get("needs_human_approval", "") not in ("", "false")
+    return data
+
+
 ACTIONS: dict[str, Any] = {
     # resolving BLOCKED
     "task_release": action("task_release"),
@@ -313,5 +338,11 @@ ACTIONS: dict[str, Any] = {
     "goal_create": action("goal_create", returns_to="plan"),
     "task_create": action("task_create", returns_to="plan"),
     "task_finalize": action("task_finalize", returns_to="plan"),
+    "task_edit": action("task_edit", returns_to="plan", form=_task_edit_form),
+    "goal_edit": action("goal_edit", returns_to="plan", form=_goal_edit_form),
+    "sprint_complete": action("sprint_complete", returns_to="plan"),
+    "membership_invite": action(
+        "membership_invite", returns_to="members", checkboxes=("can_plan",)
+    ),
     "sprint_create": action("sprint_create", returns_to="plan"),
 }

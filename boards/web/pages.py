@@ -27,7 +27,7 @@ from boards.models import Membership, Project
 from boards.operations import inputs as i
 from boards.operations import operation
 from boards.protocol import NOTIFY_DIGEST_MAX_MINUTES, NotifyEvent
-from boards.selectors.access import config_of
+from boards.selectors.access import config_of, project_members
 from boards.selectors.availability import agents_availability
 from boards.selectors.breaker import breaker_state
 from boards.selectors.budgets import budget_states
@@ -66,6 +66,8 @@ def render_page(
         response = plan_response(request, project, role)
     elif page == "notifications":
         response = _notifications_page(request, project, role)
+    elif page == "members" and role == ADMIN:
+        response = _members_page(request, project)
     else:
         response = board_page(request, project, role, open_task=task_key or "")
     response.status_code = status
@@ -138,6 +140,7 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "coder_poll_interval",
     "coder_max_wait",
     "integration_branch",
+    "repo_url",
     "escalation_webhook",
     "webhook_secret",
     "archive_after_days",
@@ -349,6 +352,58 @@ def _agents_page(request: HttpRequest, project: Project) -> HttpResponse:
 def agent_list_page(request: HttpRequest, slug: str) -> HttpResponse:
     project, _ = project_for_role(request, slug, ADMIN)
     return _agents_page(request, project)
+
+
+def _members_page(request: HttpRequest, project: Project) -> HttpResponse:
+    return render(
+        request,
+        "boards/oversight/members.html",
+        {
+            "project": project,
+            "members": project_members(project=project),
+            "roles": Membership.Role.values,
+            "role": ADMIN,
+            "next_page": "members",
+            "canonical_url": reverse("members", args=[project.slug]),
+        },
+    )
+
+
+@login_required
+def members_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """Who may see and steer the project (issue 25): project admins invite and change roles."""
+    project, _ = project_for_role(request, slug, ADMIN)
+    return _members_page(request, project)
+
+
+@login_required
+def project_new(request: HttpRequest) -> HttpResponse:
+    """Site staff open a project from the board (issue 25), by the `project_open` operation;
+    then they land on its planning page."""
+    if not request.user.is_staff:
+        raise PermissionDenied("only site staff create projects")
+    status = 200
+    if request.method == "POST":
+        op = operation("project_open")
+        try:
+            project = op.run(
+                target=None,
+                actor=request.user,
+                now=timezone.now(),
+                data=op.validate({k: request.POST.get(k, "").strip() for k in ("slug", "name")}),
+            )
+        except Exception as exc:
+            error = as_protocol_error(exc)
+            if error is None:
+                raise
+            messages.error(request, error.message)
+            status = error.status_code
+        else:
+            messages.success(request, op.done(project))
+            return redirect("plan", project.slug)
+    response = render(request, "boards/project_new.html", {"form": request.POST, "project": None})
+    response.status_code = status
+    return response
 
 
 def key_shown(request: HttpRequest, project: Project, agent, key, plain: str, *, created):

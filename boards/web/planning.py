@@ -9,7 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from boards.models import Membership, Project
+from boards.models import Project
+from boards.selectors.access import may_plan
 from boards.selectors.planning import plan_state
 from boards.web.access import project_for_member
 
@@ -20,7 +21,7 @@ def plan_response(request: HttpRequest, project: Project, role: str) -> HttpResp
         "project": project,
         "role": role,
         # The services decide; the page only offers the forms to those they will accept.
-        "can_plan": role == Membership.Role.ADMIN,
+        "can_plan": may_plan(request.user, project),
         "next_page": "plan",
         "canonical_url": reverse("plan", args=[project.slug]),
     }

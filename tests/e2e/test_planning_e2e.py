@@ -5,13 +5,19 @@ API while the board watches."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from boards.models import Event, Sprint, Task
+from agents.client.demo_agents.common import strict
+from agents.services import agent_create_with_key
+from boards.models import Event, Goal, Sprint, Task
 from tests.e2e.support import LIVE_TIMEOUT_MS, open_board, sign_in
+from tests.factories import ProjectFactory, member
 from tests.lifecycle import World
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -93,3 +99,137 @@ def test_a_person_plans_and_the_team_merges_the_plan(page, agent_client):
     assert set(Task.objects.filter(project=world.project).values_list("status", flat=True)) == {
         "MERGED"
     }
+
+
+# -- the scripted team (issue 25 "Done when") ---------------------------------------------------
+
+TEAM = [("planner-1", "planner"), ("coder-1", "coder"), ("code-reviewer-1", "code_reviewer")]
+FAST = ["--poll-interval", "0.3", "--heartbeat-interval", "2", "--restart-delay", "0.2"]
+
+
+def _plan_in_the_browser(page, slug: str) -> None:
+    """Goal, three tasks (ui depends on api), finalized, a sprint: the person's clicks."""
+    page.goto(f"/p/{slug}/")
+    with page.expect_navigation():
+        page.click("nav.project-nav a:has-text('Plan')")
+    page.fill("form[data-action=goal-create] textarea[name=description]", "Ship the retry work")
+    _post_form(page, "form[data-action=goal-create] button[type=submit]")
+    for key, description, priority, depends in TASKS:
+        form = "form[data-action=task-create]"
+        page.fill(f"{form} input[name=key]", key)
+        page.fill(f"{form} textarea[name=description]", description)
+        page.fill(f"{form} textarea[name=done_when]", f"{key} is tested")
+        page.fill(f"{form} input[name=spec_ref]", f"specs/{key}.md")
+        page.select_option(f"{form} select[name=priority]", priority)
+        if depends:
+            page.select_option(f"{form} select[name=depends_on]", depends)
+        _post_form(page, f"{form} button[type=submit]")
+    for key, *_ in TASKS:
+        _post_form(page, f"tr[data-key='{key}'] form[data-action=task-finalize] button")
+    _post_form(page, "form[data-action=sprint-create] button[type=submit]")
+
+
+def test_the_scripted_team_works_a_plan_made_in_the_browser(page, server, tmp_path):
+    """No admin site, no API call by the person: the plan is clicked; the scripted team (a
+    planner, a coder, a reviewer, each under `liza supervise`) works it to MERGED; the drawer
+    shows each round's files and diff (ui is a "strict" task: rejected once, two rounds)."""
+    assert strict("ui") and not strict("api")
+    project = ProjectFactory()
+    admin = member(project, "admin")
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for agent_id, role in TEAM:
+        _, (_, plain) = agent_create_with_key(
+            project=project, actor=admin, role=role, agent_id=agent_id, now=timezone.now()
+        )
+        (keys / f"{agent_id}.key").write_text(plain + "\n")
+        (keys / f"{agent_id}.key").chmod(0o600)
+    (keys / "project").write_text(project.slug + "\n")
+
+    sign_in(page, admin)
+    # The code host, set on the settings page: the drawer's commits will link there.
+    page.goto(f"/p/{project.slug}/settings")
+    page.fill("input[name=repo_url]", "https://github.com/acme/shop")
+    with page.expect_navigation():
+        page.click("form button[type=submit]:has-text('Save')")
+    assert page.locator(".messages .error").count() == 0, page.content()[:3000]
+    _plan_in_the_browser(page, project.slug)
+    assert Sprint.objects.get(project=project).status == "IN_PROGRESS"
+
+    open_board(page, project.slug)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+    team = subprocess.Popen(
+        [sys.executable, "-m", "agents.client.cli", "--url", server.url,
+         "demo-team", "--keys", str(keys), "--timeout", "200", *FAST],
+        cwd=tmp_path, env={**env, "TMPDIR": str(tmp_path)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        page.wait_for_selector(
+            '.column[data-status="MERGED"] .count[data-count="3"]',
+            state="attached",
+            timeout=200_000,
+        )
+        output, _ = team.communicate(timeout=120)
+    finally:
+        if team.poll() is None:
+            team.kill()
+            output = team.communicate()[0]
+    assert team.returncode == 0, output[-6000:]
+    assert set(Task.objects.filter(project=project).values_list("status", flat=True)) == {"MERGED"}
+    assert Goal.objects.get(project=project).status == "COMPLETED"
+    # The team planned nothing of its own: the tasks are the person's three.
+    assert sorted(Task.objects.filter(project=project).values_list("key", flat=True)) == [
+        "api", "docs", "ui"
+    ]  # fmt: skip
+
+    # The drawer: what each round changed, the newest open, each with its files and diff.
+    # (The sprint has ended, so the board's default view is empty: the drawer opens by address.)
+    page.goto(f"/p/{project.slug}/?task=ui")
+    drawer = page.locator("#drawer")
+    drawer.locator('.drawer-body[data-key="ui"]').wait_for(timeout=5_000)
+    rounds = drawer.locator("details.change-round")
+    assert rounds.count() == 2
+    for n in range(2):
+        round_ = rounds.nth(n)
+        if n:
+            round_.locator("summary").click()
+        assert "demo/ui.md" in round_.locator("td.path").all_inner_texts()
+        assert round_.locator(".diff .diff-add").count() >= 1
+    # Links follow repo_url: the branch, each commit, each round's commit.
+    ui = Task.objects.get(project=project, key="ui")
+    repo = "https://github.com/acme/shop"
+    for href in (f"{repo}/tree/task/ui", f"{repo}/commit/{ui.merge_commit}",
+                 f"{repo}/commit/{ui.review_commit}"):  # fmt: skip
+        assert drawer.locator(f'a.code-link[href="{href}"]').count() >= 1, href
+    assert rounds.nth(1).locator(f'summary a.code-link[href^="{repo}/commit/"]').count() == 1
+    # The second round answered the rejection: its diff says so.
+    assert rounds.nth(0).locator(".diff", has_text="Checked:").count() == 1
+
+
+def test_priorities_reorder_by_keyboard_and_by_drag(page):
+    """Alt+↑ on a focused row raises its task (and focus stays on it after the page reloads);
+    dropping a row on another gives it that row's priority."""
+    world = World(now=timezone.now() - timedelta(seconds=30))
+    world.draft("T-1", priority=1)
+    world.draft("T-2", priority=3)
+    world.draft("T-3", priority=4)
+    sign_in(page, world.admin)
+    page.goto(f"/p/{world.project.slug}/plan/")
+
+    page.focus("tr[data-key='T-2']")
+    with page.expect_navigation():
+        page.keyboard.press("Alt+ArrowUp")
+    assert world.task("T-2").priority == 2
+    page.wait_for_function("document.activeElement?.dataset?.key === 'T-2'")
+    with page.expect_navigation():
+        page.keyboard.press("Alt+ArrowDown")
+    assert world.task("T-2").priority == 3
+
+    with page.expect_navigation():
+        page.drag_and_drop("tr[data-key='T-3']", "tr[data-key='T-1']")
+    assert world.task("T-3").priority == 1
+    assert page.locator("tr[data-key='T-3'] td.plan-priority").inner_text().startswith("P1")
+    edits = Event.objects.filter(project=world.project, action="edited")
+    assert set(edits.values_list("actor_id", flat=True)) == {world.admin.get_username()}
+    assert edits.count() == 3

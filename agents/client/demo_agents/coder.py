@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.client import gitops
 from agents.client.demo_agents.common import RESTART, Env, finish, git, run, say
 from agents.client.http import Client
 from agents.client.wire import CLAIMED
@@ -90,7 +91,10 @@ def main(env: Env, client: Client) -> int:
     )
     commit = git("rev-parse", "HEAD", cwd=env.worktree)
     clean = git("status", "--porcelain", cwd=env.worktree) == ""
-    client.submit(key, review_commit=commit, tree_clean=clean)
+    # What changed, as `liza submit` uploads it (issue 25): the drawer shows it per round.
+    base = task.get("base_commit") or ""
+    summary = gitops.change_summary(env.worktree, base, commit) if base else None
+    client.submit(key, review_commit=commit, tree_clean=clean, change_summary=summary)
     say(me, f"submitted {key} at {commit[:8]} for review")
     return finish(client, me)
 

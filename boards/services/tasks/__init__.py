@@ -25,6 +25,7 @@ from boards.services.tasks.overrides import (
 from boards.services.tasks.planning import (
     task_abandon,
     task_create,
+    task_edit,
     task_finalize,
     task_release,
     task_rescope,
@@ -40,6 +41,7 @@ __all__ = [
     "task_claim",
     "task_claim_next",
     "task_create",
+    "task_edit",
     "task_finalize",
     "task_override_block",
     "task_release",

@@ -209,17 +209,8 @@ def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) 
         }
         if not diff:
             return task
-        gate_lifted = "needs_human_approval" in diff and not cleaned["needs_human_approval"]
-        if gate_lifted and _awaiting(task):
-            raise _conflict(
-                f"{task.key} is awaiting human approval: approve or reject it instead",
-                project=project,
-                actor=actor,
-                action="set_limits",
-                now=now,
-                task=task,
-                details={"awaiting_human_approval": True},
-            )
+        if "needs_human_approval" in diff:
+            refuse_gate_lift(task, cleaned["needs_human_approval"], actor=actor, now=now)
         for name, (_, new) in diff.items():
             setattr(task, name, new)
         save_task(task, now)
@@ -236,6 +227,23 @@ def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) 
             data={"changes": {name: {"old": old, "new": new} for name, (old, new) in diff.items()}},
         )
     return task
+
+
+def refuse_gate_lift(
+    task: Task, gate: bool, *, actor: Actor, now: datetime, action: str = "set_limits"
+) -> None:
+    """The human gate is not lifted from a task a human is being asked to approve: they
+    approve or reject it (seed 004). For every edit of `needs_human_approval`."""
+    if not gate and _awaiting(task):
+        raise _conflict(
+            f"{task.key} is awaiting human approval: approve or reject it instead",
+            project=task.project,
+            actor=actor,
+            action=action,
+            now=now,
+            task=task,
+            details={"awaiting_human_approval": True},
+        )
 
 
 def _awaiting(task: Task) -> bool:

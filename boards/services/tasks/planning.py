@@ -31,6 +31,7 @@ from boards.selectors.tasks import (
     is_limit_blocked,
 )
 from boards.services.kernel import (
+    PLAN,
     PLANNER,
     Actor,
     agent_row,
@@ -47,11 +48,12 @@ from boards.services.kernel import (
     save_task,
     task_transition_run,
 )
+from boards.services.kernel import conflict as _conflict
 from boards.services.sprints import sprint_complete_if_done
 from boards.services.tasks.holders import (
     release_holder,
 )
-from boards.services.tasks.limits import clean_limit
+from boards.services.tasks.limits import clean_limit, refuse_gate_lift
 
 # The fields a planner may give a new task (`new_task`'s, but `supersedes`, which the server
 # sets): what task_create passes on, what a rescope's replacements and a converted discovery
@@ -165,7 +167,7 @@ def task_create(
     **fields: Any,
 ) -> Task:
     """The planner writes a new DRAFT task (coders must ignore it until it is finalized)."""
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
     if sprint_scope not in (None, "planned", "stretch"):
         raise ProtocolValidationError("sprint_scope", "planned, stretch or null")
     with transaction.atomic():
@@ -191,23 +193,29 @@ def task_create(
     return task
 
 
+def _replace_dependencies(task: Task, depends_on: Sequence[str]) -> list[Task]:
+    """Inside the caller's transaction, with the project row locked first (dependency edits
+    serialize per project: two concurrent edits could each pass the cycle check against the
+    other's uncommitted graph and close a loop together) and `task` locked."""
+    if task.is_terminal:
+        raise ProtocolValidationError("depends_on", f"{task.key} is {task.status}")
+    deps = resolve_keys(task.project, depends_on, "depends_on")
+    check_dependencies(task, deps)
+    task.depends_on.set(deps)
+    return deps
+
+
 @records_refusals
 def task_set_dependencies(
     *, task: Task, actor: Actor, depends_on: Sequence[str], now: datetime
 ) -> Task:
     """Replace depends_on; cycles and unknown keys are refused with 400 naming the field."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
     with transaction.atomic():
-        # Dependency edits serialize per project: two concurrent edits could each pass the
-        # cycle check against the other's uncommitted graph and close a loop together.
         Project.objects.select_for_update().get(pk=project.pk)
         task = lock_task(task)
-        if task.is_terminal:
-            raise ProtocolValidationError("depends_on", f"{task.key} is {task.status}")
-        deps = resolve_keys(project, depends_on, "depends_on")
-        check_dependencies(task, deps)
-        task.depends_on.set(deps)
+        deps = _replace_dependencies(task, depends_on)
         save_task(task, now)
         record_event(
             project=project,
@@ -221,11 +229,115 @@ def task_set_dependencies(
     return task
 
 
+# What a planner may edit on a task, and while it may: the contract an agent works to
+# (description, done_when, spec_ref, scope, criticality) until someone has claimed it — after
+# that a change is a rescope (seed 002); its place in the queue (priority), its human gate and
+# its dependencies while it is not terminal (as task_set_limits and task_set_dependencies).
+CONTRACT_FIELDS: tuple[str, ...] = ("description", "done_when", "spec_ref", "scope", "criticality")
+EDITABLE_CONTRACT: tuple[str, ...] = (TaskStatus.DRAFT, TaskStatus.UNCLAIMED)
+
+
+@records_refusals
+def task_edit(
+    *, task: Task, actor: Actor, now: datetime, depends_on: Sequence[str] | None = None, **changes
+) -> Task:
+    """Edit a task as its planner (issue 25 "plan from the board"): any of CONTRACT_FIELDS,
+    priority, needs_human_approval and depends_on, in one transaction and one event.
+
+    Only values that differ count; nothing changed writes nothing. A contract field changed
+    after the task left UNCLAIMED is refused (409) and the whole edit with it.
+    """
+    project = task.project
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    allowed = {*CONTRACT_FIELDS, "priority", "needs_human_approval"}
+    unknown = sorted(set(changes) - allowed)
+    if unknown:
+        raise ProtocolValidationError(
+            unknown[0], f"not editable; one of {', '.join(sorted(allowed))}"
+        )
+    cleaned: dict[str, Any] = {}
+    for name, value in changes.items():
+        if name in ("priority", "needs_human_approval"):
+            cleaned[name] = clean_limit(name, value)
+        elif name == "criticality":
+            if value not in p.CRITICALITIES:
+                raise ProtocolValidationError(name, f"one of {', '.join(p.CRITICALITIES)}")
+            cleaned[name] = value
+        else:
+            cleaned[name] = clean_text(
+                value,
+                name,
+                required=name == "description",
+                max_length=500 if name == "spec_ref" else 10_000,
+            )
+    with transaction.atomic():
+        if depends_on is not None:
+            Project.objects.select_for_update().get(pk=project.pk)
+        task = lock_task(task)
+        diff = {
+            name: (getattr(task, name), value)
+            for name, value in cleaned.items()
+            if getattr(task, name) != value
+        }
+        if task.is_terminal and (diff or depends_on is not None):
+            raise _conflict(
+                f"{task.key} is {task.status}: a finished task is not edited",
+                project=project,
+                actor=actor,
+                action="edit",
+                now=now,
+                task=task,
+                details={"status": task.status},
+            )
+        contract = sorted(set(diff) & set(CONTRACT_FIELDS))
+        if contract and task.status not in EDITABLE_CONTRACT:
+            raise _conflict(
+                f"{task.key} is {task.status}: its {', '.join(contract)} can change only before "
+                "it is claimed; rescope it instead",
+                project=project,
+                actor=actor,
+                action="edit",
+                now=now,
+                task=task,
+                details={"status": task.status, "fields": contract},
+            )
+        if task.status != TaskStatus.DRAFT:
+            # Seed 002: a finalized task keeps its done_when and spec_ref.
+            for name in ("done_when", "spec_ref"):
+                if name in diff and not diff[name][1]:
+                    raise ProtocolValidationError(name, f"is required once {task.key} is finalized")
+        if "needs_human_approval" in diff:
+            refuse_gate_lift(
+                task, cleaned["needs_human_approval"], actor=actor, now=now, action="edit"
+            )
+        old_deps = sorted(task.depends_on.values_list("key", flat=True))
+        if depends_on is not None:
+            new_deps = sorted(d.key for d in _replace_dependencies(task, depends_on))
+            if new_deps != old_deps:
+                diff["depends_on"] = (old_deps, new_deps)
+        if not diff:
+            return task
+        for name, (_, new) in diff.items():
+            if name != "depends_on":
+                setattr(task, name, new)
+        save_task(task, now)
+        record_event(
+            project=project,
+            actor=actor,
+            action=p.Action.EDITED,
+            task=task,
+            now=now,
+            detail=f"{task.key}: {', '.join(diff)} edited",
+            data={"changes": {name: {"old": old, "new": new} for name, (old, new) in diff.items()}},
+        )
+    return task
+
+
 @records_refusals
 def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
     """DRAFT → UNCLAIMED: needs done_when and spec_ref (seed 002)."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(

@@ -18,7 +18,7 @@ def test_an_empty_board_points_to_the_plan_the_supervisor_and_the_tour():
     html = client.get(f"/p/{project.slug}/").content.decode()
     assert "No goal yet" in html
     assert f'href="/p/{project.slug}/plan/">create a goal</a>' in html
-    assert "No agents yet" in html and "liza supervise --role coder" in html
+    assert "No agents yet" in html and "liza supervise --agent claude --role coder" in html
     assert 'href="/tour/"' in html  # the header's link, on every page
     # Reachable without a mouse: a skip link first, the board's heading.
     assert html.index('class="skip-link" href="#main"') < html.index('class="topbar"')
@@ -31,7 +31,7 @@ def test_the_tour_is_public_and_says_how_to_start():
     assert "<h1>How Liza Board works</h1>" in html
     for step in ('id="goal"', 'id="tasks"', 'id="sprint"', 'id="agents"', 'id="watch"'):
         assert step in html
-    assert "liza supervise --role coder" in html
+    assert "liza supervise --agent claude --role coder" in html
 
 
 def test_states_and_fields_read_as_words_with_the_raw_name_in_a_tooltip():
