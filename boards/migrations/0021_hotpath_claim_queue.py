@@ -15,7 +15,7 @@ Versioned: a change of the rule is a new function (`_v2`) in a new migration, ne
 this one. States are seed 000's names (boards.protocol), spelled here once.
 """
 
-from django.db import migrations
+from django.db import migrations, models
 
 CREATE = """
 CREATE FUNCTION liza_claim_queue_v1(
@@ -55,4 +55,17 @@ DROP = "DROP FUNCTION liza_claim_queue_v1(boards_task, text, timestamptz, intege
 class Migration(migrations.Migration):
     dependencies = [("boards", "0020_runs_stall_and_limits")]
 
-    operations = [migrations.RunSQL(CREATE, DROP)]
+    operations = [
+        migrations.RunSQL(CREATE, DROP),
+        # The claim order in full (`CLAIM_ORDER` ends with the id): a pick walks the index in
+        # that order and asks the function row by row until one matches, instead of asking it
+        # of every row of the state to sort them (tasks created together tie on the rest).
+        migrations.RemoveIndex(model_name="task", name="boards_task_project_08bdab_idx"),
+        migrations.AddIndex(
+            model_name="task",
+            index=models.Index(
+                fields=["project", "status", "priority", "created", "id"],
+                name="boards_task_project_1ef120_idx",
+            ),
+        ),
+    ]
