@@ -423,7 +423,7 @@ class Task(FSMModelMixin, models.Model):
                 condition=Q(priority__gte=1) & Q(priority__lte=5), name="task_priority_1_5"
             ),
         ]
-        indexes = [models.Index(fields=["project", "status", "priority", "created"])]
+        indexes = [models.Index(fields=["project", "status", "priority", "created", "id"])]
 
     def __str__(self) -> str:
         return f"{self.project}/{self.key}"

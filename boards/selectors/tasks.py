@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import IntegerField, Prefetch, QuerySet
+from django.db.models.expressions import RawSQL
 
 from boards import protocol as p
 from boards.models import Goal, Project, ProjectConfig, Review, Task
 from boards.protocol import AgentStatus, GoalStatus, TaskStatus
 from boards.selectors.access import in_project
 from boards.selectors.budgets import exhausted_subjects
-from boards.selectors.leases import lease_alive, lease_stale_before
+from boards.selectors.leases import lease_alive
 
 # What a task's API representation reads besides the row: dependencies and the open reviews.
 TASK_PREFETCH = (
@@ -38,12 +39,6 @@ def tasks_by_keys(*, project: Project, keys: list[str]) -> tuple[list[Task], lis
 # -- the claim queue (SPEC §6 claim next) -------------------------------------------------------
 
 
-def _unmet_dependency():
-    return Task.depends_on.through.objects.filter(from_task_id=OuterRef("pk")).exclude(
-        to_task__status=TaskStatus.MERGED
-    )
-
-
 CLAIM_ORDER = ("priority", "created", "id")
 
 
@@ -52,8 +47,8 @@ CLAIM_ORDER = ("priority", "created", "id")
 # that coder or, as a takeover, by another) at lease_expires + lease_grace + backoff[n], n the
 # coder's crashes on it before this one (`Task.crashes`); once n reaches the schedule's length
 # the expiry exhausts the retries: claimable at once after the grace, and the claim (or the
-# watcher) blocks it instead (`retry_exhausts`). `retry_at` and `_retry_due` are the same rule,
-# for one row and as SQL for the queue.
+# watcher) blocks it instead (`retry_exhausts`). `retry_at` answers it for one row (a named
+# claim's refusal, `/work`'s Retry-After); the queue asks `liza_claim_queue_v1` (below).
 
 
 def retry_exhausts(task: Task, config: ProjectConfig) -> bool:
@@ -77,15 +72,28 @@ def retry_waits(task: Task, now: datetime, config: ProjectConfig) -> bool:
     return at is not None and now <= at
 
 
-def _retry_due(now: datetime, config: ProjectConfig) -> Q:
-    """`retry_at(task) <= now` as a filter (strictly before, as `lease_alive`), one query for all
-    candidates: a clause per step of the schedule."""
-    stale = lease_stale_before(now, config)
-    steps = config.retry_backoff
-    due = Q(crashes__gte=len(steps), lease_expires__lt=stale)
-    for n, seconds in enumerate(steps):
-        due |= Q(crashes=n, lease_expires__lt=stale - timedelta(seconds=seconds))
-    return due
+# The queue's predicate is SQL, written once in a migration (boards 0021,
+# `liza_claim_queue_v1`): the task row → its queue (1 the coder's own REJECTED, 2
+# INTEGRATION_FAILED, 3 UNCLAIMED with its dependencies MERGED, 4 CLAIMED with a dead lease past
+# its backoff) or NULL. tests/boards/selectors/test_claim_queue_sql.py holds it equal to a
+# Python reference model of the rule, and `retry_at` above to its backoff bound.
+CLAIM_QUEUES = (
+    TaskStatus.REJECTED,
+    TaskStatus.INTEGRATION_FAILED,
+    TaskStatus.UNCLAIMED,
+    TaskStatus.CLAIMED,
+)
+
+
+def claim_queue(agent_id: str, now: datetime, config: ProjectConfig) -> RawSQL:
+    """The expression `liza_claim_queue_v1(task row, ...)`: which queue a task is in for this
+    coder at `now`, NULL when it is not claimable. On the task row itself, so that a
+    `FOR UPDATE SKIP LOCKED` pick re-checks it on the version it locks."""
+    return RawSQL(
+        f"liza_claim_queue_v1({Task._meta.db_table}.*, %s, %s, %s, %s::integer[])",
+        (agent_id, now, config.lease_grace, [int(s) for s in config.retry_backoff]),
+        output_field=IntegerField(),
+    )
 
 
 def claim_candidates(
@@ -94,28 +102,22 @@ def claim_candidates(
     """Claimable tasks, as querysets in seed order: the coder's own REJECTED, then
     INTEGRATION_FAILED, then UNCLAIMED whose dependencies are all MERGED, then CLAIMED tasks
     whose lease is dead and whose retry backoff has passed (`retry_at`), each by priority then
-    age.
+    age — which is `liza_claim_queue_v1`'s answer (`claim_queue`).
 
-    A suspended task (seed 004 SUSPENDED, an overlay) is claimable by nobody until resumed.
-    `task_claim` (a named claim) refuses the same tasks with its own words.
+    A suspended task (seed 004 SUSPENDED, an overlay), a task of a completed or aborted goal
+    (SPEC §13) and a pending handoff are claimable by nobody. `task_claim` (a named claim)
+    refuses the same tasks with its own words.
     """
-    # Tasks of a completed or aborted goal are nobody's to claim (SPEC §13); tasks of no goal are.
-    base = Task.objects.filter(project=project, suspended_at__isnull=True).exclude(
-        goal__status__in=p.TERMINAL_GOAL_STATES
-    )
-    # Issue 24: a task whose own budget or whose goal's is spent waits for an admin to raise it.
+    tasks = Task.objects.filter(project=project).alias(queue=claim_queue(agent_id, now, config))
+    # The status filter only narrows the scan to the queue's state (an index); the function
+    # alone decides whether the row is claimable.
+    # Issue 24: a task whose own budget or whose goal's is spent waits for an admin to raise it
+    # (the queue function decides the protocol's rule; a budget reads the usage rows).
     if spent := exhausted_subjects(project=project):
-        base = base.exclude(spent)
-    deps_met = ~Exists(_unmet_dependency())
+        tasks = tasks.exclude(spent)
     return [
-        base.filter(status=TaskStatus.REJECTED, assigned_to=agent_id).order_by(*CLAIM_ORDER),
-        base.filter(status=TaskStatus.INTEGRATION_FAILED).order_by(*CLAIM_ORDER),
-        base.filter(status=TaskStatus.UNCLAIMED).filter(deps_met).order_by(*CLAIM_ORDER),
-        # A pending handoff is held for its agent id's next session (SPEC §13), not taken over.
-        base.filter(status=TaskStatus.CLAIMED, handoff_pending=False)
-        .filter(_retry_due(now, config))
-        .filter(deps_met)
-        .order_by(*CLAIM_ORDER),
+        tasks.filter(status=status, queue=n).order_by(*CLAIM_ORDER)
+        for n, status in enumerate(CLAIM_QUEUES, start=1)
     ]
 
 
