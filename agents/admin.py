@@ -29,7 +29,7 @@ from agents.services import (
     agent_set_enabled,
     agent_set_security_reviewer,
 )
-from boards.admin import AppendOnlyAdmin, ServiceManagedAdmin, service_action
+from boards.admin.base import AppendOnlyAdmin, ServiceManagedAdmin, service_action
 
 
 class AgentKeyInline(admin.TabularInline):

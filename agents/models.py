@@ -11,7 +11,8 @@ from django.utils import timezone
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from boards import protocol as p
-from boards.models import Goal, Project, ProjectScopedManager, Sprint, Task
+from boards.coordination.models.projects import Goal, Project, ProjectScopedManager, Sprint
+from boards.coordination.models.tasks import Task
 
 
 class Agent(FSMModelMixin, models.Model):
@@ -47,7 +48,8 @@ class Agent(FSMModelMixin, models.Model):
         Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     lost_reason = models.CharField(max_length=200, blank=True)
-    # Seed 003 availability (boards.selectors.availability): OVERLOADED is set by a project
+    # Seed 003 availability (boards.coordination.selectors.availability): OVERLOADED is set by a
+    # project
     # admin (the agent keeps what it holds, takes nothing new); ERROR is computed from recent
     # lease expiries, counting only those after `error_cleared_at` (an admin's "clear").
     overloaded = models.BooleanField(default=False)
@@ -328,7 +330,8 @@ class RunUsage(models.Model):
     usage`). A report carries the run's totals so far, so a row only grows (each field keeps
     the larger of what it had and what came): a repeated or late report counts once.
 
-    Attributed when recorded to what the spend is budgeted against (`boards.selectors.budgets`):
+    Attributed when recorded to what the spend is budgeted against
+    (`boards.coordination.selectors.budgets`):
     the run's task, its agent, the open sprint and the task's goal (else the goal in progress).
     """
 
@@ -377,8 +380,9 @@ class RunUsage(models.Model):
 class Budget(models.Model):
     """A spending limit (issue 24) on a project, a goal, a sprint, an agent or a task, in USD
     and/or tokens. Its spend and state (ok, warning at 80 %, exhausted at 100 %) are computed
-    from the usage rows attributed to its subject (`boards.selectors.budgets`); set by project
-    admins only (`boards.services.budgets.budget_set`, audited)."""
+    from the usage rows attributed to its subject (`boards.coordination.selectors.budgets`); set by
+    project
+    admins only (`boards.coordination.services.budgets.budget_set`, audited)."""
 
     class Scope(models.TextChoices):
         PROJECT = "project"

@@ -10,10 +10,11 @@ from django.db import connection
 from django.db.models import F, QuerySet, Sum
 
 from agents.models import Agent, AgentKey, Run, RunState
-from boards import rows
-from boards.models import Event, Project, ProjectConfig
+from boards.coordination import rows
+from boards.coordination.models.projects import Project, ProjectConfig
+from boards.coordination.models.records import Event
+from boards.coordination.selectors.access import in_project
 from boards.protocol import Action
-from boards.selectors.access import in_project
 
 
 def agent_get(*, project: Project, agent_id: str) -> Agent:
@@ -45,7 +46,7 @@ def _key_with_its_project(prefix: str) -> AgentKey | None:
     """The unrevoked key of `prefix` with its agent, the agent's project and the project's
     config (every agent request needs all four, ProjectView) from one statement: the ORM's
     `select_related("agent", "agent__project", "agent__project__config").first()`, written
-    once (boards.rows: it runs on every request an agent makes)."""
+    once (boards.coordination.rows: it runs on every request an agent makes)."""
     with connection.cursor() as cursor:
         cursor.execute(_key_sql(), [prefix])
         row = cursor.fetchone()

@@ -21,33 +21,16 @@ from agents.models import (
     run_outcome,
 )
 from agents.selectors import run_made_progress
-from boards import rows
-from boards.errors import (
-    Collision,
-    Conflict,
-    Forbidden,
-    IdempotencyKeyReused,
-    LeaseLost,
-    ProtocolError,
-    ProtocolValidationError,
-)
-from boards.live import outbox
-from boards.models import Handoff, Project, Review, Task
-from boards.protocol import (
-    AGENT_ID_PREFIX,
-    Action,
-    AgentStatus,
-    TaskStatus,
-    agent_id_matches_role,
-    format_timestamp,
-)
-from boards.selectors.access import config_of
-from boards.selectors.availability import ERROR, OVERLOADED, agent_availability
-from boards.selectors.budgets import budget_refusal, usage_attribution
-from boards.selectors.leases import lease_alive
-from boards.selectors.work import Stop, stop_reason
-from boards.services.budgets import refuse_if_over_budget
-from boards.services.kernel import (
+from boards.coordination import outbox, rows
+from boards.coordination.models.projects import Project
+from boards.coordination.models.tasks import Handoff, Review, Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.availability import ERROR, OVERLOADED, agent_availability
+from boards.coordination.selectors.budgets import budget_refusal, usage_attribution
+from boards.coordination.selectors.leases import lease_alive
+from boards.coordination.selectors.work import Stop, stop_reason
+from boards.coordination.services.budgets import refuse_if_over_budget
+from boards.coordination.services.kernel import (
     ANY_AGENT,
     Actor,
     clean_string_list,
@@ -60,9 +43,26 @@ from boards.services.kernel import (
     refusal,
     require_role,
 )
-from boards.services.tasks.holders import release_holder, release_reviewers
-from boards.services.tasks.overrides import take_claim_back
-from boards.services.tasks.stalls import task_stalled
+from boards.coordination.services.tasks.holders import release_holder, release_reviewers
+from boards.coordination.services.tasks.overrides import take_claim_back
+from boards.coordination.services.tasks.stalls import task_stalled
+from boards.errors import (
+    Collision,
+    Conflict,
+    Forbidden,
+    IdempotencyKeyReused,
+    LeaseLost,
+    ProtocolError,
+    ProtocolValidationError,
+)
+from boards.protocol import (
+    AGENT_ID_PREFIX,
+    Action,
+    AgentStatus,
+    TaskStatus,
+    agent_id_matches_role,
+    format_timestamp,
+)
 
 
 @records_refusals
@@ -318,7 +318,8 @@ def agent_heartbeat(
                 now=now,
                 task=lost,
             )
-        # Lock order (boards.services.kernel): the agent, then its task, then its reviews. A
+        # Lock order (boards.coordination.services.kernel): the agent, then its task, then its
+        # reviews. A
         # coder holds at most one task and no review, a reviewer review leases and no task
         # (seed 000): each asks only for its own rows. The review rows are locked alone (their
         # tasks are read, not locked: only the lease length is taken from them).
@@ -609,7 +610,7 @@ AVAILABILITY_CHOICES = ("available", "overloaded")
 def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) -> Agent:
     """A project admin marks an agent overloaded (it keeps what it holds and takes nothing new)
     or available again, which also clears an error state: only lease expiries after `now` count
-    towards a new one (`boards.selectors.availability`, seed 003 ERROR → IDLE)."""
+    towards a new one (`boards.coordination.selectors.availability`, seed 003 ERROR → IDLE)."""
     project = agent.project
     require_role(actor, project, agent_roles=())
     if state not in AVAILABILITY_CHOICES:

@@ -5,7 +5,8 @@
 Creates its own throwaway PostgreSQL database (`liza_bench_board`, dropped at the end) and uses
 Redis database 13 with a channel prefix of its own, then measures:
 
-(a) render  server time of the board view (`boards.web.board.board`, in-process, RequestFactory)
+(a) render  server time of the board view (`boards.board.web.board.board`, in-process,
+RequestFactory)
             at 100 / 500 / 2,000 / 5,000 tasks of the open sprint, next to the bare SQL
             (psycopg, prepared) fetching the same rows: the cards the board shows (per-column
             limit), their waiting-on dependency keys, their open reviews, and the per-column
@@ -132,9 +133,9 @@ def make_project(slug: str):
     from django.utils import timezone
 
     from agents.services import agent_register
-    from boards.services.goals import goal_create
-    from boards.services.projects import membership_set, project_create
-    from boards.services.sprints import sprint_create
+    from boards.coordination.services.goals import goal_create
+    from boards.coordination.services.projects import membership_set, project_create
+    from boards.coordination.services.sprints import sprint_create
 
     now = timezone.now() - timedelta(minutes=1)
     project = project_create(slug=slug, name=slug, now=now)
@@ -143,7 +144,7 @@ def make_project(slug: str):
         agent_register(project=project, agent_id=f"coder-{i}", role="coder", now=now)
     agent_register(project=project, agent_id="code-reviewer-1", role="code_reviewer", now=now)
     user = get_user_model().objects.create_user(f"admin-{slug}", password="bench-pw")
-    from boards.services.kernel import SYSTEM
+    from boards.coordination.services.kernel import SYSTEM
 
     membership_set(project=project, user=user, role="admin", actor=SYSTEM, now=now)
     goal = goal_create(project=project, actor=planner, description="Benchmark", now=now)
@@ -157,7 +158,7 @@ def bulk_tasks(project, sprint, count: int) -> None:
 
     from django.utils import timezone
 
-    from boards.models import Review, Task
+    from boards.coordination.models.tasks import Review, Task
 
     now = timezone.now()
     states = itertools.cycle(NON_TERMINAL)
@@ -217,7 +218,7 @@ def bulk_tasks(project, sprint, count: int) -> None:
         batch_size=2000,
     )
     # A history like a real project's (the header's sprint metrics read it): five events each.
-    from boards.models import Event
+    from boards.coordination.models.records import Event
 
     # With their transitions: a card's age in its state is read from the last one.
     history = (
@@ -291,10 +292,10 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
     from django.test import RequestFactory
 
     from boards import protocol as p
-    from boards.live.outbox import AGENT, SPRINT, TASK
-    from boards.live.render import render_changes
-    from boards.selectors.board import COLUMN_CARD_LIMIT
-    from boards.web import board as views
+    from boards.board.live.render import render_changes
+    from boards.board.selectors.board import COLUMN_CARD_LIMIT
+    from boards.board.web import board as views
+    from boards.coordination.outbox import AGENT, SPRINT, TASK
 
     factory = RequestFactory()
     rows = []
@@ -306,7 +307,7 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
         # Advisory WIP limits on some columns (issue #13): the marking path runs too.
         from django.utils import timezone
 
-        from boards.services.projects import config_update
+        from boards.coordination.services.projects import config_update
 
         config_update(
             project=project,
@@ -361,7 +362,7 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
 
         # What a websocket process spends rendering one transition for every board it serves.
         from agents.models import Agent
-        from boards.models import Task
+        from boards.coordination.models.tasks import Task
 
         task = Task.objects.filter(project=project, status="CLAIMED").first()
         agent = Agent.objects.get(project=project, agent_id="coder-1")
@@ -521,9 +522,9 @@ def run_live(n_clients: int, duration: float, port: int, prefix: str) -> dict[st
     from django.test import Client
     from django.utils import timezone
 
-    from boards.live.outbox import current_sequence
-    from boards.models import Task
-    from boards.services.tasks import task_create, task_finalize
+    from boards.coordination.models.tasks import Task
+    from boards.coordination.outbox import current_sequence
+    from boards.coordination.services.tasks import task_create, task_finalize
 
     project, planner, user, _sprint = make_project(f"live-{n_clients}")
     count = int(duration * RATE)
@@ -627,8 +628,9 @@ def sample_payload(n_clients: int) -> dict[str, Any]:
     """A real rendered message of the live run's size, to relay in the baseline."""
     from asgiref.sync import async_to_sync
 
-    from boards.live.consumers import rendered
-    from boards.models import Project, Task
+    from boards.board.live.consumers import rendered
+    from boards.coordination.models.projects import Project
+    from boards.coordination.models.tasks import Task
 
     project = Project.objects.get(slug=f"live-{n_clients}")
     task = Task.objects.filter(project=project).first()

@@ -11,7 +11,8 @@ measures claims/s and p50/p99 latency of:
   raw+       the same claim with the writes and checks the protocol needs, still raw SQL:
              lock the agent, one-task-per-coder check, pause/checkpoint check, pick, update
              the task, update the agent, insert the Event
-  service    boards.services.tasks.task_claim_next in-process, one thread and one Django
+  service    boards.coordination.services.tasks.task_claim_next in-process, one thread and one
+  Django
              connection per agent
   http       POST …/tasks/claim-next against a real ASGI server subprocess on 127.0.0.1,
              load from a separate client process (bench/http_load.py)
@@ -235,8 +236,8 @@ def seed(slug: str, *, tasks: int, agents: int, keys: bool) -> Seeded:
     from django.utils import timezone
 
     from agents.models import Agent
-    from boards.models import Task
-    from boards.services.projects import project_create
+    from boards.coordination.models.tasks import Task
+    from boards.coordination.services.projects import project_create
 
     now = timezone.now()
     project = project_create(slug=slug, name=slug, now=now)
@@ -481,9 +482,9 @@ def service_worker(arg, barrier, clock, out) -> None:
     from django.utils import timezone
 
     from agents.models import Agent
+    from boards.coordination.models.projects import Project
+    from boards.coordination.services.tasks import task_claim_next
     from boards.errors import ProtocolError
-    from boards.models import Project
-    from boards.services.tasks import task_claim_next
 
     project_id, agent_pks = arg
     try:
@@ -913,8 +914,8 @@ def profile(claims: int, top: int) -> dict[str, Any]:
     from django.utils import timezone
 
     from agents.models import Agent
-    from boards.models import Project
-    from boards.services.tasks import task_claim_next
+    from boards.coordination.models.projects import Project
+    from boards.coordination.services.tasks import task_claim_next
 
     def measure(label: str, one: Callable[[int], None], ids: list[int]) -> dict[str, Any]:
         for i in ids[:10]:  # warm: imports, caches, prepared plans

@@ -59,10 +59,10 @@ def seed(slug: str, agents: int) -> list[dict[str, Any]]:
     from django.utils import timezone
 
     from agents.services import agent_key_issue, agent_register
-    from boards.services import reviews, tasks
-    from boards.services.goals import goal_create
-    from boards.services.kernel import SYSTEM
-    from boards.services.projects import project_create
+    from boards.coordination.services import reviews, tasks
+    from boards.coordination.services.goals import goal_create
+    from boards.coordination.services.kernel import SYSTEM
+    from boards.coordination.services.projects import project_create
 
     now = timezone.now()
     project = project_create(slug=slug, name=slug, now=now)
@@ -74,7 +74,7 @@ def seed(slug: str, agents: int) -> list[dict[str, Any]]:
             project=project, actor=planner, key=key, description=key, spec_ref="hb.md",
             done_when="beats", now=now,
         )  # fmt: skip
-        from boards.models import Task
+        from boards.coordination.models.tasks import Task
 
         return tasks.task_finalize(
             task=Task.objects.get(project=project, key=key), actor=planner, now=now

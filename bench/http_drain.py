@@ -67,9 +67,9 @@ def queue(project, *, tasks: int, coders: int, now: datetime) -> tuple[list[str]
     from django.db import transaction
 
     from agents.services import agent_key_issue, agent_register
-    from boards.models import Task
-    from boards.services.kernel import SYSTEM
-    from boards.services.tasks import task_create, task_finalize
+    from boards.coordination.models.tasks import Task
+    from boards.coordination.services.kernel import SYSTEM
+    from boards.coordination.services.tasks import task_create, task_finalize
 
     def register(agent_id: str, role: str):
         return agent_register(project=project, agent_id=agent_id, role=role, now=now)
@@ -230,7 +230,8 @@ def check(project, result: Drain, keys: list[str], coders: int) -> dict[str, int
     zero when it is right (tests/concurrency/test_http_drain.py asserts each one itself)."""
     from django.db.models import Count
 
-    from boards.models import Event, Task
+    from boards.coordination.models.records import Event
+    from boards.coordination.models.tasks import Task
 
     claimed = Counter(key for _, key in result.claims)
     events = dict(
@@ -375,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import connection
     from django.utils import timezone
 
-    from boards.services.projects import project_create
+    from boards.coordination.services.projects import project_create
 
     try:
         call_command("migrate", verbosity=0)

@@ -12,7 +12,7 @@ process with RequestFactory (server time: the view function, rendering included)
   page      `/p/<slug>/insights/` over the 30 days (every event in the period)
   sprint    the same for a sprint planned with half the tasks
   csv:<c>   `?format=csv&chart=<c>` for each chart
-  selector  `boards.selectors.insights.insights` alone (no tables, SVG or template)
+  selector  `boards.insights.selectors.insights.insights` alone (no tables, SVG or template)
   flow statement  `_flow_sql`'s one statement alone, run by psycopg; and the statement it
             replaced (`FORMER_FLOW_SQL`), the "before" in the same run
   bare SQL  the baseline, in the same run: psycopg fetching the same state history and running
@@ -107,7 +107,8 @@ def walk(rng: random.Random) -> list[tuple[str, str]]:
 
 
 def seed(project, sprint, now) -> dict[str, int]:
-    from boards.models import Alert, Event, Task
+    from boards.coordination.models.records import Alert, Event
+    from boards.coordination.models.tasks import Task
 
     rng = random.Random(13)
     first = now - timedelta(days=DAYS)
@@ -219,7 +220,7 @@ WHERE project_id = %(project)s AND task_id IS NOT NULL AND outcome = 'applied'
   AND timestamp <= %(end)s AND to_status <> ''
 ORDER BY task_id, timestamp, id
 """
-# The flow statement before this session's rework (boards.selectors.insights `FLOW_SQL` at
+# The flow statement before this session's rework (boards.insights.selectors.insights `FLOW_SQL` at
 # f96d5f6), its state history inlined: the "before" of the "flow statement" rows, in the same run.
 FORMER_FLOW_SQL = """
 WITH h AS (
@@ -340,13 +341,13 @@ def measure(repeats: int, profile: bool = False) -> dict[str, Any]:
     from django.utils import timezone
 
     from agents.services import agent_register
+    from boards.coordination.services.goals import goal_create
+    from boards.coordination.services.kernel import SYSTEM
+    from boards.coordination.services.projects import membership_set, project_create
+    from boards.coordination.services.sprints import sprint_create
+    from boards.insights.selectors.insights import SLOWEST, Period, _flow_sql, insights
+    from boards.insights.web.insights import insights_page
     from boards.protocol import NON_TERMINAL_TASK_STATES
-    from boards.selectors.insights import SLOWEST, Period, _flow_sql, insights
-    from boards.services.goals import goal_create
-    from boards.services.kernel import SYSTEM
-    from boards.services.projects import membership_set, project_create
-    from boards.services.sprints import sprint_create
-    from boards.web.insights import insights_page
 
     now = timezone.now()
     start = now - timedelta(days=DAYS + 1)

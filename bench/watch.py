@@ -35,8 +35,9 @@ def _populate(prefix: str, projects: int, tasks: int) -> list[Any]:
     from django.utils import timezone
 
     from agents.models import Agent
-    from boards.models import Project, Task
-    from boards.services.tasks import task_claim
+    from boards.coordination.models.projects import Project
+    from boards.coordination.models.tasks import Task
+    from boards.coordination.services.tasks import task_claim
 
     made = []
     for n in range(projects):
@@ -49,7 +50,7 @@ def _populate(prefix: str, projects: int, tasks: int) -> list[Any]:
                 task = Task.objects.filter(project=project, status="UNCLAIMED").order_by("pk")[0]
                 task_claim(task=task, agent=agent, now=now, base_commit="bench0001")
         else:
-            from boards.services.projects import project_create
+            from boards.coordination.services.projects import project_create
 
             project = project_create(slug=slug, name=slug, now=timezone.now())
         made.append(project)
@@ -60,7 +61,7 @@ def _sweep_all(projects: list[Any]) -> tuple[float, int]:
     from django.db import connection
     from django.utils import timezone
 
-    from boards.services.watch import watch_sweep
+    from boards.watch.services.watch import watch_sweep
 
     count = 0
 

@@ -6,6 +6,6 @@ class BoardsConfig(AppConfig):
     verbose_name = "Liza boards"
 
     def ready(self) -> None:
-        from boards.live import access
+        from boards.board.live import access
 
         access.connect()

@@ -575,7 +575,7 @@ NOTIFY_DIGEST_MAX_MINUTES = 24 * 60
 # -- links to the code host (issue 25) ---------------------------------------------------------
 
 # What a `repo_url` template may name; a plain repository address is read by its host instead
-# (boards.selectors.code_links).
+# (boards.board.selectors.code_links).
 REPO_URL_PLACEHOLDERS = ("branch", "commit", "pr")
 
 

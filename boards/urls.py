@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from boards.web import actions, activity, board, graph, insights, metrics, pages, planning
-from boards.web.actions import ACTIONS as A
+from boards.board.web import actions, board, pages, planning
+from boards.board.web.actions import ACTIONS as A
+from boards.insights.web import activity, graph, insights, metrics
 
 project = "p/<slug:slug>"
 task = "p/<slug:slug>/tasks/<str:key>"

@@ -17,7 +17,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from boards.live.routing import websocket_urlpatterns  # noqa: E402
+from boards.board.live.routing import websocket_urlpatterns  # noqa: E402
 from liza_site.websocket_origin import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(

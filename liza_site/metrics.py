@@ -6,7 +6,7 @@ reach Redis. With several worker processes (granian, `.ci/serve --production`) e
 counts to files under `PROMETHEUS_MULTIPROC_DIR` and a scrape of any worker sums them all
 (prometheus-client's multiprocess mode); without that variable the counts are the one
 process's. The per-project gauges are read from the database at scrape time
-(`boards.selectors.metrics`), so every worker answers the same.
+(`boards.insights.selectors.metrics`), so every worker answers the same.
 """
 
 from __future__ import annotations

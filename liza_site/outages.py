@@ -5,7 +5,8 @@ in a two-minute API run, issue #14) and waits on a connection that will not come
 records the first failure (one WARNING with the error's one-line summary), keeps later ones
 silent and counted, lets callers skip the dependency while it backs off (0.5 s doubling to
 30 s), and logs the recovery once. `REDIS` is the one for the Redis server behind the channel
-layer, the board sequence and the rate-limit counters; the live board (`boards.live.health`) and
+layer, the board sequence and the rate-limit counters; the live board (`boards.board.live.health`)
+and
 the metrics read it.
 """
 

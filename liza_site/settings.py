@@ -145,13 +145,13 @@ if _pool_size:
     }
 
 REDIS_URL = env.str("REDIS_URL", default="")
-# The escalation webhook (boards.services.webhooks): receivers on loopback, private or
+# The escalation webhook (boards.watch.services.webhooks): receivers on loopback, private or
 # link-local addresses are refused unless this is set (a deployment whose receiver is on its
 # own network); how long one delivery may take; the site's public address for the payload's link.
 LIZA_WEBHOOK_ALLOW_PRIVATE = env.bool("LIZA_WEBHOOK_ALLOW_PRIVATE", default=False)
 LIZA_WEBHOOK_TIMEOUT = env.float("LIZA_WEBHOOK_TIMEOUT", default=5.0)
 LIZA_PUBLIC_URL = env.str("LIZA_PUBLIC_URL", default="")
-# People's notifications by e-mail (boards.services.notifications, sent by the watcher):
+# People's notifications by e-mail (boards.watch.services.notifications, sent by the watcher):
 # EMAIL_URL in django-environ's form (smtp+tls://user:password@host:587); by default the
 # console backend, which prints each message instead of sending it. EMAIL_BACKEND overrides the
 # backend alone. EMAIL_TIMEOUT bounds an SMTP conversation, as LIZA_WEBHOOK_TIMEOUT a POST.
@@ -168,7 +168,7 @@ DEFAULT_FROM_EMAIL = env.str("LIZA_EMAIL_FROM", default="liza-board@localhost")
 # The bearer token Prometheus scrapes /metrics with (staff sessions need none); unset: staff only.
 LIZA_METRICS_TOKEN = env.str("LIZA_METRICS_TOKEN", default="")
 # How often each ASGI worker checks that its channel layer answers while boards are open
-# (boards.live.health): a board shows "live updates paused" within about this long.
+# (boards.board.live.health): a board shows "live updates paused" within about this long.
 LIZA_LIVE_PROBE_INTERVAL = env.float("LIZA_LIVE_PROBE_INTERVAL", default=5.0)
 # Seconds between two access re-checks of an open board socket, a backstop for an
 # `access.changed` message lost while Redis was down (docs/security.md "Live boards").
@@ -329,7 +329,7 @@ SPECTACULAR_SETTINGS = {
         "GoalStatusEnum": "boards.protocol.GOAL_STATES",
         "SprintStatusEnum": "boards.protocol.SPRINT_STATES",
         "AgentRoleEnum": "boards.protocol.AGENT_ROLES",
-        "CriticalityEnum": "boards.models.Task.Criticality",
+        "CriticalityEnum": "boards.coordination.models.tasks.Task.Criticality",
         "AnomalyTypeEnum": "boards.protocol.ANOMALY_TYPES",
     },
 }

@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 
 from agents.models import Agent
 from agents.services import agent_register
-from boards.models import Membership, Project
-from boards.services.kernel import SYSTEM
-from boards.services.projects import membership_set, project_create
+from boards.coordination.models.projects import Membership, Project
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.projects import membership_set, project_create
 
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from boards.services import tasks
-from boards.services.goals import goal_create
+from boards.coordination.services import tasks
+from boards.coordination.services.goals import goal_create
 from tests.lifecycle import World
 
 # Long leases: the script's coders hold their tasks for hours without heartbeats.

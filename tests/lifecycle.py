@@ -9,8 +9,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from agents.models import Agent
-from boards.models import Project, Task
-from boards.services import reviews, tasks
+from boards.coordination.models.projects import Project
+from boards.coordination.models.tasks import Task
+from boards.coordination.services import reviews, tasks
 from tests.factories import T0, ProjectFactory, member, register
 
 

@@ -153,9 +153,9 @@ def webhook_receiver(
 def project_with_deliveries(url: str, count: int, secret: str):
     """A World whose project sends its escalations to `url` (signed with `secret`) and has
     `count` critical alerts, each with its delivery due after one sweep."""
-    from boards.models import WebhookDelivery
-    from boards.services.projects import config_update
-    from boards.services.watch import watch_sweep
+    from boards.coordination.services.projects import config_update
+    from boards.watch.models import WebhookDelivery
+    from boards.watch.services.watch import watch_sweep
     from tests.lifecycle import World
 
     world = World()

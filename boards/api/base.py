@@ -38,14 +38,15 @@ from agents.services import (
 )
 from boards.api import serializers as s
 from boards.api.parsers import JSONParser
+from boards.coordination.models.projects import Project
+from boards.coordination.models.tasks import Review, Task
+from boards.coordination.selectors.access import human_role
+from boards.coordination.selectors.breaker import breaker_state
+from boards.coordination.selectors.budgets import budget_states
+from boards.coordination.selectors.tasks import TASK_PREFETCH, task_get, task_list
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
-from boards.models import Project, Review, Task
 from boards.operations import operation, resolve_target
 from boards.protocol import AgentStatus
-from boards.selectors.access import human_role
-from boards.selectors.breaker import breaker_state
-from boards.selectors.budgets import budget_states
-from boards.selectors.tasks import TASK_PREFETCH, task_get, task_list
 from liza_site.throttling import count_address_first
 
 ERRORS = {

@@ -10,24 +10,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from boards import protocol as p
-from boards.models import (
-    Alert,
-    Anomaly,
-    Discovery,
-    Event,
-    Goal,
-    Handoff,
-    HumanNote,
-    NotificationPreference,
-    ProjectConfig,
-    Review,
-    Sprint,
-    Task,
-)
+from boards.coordination.models.projects import Goal, ProjectConfig, Sprint
+from boards.coordination.models.records import Alert, Anomaly, Event
+from boards.coordination.models.tasks import Discovery, Handoff, HumanNote, Review, Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.reviews import awaiting_human_approval, review_live
+from boards.coordination.selectors.sprints import sprint_metrics_current
 from boards.protocol import TaskStatus
-from boards.selectors.access import config_of
-from boards.selectors.reviews import awaiting_human_approval, review_live
-from boards.selectors.sprints import sprint_metrics_current
+from boards.watch.models import NotificationPreference
 
 # -- the error envelope (documented once, used in every endpoint's responses) -------------------
 

@@ -17,21 +17,22 @@ from agents.selectors import agent_get, agent_list, run_list
 from boards import protocol as p
 from boards.api import serializers as s
 from boards.api.base import READ_ERRORS, ProjectView, errors, operation_view
+from boards.board.selectors.inbox import inbox
+from boards.coordination.models.projects import Membership
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.breaker import breaker_state
+from boards.coordination.selectors.budgets import budget_states
+from boards.coordination.selectors.filters import TaskFilter, filter_errors
+from boards.coordination.selectors.sprints import goal_current, sprint_current
+from boards.coordination.selectors.tasks import task_list
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services.kernel import require_role
 from boards.errors import NotFound, ProtocolValidationError
-from boards.models import Alert, Event, Membership
 from boards.operations import inputs as i
 from boards.protocol import TaskStatus
-from boards.selectors.access import config_of
-from boards.selectors.breaker import breaker_state
-from boards.selectors.budgets import budget_states
-from boards.selectors.filters import TaskFilter, filter_errors
-from boards.selectors.inbox import inbox
-from boards.selectors.notifications import notification_preferences
-from boards.selectors.sprints import goal_current, sprint_current
-from boards.selectors.tasks import task_list
-from boards.selectors.watch import alert_list
-from boards.selectors.work import work_for_role
-from boards.services.kernel import require_role
+from boards.watch.selectors.notifications import notification_preferences
+from boards.watch.selectors.watch import alert_list
 
 RUN_PAGE = 100  # the newest runs; a task's or an agent's history is filtered first
 

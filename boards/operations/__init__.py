@@ -6,7 +6,7 @@ that report its success. The adapters only translate in and out:
 
 - the REST API (boards.api.operations) turns each into an endpoint: JSON body → input →
   service → the row's representation, errors through the one envelope;
-- the board's HTML actions (boards.web.actions) turn a form POST into the same input, and a
+- the board's HTML actions (boards.board.web.actions) turn a form POST into the same input, and a
   success into a flash message, a refusal into the page again with the error;
 - the Django admin's actions (boards.admin) run the same operation on each selected row.
 
@@ -24,29 +24,30 @@ from rest_framework import serializers
 
 from agents import services as agent_services
 from agents.selectors import agent_get, key_get, run_get
-from boards.errors import NotFound, validation_error
-from boards.models import Alert, Discovery, Membership
-from boards.operations import inputs as i
-from boards.selectors.access import in_project
-from boards.selectors.breaker import breaker_status
-from boards.selectors.sprints import goal_current, goal_get, sprint_current, sprint_get
-from boards.selectors.tasks import task_get
-from boards.services import (
-    breaker,
+from boards.coordination.models.projects import Membership
+from boards.coordination.models.records import Alert
+from boards.coordination.models.tasks import Discovery
+from boards.coordination.selectors.access import in_project
+from boards.coordination.selectors.breaker import breaker_status
+from boards.coordination.selectors.sprints import goal_current, goal_get, sprint_current, sprint_get
+from boards.coordination.selectors.tasks import task_get
+from boards.coordination.services import (
     budgets,
     goals,
-    notifications,
     projects,
     records,
     reviews,
     sprints,
     stops,
     tasks,
-    watch,
 )
+from boards.errors import NotFound, validation_error
+from boards.operations import inputs as i
+from boards.watch.services import breaker, notifications, watch
 
 # Planning (issue 25) is offered to members too: the service lets admins and members with the
-# planner right plan (boards.selectors.access.may_plan); a viewer is refused at the page.
+# planner right plan (boards.coordination.selectors.access.may_plan); a viewer is refused at the
+# page.
 PLANS = Membership.Role.MEMBER
 
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).

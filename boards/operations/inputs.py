@@ -16,7 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from boards import protocol as p
-from boards.models import Review, Task
+from boards.coordination.models.tasks import Review, Task
 
 
 class InputSerializer(serializers.Serializer):

@@ -1,5 +1,5 @@
 """`{% code_link repo_url "commit" value %}`: a branch, commit or pull request as a link to the
-code host when the project has a `repo_url`, else as code (boards.selectors.code_links)."""
+code host when the project has a `repo_url`, else as code (boards.board.selectors.code_links)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from boards.selectors.code_links import code_url, task_branch
+from boards.board.selectors.code_links import code_url, task_branch
 
 register = template.Library()
 

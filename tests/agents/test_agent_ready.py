@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Agent
-from boards.live import outbox
+from boards.coordination import outbox
 from boards.protocol import AgentStatus
 from tests.boards.api.helpers import api_base, bearer, http_start, key_for
 from tests.lifecycle import World

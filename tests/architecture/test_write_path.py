@@ -19,15 +19,20 @@ ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("boards", "agents", "liza_site")
 
 # Where domain rows are written. The import of a state.yaml is a service too: it writes a
-# validated plan in bulk (boards/liza_files/importing.py).
-WRITERS = ("boards/services/", "agents/services.py", "boards/liza_files/importing.py")
+# validated plan in bulk (boards/interop/importing.py).
+WRITERS = (
+    "boards/coordination/services/",
+    "boards/watch/services/",
+    "agents/services.py",
+    "boards/interop/importing.py",
+)
 
 # Writes that are not of a domain row, each with its reason.
 NOT_DOMAIN = {
     # The demo's Django user (auth, not the Liza domain); its memberships go through services.
-    ("boards/liza_files/demo.py", "admin.save"),
+    ("boards/demo/projects.py", "admin.save"),
     # A Python set of the mapping keys seen so far (duplicate-key detection), not Agent.keys.
-    ("boards/liza_files/yaml_io.py", "parent.keys.add"),
+    ("boards/interop/yaml_io.py", "parent.keys.add"),
 }
 
 ALWAYS = {"save", "delete", "create", "bulk_create", "bulk_update", "get_or_create"}
@@ -82,7 +87,9 @@ def test_the_scan_sees_writes():
     defect, so it must find what is there)."""
     related = _related_names()
     assert {"depends_on", "planned", "stretch"} <= related
-    found = {w for _, w in _writes(ROOT / "boards/services/tasks/planning.py", related)}
+    found = {
+        w for _, w in _writes(ROOT / "boards/coordination/services/tasks/planning.py", related)
+    }
     assert any(w.endswith(".depends_on.set") for w in found), found
     assert any(w.endswith("objects.create") for w in found), found
 

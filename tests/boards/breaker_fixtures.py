@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from boards.models import Anomaly
-from boards.selectors.sprints import sprint_open
-from boards.services.records import anomaly_create
-from boards.services.sprints import sprint_create
-from boards.services.watch import watch_sweep
+from boards.coordination.models.records import Anomaly
+from boards.coordination.selectors.sprints import sprint_open
+from boards.coordination.services.records import anomaly_create
+from boards.coordination.services.sprints import sprint_create
+from boards.watch.services.watch import watch_sweep
 from tests.lifecycle import World
 
 AnomalySpec = tuple[str, dict[str, Any]]

@@ -13,10 +13,11 @@ import pytest
 
 from agents.models import Agent
 from agents.services import agent_heartbeat
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services.tasks import task_claim, task_claim_next
 from boards.errors import ProtocolError
-from boards.models import Event, Task
-from boards.selectors.access import config_of
-from boards.services.tasks import task_claim, task_claim_next
 from tests.concurrency.conftest import Outcome, run_together
 from tests.lifecycle import World
 

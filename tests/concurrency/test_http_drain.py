@@ -25,7 +25,8 @@ from django.db.models import Count
 from django.utils import timezone
 
 from bench.http_drain import drain, queue
-from boards.models import Event, Task
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
 from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

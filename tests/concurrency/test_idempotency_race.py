@@ -12,7 +12,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.models import Discovery, Event
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Discovery
 from boards.protocol import Action
 from tests.boards.api.helpers import api_base, bearer, key_for
 from tests.concurrency.conftest import run_together

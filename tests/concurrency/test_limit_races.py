@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Agent
-from boards.models import ProjectConfig, Task
-from boards.services.tasks import task_claim_next
+from boards.coordination.models.projects import ProjectConfig
+from boards.coordination.models.tasks import Task
+from boards.coordination.services.tasks import task_claim_next
 from tests.concurrency.conftest import run_together
 from tests.factories import register
 from tests.lifecycle import World

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from agents.services import agent_heartbeat
+from boards.coordination.models.tasks import Review
+from boards.coordination.services import tasks
 from boards.errors import ProtocolError
-from boards.models import Review
-from boards.services import tasks
 from tests.concurrency.conftest import run_together
 from tests.lifecycle import World
 

@@ -15,10 +15,11 @@ from datetime import timedelta
 import pytest
 
 from agents.services import agent_heartbeat
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Review
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services import reviews
 from boards.errors import ProtocolError
-from boards.models import Event, Review
-from boards.selectors.access import config_of
-from boards.services import reviews
 from tests.concurrency.conftest import run_together
 from tests.lifecycle import World
 
@@ -147,7 +148,8 @@ def test_reviewer_heartbeat_racing_the_reclaim_of_its_lapsed_review(when):
 
     The heartbeat locks A's agent row, then the task, then the review; the claim locks B's and
     A's agent rows (A's review may be reclaimed, which sets A back to IDLE), then the task, then
-    the review: one lock order (boards/services/kernel.py), so neither side waits for the
+    the review: one lock order (boards/coordination/services/kernel.py), so neither side waits for
+    the
     other in a cycle and neither sees a database error. Within lease_grace A keeps the review
     (its heartbeat may extend it; B is refused); beyond it B takes the slot, whichever ran
     first, and the heartbeat does not bring A's lease back.
@@ -217,7 +219,7 @@ def test_coder_heartbeat_racing_its_own_operation_on_its_task(operation):
     its task: both lock the coder's agent row before the task, so both succeed in either order.
     """
     from agents.services import agent_handoff
-    from boards.services import tasks
+    from boards.coordination.services import tasks
     from tests.factories import register
 
     world = World()

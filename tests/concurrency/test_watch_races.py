@@ -15,12 +15,14 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from boards.models import Event, Review, Sprint
+from boards.coordination.models.projects import Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Review
+from boards.coordination.services import sprints as sprint_services
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.projects import config_update
 from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
-from boards.services import sprints as sprint_services
-from boards.services.goals import goal_create
-from boards.services.projects import config_update
-from boards.services.watch import _take_sweep_lock, watch_sweep
+from boards.watch.services.watch import _take_sweep_lock, watch_sweep
 from tests.concurrency.conftest import run_together
 from tests.factories import register
 from tests.lifecycle import World

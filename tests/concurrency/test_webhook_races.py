@@ -13,10 +13,11 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from boards.models import Alert, WebhookDelivery
-from boards.services.projects import config_update
-from boards.services.watch import _take_sweep_lock, watch_sweep
-from boards.services.webhooks import webhook_deliver_due
+from boards.coordination.models.records import Alert
+from boards.coordination.services.projects import config_update
+from boards.watch.models import WebhookDelivery
+from boards.watch.services.watch import _take_sweep_lock, watch_sweep
+from boards.watch.services.webhooks import webhook_deliver_due
 from tests.concurrency.conftest import run_together
 from tests.lifecycle import World
 from tests.live_server import watcher_process

@@ -29,13 +29,13 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from agents.services import agent_key_issue, run_start
-from boards.models import Goal
-from boards.services import tasks
-from boards.services.goals import goal_create
-from boards.services.kernel import SYSTEM
-from boards.services.projects import config_update
-from boards.services.records import anomaly_create, discovery_create
-from boards.services.sprints import sprint_create
+from boards.coordination.models.projects import Goal
+from boards.coordination.services import tasks
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.projects import config_update
+from boards.coordination.services.records import anomaly_create, discovery_create
+from boards.coordination.services.sprints import sprint_create
 from liza_site.wsgi import application
 from tests.boards.api.helpers import csrf_pair
 from tests.factories import ProjectFactory, register

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from boards.services.kernel import SYSTEM
+from boards.coordination.services.kernel import SYSTEM
 from tests.ci import unavailable
 from tests.e2e.support import ARTIFACTS, AgentClient, Server
 from tests.live_server import live_server, suite_database_url
@@ -139,7 +139,7 @@ def page(new_context):
 def no_publishing_from_the_test_process(monkeypatch):
     """Only the server's changes can reach its pages (its layer is its own, in memory), so the
     setup made here publishes nothing, instead of failing to reach a layer from this thread."""
-    monkeypatch.setattr("boards.live.outbox.get_channel_layer", lambda: None)
+    monkeypatch.setattr("boards.coordination.outbox.get_channel_layer", lambda: None)
 
 
 @pytest.fixture

@@ -83,8 +83,8 @@ def main() -> None:
     django.setup()
     from playwright.sync_api import sync_playwright
 
-    from boards.liza_files.demo import ADMIN_PASSWORD, ADMIN_USERNAME
-    from boards.liza_files.flow_demo import FLOW_SLUG
+    from boards.demo.flow import FLOW_SLUG
+    from boards.demo.projects import ADMIN_PASSWORD, ADMIN_USERNAME
     from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
 
     if not os.access(CHROMIUM, os.X_OK):

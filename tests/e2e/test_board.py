@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.models import Membership
+from boards.coordination.models.projects import Membership
 from tests.e2e.support import (
     LIVE_TIMEOUT_MS,
     card_in,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
 from tests.e2e.support import open_board, screenshot, sign_in
 from tests.lifecycle import World
 

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
-from boards.services.watch import watch_sweep
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
+from boards.watch.services.watch import watch_sweep
 from tests.e2e.support import LIVE_TIMEOUT_MS, mark_page, open_board, page_not_reloaded, sign_in
 from tests.lifecycle import World
 

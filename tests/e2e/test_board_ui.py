@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.services.goals import goal_create
-from boards.services.projects import config_update
-from boards.services.sprints import sprint_create
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.projects import config_update
+from boards.coordination.services.sprints import sprint_create
 from tests.e2e.support import (
     LIVE_TIMEOUT_MS,
     ROOT,

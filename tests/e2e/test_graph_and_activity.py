@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.models import Membership
-from boards.services.goals import goal_create
+from boards.coordination.models.projects import Membership
+from boards.coordination.services.goals import goal_create
 from tests.e2e.support import (
     LIVE_TIMEOUT_MS,
     HeldAnswer,

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.models import Membership, NotificationPreference
+from boards.coordination.models.projects import Membership
+from boards.watch.models import NotificationPreference
 from tests.e2e.support import open_board, screenshot, sign_in
 from tests.factories import member
 from tests.lifecycle import World

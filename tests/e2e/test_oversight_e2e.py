@@ -18,9 +18,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.models import HumanNote, Membership
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
+from boards.coordination.models.projects import Membership
+from boards.coordination.models.tasks import HumanNote
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
 from tests.e2e.support import (
     LIVE_TIMEOUT_MS,
     card_in,

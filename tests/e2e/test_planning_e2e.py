@@ -15,7 +15,9 @@ from django.utils import timezone
 
 from agents.client.demo_agents.common import strict
 from agents.services import agent_create_with_key
-from boards.models import Event, Goal, Sprint, Task
+from boards.coordination.models.projects import Goal, Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
 from tests.e2e.support import LIVE_TIMEOUT_MS, open_board, sign_in
 from tests.factories import ProjectFactory, member
 from tests.lifecycle import World

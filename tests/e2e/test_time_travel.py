@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from boards.services.goals import goal_create
+from boards.coordination.services.goals import goal_create
 from tests.e2e.support import open_board, screenshot, sign_in
 from tests.lifecycle import World
 

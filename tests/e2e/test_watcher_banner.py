@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.models import Project
+from boards.coordination.models.projects import Project
 from tests.e2e.support import mark_page, open_board, page_not_reloaded, sign_in
 from tests.lifecycle import World
 

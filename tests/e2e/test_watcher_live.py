@@ -12,9 +12,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from boards.models import ProjectConfig
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
+from boards.coordination.models.projects import ProjectConfig
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
 from tests.e2e.support import mark_page, open_board, page_not_reloaded, sign_in
 from tests.lifecycle import World
 from tests.live_server import live_server, suite_database_url, watcher_process

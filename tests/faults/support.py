@@ -18,10 +18,10 @@ django.setup()
 from django.utils import timezone
 from agents.services import agent_key_issue, agent_register
 from boards.models import Task
-from boards.services.goals import goal_create
-from boards.services.kernel import SYSTEM
-from boards.services.projects import project_create
-from boards.services.tasks import task_create, task_finalize
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.projects import project_create
+from boards.coordination.services.tasks import task_create, task_finalize
 from tests.factories import member
 
 now = timezone.now()

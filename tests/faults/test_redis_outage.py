@@ -24,7 +24,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from agents.services import agent_key_issue
-from boards.services.kernel import SYSTEM
+from boards.coordination.services.kernel import SYSTEM
 from tests.boards.consumers.helpers import session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
 from tests.ci import unavailable
@@ -192,8 +192,8 @@ async def _close_code(ws, timeout: float) -> int | None:
 def _remove(world, user) -> None:
     """The membership deleted in this process: its `access.changed` goes to this process's own
     channel layer, never to the server's (as if it had been published during an outage)."""
-    from boards.models import Membership
-    from boards.services.projects import membership_remove
+    from boards.coordination.models.projects import Membership
+    from boards.coordination.services.projects import membership_remove
 
     membership = Membership.objects.get(project=world.project, user=user)
     membership_remove(membership=membership, actor=world.admin, now=world.tick())

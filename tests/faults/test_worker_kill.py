@@ -56,9 +56,9 @@ import django
 django.setup()
 from agents.models import Agent
 from boards.models import Event, Project, Task
-from boards.selectors.access import config_of
-from boards.services.tasks import task_claim
-from boards.services.watch import watch_sweep
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services.tasks import task_claim
+from boards.watch.services.watch import watch_sweep
 
 project = Project.objects.get(slug="faults")
 task = Task.objects.get(project=project, key="task-1")

@@ -1,4 +1,5 @@
-"""Access that ends closes live boards in every process (boards/live/access.py; docs/security.md).
+"""Access that ends closes live boards in every process (boards/board/live/access.py;
+docs/security.md).
 
 Two real daphne processes share PostgreSQL and Redis, as in test_two_processes.py. Every board
 socket is open on process B. Access then ends elsewhere: a membership deleted through the
@@ -22,10 +23,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents.services import agent_key_issue
-from boards.live.consumers import CLOSE_ACCESS_ENDED
-from boards.models import Membership
-from boards.services.kernel import SYSTEM
-from boards.services.projects import membership_set
+from boards.board.live.consumers import CLOSE_ACCESS_ENDED
+from boards.coordination.models.projects import Membership
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.projects import membership_set
 from tests.boards.api.helpers import csrf_pair
 from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
 from tests.factories import UserFactory, member

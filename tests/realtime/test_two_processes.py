@@ -27,8 +27,8 @@ from django.utils import timezone
 from websockets.asyncio.client import connect
 
 from agents.services import agent_key_issue
-from boards.live import outbox as events
-from boards.services.kernel import SYSTEM
+from boards.coordination import outbox as events
+from boards.coordination.services.kernel import SYSTEM
 from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
 from tests.live_server import LiveServer, live_servers, suite_database_url
@@ -177,7 +177,7 @@ def test_agents_split_across_two_processes_claim_each_task_once_and_both_boards_
     the agents work through each; a board open on each. Every task is claimed once (the row
     locks, not a process, decide), and every transition reaches both boards."""
     from bench.http_drain import drain, queue
-    from boards.models import Event
+    from boards.coordination.models.records import Event
     from tests.factories import ProjectFactory, member
 
     project = ProjectFactory()

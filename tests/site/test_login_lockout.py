@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from boards.liza_files.demo import ADMIN_PASSWORD
+from boards.demo.projects import ADMIN_PASSWORD
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,12 +13,12 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from agents.services import agent_key_issue
+from boards.coordination.models.records import Alert
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.projects import config_update
 from boards.errors import Conflict
-from boards.models import Alert
-from boards.services.kernel import SYSTEM
-from boards.services.projects import config_update
-from boards.services.watch import watch_sweep
-from boards.services.webhooks import BACKOFF, webhook_deliver_due
+from boards.watch.services.watch import watch_sweep
+from boards.watch.services.webhooks import BACKOFF, webhook_deliver_due
 from liza_site.outages import REDIS
 from tests.factories import UserFactory
 from tests.lifecycle import World

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from boards.liza_files.demo import ADMIN_PASSWORD, ADMIN_USERNAME
+from boards.demo.projects import ADMIN_PASSWORD, ADMIN_USERNAME
 from tests.embedded_cluster import embedded_cluster
 from tests.live_server import ROOT, free_port, sibling_database_url, suite_database_url
 

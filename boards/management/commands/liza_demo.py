@@ -10,9 +10,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from boards.liza_files import LizaImportError
-from boards.liza_files.demo import ADMIN_PASSWORD, demo_build, team_build
-from boards.liza_files.flow_demo import FLOW_SLUG, flow_demo_build
+from boards.demo.flow import FLOW_SLUG, flow_demo_build
+from boards.demo.projects import ADMIN_PASSWORD, demo_build, team_build
+from boards.interop import LizaImportError
 
 
 class Command(BaseCommand):

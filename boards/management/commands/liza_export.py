@@ -6,10 +6,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.liza_files import LizaExportRefused, write_liza_dir
-from boards.liza_files.neighbours import LOGIST, logist_manifests
-from boards.liza_files.yaml_io import write_files
-from boards.models import Project
+from boards.coordination.models.projects import Project
+from boards.interop import LizaExportRefused, write_liza_dir
+from boards.interop.neighbours import LOGIST, logist_manifests
+from boards.interop.yaml_io import write_files
 
 
 class Command(BaseCommand):

@@ -7,17 +7,18 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from agents.models import Agent
-from boards.liza_files import (
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
+from boards.interop import (
     LizaFileError,
     LizaImportError,
     LizaImportRefused,
     import_project,
     read_liza_dir,
 )
-from boards.liza_files.neighbours import SOURCES, import_foreign
-from boards.liza_files.reading import with_paths
-from boards.liza_files.yaml_io import liza_dir
-from boards.models import Event, Task
+from boards.interop.neighbours import SOURCES, import_foreign
+from boards.interop.reading import with_paths
+from boards.interop.yaml_io import liza_dir
 
 
 class Command(BaseCommand):

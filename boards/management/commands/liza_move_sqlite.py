@@ -82,7 +82,7 @@ class Command(BaseCommand):
     def _copy_tables(self, old: sqlite3.Connection) -> dict[str, int]:
         from django.contrib.auth import get_user_model
 
-        from boards.models import Project
+        from boards.coordination.models.projects import Project
 
         if Project.objects.exists() or get_user_model().objects.exists():
             raise CommandError(
@@ -140,8 +140,8 @@ class Command(BaseCommand):
         return counts
 
     def _validate(self) -> None:
-        from boards.liza_files import project_violations
-        from boards.models import Project
+        from boards.coordination.models.projects import Project
+        from boards.interop import project_violations
 
         for project in Project.objects.order_by("slug"):
             violations, _ = project_violations(project, now=None)

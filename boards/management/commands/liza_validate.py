@@ -13,11 +13,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.liza_files import project_violations
-from boards.liza_files.yaml_io import load_yaml_file
-from boards.models import Project
+from boards.coordination.models.projects import Project
+from boards.interop import project_violations
+from boards.interop.validation import validate_state
+from boards.interop.yaml_io import load_yaml_file
 from boards.protocol import parse_timestamp
-from boards.validation import validate_state
 
 
 class Command(BaseCommand):

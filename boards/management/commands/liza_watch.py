@@ -1,6 +1,6 @@
 """manage.py liza_watch [--once] [--project SLUG]: the watcher (SPEC §9), a thin loop around
-boards.services.watch.watch_sweep, and the escalation webhook's sender
-(boards.services.webhooks.webhook_deliver_due) after the sweeps commit."""
+boards.watch.services.watch.watch_sweep, and the escalation webhook's sender
+(boards.watch.services.webhooks.webhook_deliver_due) after the sweeps commit."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from agents.client.wakeup import Wakeup
 from boards import protocol as p
-from boards.liza_files import project_violations
-from boards.selectors.access import config_of
-from boards.selectors.watch import projects_to_watch
-from boards.services.watch import watch_sweep
-from boards.services.webhooks import WebhookSender, webhook_deliver_due
+from boards.coordination.selectors.access import config_of
+from boards.interop import project_violations
+from boards.watch.selectors.watch import projects_to_watch
+from boards.watch.services.watch import watch_sweep
+from boards.watch.services.webhooks import WebhookSender, webhook_deliver_due
 
 INVARIANTS_EVERY = timedelta(minutes=1)
 DELIVER_EVERY = 1.0  # seconds between two looks for due webhook deliveries
@@ -110,7 +110,7 @@ class Command(BaseCommand):
 
     def _deliver_loop(self, stop: Wakeup, slugs) -> None:
         # One sender for the process: its pool, in-flight attempts and breakers last across
-        # rounds, and a round never waits for a receiver (boards.services.webhooks).
+        # rounds, and a round never waits for a receiver (boards.watch.services.webhooks).
         sender = WebhookSender()
         try:
             while not stop.is_set():

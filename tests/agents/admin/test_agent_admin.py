@@ -6,7 +6,7 @@ from django.forms.models import model_to_dict
 
 from agents.models import Agent, AgentKey
 from agents.selectors import agent_key_lookup
-from boards.models import Event
+from boards.coordination.models.records import Event
 from tests.boards.admin.helpers import (
     KEY_RE,
     add_url,

@@ -24,10 +24,11 @@ from django.utils import timezone
 from agents.client import Client
 from agents.client.cli import ROLE_COMPLETE, WAIT, main
 from agents.services import agent_create
-from boards.models import Discovery, Event, Handoff, Task
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Discovery, Handoff, Task
+from boards.coordination.services.projects import project_pause
+from boards.coordination.services.tasks import task_cancel, task_finalize, task_release_claim
 from boards.protocol import Action, GoalStatus, TaskStatus
-from boards.services.projects import project_pause
-from boards.services.tasks import task_cancel, task_finalize, task_release_claim
 from tests.boards.api.helpers import key_for
 from tests.lifecycle import World
 
@@ -411,7 +412,7 @@ def test_submit_from_the_repository_uploads_what_the_commit_changed(
 ):
     """Issue 25: run in the task's repository, `liza submit` sends the change summary from the
     task's base commit to the review commit; the drawer shows it."""
-    from boards.models import ChangeSummary
+    from boards.coordination.models.tasks import ChangeSummary
     from tests.agents.client.gitrepo import git, new_repo
 
     repo = new_repo(tmp_path / "repo", {"app.py": "one\n"}, email="a@example.com", name="A")

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from agents.client.cli import WAIT, main
 from agents.services import run_finish, run_start
-from boards.models import Review
-from boards.services.projects import project_pause
+from boards.coordination.models.tasks import Review
+from boards.coordination.services.projects import project_pause
 from tests.agents.client.test_cli import Liza, error_of
 from tests.lifecycle import World
 

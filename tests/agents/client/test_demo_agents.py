@@ -18,9 +18,10 @@ from django.utils import timezone
 
 from agents.client import Client, LizaError
 from agents.client.demo_agents.common import strict
-from boards.models import Event, Goal, Sprint
+from boards.coordination.models.projects import Goal, Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.services.tasks import task_cancel, task_release_claim
 from boards.protocol import Action, GoalStatus, SprintStatus, TaskStatus
-from boards.services.tasks import task_cancel, task_release_claim
 from tests.boards.api.helpers import assert_valid, key_for
 from tests.lifecycle import World
 

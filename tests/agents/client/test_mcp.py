@@ -20,9 +20,9 @@ from django.utils import timezone
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from boards.coordination.services.projects import project_pause
+from boards.coordination.services.tasks import task_release_claim
 from boards.protocol import TaskStatus
-from boards.services.projects import project_pause
-from boards.services.tasks import task_release_claim
 from tests.boards.api.helpers import key_for
 from tests.lifecycle import World
 from tests.live_server import free_port

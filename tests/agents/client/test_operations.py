@@ -14,7 +14,7 @@ from django.utils import timezone
 from agents.client import Client, LizaError
 from agents.client.cli import main
 from agents.client.operations import OPERATIONS, ROLES, operations_for
-from boards.services.goals import goal_create
+from boards.coordination.services.goals import goal_create
 from tests.boards.api.helpers import key_for
 from tests.lifecycle import World
 

@@ -16,8 +16,9 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Run
-from boards.liza_files.demo import team_build
-from boards.models import Goal, Task
+from boards.coordination.models.projects import Goal
+from boards.coordination.models.tasks import Task
+from boards.demo.projects import team_build
 from tests.agents.client.gitrepo import git, new_repo
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from agents.models import Agent, Run
 from agents.selectors import recent_crashes
-from boards.models import Event
+from boards.coordination.models.records import Event
 from boards.protocol import TaskStatus
 from tests.agents.client.gitrepo import git, new_repo
 from tests.boards.api.helpers import key_for
@@ -271,8 +271,8 @@ def test_supervisors_started_before_the_plan_wait_for_it_and_stop_once_the_goal_
     """The defect this pins: a coder or reviewer supervisor started before the planner wrote
     its first task was told "role complete" and exited 0. Under an open goal it waits without
     spawning, works the tasks when they come, and stops only once the goal is COMPLETED."""
-    from boards.models import Goal
-    from boards.services.goals import goal_complete, goal_create
+    from boards.coordination.models.projects import Goal
+    from boards.coordination.services.goals import goal_complete, goal_create
 
     goal = goal_create(
         project=world.project, actor=world.planner, description="Ship", now=timezone.now()
@@ -465,7 +465,7 @@ if not os.path.exists(marker):
 
 
 def test_a_pause_stops_the_agent_with_42_and_continue_restarts_it(supervisors, world, tmp_path):
-    from boards.services.projects import project_pause, project_resume
+    from boards.coordination.services.projects import project_pause, project_resume
 
     world.unclaimed("T1")
     proc = supervisors.start(
@@ -496,7 +496,7 @@ def test_a_pause_stops_the_agent_with_42_and_continue_restarts_it(supervisors, w
 
 
 def test_drafts_are_waited_for_without_spawning_then_worked(supervisors, world, tmp_path):
-    from boards.services.tasks import task_finalize
+    from boards.coordination.services.tasks import task_finalize
 
     world.draft("T1")
     proc = supervisors.start("coder-1", write_agent(tmp_path, "coder", CODER))
@@ -526,7 +526,7 @@ time.sleep(120)
 def test_a_killed_coders_task_is_taken_over_after_its_lease_expires(
     supervisors, world, tmp_path, repo
 ):
-    from boards.services.projects import config_update
+    from boards.coordination.services.projects import config_update
 
     config_update(
         project=world.project,
@@ -612,7 +612,7 @@ def test_an_integration_failure_is_reported_and_reclaimed(supervisors, world, tm
 
 
 def test_a_lease_lost_while_the_agent_runs_terminates_it_and_restarts(supervisors, world, tmp_path):
-    from boards.services.tasks import task_release_claim
+    from boards.coordination.services.tasks import task_release_claim
 
     world.unclaimed("T1")
     proc = supervisors.start(

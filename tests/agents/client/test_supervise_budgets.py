@@ -18,9 +18,10 @@ from django.utils import timezone
 
 from agents.client import Client, LizaError
 from agents.models import Run, RunState, RunUsage
-from boards.models import Alert, Event, Project
-from boards.services.budgets import budget_set
-from boards.services.watch import watch_sweep
+from boards.coordination.models.projects import Project
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.services.budgets import budget_set
+from boards.watch.services.watch import watch_sweep
 from tests.agents.client import test_supervise as base
 from tests.agents.client.test_supervise import wait_for, write_agent
 from tests.boards.api.helpers import key_for

@@ -10,9 +10,10 @@ from datetime import timedelta
 import pytest
 
 from agents.models import Run, RunState
-from boards.models import Alert, Project, ProjectConfig
+from boards.coordination.models.projects import Project, ProjectConfig
+from boards.coordination.models.records import Alert
 from boards.protocol import TaskStatus
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 from tests.agents.client import test_supervise as base
 from tests.agents.client.test_supervise import wait_for, write_agent
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from django.utils import timezone
 
 from agents.client.cli import main
-from boards.liza_files.demo import team_build
+from boards.demo.projects import team_build
 
 NO_ENV = {"LIZA_URL": None, "LIZA_PROJECT": None, "LIZA_KEY": None, "LIZA_KEY_FILE": None}
 

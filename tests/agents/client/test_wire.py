@@ -2,7 +2,7 @@
 
 from agents.client import wire
 from boards import protocol as p
-from boards.models import Review
+from boards.coordination.models.tasks import Review
 
 
 def test_the_clients_task_states_are_the_protocols_in_order():

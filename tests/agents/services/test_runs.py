@@ -10,14 +10,14 @@ import pytest
 
 from agents.models import Run, RunState, run_outcome
 from agents.services import agent_heartbeat, run_finish, run_output_append, run_start
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.leases import lease_alive
+from boards.coordination.selectors.tasks import retry_at
+from boards.coordination.services import tasks
 from boards.errors import Conflict, Forbidden, ProtocolValidationError
-from boards.models import Alert, Event
 from boards.protocol import Action, TaskStatus
-from boards.selectors.access import config_of
-from boards.selectors.leases import lease_alive
-from boards.selectors.tasks import retry_at
-from boards.services import tasks
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -147,7 +147,7 @@ def test_a_heartbeat_with_stale_progress_does_not_extend_the_lease(world):
 
 
 def test_a_runs_output_reaches_open_boards_as_a_run_output_message(world):
-    from boards.live.render import render_changes
+    from boards.board.live.render import render_changes
 
     world.claimed("T-1")
     run = run_start(project=world.project, agent=world.coder, now=world.now, task="T-1")

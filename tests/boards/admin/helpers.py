@@ -12,28 +12,21 @@ from django.urls import reverse
 
 from agents.models import Agent, AgentKey, IdempotentRequest
 from agents.services import agent_handoff, agent_key_issue, run_finish, run_start, usage_record
-from boards.models import (
-    Alert,
-    ChangeSummary,
-    CircuitBreakerCheck,
-    Goal,
-    Notification,
-    Sprint,
-    Task,
-    WebhookAttempt,
-    WebhookDelivery,
-)
-from boards.services.budgets import budget_set
-from boards.services.goals import goal_create
-from boards.services.kernel import SYSTEM
-from boards.services.notifications import notifications_set
-from boards.services.records import (
+from boards.coordination.models.projects import Goal, Sprint
+from boards.coordination.models.records import Alert, CircuitBreakerCheck
+from boards.coordination.models.tasks import ChangeSummary, Task
+from boards.coordination.services.budgets import budget_set
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.records import (
     anomaly_create,
     discovery_create,
     human_note_create,
     spec_change_record,
 )
-from boards.services.sprints import sprint_create
+from boards.coordination.services.sprints import sprint_create
+from boards.watch.models import Notification, WebhookAttempt, WebhookDelivery
+from boards.watch.services.notifications import notifications_set
 from tests.lifecycle import World
 
 
@@ -118,7 +111,7 @@ def build_board(world: World) -> Board:
         message="task-2 is BLOCKED",
         created=world.tick(),
     )
-    # The watcher's webhook sender writes these (boards.services.webhooks), over HTTP.
+    # The watcher's webhook sender writes these (boards.watch.services.webhooks), over HTTP.
     delivery = WebhookDelivery.objects.create(
         project=project,
         alert=Alert.objects.filter(project=project).first(),
@@ -138,7 +131,7 @@ def build_board(world: World) -> Board:
         duration_ms=12,
     )
     # A person's notification preferences (their own service) and what the sweep noted for
-    # them (boards.services.notifications).
+    # them (boards.watch.services.notifications).
     notifications_set(
         project=project, actor=world.admin, now=world.tick(), events=["blocked"], email=True
     )
@@ -150,7 +143,7 @@ def build_board(world: World) -> Board:
         text="BLOCKED: task-2 — Spec is silent",
         created=world.now,
     )
-    # The coder's client uploads these with a submit (boards.services.tasks.work).
+    # The coder's client uploads these with a submit (boards.coordination.services.tasks.work).
     ChangeSummary.objects.create(
         project=project,
         task=Task.objects.filter(project=project).first(),

@@ -6,14 +6,9 @@ import json
 
 from django.forms.models import model_to_dict
 
-from boards.models import (
-    CircuitBreaker,
-    Event,
-    HumanNote,
-    Membership,
-    Project,
-    ProjectConfig,
-)
+from boards.coordination.models.projects import Membership, Project, ProjectConfig
+from boards.coordination.models.records import CircuitBreaker, Event
+from boards.coordination.models.tasks import HumanNote
 from tests.boards.admin.helpers import add_url, admin_url
 from tests.factories import ProjectFactory, UserFactory
 

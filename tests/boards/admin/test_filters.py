@@ -6,11 +6,12 @@ import pytest
 
 from agents.models import Agent, AgentKey
 from agents.services import agent_key_issue, agent_key_revoke
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.models.tasks import Discovery, Review, Task
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.records import discovery_create
+from boards.coordination.services.tasks import task_claim
 from boards.errors import ProtocolError
-from boards.models import Alert, Discovery, Event, Review, Task
-from boards.services.kernel import SYSTEM
-from boards.services.records import discovery_create
-from boards.services.tasks import task_claim
 from tests.boards.admin.helpers import build_board, changelist_url, result_pks
 from tests.lifecycle import World
 

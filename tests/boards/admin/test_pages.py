@@ -9,26 +9,26 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent, AgentKey, Budget, IdempotentRequest, Run, RunUsage
-from boards.models import (
+from boards.coordination.models.projects import Goal, Membership, Project, ProjectConfig, Sprint
+from boards.coordination.models.records import (
     Alert,
     Anomaly,
-    ChangeSummary,
     CircuitBreaker,
     CircuitBreakerCheck,
-    Discovery,
     Event,
-    Goal,
+    SpecChange,
+)
+from boards.coordination.models.tasks import (
+    ChangeSummary,
+    Discovery,
     Handoff,
     HumanNote,
-    Membership,
+    Review,
+    Task,
+)
+from boards.watch.models import (
     Notification,
     NotificationPreference,
-    Project,
-    ProjectConfig,
-    Review,
-    SpecChange,
-    Sprint,
-    Task,
     WebhookAttempt,
     WebhookDelivery,
 )

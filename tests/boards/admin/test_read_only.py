@@ -6,21 +6,17 @@ import pytest
 from django.forms.models import model_to_dict
 
 from agents.models import Agent
-from boards.models import (
+from boards.coordination.models.projects import Goal, Sprint
+from boards.coordination.models.records import (
     Alert,
     Anomaly,
     CircuitBreaker,
     CircuitBreakerCheck,
-    Discovery,
     Event,
-    Goal,
-    Handoff,
-    Review,
     SpecChange,
-    Sprint,
-    Task,
-    WebhookDelivery,
 )
+from boards.coordination.models.tasks import Discovery, Handoff, Review, Task
+from boards.watch.models import WebhookDelivery
 from tests.boards.admin.helpers import add_url, admin_url, changelist_url
 
 APPEND_ONLY = [Event, SpecChange, WebhookDelivery]

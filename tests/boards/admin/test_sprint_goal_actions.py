@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from boards import protocol as p
-from boards.models import CircuitBreaker, Event, Goal, Sprint, Task
-from boards.services.sprints import sprint_abort
-from boards.services.tasks import task_cancel
+from boards.coordination.models.projects import Goal, Sprint
+from boards.coordination.models.records import CircuitBreaker, Event
+from boards.coordination.models.tasks import Task
+from boards.coordination.services.sprints import sprint_abort
+from boards.coordination.services.tasks import task_cancel
 from tests.boards.admin.helpers import page_messages, run_action
 from tests.boards.breaker_fixtures import trip
 

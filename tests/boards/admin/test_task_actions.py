@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 
-from boards.models import Event, HumanNote, Task
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import HumanNote, Task
 from tests.boards.admin.helpers import page_messages, run_action
 from tests.factories import UserFactory
 

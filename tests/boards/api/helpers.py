@@ -21,22 +21,10 @@ from rest_framework.test import APIClient
 
 from agents.models import Agent, AgentKey
 from agents.services import agent_key_issue
-from boards.models import (
-    Anomaly,
-    CircuitBreaker,
-    CircuitBreakerCheck,
-    Discovery,
-    Event,
-    Goal,
-    Handoff,
-    HumanNote,
-    Project,
-    ProjectConfig,
-    Review,
-    Sprint,
-    Task,
-)
-from boards.services.kernel import SYSTEM
+from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
+from boards.coordination.models.records import Anomaly, CircuitBreaker, CircuitBreakerCheck, Event
+from boards.coordination.models.tasks import Discovery, Handoff, HumanNote, Review, Task
+from boards.coordination.services.kernel import SYSTEM
 
 
 def api_base(slug: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from boards.models import Alert, Event
+from boards.coordination.models.records import Alert, Event
 from boards.protocol import Action
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 from tests.boards.api.helpers import (
     api_base,
     assert_envelope,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from boards.models import CircuitBreaker
+from boards.coordination.models.records import CircuitBreaker
 from tests.boards.api.helpers import api_base, assert_envelope, assert_field_error, session_client
 from tests.boards.api.test_role_matrix import Tenant
 from tests.boards.breaker_fixtures import trip

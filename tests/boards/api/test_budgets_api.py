@@ -10,7 +10,7 @@ import pytest
 
 from agents.models import Budget, RunUsage
 from agents.services import run_start, usage_record
-from boards.services.budgets import budget_set
+from boards.coordination.services.budgets import budget_set
 from tests.boards.api.helpers import (
     agent_client,
     api_base,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from boards.models import ChangeSummary
+from boards.coordination.models.tasks import ChangeSummary
 from tests.boards.api.helpers import agent_client, api_base, http_start
 from tests.lifecycle import World
 

@@ -15,7 +15,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from agents.models import IdempotentRequest
-from boards.models import Discovery, Event
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Discovery
 from tests.boards.api.helpers import agent_client, api_base, assert_envelope, session_client
 from tests.lifecycle import World
 

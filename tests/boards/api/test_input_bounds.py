@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from boards import protocol as p
-from boards.models import Project
-from boards.selectors.access import config_of
+from boards.coordination.models.projects import Project
+from boards.coordination.selectors.access import config_of
 from tests.boards.api.helpers import (
     agent_client,
     api_base,

@@ -18,8 +18,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents.models import Agent
-from boards.models import Event, Goal, Project, ProjectConfig, Sprint, Task
-from boards.services.goals import goal_create
+from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
+from boards.coordination.services.goals import goal_create
 from tests.boards.api.helpers import (
     agent_client,
     api_base,
@@ -511,7 +513,7 @@ def test_a_paused_project_refuses_claims_and_tells_heartbeats_to_stop(world):
 
 
 def test_a_sprint_at_checkpoint_stops_agents_the_same_way(world):
-    from boards.services.sprints import sprint_checkpoint, sprint_create
+    from boards.coordination.services.sprints import sprint_checkpoint, sprint_create
 
     world.unclaimed("t1")
     sprint = sprint_create(

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from boards.api import urls as api_urls
-from boards.models import Project, Sprint, Task
-from boards.selectors.access import config_of
-from boards.services import records, sprints, tasks
+from boards.coordination.models.projects import Project, Sprint
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services import records, sprints, tasks
 from tests.boards.api.helpers import (
     agent_client,
     api_base,

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
 from boards.errors import EXIT_CODES
-from boards.models import Event, Task
 from boards.protocol import TASK_STATES, TERMINAL_TASK_STATES, TaskStatus
 from tests.boards.api.helpers import agent_client, api_base, http_start, session_client
 from tests.lifecycle import World

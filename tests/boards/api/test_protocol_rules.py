@@ -18,11 +18,12 @@ from datetime import timedelta
 import pytest
 
 from agents.services import agent_set_enabled
-from boards.models import Event, Task
-from boards.selectors.access import config_of
-from boards.services import stops, tasks
-from boards.services.goals import goal_abort, goal_complete, goal_create
-from boards.services.sprints import sprint_abort, sprint_create
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services import stops, tasks
+from boards.coordination.services.goals import goal_abort, goal_complete, goal_create
+from boards.coordination.services.sprints import sprint_abort, sprint_create
 from tests.boards.api.helpers import (
     agent_client,
     api_base,
@@ -254,7 +255,7 @@ def test_tasks_of_a_terminal_goal_are_never_claimable_or_reviewable(world):
     world.ready_for_review("T-2")
     # An imported board can hold live tasks of a finished goal: they stay put.
     Task.objects.filter(project=world.project).update(goal=goal)
-    from boards.models import Goal
+    from boards.coordination.models.projects import Goal
 
     Goal.objects.filter(pk=goal.pk).update(status="COMPLETED")
     world.unclaimed("T-free")  # no goal: unaffected

@@ -38,28 +38,18 @@ from agents.services import (
     agent_set_enabled,
 )
 from boards.api import urls as api_urls
-from boards.models import (
-    Alert,
-    Anomaly,
-    CircuitBreaker,
-    Discovery,
-    Event,
-    Goal,
-    HumanNote,
-    NotificationPreference,
-    Project,
-    ProjectConfig,
-    Review,
-    Sprint,
-)
-from boards.services import projects, tasks
-from boards.services.budgets import budget_set
-from boards.services.goals import goal_abort, goal_create
-from boards.services.kernel import SYSTEM
-from boards.services.projects import membership_set
-from boards.services.records import discovery_create
-from boards.services.sprints import sprint_checkpoint, sprint_create
-from boards.services.watch import watch_sweep
+from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
+from boards.coordination.models.records import Alert, Anomaly, CircuitBreaker, Event
+from boards.coordination.models.tasks import Discovery, HumanNote, Review
+from boards.coordination.services import projects, tasks
+from boards.coordination.services.budgets import budget_set
+from boards.coordination.services.goals import goal_abort, goal_create
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.projects import membership_set
+from boards.coordination.services.records import discovery_create
+from boards.coordination.services.sprints import sprint_checkpoint, sprint_create
+from boards.watch.models import NotificationPreference
+from boards.watch.services.watch import watch_sweep
 from tests.boards.api.helpers import (
     agent_client,
     api_base,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from boards.models import Anomaly, Project
-from boards.selectors.access import config_of
+from boards.coordination.models.projects import Project
+from boards.coordination.models.records import Anomaly
+from boards.coordination.selectors.access import config_of
 from tests.boards.api.helpers import (
     agent_client,
     api_base,

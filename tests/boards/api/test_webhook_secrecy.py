@@ -12,12 +12,13 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from boards.live.render import events_recorded
-from boards.models import Alert, Event, WebhookAttempt
-from boards.services.kernel import record_event
-from boards.services.projects import config_update
-from boards.services.watch import watch_sweep
-from boards.services.webhooks import webhook_deliver_due
+from boards.board.live.render import events_recorded
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.services.kernel import record_event
+from boards.coordination.services.projects import config_update
+from boards.watch.models import WebhookAttempt
+from boards.watch.services.watch import watch_sweep
+from boards.watch.services.webhooks import webhook_deliver_due
 from tests.boards.api.helpers import agent_client, api_base, session_client
 from tests.boards.api.test_role_matrix import Tenant
 from tests.webhook_receiver import webhook_receiver

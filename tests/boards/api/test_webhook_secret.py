@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from boards.liza_files.exporting import write_liza_dir
-from boards.models import Event
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
+from boards.coordination.models.records import Event
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
+from boards.interop.exporting import write_liza_dir
 from tests.boards.api.helpers import agent_client, api_base, http_start, session_client
 from tests.factories import UserFactory, member
 from tests.lifecycle import World

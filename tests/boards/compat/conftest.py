@@ -152,8 +152,8 @@ def flow_demo_skipped(db) -> None:
     """`liza_demo` keeps an existing project as it is: with the flow project's slug taken by an
     empty project, tests about the other demo skip the two weeks' walk (seconds each). The
     walk has its own tests (test_liza_demo.py)."""
-    from boards.liza_files.flow_demo import FLOW_SLUG
-    from boards.services.projects import project_create
+    from boards.coordination.services.projects import project_create
+    from boards.demo.flow import FLOW_SLUG
     from tests.factories import T0
 
     project_create(slug=FLOW_SLUG, name="not built here", now=T0)

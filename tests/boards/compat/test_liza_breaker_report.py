@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boards.liza_files import dump_yaml, export_log, export_state, write_liza_dir
-from boards.liza_files.exporting import export_breaker_report
-from boards.models import CircuitBreaker, CircuitBreakerCheck, Project, ProjectConfig
-from boards.services.breaker import circuit_breaker_resolve
-from boards.services.goals import goal_create
-from boards.services.projects import config_update
-from boards.services.sprints import sprint_create
-from boards.services.watch import watch_sweep
+from boards.coordination.models.projects import Project, ProjectConfig
+from boards.coordination.models.records import CircuitBreaker, CircuitBreakerCheck
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.projects import config_update
+from boards.coordination.services.sprints import sprint_create
+from boards.interop import dump_yaml, export_log, export_state, write_liza_dir
+from boards.interop.exporting import export_breaker_report
+from boards.watch.services.breaker import circuit_breaker_resolve
+from boards.watch.services.watch import watch_sweep
 from tests.boards.breaker_fixtures import blocker, log, trip
 from tests.boards.compat.test_liza_hostile_files import NOT_REGULAR, _timed
 

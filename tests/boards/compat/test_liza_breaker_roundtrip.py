@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from boards.liza_files import dump_yaml, export_log, export_state, import_project, write_liza_dir
-from boards.models import CircuitBreaker
+from boards.coordination.models.records import CircuitBreaker
+from boards.coordination.services.goals import goal_create
+from boards.interop import dump_yaml, export_log, export_state, import_project, write_liza_dir
+from boards.interop.validation import validate_state
 from boards.protocol import format_timestamp
-from boards.services.breaker import circuit_breaker_resolve
-from boards.services.goals import goal_create
-from boards.validation import validate_state
+from boards.watch.services.breaker import circuit_breaker_resolve
 from tests.boards.breaker_fixtures import trip
 from tests.factories import member
 

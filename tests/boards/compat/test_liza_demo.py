@@ -13,14 +13,16 @@ from django.utils import timezone
 
 from agents.models import Agent
 from agents.selectors import agent_key_lookup
-from boards.liza_files.demo import DEMO_DIR, shift_timestamps
-from boards.liza_files.flow_demo import flow_demo_build
-from boards.models import Event, Goal, Membership, Project, Task
+from boards.board.selectors.board import card_for
+from boards.coordination.models.projects import Goal, Membership, Project
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
+from boards.demo.flow import flow_demo_build
+from boards.demo.projects import DEMO_DIR, shift_timestamps
+from boards.insights.selectors.insights import _flow_sql, insights, insights_period
+from boards.interop.validation import reference_time
 from boards.protocol import GoalStatus
-from boards.selectors.access import config_of
-from boards.selectors.board import card_for
-from boards.selectors.insights import _flow_sql, insights, insights_period
-from boards.validation import reference_time
 from tests.boards.compat.test_original_liza_judges_exports import _export
 from tests.boards.selectors.insights_oracle import flow_reference
 
@@ -134,7 +136,7 @@ def test_the_demo_leases_are_live_today(manage, flow_demo_skipped):
 
 
 def test_the_demo_reference_time_is_its_latest_heartbeat():
-    from boards.liza_files import read_liza_dir
+    from boards.interop import read_liza_dir
 
     state, _ = read_liza_dir(DEMO_DIR)
 

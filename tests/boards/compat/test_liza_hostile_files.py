@@ -19,16 +19,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boards.liza_files.yaml_io import (
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
+from boards.coordination.services.tasks import task_claim
+from boards.interop.yaml_io import (
     MAX_ALIASES,
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_NODES,
     MAX_SCALAR_CHARS,
 )
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
-from boards.services.tasks import task_claim
 from tests.boards.compat.test_liza_import import base_state, row_counts, task
 
 pytestmark = pytest.mark.django_db

@@ -10,24 +10,17 @@ import pytest
 import yaml
 
 from agents.models import Agent
-from boards.liza_files import read_liza_dir
-from boards.models import (
+from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
+from boards.coordination.models.records import (
     Anomaly,
     CircuitBreaker,
     CircuitBreakerCheck,
-    Discovery,
     Event,
-    Goal,
-    Handoff,
-    HumanNote,
-    Project,
-    ProjectConfig,
-    Review,
     SpecChange,
-    Sprint,
-    Task,
 )
-from boards.validation import validate_state
+from boards.coordination.models.tasks import Discovery, Handoff, HumanNote, Review, Task
+from boards.interop import read_liza_dir
+from boards.interop.validation import validate_state
 
 pytestmark = pytest.mark.django_db
 

@@ -7,13 +7,14 @@ from datetime import timedelta
 import pytest
 
 from agents.services import agent_handoff
+from boards.coordination.models.projects import Project
+from boards.coordination.models.tasks import Review
+from boards.coordination.services import records, reviews, tasks
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
 from boards.errors import ProtocolError
-from boards.liza_files import dump_yaml, export_log, export_state, import_project
-from boards.models import Project, Review
-from boards.services import records, reviews, tasks
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
-from boards.validation import validate_state
+from boards.interop import dump_yaml, export_log, export_state, import_project
+from boards.interop.validation import validate_state
 
 pytestmark = pytest.mark.django_db
 

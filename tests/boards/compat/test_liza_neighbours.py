@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from boards.liza_files.neighbours import CODEAGENT_STATES, LOGIST_DEPRECATED, LOGIST_STATES
-from boards.models import Task
+from boards.coordination.models.tasks import Task
+from boards.interop.neighbours import CODEAGENT_STATES, LOGIST_DEPRECATED, LOGIST_STATES
 from tests.boards.compat.test_liza_import import row_counts
 
 pytestmark = pytest.mark.django_db

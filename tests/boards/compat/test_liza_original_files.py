@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from agents.models import Agent
-from boards.models import Goal, Task
+from boards.coordination.models.projects import Goal
+from boards.coordination.models.tasks import Task
 from tests.boards.compat.test_liza_import import row_counts
 
 pytestmark = pytest.mark.django_db

@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from boards.liza_files import (
-    LizaImportError,
-    dump_yaml,
-    export_log,
-    export_state,
-    import_project,
-)
-from boards.models import Discovery, Task
-from boards.services import records, tasks
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
-from boards.validation import validate_state
+from boards.coordination.models.tasks import Discovery, Task
+from boards.coordination.services import records, tasks
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
+from boards.interop import LizaImportError, dump_yaml, export_log, export_state, import_project
+from boards.interop.validation import validate_state
 
 pytestmark = pytest.mark.django_db
 

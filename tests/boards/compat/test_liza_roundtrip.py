@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boards.liza_files import dump_yaml, export_log, export_state, read_liza_dir
-from boards.models import Project
+from boards.coordination.models.projects import Project
+from boards.interop import dump_yaml, export_log, export_state, read_liza_dir
+from boards.interop.validation import validate_state
 from boards.protocol import parse_timestamp
-from boards.validation import validate_state
 from tests.boards.compat.test_liza_import import base_state, write_liza
 from tests.boards.compat.test_liza_import import task as task_entry
 

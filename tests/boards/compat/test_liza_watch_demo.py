@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from boards.models import Alert, Event, Project
+from boards.coordination.models.projects import Project
+from boards.coordination.models.records import Alert, Event
 from boards.protocol import format_timestamp
 from tests.boards.compat.test_original_liza_judges_exports import _export
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boards.liza_files import write_liza_dir
-from boards.models import Project
+from boards.coordination.models.projects import Project
+from boards.coordination.services import sprints, tasks
+from boards.coordination.services.goals import goal_complete, goal_create
+from boards.interop import write_liza_dir
 from boards.protocol import TASK_STATES
-from boards.services import sprints, tasks
-from boards.services.goals import goal_complete, goal_create
 from tests.boards.compat.test_liza_lifecycle_roundtrip import build_board
 from tests.factories import register
 

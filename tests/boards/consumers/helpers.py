@@ -21,9 +21,9 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.utils import timezone
 
-from boards.live import outbox as events
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
+from boards.coordination import outbox as events
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
 from tests.lifecycle import World
 
 ORIGIN = b"http://127.0.0.1"

@@ -1,4 +1,4 @@
-"""A board socket ends when its user's access ends (boards/live/access.py; docs/security.md).
+"""A board socket ends when its user's access ends (boards/board/live/access.py; docs/security.md).
 
 One process here, on both layers; tests/realtime/test_access_revocation.py proves the same
 across two server processes. Each case opens a socket, ends the access the way an admin or the
@@ -14,10 +14,10 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.test import Client
 
-from boards.live.consumers import CLOSE_ACCESS_ENDED
-from boards.models import Membership
-from boards.services.kernel import SYSTEM
-from boards.services.projects import membership_set
+from boards.board.live.consumers import CLOSE_ACCESS_ENDED
+from boards.coordination.models.projects import Membership
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.projects import membership_set
 from tests.boards.consumers.helpers import board_socket, next_changes, run, sprint_world
 from tests.factories import member
 

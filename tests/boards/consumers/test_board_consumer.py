@@ -15,9 +15,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents.services import agent_key_issue
-from boards.live import outbox as events
-from boards.live.consumers import CLOSE_NOT_FOUND
-from boards.services.kernel import SYSTEM
+from boards.board.live.consumers import CLOSE_NOT_FOUND
+from boards.coordination import outbox as events
+from boards.coordination.services.kernel import SYSTEM
 from tests.boards.consumers.helpers import (
     board_socket,
     changes_of,

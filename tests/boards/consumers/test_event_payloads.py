@@ -1,4 +1,5 @@
-"""The message contract of `boards.live.outbox` (STYLE.md "Realtime") and what boards receive.
+"""The message contract of `boards.coordination.outbox` (STYLE.md "Realtime") and what boards
+receive.
 
 Nothing of ours is patched: a test channel joins the project's group on the in-memory layer,
 the service runs inside `django_capture_on_commit_callbacks(execute=True)` (standing in for the
@@ -14,14 +15,14 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from boards.board.live.consumers import rendered
+from boards.board.live.render import render_changes
+from boards.coordination import outbox as events
+from boards.coordination.models.records import Event
+from boards.coordination.selectors.sprints import sprint_open
+from boards.coordination.services import tasks
+from boards.coordination.services.sprints import sprint_checkpoint
 from boards.errors import ProtocolError
-from boards.live import outbox as events
-from boards.live.consumers import rendered
-from boards.live.render import render_changes
-from boards.models import Event
-from boards.selectors.sprints import sprint_open
-from boards.services import tasks
-from boards.services.sprints import sprint_checkpoint
 from tests.boards.consumers.helpers import sprint_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_memory_layer")]
@@ -76,7 +77,7 @@ def test_a_committed_transition_publishes_one_typed_message_of_ids(
             ("task", world.task("task-1").pk),
             ("agent", world.coder.pk),
             ("sprint", world.project.pk),
-            ("event", claimed.pk),  # the activity feed's row (boards/web/activity.py)
+            ("event", claimed.pk),  # the activity feed's row (boards/insights/web/activity.py)
         ]
     )
     # Only ids travel: rendering happens in the websocket process.

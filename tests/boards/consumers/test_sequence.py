@@ -1,4 +1,4 @@
-"""The per-project sequence boards use to notice a missed event (boards.live.outbox)."""
+"""The per-project sequence boards use to notice a missed event (boards.coordination.outbox)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from boards.live import outbox as events
+from boards.coordination import outbox as events
 
 # No database row needed: the sequence is keyed by the project's id. Unique per test process,
 # so parallel workers sharing one Redis never count on the same key.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
-from boards.models import AppendOnlyError, Event, SpecChange
+from boards.coordination.models.records import AppendOnlyError, Event, SpecChange
 from tests.factories import T0, ProjectFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,5 @@
-"""`boards.rows`, the hot paths' plain statements, give and write exactly what the ORM would:
+"""`boards.coordination.rows`, the hot paths' plain statements, give and write exactly what the ORM
+would:
 the same field values read (JSON, datetimes, nulls, choices), only the named fields written,
 an inserted row equal to the ORM's, a real row lock, no model signal skipped, and the bearer
 key's joined lookup equal to the ORM's `select_related`."""
@@ -16,18 +17,20 @@ from django.db.models.signals import post_save, pre_save
 from agents.models import Agent, AgentKey
 from agents.selectors import agent_key_lookup
 from agents.services import agent_key_issue, agent_key_revoke
-from boards import rows
-from boards.models import Event, ProjectConfig, Review, Sprint, Task
+from boards.coordination import rows
+from boards.coordination.models.projects import ProjectConfig, Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Review, Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.sprints import sprint_current
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_abort, sprint_checkpoint, sprint_create
 from boards.protocol import OPEN_SPRINT_STATES
-from boards.selectors.access import config_of
-from boards.selectors.sprints import sprint_current
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_abort, sprint_checkpoint, sprint_create
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# The models the services read or write through boards.rows.
+# The models the services read or write through boards.coordination.rows.
 MODELS = (Task, Agent, Review, Sprint, Event)
 
 

@@ -2,7 +2,8 @@
 `liza_claim_queue_v1` (boards migration 0021) is held equal to.
 
 This is the rule claim-next and `/work` followed as ORM filters until issue 26 moved it into one
-SQL function (`boards.selectors.tasks.claim_candidates` before that change), restated over plain
+SQL function (`boards.coordination.selectors.tasks.claim_candidates` before that change), restated
+over plain
 values so that a reader can check it against the seeds at a glance. Product code never imports
 it: the SQL is the product's only implementation.
 """

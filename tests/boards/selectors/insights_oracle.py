@@ -1,5 +1,5 @@
 """The insights' reference model: the per-stay figures computed the plain way, in Python over
-each task's state history, by the definitions of boards/selectors/insights.py.
+each task's state history, by the definitions of boards/insights/selectors/insights.py.
 
 The product computes them in one SQL statement (`_flow_sql`); this walk was its second path
 while SQLite was the embedded default. It stays here as the oracle the SQL is held equal to
@@ -17,9 +17,8 @@ from django.db.models import Case, CharField, Q, When
 from django.db.models.fields.json import KT
 
 from boards import protocol as p
-from boards.models import Project
-from boards.protocol import TaskStatus
-from boards.selectors.insights import (
+from boards.coordination.models.projects import Project
+from boards.insights.selectors.insights import (
     SLOWEST,
     Epoch,
     Period,
@@ -31,6 +30,7 @@ from boards.selectors.insights import (
     _moment,
     _task_rows,
 )
+from boards.protocol import TaskStatus
 
 # One state-history row: (epoch, to_status, assignee at approval, rejections at approval).
 Row = tuple[float, str, str | None, str | None]

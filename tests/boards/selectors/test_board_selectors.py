@@ -10,10 +10,8 @@ import pytest
 from django.http import QueryDict
 
 from boards import protocol as p
-from boards.models import Task
-from boards.selectors import board as board_selectors
-from boards.selectors.access import config_of
-from boards.selectors.board import (
+from boards.board.selectors import board as board_selectors
+from boards.board.selectors.board import (
     BOARD_COLUMNS,
     BoardFilters,
     board_cards,
@@ -21,10 +19,12 @@ from boards.selectors.board import (
     card_for,
     card_tasks,
 )
-from boards.selectors.history import time_in_states
-from boards.services import tasks
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_abort, sprint_create
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.history import time_in_states
+from boards.coordination.services import tasks
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_abort, sprint_create
 from tests.boards.consumers.helpers import sprint_world
 from tests.factories import register
 from tests.lifecycle import World
@@ -344,8 +344,8 @@ def test_the_board_state_is_constant_in_queries(world, lanes, django_assert_max_
 def test_wip_limits_mark_columns_and_only_claimed_is_enforced(world):
     """CLAIMED's limit is enforced at claim (issue 24); a column can still be over its limit
     (lowered after the cards were there), and the board marks it; other columns are shown."""
+    from boards.coordination.services.projects import config_update
     from boards.errors import LimitReached
-    from boards.services.projects import config_update
 
     world.claimed("c1", coder="coder-1", sprint_scope="planned")
     world.claimed("c2", coder="coder-2", sprint_scope="planned")

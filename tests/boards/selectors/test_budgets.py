@@ -11,10 +11,8 @@ import pytest
 
 from agents.models import Budget, RunUsage
 from agents.services import agent_heartbeat, run_start, usage_record
-from boards.errors import BudgetExhausted, Conflict, Forbidden, ProtocolValidationError, exit_code
-from boards.models import Alert, Event
-from boards.protocol import Action, TaskStatus
-from boards.selectors.budgets import (
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.selectors.budgets import (
     EXHAUSTED,
     OK,
     WARNING,
@@ -23,11 +21,13 @@ from boards.selectors.budgets import (
     budget_state_of,
     budget_states,
 )
-from boards.selectors.work import work_for_role
-from boards.services import reviews, tasks
-from boards.services.budgets import budget_set
-from boards.services.goals import goal_create
-from boards.services.watch import watch_sweep
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services import reviews, tasks
+from boards.coordination.services.budgets import budget_set
+from boards.coordination.services.goals import goal_create
+from boards.errors import BudgetExhausted, Conflict, Forbidden, ProtocolValidationError, exit_code
+from boards.protocol import Action, TaskStatus
+from boards.watch.services.watch import watch_sweep
 
 pytestmark = pytest.mark.django_db
 

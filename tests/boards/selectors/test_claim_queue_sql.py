@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from boards.models import Goal, ProjectConfig, Task
-from boards.selectors.tasks import claim_candidates, retry_waits
+from boards.coordination.models.projects import Goal, ProjectConfig
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.tasks import claim_candidates, retry_waits
 from tests.boards.selectors.claim_queue_oracle import Card, queues
 from tests.factories import T0, ProjectFactory
 

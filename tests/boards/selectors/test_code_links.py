@@ -1,12 +1,13 @@
 """Links to the code host (issue 25): one rule from `repo_url` to a branch, commit or PR
-address (boards.selectors.code_links), and what `repo_url` may be (protocol.repo_url_problem)."""
+address (boards.board.selectors.code_links), and what `repo_url` may be
+(protocol.repo_url_problem)."""
 
 from __future__ import annotations
 
 import pytest
 
 from boards import protocol as p
-from boards.selectors.code_links import code_url
+from boards.board.selectors.code_links import code_url
 
 GH, GL, GT = (
     "https://github.com/acme/shop",

@@ -1,4 +1,4 @@
-"""The task filter (boards/selectors/filters.py) on the shared cases of
+"""The task filter (boards/coordination/selectors/filters.py) on the shared cases of
 tests/data/task_filter_cases.json, which tests/js/board_rules.test.mjs runs through board.js's
 own filter: the server's answer, what the page hands board.js, and what a live event carries
 are pinned here, so the two filters cannot drift apart."""
@@ -14,13 +14,13 @@ import pytest
 from django.http import QueryDict
 from django.urls import reverse
 
-from boards.live.outbox import TASK
-from boards.live.render import render_changes
-from boards.models import Sprint
+from boards.board.live.render import render_changes
+from boards.board.selectors.board import BoardFilters, board_tasks, live_filters
+from boards.coordination.models.projects import Sprint
+from boards.coordination.outbox import TASK
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_abort, sprint_create
 from boards.protocol import SprintStatus
-from boards.selectors.board import BoardFilters, board_tasks, live_filters
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_abort, sprint_create
 from tests.boards.consumers.helpers import in_memory_layer_settings
 from tests.lifecycle import World
 

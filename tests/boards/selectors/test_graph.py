@@ -1,4 +1,4 @@
-"""The dependency graph's layout and critical path (boards.selectors.graph), on hand-built
+"""The dependency graph's layout and critical path (boards.insights.selectors.graph), on hand-built
 graphs whose answers are worked out in the comments, then on rows from the database."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from boards import protocol as p
-from boards.selectors.graph import GraphTask, dependency_graph, layout
+from boards.insights.selectors.graph import GraphTask, dependency_graph, layout
 from tests.boards.views.helpers import bulk_tasks
 from tests.lifecycle import World
 
@@ -116,7 +116,7 @@ def test_an_empty_graph():
 @pytest.mark.django_db
 def test_from_the_database_a_goal_with_an_outside_dependency():
     world = World()
-    from boards.services.goals import goal_create
+    from boards.coordination.services.goals import goal_create
 
     goal_create(project=world.project, actor=world.planner, description="G", now=world.now)
     world.merged("t-1")

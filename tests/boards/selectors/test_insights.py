@@ -9,18 +9,18 @@ from datetime import UTC, date, timedelta
 import pytest
 
 from boards import protocol as p
-from boards.models import Alert
-from boards.selectors.access import config_of
-from boards.selectors.insights import (
+from boards.coordination.models.records import Alert
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
+from boards.insights.selectors.insights import (
     Period,
     agent_figures,
     insights,
     insights_period,
     percentile,
 )
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_create
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 from tests.insights_history import build_history, moment
 from tests.lifecycle import World
 

@@ -9,8 +9,8 @@ from datetime import date
 
 import pytest
 
-from boards.selectors.insights import Period, _flow_sql, insights_period
-from boards.services.sprints import sprint_create
+from boards.coordination.services.sprints import sprint_create
+from boards.insights.selectors.insights import Period, _flow_sql, insights_period
 from tests.boards.selectors.insights_oracle import flow_reference
 from tests.insights_history import build_history, moment
 

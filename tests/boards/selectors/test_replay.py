@@ -13,11 +13,12 @@ from datetime import timedelta
 import pytest
 
 from boards import protocol as p
+from boards.board.selectors.replay import board_at
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.snapshots import task_snapshot
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.tasks import task_resume, task_set_limits, task_suspend
 from boards.errors import ProtocolError
-from boards.models import Task
-from boards.selectors.replay import board_at, task_snapshot
-from boards.services.goals import goal_create
-from boards.services.tasks import task_resume, task_set_limits, task_suspend
 from tests.lifecycle import World
 
 

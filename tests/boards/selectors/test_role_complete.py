@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from boards.selectors.work import work_for_role
-from boards.services.goals import goal_abort, goal_complete, goal_create
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services.goals import goal_abort, goal_complete, goal_create
 
 pytestmark = pytest.mark.django_db
 

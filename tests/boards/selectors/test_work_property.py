@@ -28,16 +28,16 @@ from hypothesis import strategies as st
 
 from agents.models import Agent
 from agents.services import agent_handoff, agent_heartbeat, agent_set_availability
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.tasks import retry_at
+from boards.coordination.selectors.work import stop_reason, work_for_role
+from boards.coordination.services import projects, reviews, tasks
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_checkpoint, sprint_create
 from boards.errors import ProtocolError
-from boards.models import Task
 from boards.protocol import AgentStatus
-from boards.selectors.access import config_of
-from boards.selectors.tasks import retry_at
-from boards.selectors.work import stop_reason, work_for_role
-from boards.services import projects, reviews, tasks
-from boards.services.goals import goal_create
-from boards.services.sprints import sprint_checkpoint, sprint_create
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 from tests.boards.api.helpers import agent_client, api_base
 from tests.lifecycle import World
 

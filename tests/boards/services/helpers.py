@@ -8,9 +8,11 @@ from typing import Any
 from django.db import models
 
 from agents.models import Agent
+from boards.coordination.models.projects import Project
+from boards.coordination.models.records import Anomaly, Event
+from boards.coordination.models.tasks import HumanNote, Review, Task
+from boards.coordination.services.goals import goal_create
 from boards.errors import ProtocolError
-from boards.models import Anomaly, Event, HumanNote, Project, Review, Task
-from boards.services.goals import goal_create
 from tests.lifecycle import World
 
 
@@ -118,7 +120,7 @@ def applied_events(project: Project, **filters) -> list[Event]:
 
 def assert_valid(project: Project, *, now: datetime) -> None:
     """Every invariant of seed 002 "Validation Rules" holds for `project` at `now` (SPEC §5.1)."""
-    from boards.liza_files import project_violations
+    from boards.interop import project_violations
 
     # A project with no goal or sprint yet is not exportable yet, not invalid (SPEC §13).
     violations, _ = project_violations(project, now=now)

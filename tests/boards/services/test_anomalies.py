@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from boards import protocol as p
+from boards.coordination.models.records import Anomaly
+from boards.coordination.services.records import anomaly_create
 from boards.errors import ProtocolValidationError
-from boards.models import Anomaly
-from boards.services.records import anomaly_create
 from tests.boards.services.helpers import applied_events, assert_valid
 
 pytestmark = pytest.mark.django_db

@@ -14,12 +14,13 @@ from datetime import timedelta
 import pytest
 
 from boards import protocol as p
-from boards.models import Anomaly, CircuitBreaker, Sprint
+from boards.coordination.models.projects import Sprint
+from boards.coordination.models.records import Anomaly, CircuitBreaker
+from boards.coordination.services.goals import goal_create
+from boards.coordination.services.records import anomaly_create
+from boards.coordination.services.sprints import sprint_create
 from boards.protocol import SprintStatus
-from boards.services.goals import goal_create
-from boards.services.records import anomaly_create
-from boards.services.sprints import sprint_create
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 from tests.boards.api.helpers import agent_client, api_base, assert_envelope, http_start
 from tests.lifecycle import World
 

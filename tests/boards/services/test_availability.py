@@ -10,15 +10,15 @@ import pytest
 import time_machine
 
 from agents.services import agent_set_availability, agent_set_enabled, run_finish, run_start
+from boards.board.selectors.board import BoardFilters, board_state
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.availability import ERROR_WINDOW, agent_availability
+from boards.coordination.selectors.tasks import retry_at
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services import reviews, tasks
 from boards.errors import AgentUnavailable, Conflict, ProtocolError
-from boards.models import Alert, Event
-from boards.selectors.access import config_of
-from boards.selectors.availability import ERROR_WINDOW, agent_availability
-from boards.selectors.board import BoardFilters, board_state
-from boards.selectors.tasks import retry_at
-from boards.selectors.work import work_for_role
-from boards.services import reviews, tasks
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 from tests.boards.api.helpers import agent_client, api_base, assert_envelope
 
 pytestmark = pytest.mark.django_db

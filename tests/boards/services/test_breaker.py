@@ -11,16 +11,17 @@ import pytest
 from django.db import connections
 
 from boards import protocol as p
+from boards.coordination.models.projects import Sprint
+from boards.coordination.models.records import Alert, CircuitBreaker, CircuitBreakerCheck, Event
+from boards.coordination.selectors.sprints import sprint_open
+from boards.coordination.services.projects import config_update
+from boards.coordination.services.sprints import sprint_create, sprint_resume, sprint_set_deadline
+from boards.coordination.services.stops import sprint_abort
 from boards.errors import Conflict, Forbidden, ProtocolValidationError
-from boards.models import Alert, CircuitBreaker, CircuitBreakerCheck, Event, Sprint
 from boards.protocol import Action, SprintStatus
-from boards.selectors.sprints import sprint_open
-from boards.services import watch as watch_services
-from boards.services.breaker import circuit_breaker_resolve
-from boards.services.projects import config_update
-from boards.services.sprints import sprint_create, sprint_resume, sprint_set_deadline
-from boards.services.stops import sprint_abort
-from boards.services.watch import watch_sweep
+from boards.watch.services import watch as watch_services
+from boards.watch.services.breaker import circuit_breaker_resolve
+from boards.watch.services.watch import watch_sweep
 from tests.boards.breaker_fixtures import (
     ambiguity,
     assumption,
@@ -407,7 +408,7 @@ def test_only_a_triggered_breaker_can_be_resolved(world, sprint):
 
 @pytest.mark.parametrize("who", ["viewer", "member", "planner", "system"])
 def test_only_a_project_admin_resolves(world, sprint, who):
-    from boards.services.kernel import SYSTEM
+    from boards.coordination.services.kernel import SYSTEM
 
     trip(world)
     actor = {

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import time_machine
 
+from boards.coordination.models.records import Event
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services import reviews, tasks
+from boards.coordination.services.projects import config_update
 from boards.errors import LimitReached, ProtocolValidationError
-from boards.models import Event
-from boards.selectors.access import config_of
-from boards.selectors.work import work_for_role
-from boards.services import reviews, tasks
-from boards.services.projects import config_update
 from tests.boards.api.helpers import agent_client, api_base, assert_envelope
 
 pytestmark = pytest.mark.django_db

@@ -10,11 +10,12 @@ from __future__ import annotations
 import pytest
 
 from boards import protocol as p
+from boards.coordination.models.projects import Goal, Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.services import goals as goal_services
+from boards.coordination.services import sprints as sprint_services
+from boards.coordination.services.kernel import SYSTEM
 from boards.errors import InvalidTransition
-from boards.models import Event, Goal, Sprint
-from boards.services import goals as goal_services
-from boards.services import sprints as sprint_services
-from boards.services.kernel import SYSTEM
 from tests.boards.services.helpers import (
     applied_events,
     assert_refused_unchanged,
@@ -261,7 +262,7 @@ def test_sprint_completes_by_itself_when_the_last_planned_task_is_terminal(world
         planned=["task-1"],
         now=world.tick(),
     )
-    from boards.services.tasks import task_report_merge
+    from boards.coordination.services.tasks import task_report_merge
 
     now = world.tick()
     task_report_merge(task=world.task("task-1"), agent=world.reviewer, merge_commit="m1", now=now)

@@ -14,6 +14,13 @@ from django.core.exceptions import PermissionDenied
 
 from agents.services import agent_heartbeat, agent_register
 from boards import protocol as p
+from boards.coordination.models.projects import Goal, Project
+from boards.coordination.models.records import Anomaly, Event
+from boards.coordination.models.tasks import HumanNote, Review, Task
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services import reviews as review_services
+from boards.coordination.services import sprints as sprint_services
+from boards.coordination.services import tasks as task_services
 from boards.errors import (
     Conflict,
     Forbidden,
@@ -22,11 +29,6 @@ from boards.errors import (
     ProtocolValidationError,
     StopWork,
 )
-from boards.models import Anomaly, Event, Goal, HumanNote, Project, Review, Task
-from boards.selectors.work import work_for_role
-from boards.services import reviews as review_services
-from boards.services import sprints as sprint_services
-from boards.services import tasks as task_services
 from tests.boards.services.helpers import (
     applied_events,
     assert_refused_unchanged,

@@ -12,14 +12,15 @@ import pytest
 from django.core import mail
 
 from agents.services import agent_quota_pause
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.services import reviews
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
-from boards.models import Alert, Event, Notification, WebhookDelivery
 from boards.protocol import NotifyEvent
-from boards.selectors.webhooks import delivery_log
-from boards.services import reviews
-from boards.services.notifications import event_of, notifications_set
-from boards.services.watch import watch_sweep
-from boards.services.webhooks import BACKOFF, webhook_deliver_due
+from boards.watch.models import Notification, WebhookDelivery
+from boards.watch.selectors.webhooks import delivery_log
+from boards.watch.services.notifications import event_of, notifications_set
+from boards.watch.services.watch import watch_sweep
+from boards.watch.services.webhooks import BACKOFF, webhook_deliver_due
 from tests.factories import ProjectFactory, member
 from tests.webhook_receiver import webhook_receiver
 

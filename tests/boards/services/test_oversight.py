@@ -17,6 +17,15 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.services import agent_heartbeat, agent_register, agent_set_enabled
 from boards import protocol as p
+from boards.board.selectors.inbox import inbox as read_inbox
+from boards.coordination.models.projects import Goal, Project
+from boards.coordination.models.records import Anomaly, Event
+from boards.coordination.models.tasks import Discovery, HumanNote, Review, Task
+from boards.coordination.selectors.reviews import awaiting_human_approval
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services import projects, records, reviews, sprints, tasks
+from boards.coordination.services import tasks as task_services
+from boards.coordination.services.kernel import SYSTEM
 from boards.errors import (
     Conflict,
     Forbidden,
@@ -25,13 +34,6 @@ from boards.errors import (
     ProtocolValidationError,
     StopWork,
 )
-from boards.models import Anomaly, Discovery, Event, Goal, HumanNote, Project, Review, Task
-from boards.selectors.inbox import inbox as read_inbox
-from boards.selectors.reviews import awaiting_human_approval
-from boards.selectors.work import work_for_role
-from boards.services import projects, records, reviews, sprints, tasks
-from boards.services import tasks as task_services
-from boards.services.kernel import SYSTEM
 from tests.boards.services.helpers import (
     applied_events,
     assert_refused_unchanged,

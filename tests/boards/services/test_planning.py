@@ -1,13 +1,15 @@
 """A planner's edits (issue 25 "plan from the board"): task_edit, goal_edit and closing a sprint
-(boards.services.tasks.planning, boards.services.goals, boards.services.sprints)."""
+(boards.coordination.services.tasks.planning, boards.coordination.services.goals,
+boards.coordination.services.sprints)."""
 
 from __future__ import annotations
 
 import pytest
 
+from boards.coordination.models.projects import Goal, Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.services import goals, sprints, tasks
 from boards.errors import Conflict, Forbidden, InvalidTransition, ProtocolValidationError
-from boards.models import Event, Goal, Sprint
-from boards.services import goals, sprints, tasks
 from tests.factories import member
 from tests.lifecycle import World
 

@@ -9,15 +9,15 @@ from datetime import timedelta
 
 import pytest
 
+from boards.coordination.models.records import Anomaly
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.tasks import retry_at
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services import tasks
+from boards.coordination.services.projects import config_update
 from boards.errors import Conflict, ProtocolError, ProtocolValidationError
-from boards.models import Anomaly
 from boards.protocol import TaskStatus
-from boards.selectors.access import config_of
-from boards.selectors.tasks import retry_at
-from boards.selectors.work import work_for_role
-from boards.services import tasks
-from boards.services.projects import config_update
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,7 @@ def _crash_and_retry(world, key, times):
 
 
 def test_the_default_schedule_is_seed_003s():
-    from boards.models import ProjectConfig
+    from boards.coordination.models.projects import ProjectConfig
 
     assert ProjectConfig().retry_backoff == list(BACKOFF)
 

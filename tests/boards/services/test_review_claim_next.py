@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from boards.coordination.models.projects import Goal
+from boards.coordination.models.tasks import Review
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services import projects, reviews, tasks
+from boards.coordination.services.goals import goal_complete
 from boards.errors import Forbidden, StopWork
-from boards.models import Goal, Review
 from boards.protocol import TaskStatus
-from boards.selectors.work import work_for_role
-from boards.services import projects, reviews, tasks
-from boards.services.goals import goal_complete
 
 
 def claim_next(world, reviewer: str = "code-reviewer-1"):

@@ -9,12 +9,12 @@ from datetime import timedelta
 
 import pytest
 
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services.projects import config_update
 from boards.errors import ProtocolValidationError
-from boards.models import Alert, Event
 from boards.protocol import TaskStatus
-from boards.selectors.access import config_of
-from boards.services.projects import config_update
-from boards.services.watch import watch_sweep
+from boards.watch.services.watch import watch_sweep
 
 pytestmark = pytest.mark.django_db
 

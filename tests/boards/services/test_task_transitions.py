@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from boards import protocol as p
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Review, Task
+from boards.coordination.services import reviews as review_services
+from boards.coordination.services import tasks as task_services
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.transitions import task_transition
 from boards.errors import InvalidTransition, ProtocolValidationError
-from boards.models import Event, Review, Task
-from boards.services import reviews as review_services
-from boards.services import tasks as task_services
-from boards.services.kernel import SYSTEM
-from boards.services.transitions import task_transition
 from tests.boards.services.helpers import (
     applied_events,
     assert_refused_unchanged,

@@ -8,10 +8,11 @@ from datetime import timedelta
 
 import pytest
 
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
+from boards.coordination.services import tasks as task_services
+from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, new_task
 from boards.errors import Conflict, InvalidTransition, ProtocolValidationError
-from boards.models import Event, Task
-from boards.services import tasks as task_services
-from boards.services.tasks.planning import NEW_TASK_FIELDS, new_task
 from tests.boards.services.helpers import (
     applied_events,
     assert_refused_unchanged,

@@ -15,16 +15,18 @@ from django.utils import timezone
 from agents.models import Agent
 from agents.services import agent_heartbeat
 from boards import protocol as p
+from boards.coordination.models.projects import Sprint
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.models.tasks import Review
+from boards.coordination.outbox import board_group
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services import sprints as sprint_services
+from boards.coordination.services import tasks as tasks_services
+from boards.coordination.services.goals import goal_create
 from boards.errors import Conflict, LeaseLost, ProtocolValidationError
-from boards.live.outbox import board_group
-from boards.models import Alert, Event, Review, Sprint
 from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
-from boards.selectors.access import config_of
-from boards.selectors.watch import watcher_seen
-from boards.services import sprints as sprint_services
-from boards.services import tasks as tasks_services
-from boards.services.goals import goal_create
-from boards.services.watch import watch_sweep
+from boards.watch.selectors.watch import watcher_seen
+from boards.watch.services.watch import watch_sweep
 from tests.boards.consumers.helpers import in_memory_layer_settings
 from tests.boards.services.helpers import applied_events, assert_refused_unchanged
 from tests.lifecycle import World
@@ -312,7 +314,7 @@ def test_an_alert_raised_or_resolved_redraws_the_header_and_its_card(settings):
 def test_a_passed_deadline_raises_one_sprint_deadline_alert_until_a_new_deadline(world):
     """Besides the checkpoint: a SPRINT DEADLINE alert, raised by the sweep that checkpoints,
     counted (not repeated) by the next ones, resolved by a new future deadline."""
-    from boards.models import Alert
+    from boards.coordination.models.records import Alert
 
     deadline = world.now + timedelta(hours=1)
     sprint = _sprint(world, deadline=deadline)

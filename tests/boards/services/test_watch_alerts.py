@@ -11,17 +11,18 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
 
-from boards.liza_files import project_violations
-from boards.models import Alert, Discovery, Event, Task
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.models.tasks import Discovery, Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services import records, tasks
+from boards.coordination.services import sprints as sprint_services
+from boards.coordination.services.projects import project_pause, project_resume
+from boards.coordination.services.tasks import task_abandon
+from boards.coordination.services.tasks.limits import task_set_limits
+from boards.interop import project_violations
+from boards.interop.validation import Violation
 from boards.protocol import AgentStatus, format_timestamp
-from boards.selectors.access import config_of
-from boards.services import records, tasks
-from boards.services import sprints as sprint_services
-from boards.services.projects import project_pause, project_resume
-from boards.services.tasks import task_abandon
-from boards.services.tasks.limits import task_set_limits
-from boards.services.watch import watch_sweep
-from boards.validation import Violation
+from boards.watch.services.watch import watch_sweep
 
 
 def _open(world, type_: str) -> list[Alert]:

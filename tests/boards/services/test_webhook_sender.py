@@ -18,8 +18,8 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 
-from boards.models import WebhookAttempt, WebhookDelivery
-from boards.services.webhooks import _post, webhook_deliver_due
+from boards.watch.models import WebhookAttempt, WebhookDelivery
+from boards.watch.services.webhooks import _post, webhook_deliver_due
 from tests.webhook_receiver import project_with_deliveries, webhook_receiver
 
 pytestmark = pytest.mark.django_db
@@ -99,7 +99,7 @@ def test_a_slow_tenant_does_not_delay_another_projects_delivery():
 def test_the_watchers_sender_records_a_fast_delivery_while_a_slow_one_is_on_the_wire():
     """`WebhookSender.round` (the watcher's loop) never waits for a receiver: B is recorded as
     delivered in the next round, while A's attempt is still under way."""
-    from boards.services.webhooks import WebhookSender
+    from boards.watch.services.webhooks import WebhookSender
 
     with (
         webhook_receiver(answer="slow_headers", drip=0.2) as slow,
@@ -130,7 +130,7 @@ def test_a_destination_that_keeps_failing_is_left_alone_then_tried_once_again():
     """Five projects share one failing receiver. After BREAKER_THRESHOLD failures in a row no
     attempt goes there for BREAKER_COOL_OFF (the deliveries wait without counting an
     attempt); then one trial, and a success closes the breaker."""
-    from boards.services.webhooks import (
+    from boards.watch.services.webhooks import (
         BREAKER_COOL_OFF,
         BREAKER_THRESHOLD,
         PER_DESTINATION,

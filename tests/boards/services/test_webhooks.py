@@ -19,12 +19,13 @@ import trustme
 from django.core.management import call_command
 from prometheus_client import REGISTRY
 
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.services import sprints as sprint_services
+from boards.coordination.services.projects import config_update
 from boards.errors import ProtocolValidationError
-from boards.models import Alert, Event, WebhookDelivery
-from boards.services import sprints as sprint_services
-from boards.services.projects import config_update
-from boards.services.watch import watch_sweep
-from boards.services.webhooks import BACKOFF, FAILING_AFTER, _post, webhook_deliver_due
+from boards.watch.models import WebhookDelivery
+from boards.watch.services.watch import watch_sweep
+from boards.watch.services.webhooks import BACKOFF, FAILING_AFTER, _post, webhook_deliver_due
 from tests.webhook_receiver import verify, webhook_receiver
 
 SECRET = "whsec-0123456789abcdef"

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from boards.interop.validation import INVARIANTS, Violation, reference_time, validate_state
 from boards.protocol import ANOMALY_REQUIRED_FIELDS, LEASE_GRACE_SECONDS, MAX_BLOCKED_QUESTIONS
-from boards.validation import INVARIANTS, Violation, reference_time, validate_state
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # The seed fixtures are shared by every engineer; LIZA_SEED_FIXTURES points elsewhere if moved.
@@ -1033,7 +1033,7 @@ def test_seed_example_as_written_is_invalid() -> None:
 def test_validator_imports_no_django() -> None:
     # It also runs on plain files (liza_validate on a state.yaml), outside a configured Django.
     code = (
-        "import sys, boards.validation; "
+        "import sys, boards.interop.validation; "
         "sys.exit(sorted(m for m in sys.modules if m.split('.')[0] == 'django') != [])"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, check=False)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from html.parser import HTMLParser
 
-from boards.models import Review, Task
-from boards.selectors.sprints import sprint_open
+from boards.coordination.models.tasks import Review, Task
+from boards.coordination.selectors.sprints import sprint_open
 from tests.boards.consumers.helpers import sprint_world
 from tests.lifecycle import World
 

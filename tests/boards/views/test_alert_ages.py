@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from boards.models import Alert
-from boards.services.watch import watch_sweep
+from boards.coordination.models.records import Alert
 from boards.templatetags.states import duration_text
+from boards.watch.services.watch import watch_sweep
 from tests.factories import member
 from tests.lifecycle import World
 

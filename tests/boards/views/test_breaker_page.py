@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from boards.models import CircuitBreaker
+from boards.coordination.models.records import CircuitBreaker
 from tests.boards.api.helpers import key_for
 from tests.boards.breaker_fixtures import trip
 from tests.factories import ProjectFactory, member, register

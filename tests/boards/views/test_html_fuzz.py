@@ -18,7 +18,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, get_resolver
 
-from boards.models import Alert
+from boards.coordination.models.records import Alert
 from boards.operations import OPERATIONS
 from tests.boards.views.helpers import sprint_world
 

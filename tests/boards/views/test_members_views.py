@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from boards.models import Event, Membership, Project
+from boards.coordination.models.projects import Membership, Project
+from boards.coordination.models.records import Event
 from tests.factories import ProjectFactory, UserFactory, member
 
 pytestmark = pytest.mark.django_db

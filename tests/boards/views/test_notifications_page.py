@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from boards.models import Event, NotificationPreference
+from boards.coordination.models.records import Event
+from boards.watch.models import NotificationPreference
 from tests.factories import member
 
 pytestmark = pytest.mark.django_db

@@ -23,25 +23,17 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentKey, Budget
 from agents.services import agent_key_issue
+from boards.coordination.models.projects import Membership, Project, Sprint
+from boards.coordination.models.records import Alert, CircuitBreaker, Event
+from boards.coordination.models.tasks import Discovery, HumanNote, Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.sprints import sprint_open
+from boards.coordination.services import projects, tasks
+from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.records import discovery_create
+from boards.coordination.services.sprints import sprint_abort, sprint_checkpoint
 from boards.errors import LimitReached
-from boards.models import (
-    Alert,
-    CircuitBreaker,
-    Discovery,
-    Event,
-    HumanNote,
-    Membership,
-    NotificationPreference,
-    Project,
-    Sprint,
-    Task,
-)
-from boards.selectors.access import config_of
-from boards.selectors.sprints import sprint_open
-from boards.services import projects, tasks
-from boards.services.kernel import SYSTEM
-from boards.services.records import discovery_create
-from boards.services.sprints import sprint_abort, sprint_checkpoint
+from boards.watch.models import NotificationPreference
 from tests.boards.breaker_fixtures import trip
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
@@ -1017,7 +1009,7 @@ def test_a_new_task_for_the_next_claim_after_release(world):
     client_for(world, ADMIN).post(
         f"/p/{world.project.slug}/tasks/T-1/release", {"answer": "Use the v2 endpoint"}
     )
-    from boards.services.tasks import task_claim_next
+    from boards.coordination.services.tasks import task_claim_next
 
     task = task_claim_next(
         project=world.project,

@@ -11,11 +11,13 @@ from django.http import QueryDict
 from django.test import Client
 from django.utils import timezone
 
-from boards.live import outbox as events
-from boards.models import Alert, Project, ProjectConfig, Task
-from boards.selectors.board import BoardFilters
-from boards.services.records import human_note_create
-from boards.services.watch import watch_sweep
+from boards.board.selectors.board import BoardFilters
+from boards.coordination import outbox as events
+from boards.coordination.models.projects import Project, ProjectConfig
+from boards.coordination.models.records import Alert
+from boards.coordination.models.tasks import Task
+from boards.coordination.services.records import human_note_create
+from boards.watch.services.watch import watch_sweep
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from boards.board.web.pages import SETTINGS_FIELDS, _setting_text
+from boards.coordination.models.projects import Goal, Membership, Project, Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services import goals, projects, sprints
 from boards.errors import ProtocolValidationError
-from boards.models import Event, Goal, Membership, Project, Sprint, Task
-from boards.selectors.access import config_of
-from boards.services import goals, projects, sprints
-from boards.web.pages import SETTINGS_FIELDS, _setting_text
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 

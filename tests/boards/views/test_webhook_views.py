@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from boards.models import Alert, Membership, WebhookAttempt, WebhookDelivery
-from boards.selectors.access import config_of
-from boards.services.projects import config_update
-from boards.web.pages import SECRET_FIELDS, SETTINGS_FIELDS, _setting_text
+from boards.board.web.pages import SECRET_FIELDS, SETTINGS_FIELDS, _setting_text
+from boards.coordination.models.projects import Membership
+from boards.coordination.models.records import Alert
+from boards.coordination.selectors.access import config_of
+from boards.coordination.services.projects import config_update
+from boards.watch.models import WebhookAttempt, WebhookDelivery
 from tests.boards.api.helpers import key_for
 from tests.boards.views.test_oversight_views import (
     ADMIN,

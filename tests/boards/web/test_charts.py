@@ -1,4 +1,4 @@
-"""The insights page's SVG charts (boards/web/charts.py): what is drawn stays inside the
+"""The insights page's SVG charts (boards/insights/web/charts.py): what is drawn stays inside the
 drawing and nothing is drawn over anything else (the legend of eleven states, the edge labels of
 the cumulative flow diagram)."""
 
@@ -9,9 +9,9 @@ import re
 
 import pytest
 
+from boards.insights.web import charts
+from boards.insights.web.charts import LEGEND_CHAR, WIDTH, Series
 from boards.protocol import TASK_STATES
-from boards.web import charts
-from boards.web.charts import LEGEND_CHAR, WIDTH, Series
 
 
 def _viewbox(svg: str) -> tuple[float, float]:

@@ -1,0 +1,698 @@
+"""The board (SPEC §7): columns of cards, in a constant number of queries whatever the count.
+
+Cards are built from plain rows (`_TaskRow`) with the model's own derived values, so a 2,000-task
+board costs five queries for its cards and no model instances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import (
+    BooleanField,
+    Count,
+    F,
+    Max,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Window,
+)
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce, RowNumber
+from django.http import QueryDict
+from django.utils import timezone
+
+from agents.models import Agent, Run
+from agents.selectors import with_cost
+from boards import protocol as p
+from boards.coordination.models.projects import Project, Sprint
+from boards.coordination.models.records import Alert, Event
+from boards.coordination.models.tasks import Handoff, Review, Task
+from boards.coordination.selectors.access import config_of, in_project
+from boards.coordination.selectors.availability import agents_availability
+from boards.coordination.selectors.breaker import breaker_status
+from boards.coordination.selectors.filters import TaskFilter, filter_errors, in_sprint_q
+from boards.coordination.selectors.history import task_history, time_in_states
+from boards.coordination.selectors.limits import concurrency_shown
+from boards.coordination.selectors.reviews import (
+    approvers,
+    awaiting_human_approval,
+    review_live,
+    security_reviewer_ids,
+)
+from boards.coordination.selectors.sprints import (
+    goal_current,
+    sprint_current,
+    sprint_metrics_current,
+)
+from boards.protocol import TaskStatus
+from boards.watch.selectors.watch import watcher_seen
+
+# Cards rendered per column; beyond it the column shows its count and asks for a filter (search,
+# swimlanes, `j`/`k` stay on what is shown), so a 5,000-task project stays usable. Terminal
+# columns start collapsed (counts only). 50: a 900 px screen shows under ten cards a column, and
+# 200 (8 open columns × 200 = 1,600 cards, 1.5 MB of HTML) cost ~300 ms a render at 5,000 tasks
+# against ~100 ms now (bench/board.py, issue 13's 200 ms bound).
+COLUMN_CARD_LIMIT = 50
+# Column order follows the flow of work; the terminal columns come last.
+BOARD_COLUMNS: tuple[str, ...] = (
+    TaskStatus.DRAFT,
+    TaskStatus.UNCLAIMED,
+    TaskStatus.CLAIMED,
+    TaskStatus.READY_FOR_REVIEW,
+    TaskStatus.REJECTED,
+    TaskStatus.APPROVED,
+    TaskStatus.INTEGRATION_FAILED,
+    TaskStatus.BLOCKED,
+    TaskStatus.MERGED,
+    TaskStatus.SUPERSEDED,
+    TaskStatus.ABANDONED,
+)
+# Swimlanes (issue #13): what the board can group its cards by (`?lanes=`), display only.
+LANES: dict[str, str] = {"goal": "goal", "sprint": "sprint", "assignee": "assignee"}
+# The lane of a card with no goal, sprint or assignee.
+NO_LANE = ""
+
+
+@dataclass(frozen=True)
+class BoardFilters:
+    """The board's filters as the page shows them; validated by `TaskFilter`."""
+
+    goal: str = ""
+    sprint: str = ""  # "" = the open sprint (or everything when none is open), "all" = every task
+    status: tuple[str, ...] = ()
+    agent: str = ""
+    priority: int | None = None
+    criticality: str = ""
+    q: str = ""
+    expanded: tuple[str, ...] = ()  # terminal columns the viewer opened
+    errors: tuple[tuple[str, str], ...] = ()  # (parameter, message) of refused parameters
+    archived: bool = False  # also show tasks ended more than archive_after_days ago
+    lanes: str = ""  # "" (no swimlanes) or one of LANES: a display choice, not a filter
+
+    @classmethod
+    def from_query(cls, params: QueryDict) -> BoardFilters:
+        """Parse the board's query string through the API's own filter; a refused parameter is
+        dropped and reported (`errors`), never a database error."""
+        names = ("goal", "sprint", "status", "agent", "priority", "criticality", "q")
+        data = QueryDict(mutable=True)
+        for name in names:
+            values = [v for v in params.getlist(name) if v != ""]
+            if values:
+                data.setlist(name, values)
+        checked = TaskFilter(data=data, queryset=Task.objects.none())
+        errors = filter_errors(checked) if not checked.is_valid() else {}
+        clean = {k: v for k, v in (checked.form.cleaned_data or {}).items() if k not in errors}
+        return cls(
+            goal=clean.get("goal") or "",
+            sprint=clean.get("sprint") or "",
+            status=tuple(clean.get("status") or ()),
+            agent=clean.get("agent") or "",
+            priority=clean.get("priority") or None,
+            criticality=clean.get("criticality") or "",
+            q=clean.get("q") or "",
+            expanded=tuple(s for s in params.getlist("open") if s in p.TERMINAL_TASK_STATES),
+            errors=tuple((name, "; ".join(msgs)) for name, msgs in errors.items()),
+            archived=params.get("archived") == "1",
+            # An unknown grouping is simply not applied: it narrows nothing, so no 400.
+            lanes=params.get("lanes", "") if params.get("lanes", "") in LANES else "",
+        )
+
+    def as_data(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "goal": self.goal,
+            "status": list(self.status),
+            "agent": self.agent,
+            "priority": str(self.priority) if self.priority else "",
+            "criticality": self.criticality,
+            "q": self.q,
+        }
+        if self.sprint:
+            data["sprint"] = self.sprint
+        return {k: v for k, v in data.items() if v not in ("", [])}
+
+
+def board_tasks(*, project: Project, filters: BoardFilters, sprint) -> QuerySet[Task]:
+    """The tasks the board shows: `filters` through the shared `TaskFilter`; with no sprint
+    chosen, the active sprint's tasks ("active sprint by default", SPEC §7)."""
+    data = QueryDict(mutable=True)
+    for name, value in filters.as_data().items():
+        if isinstance(value, list):
+            data.setlist(name, value)
+        else:
+            data[name] = value
+    qs = TaskFilter(data=data, queryset=Task.objects.filter(project=project)).qs
+    if not filters.sprint and sprint is not None:
+        qs = qs.filter(in_sprint_q(sprint_pk=sprint.pk))
+    return qs
+
+
+def live_filters(*, filters: BoardFilters, sprint) -> dict[str, object]:
+    """What `board_tasks` applies, for board.js to apply to live cards (`BoardRules.matches`):
+    only the values the TaskFilter accepted, cleaned, and the default sprint written out; a
+    filter left out narrows nothing. tests/data/task_filter_cases.json pins the two together."""
+    data = filters.as_data()
+    data.pop("status", None)
+    if filters.status:
+        data["status"] = list(filters.status)
+    if filters.priority:
+        data["priority"] = filters.priority
+    if not filters.sprint and sprint is not None:
+        data["sprint"] = sprint.sprint_id
+    if data.get("sprint") == "all":
+        del data["sprint"]
+    return data
+
+
+def archive_cutoff(config, now) -> datetime | None:
+    """Tasks that ended before this are archived; None when archival is off (0 days)."""
+    days = config.archive_after_days
+    return now - timedelta(days=days) if days else None
+
+
+def archived_q(cutoff: datetime) -> Q:
+    """Terminal tasks whose last change (their end) is older than `cutoff`."""
+    ended = Q(updated__lt=cutoff) | Q(updated__isnull=True, created__lt=cutoff)
+    return Q(status__in=p.TERMINAL_TASK_STATES) & ended
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a board card shows (SPEC §7), built once for the page and for live events."""
+
+    key: str
+    description: str
+    status: str
+    priority: int
+    criticality: str
+    assigned_to: str
+    lease_expires: str | None
+    iteration: int | None
+    max_iterations: int
+    review_cycles_current: int
+    max_review_cycles: int
+    waiting_on: tuple[str, ...]
+    blocked_reason: str
+    reviewing_by: tuple[str, ...]
+    review_lease_expires: str | None
+    integration_fix: bool
+    handoff_pending: bool
+    terminal: bool
+    suspended: bool = False
+    awaiting_human_approval: bool = False
+    # The levels of the task's open alerts (the watcher's), most severe first.
+    alerts: tuple[str, ...] = ()
+    # Issue #13: the human approval gate (seed 004) whether or not it is pending yet, when the
+    # task entered its state (the last applied transition, else its creation), and the board's
+    # own order as a string that sorts the same way (board.js places live cards by it).
+    approval_gate: bool = False
+    entered: str | None = None
+    order: str = ""
+    # Issue 24: when the run of its agent (under `liza supervise`) on this task started, while
+    # it runs: the card says "agent running" and for how long.
+    running_since: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """The first line of the description, what a card shows of it."""
+        return self.description.strip().split("\n", 1)[0].strip()
+
+
+def _iso(value) -> str | None:
+    return p.format_timestamp(value) if value else None
+
+
+def _order(priority: int, created: datetime, pk: int) -> str:
+    """The board's order (priority, created, id) as one string that sorts the same way:
+    fixed-width numbers (seconds since 1970 to the microsecond, cheaper than a date format;
+    a double keeps a microsecond apart until the year 2255)."""
+    return f"{priority:02d}.{created.timestamp():017.6f}.{pk:012d}"
+
+
+@dataclass(frozen=True, slots=True)
+class _ReviewRow:
+    """An open review claim as a card reads it (a plain row, no model instance)."""
+
+    reviewer: str
+    verdict: str
+    lease_expires: object  # datetime | None
+    closed_at: None = None
+
+
+def card_for(task: Task, config, now) -> Card:
+    """One card from a Task; needs `depends_on` and open `reviews` (see `card_tasks`)."""
+    return _card(
+        task,
+        waiting_on=[d.key for d in task.depends_on.all() if d.status != TaskStatus.MERGED],
+        open_reviews=[
+            _ReviewRow(r.reviewer, r.verdict, r.lease_expires)
+            for r in task.reviews.all()
+            if r.closed_at is None
+        ],
+        config=config,
+        now=now,
+        security_ids=security_reviewer_ids(task.project_id),
+        alerts=_open_alert_levels([task.pk]).get(task.pk, ()),
+        entered=_entered_states([task.pk]).get(task.pk),
+        running_since=_running_runs([task.pk]).get(task.pk),
+    )
+
+
+def _entered_states(task_ids: list[int]) -> dict[int, datetime]:
+    """When each task entered its current state: its last applied transition (one query).
+
+    A task with none (created in its state, or bulk-loaded) falls back to its creation."""
+    return dict(
+        Event.objects.filter(_among(Event, "task_id", task_ids), outcome=Event.Outcome.APPLIED)
+        .exclude(to_status="")
+        .exclude(from_status=F("to_status"))
+        .values("task_id")
+        .annotate(at=Max("timestamp"))
+        .values_list("task_id", "at")
+        .order_by()
+    )
+
+
+def _running_runs(task_ids: list[int]) -> dict[int, datetime]:
+    """When the latest still-running supervised run of each task started (one query)."""
+    return dict(
+        Run.objects.filter(_among(Run, "task_id", task_ids), ended__isnull=True)
+        .values("task_id")
+        .annotate(at=Max("started"))
+        .values_list("task_id", "at")
+        .order_by()
+    )
+
+
+_SEVERITY = {Alert.Level.CRITICAL: 0, Alert.Level.WARNING: 1, Alert.Level.INFO: 2}
+
+
+def _open_alert_levels(task_ids: list[int]) -> dict[int, tuple[str, ...]]:
+    """Each task's open alert levels, most severe first: one query for any number of tasks."""
+    levels: dict[int, list[str]] = {}
+    for task_id, level in Alert.objects.filter(
+        _among(Alert, "task_id", task_ids), resolved_at__isnull=True
+    ).values_list("task_id", "level"):
+        levels.setdefault(task_id, []).append(level)
+    return {k: tuple(sorted(v, key=_SEVERITY.__getitem__)) for k, v in levels.items()}
+
+
+def _card(
+    task,
+    *,
+    waiting_on,
+    open_reviews: list[_ReviewRow],
+    config,
+    now,
+    security_ids: set[str],
+    alerts: tuple[str, ...] = (),
+    entered: datetime | None = None,
+    running_since: datetime | None = None,
+) -> Card:
+    """The card of `task` (a Task or a `_TaskRow`): the rules are the selectors' own."""
+    active = [r for r in open_reviews if review_live(r, now, config)]
+    review_leases = [r.lease_expires for r in active]
+    return Card(
+        key=task.key,
+        description=task.description,
+        status=task.status,
+        priority=task.priority,
+        criticality=task.criticality,
+        assigned_to=task.assigned_to,
+        lease_expires=_iso(task.lease_expires) if task.status == TaskStatus.CLAIMED else None,
+        iteration=task.iteration,
+        max_iterations=task.effective_max_iterations(config),
+        review_cycles_current=task.review_cycles_current,
+        max_review_cycles=task.effective_max_review_cycles(config),
+        waiting_on=tuple(sorted(waiting_on)),
+        blocked_reason=task.blocked_reason if task.status == TaskStatus.BLOCKED else "",
+        reviewing_by=tuple(r.reviewer for r in active),
+        review_lease_expires=_iso(min(review_leases)) if review_leases else None,
+        integration_fix=task.integration_fix,
+        handoff_pending=task.handoff_pending,
+        terminal=task.is_terminal,
+        suspended=task.is_suspended,
+        awaiting_human_approval=awaiting_human_approval(
+            task, approvers(open_reviews), security_ids
+        ),
+        alerts=alerts,
+        approval_gate=task.needs_human_approval,
+        entered=_iso(entered or task.created),
+        order=_order(task.priority, task.created, task.id),
+        running_since=_iso(running_since) if not task.is_terminal else None,
+    )
+
+
+# A task's sprint lane: the first sprint (by creation) planning it, else one holding it as
+# stretch. A subquery per row, so a task in two sprints is still one row and one card.
+def _first_sprint(through) -> Subquery:
+    return Subquery(
+        through.objects.filter(task_id=OuterRef("pk"))
+        .order_by("sprint__started", "sprint_id")
+        .values("sprint__sprint_id")[:1]
+    )
+
+
+_SPRINT_LANE = "lane_sprint"
+
+
+def _with_lanes(queryset: QuerySet) -> QuerySet:
+    return queryset.annotate(
+        lane_sprint=Coalesce(
+            _first_sprint(Sprint.planned.through), _first_sprint(Sprint.stretch.through)
+        )
+    )
+
+
+@dataclass(slots=True)
+class _TaskRow:
+    """The columns a card reads, fetched as a plain row.
+
+    A board shows up to COLUMN_CARD_LIMIT cards per column; building a Task and two prefetched
+    related managers for each one cost more than everything else on the page. The derived
+    values are the model's own methods, so the rules are not copied.
+    """
+
+    id: int
+    key: str
+    description: str
+    status: str
+    priority: int
+    criticality: str
+    assigned_to: str
+    lease_expires: object
+    iteration: int | None
+    max_iterations: int | None
+    review_cycles_current: int
+    max_review_cycles: int | None
+    blocked_reason: str
+    integration_fix: bool
+    handoff_pending: bool
+    suspended_at: object
+    needs_human_approval: bool
+    project_id: int
+    created: datetime
+
+    is_terminal = Task.is_terminal
+    is_suspended = Task.is_suspended
+    required_approvals = Task.required_approvals
+    effective_max_iterations = Task.effective_max_iterations
+    effective_max_review_cycles = Task.effective_max_review_cycles
+
+
+_TASK_ROW_FIELDS = tuple(_TaskRow.__dataclass_fields__)
+
+
+def _among(model, column: str, ids: list[int]) -> RawSQL:
+    """`column IN (ids)` with the ids written into the SQL.
+
+    They are integers just read from the database. As parameters, each of up to 1,600 ids
+    goes through Django's lookup and the driver's binding, which cost more than the query.
+    A subquery re-running the board's selection instead is at the mercy of the planner: on a
+    freshly loaded table (no statistics yet) PostgreSQL re-ran it for every review row, 5 s.
+    """
+    from django.db import connection
+
+    table = connection.ops.quote_name(model._meta.db_table)
+    listed = ",".join(str(int(i)) for i in ids)
+    return RawSQL(f"{table}.{column} IN ({listed})", [], output_field=BooleanField())
+
+
+def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
+    """The cards of `queryset`'s tasks, in its order: five queries whatever their number."""
+    rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
+    waiting: dict[int, list[str]] = {}
+    reviews: dict[int, list[_ReviewRow]] = {}
+    alerts: dict[int, tuple[str, ...]] = {}
+    entered: dict[int, datetime] = {}
+    running: dict[int, datetime] = {}
+    if rows:
+        ids = [row.id for row in rows]
+        Edge = Task.depends_on.through
+        edges = Edge.objects.filter(_among(Edge, "from_task_id", ids)).exclude(
+            to_task__status=TaskStatus.MERGED
+        )
+        for task_id, key in edges.values_list("from_task_id", "to_task__key"):
+            waiting.setdefault(task_id, []).append(key)
+        open_reviews = Review.objects.filter(_among(Review, "task_id", ids), closed_at__isnull=True)
+        for task_id, *review in open_reviews.values_list(
+            "task_id", "reviewer", "verdict", "lease_expires"
+        ):
+            reviews.setdefault(task_id, []).append(_ReviewRow(*review))
+        alerts = _open_alert_levels(ids)
+        entered = _entered_states(ids)
+        running = _running_runs(ids)
+    security = security_reviewer_ids(rows[0].project_id) if rows else set()
+    return [
+        _card(
+            row,
+            waiting_on=waiting.get(row.id, ()),
+            open_reviews=reviews.get(row.id, []),
+            config=config,
+            now=now,
+            security_ids=security,
+            alerts=alerts.get(row.id, ()),
+            entered=entered.get(row.id),
+            running_since=running.get(row.id),
+        )
+        for row in rows
+    ]
+
+
+def card_tasks(queryset: QuerySet) -> QuerySet:
+    return queryset.prefetch_related(
+        Prefetch("depends_on", queryset=Task.objects.only("id", "key", "status")),
+        Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True)),
+    )
+
+
+@dataclass
+class Column:
+    status: str
+    count: int
+    cards: list[Card]
+    terminal: bool
+    expanded: bool
+    cards_html: str = (
+        ""  # the cards' markup, filled in by the view (boards.board.live.render.card_html)
+    )
+    # The advisory WIP limit (ProjectConfig.wip_limits; None: none) and the card cap.
+    limit: int | None = None
+    cap: int = COLUMN_CARD_LIMIT
+    lane: str | None = None  # the swimlane this column is a cell of (None: no swimlanes)
+
+    @property
+    def hidden(self) -> int:
+        return self.count - len(self.cards)
+
+    @property
+    def over_limit(self) -> bool:
+        """Over the limit (issue #13). CLAIMED's is enforced at claim since issue 24
+        (`selectors.limits`); a column can still be over after the limit was lowered."""
+        return self.limit is not None and self.count > self.limit
+
+    @property
+    def at_limit(self) -> bool:
+        return self.limit is not None and self.count == self.limit
+
+
+@dataclass
+class Lane:
+    """One swimlane: the cells of the shown columns for one goal, sprint or assignee."""
+
+    key: str
+    columns: list[Column]
+
+    @property
+    def count(self) -> int:
+        return sum(c.count for c in self.columns)
+
+
+def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, object]:
+    """Everything the board page shows, in a constant number of queries."""
+    header = board_header(project=project)
+    config = header["config"]
+    # "Active sprint by default": the open sprint's tasks, or every task when none is open.
+    active = header["sprint"] if header["sprint"] is not None and header["sprint"].is_open else None
+    tasks = board_tasks(project=project, filters=filters, sprint=active)
+    archived = 0
+    cutoff = archive_cutoff(config, now)
+    if cutoff is not None and not filters.archived:
+        # Archival (issue #11): tasks that ended long ago leave the default view; history,
+        # search (?archived=1), the API and exports still have them.
+        old = archived_q(cutoff)
+        archived = tasks.filter(old).count()
+        tasks = tasks.exclude(old)
+    counts = dict(tasks.order_by().values_list("status").annotate(n=Count("id")))
+    limits = wip_limits(config)
+    shown = [s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded]
+    ranked = tasks.filter(status__in=shown).annotate(
+        rank=Window(
+            RowNumber(),
+            partition_by=[F("status")],
+            order_by=[F("priority").asc(), F("created").asc(), F("id").asc()],
+        )
+    )
+    cards = board_cards(
+        ranked.filter(rank__lte=COLUMN_CARD_LIMIT).order_by("priority", "created", "id"),
+        config=config,
+        now=now,
+    )
+    by_status: dict[str, list[Card]] = {s: [] for s in p.TASK_STATES}
+    for card in cards:
+        by_status[card.status].append(card)
+    columns = [
+        Column(
+            status=s,
+            count=counts.get(s, 0),
+            cards=by_status[s],
+            terminal=s in p.TERMINAL_TASK_STATES,
+            expanded=s not in p.TERMINAL_TASK_STATES or s in filters.expanded,
+            limit=limits.get(s),
+            cap=COLUMN_CARD_LIMIT,
+        )
+        for s in BOARD_COLUMNS
+    ]
+    lanes = _lanes(tasks, columns, filters.lanes) if filters.lanes else []
+    agents = list(
+        Agent.objects.filter(project=project)
+        .select_related("current_task")
+        .order_by("role", "agent_id")
+    )
+    # Seed 003 availability on the agents panel, in one query for all of them.
+    available = agents_availability(project_id=project.pk, agents=agents, now=now)
+    for agent in agents:
+        agent.availability = available[agent.pk]
+    alerts = list(Alert.objects.filter(project=project, resolved_at__isnull=True)[:20])
+    return {
+        **header,
+        # Issue 24: the enforced concurrency caps, shown above the agents.
+        "concurrency": concurrency_shown(project=project, config=config, now=now),
+        "columns": columns,
+        "lanes": lanes,
+        "agents": agents,
+        "alerts": alerts,
+        "filters": filters,
+        "live_filters": live_filters(filters=filters, sprint=active),
+        "total": sum(counts.values()),
+        "archived": archived,
+    }
+
+
+def wip_limits(config) -> dict[str, int]:
+    """The project's advisory WIP limits by column (issue #13), the columns without one left
+    out. CLAIMED's is enforced at claim (issue 24, `selectors.limits`); the others are shown."""
+    return {s: int(n) for s, n in (config.wip_limits or {}).items() if s in BOARD_COLUMNS and n}
+
+
+_LANE_VALUES = {"goal": F("goal__goal_id"), "assignee": F("assigned_to")}
+
+
+def _lanes(tasks: QuerySet, columns: list[Column], by: str) -> list[Lane]:
+    """The shown columns split into swimlanes by goal, sprint or assignee: one more query (each
+    task's lane: a narrow row per task, so the counts are right for the cut columns too); the
+    cards are the columns' own, so each column keeps its cap and its order. Lanes are sorted
+    by key, the cards with none last."""
+    value = _LANE_VALUES.get(by, F(_SPRINT_LANE))
+    scoped = _with_lanes(tasks) if by == "sprint" else tasks
+    # Each task's lane, for all of them (the counts) and the shown cards (by key): one query.
+    lane_of: dict[str, str] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for key, status, lane in scoped.order_by().values_list("key", "status", value):
+        lane_of[key] = lane or NO_LANE
+        counts[status, lane or NO_LANE] = counts.get((status, lane or NO_LANE), 0) + 1
+    shown = [c for c in columns if c.expanded]
+    keys = sorted(
+        {k for s, k in counts if any(c.status == s for c in shown)}, key=lambda k: (k == NO_LANE, k)
+    )
+    return [
+        Lane(
+            key=key,
+            columns=[
+                Column(
+                    status=c.status,
+                    count=counts.get((c.status, key), 0),
+                    cards=[card for card in c.cards if lane_of.get(card.key) == key],
+                    terminal=c.terminal,
+                    expanded=True,
+                    limit=None,  # a column's WIP limit is the column's, shown in its heading
+                    cap=c.cap,
+                    lane=key,
+                )
+                for c in shown
+            ],
+        )
+        for key in keys
+    ]
+
+
+def open_alert_counts(*, project: Project) -> dict[str, int]:
+    """The project's open alerts by level, most severe first, levels without any left out."""
+    counts = dict(
+        Alert.objects.filter(project=project, resolved_at__isnull=True)
+        .values_list("level")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return {level: counts[level] for level in _SEVERITY if counts.get(level)}
+
+
+def board_counts(*, project: Project) -> dict[str, int]:
+    """The numbers every viewer of the board reads the same (issue 25): the header's "blocked"
+    and the banner's "N blocked tasks" are this one count, the project's BLOCKED tasks (the
+    humans' queue, whatever the filters or the sprint), redrawn with the header on every move."""
+    return {"blocked": Task.objects.filter(project=project, status=TaskStatus.BLOCKED).count()}
+
+
+def board_header(
+    *, project: Project, metrics: bool = True, now: datetime | None = None
+) -> dict[str, object]:
+    """The board header: goal, sprint status and deadline, live metrics (seed 002), the counts
+    every viewer shares (`board_counts`), and when the watcher last swept the project."""
+    sprint = sprint_current(project=project)
+    config = config_of(project)
+    return {
+        "project": project,
+        "config": config,
+        "counts": board_counts(project=project),
+        "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
+        "open_alerts": open_alert_counts(project=project),
+        "breaker": breaker_status(project=project),
+        "goal": goal_current(project=project),
+        "sprint": sprint,
+        "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,
+    }
+
+
+def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
+    """Everything the task drawer shows (SPEC §7): every field, the timeline, time in each
+    state, notes, discoveries, anomalies, the handoff and every review round."""
+    task = in_project(
+        card_tasks(Task.objects.select_related("goal", "project")), project, what="task", key=key
+    )
+    config = config_of(project)
+    return {
+        "project": project,
+        "task": task,
+        "card": card_for(task, config, now),
+        "history": task_history(task=task),
+        "time_in_states": time_in_states(task=task, now=now),
+        "notes": task.human_notes.select_related("author").order_by("timestamp", "id"),
+        "discoveries": project.discoveries.filter(during=task.key).order_by("created", "id"),
+        "anomalies": task.anomalies.order_by("timestamp", "id"),
+        "handoff": Handoff.objects.filter(task=task).first(),
+        "depends_on": task.depends_on.order_by("key"),
+        # Every round, closed ones too: `task.reviews` is the card's prefetch (open reviews only).
+        "reviews": Review.objects.filter(project=project, task=task).order_by("claimed_at", "id"),
+        # What each submission changed (issue 25), newest first.
+        "changes": list(task.change_summaries.order_by("-created", "-id")[:10]),
+        # The supervisors' spawns on it (issue 12 §2), newest first: why a coder keeps failing.
+        "runs": with_cost(Run.objects.filter(project=project, task=task))
+        .select_related("agent")
+        .order_by("-started", "-id")[:20],
+        "now": now,
+    }

@@ -1,0 +1,168 @@
+"""Agent availability (seed 003 agent component: IDLE/PROCESSING, OVERLOADED, ERROR, DISABLED).
+
+One answer per agent, read by claims (refused), claim-next, `/work` (wait) and the board's
+agents panel:
+
+- **disabled**: a project admin disabled the identity (`Agent.enabled`); its key is refused on
+  every request (403), what it held was taken back.
+- **error**: `ERROR_EXPIRIES` lease expiries of the agent (events `lease_expired`, written by
+  the watcher) within the last `ERROR_WINDOW` seconds (seed 003 spec 026: "3 timeouts in 5 min
+  → pause that agent"), or as many crashes of its supervised agent command (events
+  `agent_crashed`, written when `liza supervise` reports a run that exited neither 0 nor 42:
+  seed 000's crash loop), counting only those after an admin's clear
+  (`Agent.error_cleared_at`). It clears by itself once the third most recent of them is older
+  than the window.
+- **overloaded**: set by a project admin (`Agent.overloaded`): the agent keeps what it holds
+  and heartbeats, but takes no new task or review until set available again. Liza coders hold
+  one task at a time, so seed 003's "queue full" has no capacity to measure here: it is the
+  operator's word that the agent's machine has no room.
+- **enabled**: none of these.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+
+from agents.models import Agent
+from boards.coordination.models.records import Event
+from boards.protocol import Action
+
+ERROR_EXPIRIES = 3
+ERROR_WINDOW = 300  # seconds
+
+DISABLED, ERROR, OVERLOADED, ENABLED = "disabled", "error", "overloaded", "enabled"
+STATES = (ENABLED, DISABLED, OVERLOADED, ERROR)
+
+
+@dataclass(frozen=True)
+class Availability:
+    state: str
+    reason: str = ""
+    until: datetime | None = None  # when an error clears by itself
+
+    @property
+    def takes_work(self) -> bool:
+        return self.state == ENABLED
+
+    def retry_after(self, now: datetime, default: int) -> int:
+        if self.until is None:
+            return default
+        return max(1, math.ceil((self.until - now).total_seconds()))
+
+
+def _counts(agent: Agent, at: datetime, now: datetime) -> bool:
+    """A lease expiry at `at` counts towards the agent's error: inside the window, after the
+    last clear."""
+    return now - timedelta(seconds=ERROR_WINDOW) < at <= now and (
+        agent.error_cleared_at is None or at > agent.error_cleared_at
+    )
+
+
+def _error_until(expiries: list[datetime]) -> datetime | None:
+    """Given the counting expiries, newest first: when the error clears (the oldest of the last
+    three leaves the window), or None when there are too few for an error."""
+    if len(expiries) < ERROR_EXPIRIES:
+        return None
+    return expiries[ERROR_EXPIRIES - 1] + timedelta(seconds=ERROR_WINDOW)
+
+
+def _failures(project_id: int, now: datetime):
+    """(action, agent id, when) of the project's lease expiries and supervised crashes in the
+    window, newest first. A lease expiry names its agent in its data (the watcher writes it); a
+    crash is reported by the agent itself."""
+    return (
+        Event.objects.filter(
+            project_id=project_id,
+            action__in=(Action.LEASE_EXPIRED, Action.AGENT_CRASHED),
+            outcome=Event.Outcome.APPLIED,
+            timestamp__gt=now - timedelta(seconds=ERROR_WINDOW),
+            timestamp__lte=now,
+        )
+        .order_by("-timestamp")
+        .values_list("action", "data__agent", "actor_id", "timestamp")
+    )
+
+
+@dataclass(frozen=True)
+class InError:
+    """An agent in error: when it clears by itself, and why (its real cause, said in the
+    AGENT ERROR alert and the refusals)."""
+
+    until: datetime
+    cause: str
+
+
+def _error_from(rows, agent: Agent, now: datetime) -> InError | None:
+    """Whether `agent` is in error from its failures among `rows` (newest first): the later of
+    the two rules, each counted on its own, and the cause of each that applies."""
+    expiries: list[datetime] = []
+    crashes: list[datetime] = []
+    for action, named, actor, at in rows:
+        if action == Action.LEASE_EXPIRED and named == agent.agent_id:
+            expiries.append(at)
+        elif action == Action.AGENT_CRASHED and actor == agent.agent_id:
+            crashes.append(at)
+    window = f"within {ERROR_WINDOW // 60} min"
+    found = [
+        (until, cause)
+        for until, cause in (
+            (
+                _error_until([at for at in expiries if _counts(agent, at, now)]),
+                f"{ERROR_EXPIRIES} lease expiries {window}",
+            ),
+            (
+                _error_until([at for at in crashes if _counts(agent, at, now)]),
+                f"{ERROR_EXPIRIES} crashes of its agent command {window} (a crash loop)",
+            ),
+        )
+        if until is not None
+    ]
+    if not found:
+        return None
+    return InError(max(u for u, _ in found), " and ".join(c for _, c in found))
+
+
+def agent_in_error(agent: Agent, now: datetime) -> InError | None:
+    """THE "agent in error" predicate: when the error clears by itself and why, or None when
+    the agent is not in error. Two sources: repeated lease expiries (recorded by the watcher)
+    and a crash loop of its supervised agent command (reported by `liza supervise`)."""
+    rows = _failures(agent.project_id, now).filter(
+        Q(action=Action.LEASE_EXPIRED, data__agent=agent.agent_id)
+        | Q(action=Action.AGENT_CRASHED, actor_id=agent.agent_id)
+    )
+    return _error_from(rows, agent, now)
+
+
+def _availability(agent: Agent, error: InError | None) -> Availability:
+    """The order of the states: disabled over error over overloaded."""
+    if not agent.enabled:
+        return Availability(DISABLED, f"{agent.agent_id} is disabled")
+    if error is not None:
+        return Availability(
+            ERROR,
+            f"{agent.agent_id} is in error: {error.cause}; it clears by itself at "
+            f"{error.until:%H:%M:%S}Z or when a project admin sets it available",
+            error.until,
+        )
+    if agent.overloaded:
+        return Availability(
+            OVERLOADED, f"{agent.agent_id} is overloaded: it takes no new work until set available"
+        )
+    return Availability(ENABLED)
+
+
+def agent_availability(agent: Agent, now: datetime) -> Availability:
+    """What claims, claim-next and `/work` respect (one query when the agent is enabled)."""
+    return _availability(agent, None if not agent.enabled else agent_in_error(agent, now))
+
+
+def agents_availability(
+    *, project_id: int, agents: list[Agent], now: datetime
+) -> dict[int, Availability]:
+    """`agent_availability` for the board's agents panel in one query: agent pk → state."""
+    rows = list(_failures(project_id, now))
+    return {a.pk: _availability(a, _error_from(rows, a, now)) for a in agents}

@@ -1,0 +1,218 @@
+"""Review rounds and their slots (seed 000 "Review Lease Lifecycle", seed 001 criticality).
+
+A round is the set of open reviews (`closed_at` null) of a READY_FOR_REVIEW task. Criticality
+sets how many distinct approving reviewers it needs (standard 1, complex 2, security-sensitive 2
+with at least one security-flagged reviewer); one rejection rejects it. The rules below are the
+only copy: `review_claim` enforces them, `/work` and the board read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.coordination.models.projects import Project, ProjectConfig
+from boards.coordination.models.tasks import Review, Task
+from boards.coordination.selectors.budgets import exhausted_subjects
+from boards.coordination.selectors.leases import lease_alive
+from boards.protocol import AgentStatus, TaskStatus
+
+
+def open_reviews(task: Task) -> list[Review]:
+    """The open round of `task` (reads a prefetch of `reviews` when there is one)."""
+    return [r for r in task.reviews.all() if r.closed_at is None]
+
+
+def review_live(review: Review, now: datetime, config: ProjectConfig) -> bool:
+    """A review claim still held: no verdict, and its lease alive (grace included)."""
+    return (
+        review.closed_at is None
+        and not review.verdict
+        and lease_alive(review.lease_expires, now, config)
+    )
+
+
+def approvers(reviews: Iterable[Review]) -> list[str]:
+    return [r.reviewer for r in reviews if r.verdict == Review.Verdict.APPROVED]
+
+
+def security_reviewer_ids(project_id: int, agent_ids: Iterable[str] | None = None) -> set[str]:
+    """The security-flagged reviewers of a project (among `agent_ids` when given)."""
+    rows = Agent.objects.filter(project_id=project_id, security_reviewer=True)
+    if agent_ids is not None:
+        rows = rows.filter(agent_id__in=list(agent_ids))
+    return set(rows.values_list("agent_id", flat=True))
+
+
+def approvals_complete(task: Task, approving: Iterable[str], security_ids: set[str]) -> bool:
+    """Enough distinct approvers for the task's criticality, one of them security-flagged for
+    a security-sensitive task (seed 001)."""
+    approving = set(approving)
+    if len(approving) < task.required_approvals:
+        return False
+    if task.criticality == Task.Criticality.SECURITY_SENSITIVE:
+        return bool(approving & security_ids)
+    return True
+
+
+def round_approvals(task: Task) -> tuple[list[str], bool]:
+    """The open round's approving reviewers, and whether they suffice."""
+    approving = approvers(Review.objects.filter(task=task, closed_at__isnull=True))
+    security = security_reviewer_ids(task.project_id, approving)
+    return approving, approvals_complete(task, approving, security)
+
+
+def awaiting_human_approval(
+    task: Task, approving: Iterable[str] | None = None, security_ids: set[str] | None = None
+) -> bool:
+    """The reviewers approved the round and the human gate holds it (seed 004
+    APPROVAL_REQUIRED). Reads the task's open reviews unless the caller passes the round's
+    approvers (and the project's security reviewers) it already read."""
+    if task.status != TaskStatus.READY_FOR_REVIEW or not task.needs_human_approval:
+        return False
+    if approving is None:
+        approving = approvers(open_reviews(task))
+    approving = list(approving)
+    if security_ids is None:
+        security_ids = security_reviewer_ids(task.project_id, approving)
+    return approvals_complete(task, approving, security_ids)
+
+
+@dataclass(frozen=True)
+class SlotRefusal:
+    """Why a reviewer may not claim a review now: `forbidden` (never this reviewer) or
+    `conflict` (not now)."""
+
+    kind: str
+    message: str
+    details: dict
+
+
+def review_slot_refusal(
+    task: Task,
+    reviewer: Agent,
+    *,
+    reviews: list[Review],
+    now: datetime,
+    config: ProjectConfig,
+    security_ids: set[str],
+) -> SlotRefusal | None:
+    """The one review-slot rule: None when `reviewer` may claim a review of `task` now.
+
+    `reviews` is the task's open round; a review whose lease is dead (grace included) counts as
+    a free slot, exactly as `review_claim` then reclaims it.
+    """
+
+    def conflict(message: str, **details) -> SlotRefusal:
+        return SlotRefusal("conflict", message, {"task": task.key, **details})
+
+    if task.status != TaskStatus.READY_FOR_REVIEW:
+        return conflict(f"{task.key} is {task.status}, not READY_FOR_REVIEW")
+    if task.is_suspended:
+        return conflict(f"{task.key} is suspended: {task.suspended_reason}", suspended=True)
+    if task.goal_id is not None and task.goal.status in p.TERMINAL_GOAL_STATES:
+        return conflict(f"{task.key} belongs to a goal that is {task.goal.status}")
+    if reviewer.agent_id == task.assigned_to or reviewer.agent_id in task.failed_by:
+        # Seed 001: nobody reviews their own work.
+        return SlotRefusal(
+            "forbidden", f"{reviewer.agent_id} coded {task.key} and cannot review it", {}
+        )
+    if reviewer.status not in (AgentStatus.STARTING, AgentStatus.IDLE):
+        return conflict(
+            f"{reviewer.agent_id} is {reviewer.status}; finish the current review first"
+        )
+    held = [r for r in reviews if r.verdict or review_live(r, now, config)]
+    if any(r.reviewer == reviewer.agent_id for r in held):
+        return conflict(f"{reviewer.agent_id} already reviewed or is reviewing this round")
+    approving = approvers(held)
+    active = [r.reviewer for r in held if not r.verdict]
+    free = task.required_approvals - len(approving) - len(active)
+    if free <= 0:
+        return conflict(
+            f"{task.key} is already under review by {', '.join(active) or 'its approvers'}",
+            reviewing_by=active,
+        )
+    if (
+        task.criticality == Task.Criticality.SECURITY_SENSITIVE
+        and free == 1
+        and not reviewer.security_reviewer
+        and not (set(approving) | set(active)) & security_ids
+    ):
+        return conflict(
+            f"{task.key} is security-sensitive: its last review slot needs a "
+            "security-flagged reviewer"
+        )
+    return None
+
+
+def reviewable_tasks(
+    *, project: Project, reviewer: Agent, now: datetime, config: ProjectConfig
+) -> list[Task]:
+    """The READY_FOR_REVIEW tasks `reviewer` could claim a review of now (two queries, and
+    one per task or goal budget)."""
+    from django.db.models import Prefetch
+
+    ready = Task.objects.filter(project=project, status=TaskStatus.READY_FOR_REVIEW)
+    if spent := exhausted_subjects(project=project):  # issue 24: a spent task or goal budget
+        ready = ready.exclude(spent)
+    ready = list(
+        ready.select_related("goal")
+        .prefetch_related(
+            Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True))
+        )
+        .order_by("priority", "created", "id")
+    )
+    if not ready:
+        return []
+    security = security_reviewer_ids(project.pk)
+    return [
+        task
+        for task in ready
+        if review_slot_refusal(
+            task,
+            reviewer,
+            reviews=open_reviews(task),
+            now=now,
+            config=config,
+            security_ids=security,
+        )
+        is None
+    ]
+
+
+def held_review(
+    *, project: Project, reviewer: Agent, now: datetime, config: ProjectConfig
+) -> Review | None:
+    """The live review claim `reviewer` holds (no verdict yet), if any: what a review
+    claim-next gives back to a reviewer restarted mid-review, as claim-next does for a coder."""
+    candidates = (
+        Review.objects.filter(
+            project=project,
+            reviewer=reviewer.agent_id,
+            closed_at__isnull=True,
+            verdict="",
+            task__status=TaskStatus.READY_FOR_REVIEW,
+            task__suspended_at__isnull=True,
+        )
+        .select_related("task")
+        .order_by("claimed_at", "id")
+    )
+    return next((r for r in candidates if review_live(r, now, config)), None)
+
+
+def merges_awaiting(*, project: Project, reviewer_id: str) -> list[str]:
+    """The APPROVED tasks `reviewer_id` approved, whose merge it must still report (seed 000
+    T10: the approving reviewer's supervisor merges): its work before any new review."""
+    if not reviewer_id:
+        return []
+    # Filtered here, not with `approved_by__contains`: SQLite (the embedded default) has no
+    # JSON containment lookup, and a project's APPROVED tasks are few.
+    approved = (
+        Task.objects.filter(project=project, status=TaskStatus.APPROVED)
+        .order_by("priority", "created", "id")
+        .values_list("key", "approved_by")
+    )
+    return [key for key, approvers in approved if reviewer_id in (approvers or [])]

@@ -1,0 +1,128 @@
+"""Goals and sprints: which one is current, and seed 002's live sprint metrics."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.db import connection
+from django.db.models import Count, Q, Sum
+
+from boards import protocol as p
+from boards.coordination import rows
+from boards.coordination.models.projects import Goal, Project, Sprint
+from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import in_project
+from boards.protocol import Action, GoalStatus, TaskStatus
+
+
+def sprint_open(*, project: Project) -> Sprint | None:
+    """The project's open sprint (IN_PROGRESS or CHECKPOINT; at most one, SPEC §4)."""
+    return Sprint.objects.filter(project=project, status__in=p.OPEN_SPRINT_STATES).first()
+
+
+def sprint_current(*, project: Project) -> Sprint | None:
+    """The open sprint, else the latest one: what the board shows and operations act on.
+
+    One query (every claim and heartbeat asks, through `stop_reason`): the open sprint sorts
+    first, then the latest.
+    """
+    return rows.fetch(Sprint, _current_sql(), [project.pk, *p.OPEN_SPRINT_STATES])
+
+
+@cache
+def _current_sql() -> str:
+    """`sprint_current`'s statement, written once (boards.coordination.rows: it runs on every claim
+    and
+    heartbeat). The ORM's `order_by(Case(When(status__in=open)), "-started", "-id")`."""
+    quote = connection.ops.quote_name
+    states = ", ".join(["%s"] * len(p.OPEN_SPRINT_STATES))
+    return rows.select_sql(
+        Sprint,
+        f"{quote('project_id')} = %s",
+        tail=f"ORDER BY CASE WHEN {quote('status')} IN ({states}) THEN 0 ELSE 1 END, "
+        f"{quote('started')} DESC, {quote('id')} DESC LIMIT 1",
+    )
+
+
+def sprint_get(*, project: Project, sprint_id: str) -> Sprint:
+    return in_project(Sprint.objects.all(), project, what="sprint", sprint_id=sprint_id)
+
+
+def goal_current(*, project: Project) -> Goal | None:
+    """The goal IN_PROGRESS, else the latest one (SPEC §13: operations act on the latest)."""
+    return (
+        Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
+        or Goal.objects.filter(project=project).order_by("-created", "-id").first()
+    )
+
+
+def goal_in_progress(*, project: Project) -> Goal | None:
+    return Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
+
+
+def goal_get(*, project: Project, goal_id: str) -> Goal:
+    return in_project(Goal.objects.all(), project, what="goal", goal_id=goal_id)
+
+
+def sprint_unfinished_keys(sprint: Sprint) -> list[str]:
+    """Planned tasks of `sprint` that are not terminal yet (COMPLETED needs none)."""
+    return list(
+        sprint.planned.exclude(status__in=p.TERMINAL_TASK_STATES).values_list("key", flat=True)
+    )
+
+
+def sprint_done(sprint: Sprint) -> bool:
+    """Seed 000 trigger "All planned tasks terminal" (a sprint with no plan is never done)."""
+    return sprint.planned.exists() and not sprint_unfinished_keys(sprint)
+
+
+def sprint_metrics(sprint: Sprint) -> dict[str, object]:
+    """Seed 002 `sprint.metrics`, computed over the sprint's planned tasks.
+
+    Seed 002's example fixes the reading: with task-1 MERGED and task-4 SUPERSEDED it counts
+    tasks_done 2 (terminal), task-2 REJECTED is "in progress", and the stretch task-6 is not
+    among tasks_blocked.
+    """
+    planned = Task.objects.filter(planned_in=sprint)
+    counts = planned.aggregate(
+        tasks_done=Count("id", filter=Q(status__in=p.TERMINAL_TASK_STATES)),
+        tasks_in_progress=Count("id", filter=Q(status__in=p.IN_PROGRESS_TASK_STATES)),
+        tasks_blocked=Count("id", filter=Q(status=TaskStatus.BLOCKED)),
+        iterations_total=Sum("iteration", default=0),
+        review_cycles_total=Sum("review_cycles_total", default=0),
+    )
+    events = Event.objects.filter(
+        project_id=sprint.project_id, task__in=planned, outcome=Event.Outcome.APPLIED
+    )
+    if sprint.started:
+        events = events.filter(timestamp__gte=sprint.started)
+    verdicts = events.aggregate(
+        approvals=Count("id", filter=Q(action=Action.APPROVED)),
+        rejections=Count("id", filter=Q(action=Action.REJECTED)),
+        submitted=Count("id", filter=Q(action=Action.READY_FOR_REVIEW)),
+    )
+    approvals, rejections = verdicts["approvals"], verdicts["rejections"]
+    verdict_count = approvals + rejections
+    approval_rate = round(100 * approvals / verdict_count) if verdict_count else None
+    submitted = verdicts["submitted"]
+    return {
+        **counts,
+        "review_verdict_approvals": approvals,
+        "review_verdict_rejections": rejections,
+        "review_verdict_count": verdict_count,
+        "review_verdict_approval_rate_percent": approval_rate,
+        "task_submitted_for_review_count": submitted,
+        "task_outcome_approval_rate_percent": (
+            round(100 * approvals / submitted) if submitted else None
+        ),
+        # SPEC §9: rubber-stamping warning above 95 % approvals over at least 5 verdicts.
+        "rubber_stamp_warning": p.rubber_stamp(approvals, verdict_count),
+    }
+
+
+def sprint_metrics_current(sprint: Sprint) -> dict[str, object]:
+    """Live while the sprint is open; the snapshot taken at its end afterwards."""
+    if not sprint.is_open and sprint.metrics:
+        return sprint.metrics
+    return sprint_metrics(sprint)

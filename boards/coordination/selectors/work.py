@@ -1,0 +1,216 @@
+"""Whether an agent should work, wait or stop (seed 000 "Exit Codes", SPEC §5.4, §13).
+
+`stop_reason` is the one stop-work rule, read by claims (refused), heartbeats (`stop`) and
+`/work` (exit 42); `work_for_role` answers "is there work for my role" with the same predicates
+the claims enforce, so `/work` never sends an agent to a claim that is then refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from agents.models import Agent
+from boards.coordination.models.projects import Goal, Project
+from boards.coordination.models.tasks import Discovery, Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.availability import agent_availability
+from boards.coordination.selectors.budgets import budget_refusal
+from boards.coordination.selectors.limits import admission_refusal, limits_enforced
+from boards.coordination.selectors.reviews import held_review, merges_awaiting, reviewable_tasks
+from boards.coordination.selectors.sprints import sprint_current
+from boards.coordination.selectors.tasks import (
+    claim_candidates,
+    claim_next_available,
+    holder_task,
+    retry_at,
+    work_may_still_come,
+)
+from boards.protocol import GoalStatus, SprintStatus, TaskStatus
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Agents must stop (exit 42): `code` is the protocol error code a claim is refused with."""
+
+    code: str  # paused | checkpoint | aborted; the heartbeat's also stalled | budget_exhausted
+    message: str
+
+
+def stop_reason(project: Project) -> Stop | None:
+    """Seed 000's graceful-abort triggers that the board owns: PAUSE, CHECKPOINT and ABORT.
+
+    - the project is paused (seed 000 PAUSE file);
+    - its open sprint is at CHECKPOINT (seed 000 CHECKPOINT file);
+    - its latest sprint was ABORTED and no sprint has opened since (seed 000 ABORT file): the
+      work of an aborted sprint must not go on until a human or the planner opens the next one.
+      (Aborting a goal aborts its open sprint and cancels its tasks; tasks of no goal are not
+      its to stop, SPEC §13.)
+    """
+    if project.is_paused:
+        return Stop("paused", f"project {project.slug} is paused; exit 42")
+    sprint = sprint_current(project=project)
+    if sprint is not None and sprint.status == SprintStatus.CHECKPOINT:
+        return Stop("checkpoint", f"sprint {sprint.sprint_id} is at CHECKPOINT; exit 42")
+    if sprint is not None and sprint.status == SprintStatus.ABORTED:
+        return Stop("aborted", f"sprint {sprint.sprint_id} was aborted; exit 42")
+    return None
+
+
+def work_for_role(
+    *, project: Project, role: str, agent: Agent | None, now: datetime
+) -> dict[str, object]:
+    """Seed 000 "Exit Code 0 Semantics" and "DRAFT Task Waiting" for one role.
+
+    `exit` is 0 when the role is complete, 42 when the agent must stop (`stop_reason`), None
+    while work may still come; `retry_after` says when to ask again. `agent` is the asking
+    agent (None for a human asking about a role): the answer is then about the role as a whole.
+    """
+    config = config_of(project)
+    tasks = Task.objects.filter(project=project)
+    drafts = tasks.filter(status=TaskStatus.DRAFT).count()
+    result: dict[str, object] = {
+        "role": role,
+        "agent": agent.agent_id if agent is not None else None,
+        "work": False,
+        "exit": None,
+        "waiting_for_drafts": drafts,
+        "retry_after": None,
+        "reason": "",
+        "availability": None,
+        "merge": [],
+    }
+    stop = stop_reason(project)
+    if stop is not None:
+        return {**result, "exit": 42, "stop": stop.code, "reason": stop.message}
+    if agent is not None and (
+        spent := budget_refusal(
+            project=project,
+            agent=agent,
+            tasks=[agent.current_task] if agent.current_task_id else [],
+        )
+    ):
+        # Issue 24: a spent budget refuses the claim (`budget_exhausted`): wait, not exit 0 —
+        # an admin may raise it, and the work resumes at the next ask. A reviewer's merges of
+        # work already approved go on: its supervisor's git, no model's spend.
+        return {
+            **result,
+            "merge": merges_awaiting(project=project, reviewer_id=agent.agent_id)
+            if agent.role == Agent.Role.CODE_REVIEWER
+            else [],
+            "retry_after": config.coder_poll_interval,
+            "budget": spent.budget.scope,
+            "reason": f"{spent.message}: waiting for an admin to raise it",
+        }
+    agent_id = agent.agent_id if agent is not None else ""
+    available = agent_availability(agent, now) if agent is not None else None
+    if available is not None:
+        result["availability"] = available.state
+    retry_after = config.coder_poll_interval
+    coming: str | None = None  # why a coder or reviewer idle now waits (work_may_still_come)
+    if role == Agent.Role.CODER:
+        if agent is not None:
+            held = holder_task(project_id=project.pk, agent_id=agent_id)
+            work = claim_next_available(project=project, agent=agent, now=now, config=config)
+            retrying = False
+            if not work and held is not None and held.status == TaskStatus.CLAIMED:
+                at = retry_at(held, config)  # its own dead claim: ask again when it is due
+                if at is not None and at >= now:
+                    retrying = True
+                    retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
+            own_claim = held is not None and held.status == TaskStatus.CLAIMED
+            if work and not own_claim and (limited := _limited(project, config, agent, now)):
+                return {**result, **limited}
+            if (work or retrying) and not available.takes_work and not own_claim:
+                # Seed 003: no new work for an agent in error or overloaded; a claim is refused
+                # (agent_unavailable) until it clears. Its own claim, live or due for its retry,
+                # is not new work (decisions.md "Retries and agent in error").
+                return {
+                    **result,
+                    "retry_after": max(
+                        retry_after if retrying else 0,
+                        available.retry_after(now, config.coder_poll_interval),
+                    ),
+                    "reason": available.reason,
+                }
+        else:
+            work, held = (
+                any(qs.exists() for qs in claim_candidates(project, "", now, config)[1:]),
+                None,
+            )
+        if not work and held is None:
+            coming = work_may_still_come(project)
+        complete = not work and held is None and coming is None
+    elif role == Agent.Role.CODE_REVIEWER:
+        merges: list[str] = []
+        if agent is not None:
+            # Its own merges first (seed 000 T10), then a review it holds, then a free slot.
+            merges = merges_awaiting(project=project, reviewer_id=agent_id)
+            held_or_merge = bool(
+                merges or held_review(project=project, reviewer=agent, now=now, config=config)
+            )
+            fresh = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
+            if fresh and not held_or_merge and (limited := _limited(project, config, agent, now)):
+                return {**result, **limited}
+            if fresh and not held_or_merge and not available.takes_work:
+                # Seed 003: an agent in error or overloaded finishes what it holds (its review,
+                # its merges) but takes no new review until it clears.
+                return {
+                    **result,
+                    "retry_after": available.retry_after(now, config.coder_poll_interval),
+                    "reason": available.reason,
+                }
+            work = held_or_merge or fresh
+        else:
+            work = tasks.filter(
+                status=TaskStatus.READY_FOR_REVIEW, suspended_at__isnull=True
+            ).exists()
+        result["merge"] = merges
+        if merges:
+            result["reason"] = f"merge {', '.join(merges)} (approved by {agent_id})"
+        if not work:
+            coming = work_may_still_come(project)
+        complete = not work and coming is None
+    elif role == Agent.Role.PLANNER:
+        work = (
+            drafts > 0
+            or tasks.filter(status=TaskStatus.BLOCKED).exists()
+            or Discovery.objects.filter(
+                project=project,
+                urgency=Discovery.Urgency.IMMEDIATE,
+                converted_to_task="",
+                triage=Discovery.Triage.OPEN,
+            ).exists()
+        )
+        goal_open = Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).exists()
+        active = tasks.non_terminal().exists()
+        # The original's INITIAL_PLANNING (an open goal, no task yet) and the goal to complete
+        # once every task is terminal: both are the planner's, with nobody else at work.
+        work = work or (goal_open and not active)
+        complete = not work and not goal_open and not active
+    else:
+        raise ValueError(role)
+    if work:
+        return {**result, "work": True, "reason": result["reason"] or "work is available"}
+    if complete and not (drafts and role != Agent.Role.PLANNER):
+        return {**result, "exit": 0, "reason": "role complete"}
+    reason = (
+        f"{drafts} DRAFT task(s) may be finalized soon"
+        if drafts
+        else coming or "work is in progress elsewhere"
+    )
+    return {**result, "retry_after": retry_after, "reason": reason}
+
+
+def _limited(project: Project, config, agent: Agent, now: datetime) -> dict[str, object] | None:
+    """An enforced limit (issue 24) that would refuse this agent's next claim: `/work` says
+    wait, with the limit's reason and when to ask again (what the claim would answer)."""
+    if not limits_enforced(config):
+        return None
+    refused = admission_refusal(
+        project=project, config=config, role=agent.role, now=now, into_column=True
+    )
+    if refused is None:
+        return None
+    return {"retry_after": refused.retry_after, "reason": refused.message}

@@ -1,0 +1,1 @@
+"""All writes to the coordination domain (STYLE.md): one transaction each, row-locked, audited."""

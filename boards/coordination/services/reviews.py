@@ -1,0 +1,505 @@
+"""Review claims, their leases and verdicts (seed 000 "Review Lease Lifecycle", seed 001), and
+the human approval gate (seed 004 APPROVAL_REQUIRED).
+
+Each review claim is a `Review` row with its own lease. Criticality sets how many distinct
+approving reviewers a round needs; one rejection rejects the round and counts one review cycle.
+The gate sits before APPROVED: the reviewers' approvals leave a gated task READY_FOR_REVIEW
+until a human approves or rejects it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.coordination.models.projects import Project
+from boards.coordination.models.tasks import Review, Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.leases import lease_alive
+from boards.coordination.selectors.reviews import (
+    held_review,
+    review_live,
+    review_slot_refusal,
+    reviewable_tasks,
+    round_approvals,
+    security_reviewer_ids,
+)
+from boards.coordination.selectors.tasks import limit_reached
+from boards.coordination.services.admission import admission_lock, admit
+from boards.coordination.services.budgets import refuse_if_over_budget
+from boards.coordination.services.kernel import (
+    REVIEWER,
+    SYSTEM,
+    Actor,
+    actor_ref,
+    agent_row,
+    clean_text,
+    is_agent,
+    lock_agent,
+    lock_task,
+    move_task,
+    record_event,
+    records_refusals,
+    refusal,
+    refuse,
+    refuse_if_stopped,
+    refuse_if_unavailable,
+    require_not_lost,
+    require_role,
+    require_task_status,
+)
+from boards.coordination.services.kernel import conflict as _conflict
+from boards.coordination.services.tasks.holders import (
+    HolderBusy,
+    append_failed_by,
+    close_review_round,
+    lock_previous_holder,
+    lock_task_and_its_agents,
+    release_holder,
+)
+from boards.coordination.services.tasks.limits import limit_anomaly, limit_block
+from boards.errors import Conflict, Forbidden, InvalidTransition, LeaseLost, ProtocolValidationError
+from boards.protocol import Action, AgentStatus, TaskStatus
+
+
+def _open_reviews(task: Task) -> list[Review]:
+    return list(Review.objects.select_for_update().filter(task=task, closed_at__isnull=True))
+
+
+@records_refusals
+def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
+    """READY_FOR_REVIEW with a review slot open to `agent` → a review lease for it.
+
+    The slot rule is `boards.coordination.selectors.reviews.review_slot_refusal`, the one `/work`
+    reads. A
+    claim whose lease is dead (`lease_alive`, grace included) is closed and its slot taken
+    (seed 000 "Stale review lease allows supervisor to reassign").
+    """
+    project = task.project
+    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    refuse_if_stopped(project, actor=agent, action="claim_review", now=now, task=task)
+    refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, task=task)
+    config = config_of(project)
+    with transaction.atomic():
+        # Lock order (kernel): the project row when a limit is enforced (issue 24), the agents
+        # (this one, the task's coder and pending reviewers, whose lapsed claims it may close)
+        # by primary key, then the task, then the reviews.
+        admission_lock(project=project, config=config)
+        task = lock_task_and_its_agents(task, agent)
+        agent = lock_agent(agent)
+        refuse_if_unavailable(agent, action="claim_review", now=now, task=task)
+        admit(
+            project=project,
+            config=config,
+            agent=agent,
+            action="claim_review",
+            now=now,
+            into_column=False,  # the task stays READY_FOR_REVIEW
+            task=task,
+        )
+        require_task_status(
+            task,
+            [TaskStatus.READY_FOR_REVIEW],
+            to=TaskStatus.READY_FOR_REVIEW,
+            action="claim_review",
+            actor=agent,
+            now=now,
+        )
+        reviews = _open_reviews(task)
+        refused = review_slot_refusal(
+            task,
+            agent,
+            reviews=reviews,
+            now=now,
+            config=config,
+            security_ids=security_reviewer_ids(project.pk),
+        )
+        if refused is not None:
+            error = (
+                Forbidden(refused.message, refused.details)
+                if refused.kind == "forbidden"
+                else Conflict(refused.message, refused.details)
+            )
+            raise refuse(error, task, actor=agent, action="claim_review", now=now)
+        for stale in [r for r in reviews if not r.verdict and not review_live(r, now, config)]:
+            _close_stale_review(stale, task, actor=agent, now=now)
+        review = Review.objects.create(
+            project=project,
+            task=task,
+            reviewer=agent.agent_id,
+            review_commit=task.review_commit,
+            claimed_at=now,
+            lease_expires=now + timedelta(seconds=task.lease_seconds(config)),
+        )
+        if agent.status == AgentStatus.STARTING:
+            agent.ready()
+        agent.start_review()
+        # Whatever it lost before (a review taken back by a human) is behind it now.
+        agent.lost_task, agent.lost_reason = None, ""
+        agent.heartbeat = now
+        agent.lease_expires = max(filter(None, [agent.lease_expires, review.lease_expires]))
+        agent.save()
+        record_event(
+            project=project,
+            actor=agent,
+            action=Action.REVIEW_CLAIMED,
+            task=task,
+            now=now,
+            detail=f"reviewing {task.key} at {task.review_commit}",
+            data={"commit": task.review_commit},
+        )
+    return review
+
+
+@records_refusals
+def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Review | None:
+    """The server picks the review: the first READY_FOR_REVIEW task (priority, then age) whose
+    slot `reviewable_tasks` — the very `review_slot_refusal` of `review_claim` — opens to
+    `agent`, claimed through `review_claim`. A reviewer holding a live review gets it back (a
+    restarted reviewer goes on with it). None when there is none.
+
+    A candidate another reviewer takes between the read and the claim is skipped (`Conflict`
+    inside its own savepoint); the next one is tried.
+    """
+    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
+    refuse_if_over_budget(project, agent=agent, action="claim_review", now=now)
+    config = config_of(project)
+    held = held_review(project=project, reviewer=agent, now=now, config=config)
+    if held is not None:
+        return held
+    for task in reviewable_tasks(project=project, reviewer=agent, now=now, config=config):
+        try:
+            return review_claim(task=task, agent=agent, now=now)
+        except (Conflict, InvalidTransition):
+            continue  # lost the race for this one (its refusal is logged): the next
+    return None
+
+
+def _close_stale_review(stale: Review, task: Task, *, actor: Agent, now: datetime) -> None:
+    """A dead review claim gives its slot back; its reviewer learns it lost the review.
+
+    The lapsed reviewer's agent row is locked after the task (against the kernel's order), so
+    without waiting: busy means it is heartbeating right now; the claimer is told to try again.
+    """
+    try:
+        holder = lock_previous_holder(task.project, stale.reviewer)
+    except HolderBusy as exc:
+        raise refuse(
+            Conflict(f"{stale.reviewer} is active right now; try again", {"task": task.key}),
+            task,
+            actor=actor,
+            action="claim_review",
+            now=now,
+        ) from exc
+    stale.closed_at = now
+    stale.save()
+    if holder is not None and holder.status == AgentStatus.REVIEWING:
+        holder.finish_review()
+        holder.save()
+    record_event(
+        project=task.project,
+        actor=actor,
+        action=Action.REVIEW_RECLAIMED,
+        task=task,
+        now=now,
+        detail=f"review lease of {stale.reviewer} expired",
+        data={"previous": stale.reviewer},
+    )
+
+
+def _own_open_review(task: Task, agent: Agent, *, now: datetime, action: str, config) -> Review:
+    review = (
+        Review.objects.select_for_update()
+        .filter(task=task, reviewer=agent.agent_id, closed_at__isnull=True, verdict="")
+        .first()
+    )
+    if review is None or not lease_alive(review.lease_expires, now, config):
+        raise refusal(
+            LeaseLost(
+                f"{agent.agent_id} holds no review lease on {task.key}; exit 42", {"task": task.key}
+            ),
+            project=task.project,
+            actor=agent,
+            action=action,
+            now=now,
+            task=task,
+        )
+    return review
+
+
+@records_refusals
+def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
+    """The reviewer extends its own review lease during a long review."""
+    project = task.project
+    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    config = config_of(project)
+    with transaction.atomic():
+        agent = lock_agent(agent)  # agent rows before task rows (kernel)
+        task = lock_task(task)
+        require_not_lost(task, agent, action="extend_review", now=now)
+        require_task_status(
+            task,
+            [TaskStatus.READY_FOR_REVIEW],
+            to=TaskStatus.READY_FOR_REVIEW,
+            action="extend_review",
+            actor=agent,
+            now=now,
+        )
+        review = _own_open_review(task, agent, now=now, action="extend_review", config=config)
+        review.lease_expires = now + timedelta(seconds=task.lease_seconds(config))
+        review.save()
+        record_event(
+            project=project,
+            actor=agent,
+            action="review_extended",
+            task=task,
+            now=now,
+            detail=f"review lease until {review.lease_expires:%H:%M:%SZ}",
+        )
+    return review
+
+
+@records_refusals
+def review_verdict(
+    *, task: Task, agent: Agent, verdict: str, review_commit: str, now: datetime, reason: str = ""
+) -> Task:
+    """Record a reviewer's verdict; the round closes on one rejection or enough approvals."""
+    project = task.project
+    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    if verdict not in Review.Verdict.values:
+        raise ProtocolValidationError("verdict", "APPROVED or REJECTED")
+    review_commit = clean_text(review_commit, "review_commit", max_length=64)
+    reason = clean_text(
+        reason, "reason", required=verdict == Review.Verdict.REJECTED, max_length=5000
+    )
+    config = config_of(project)
+    with transaction.atomic():
+        # Lock order (kernel): the agents on the task (its coder, the round's reviewers, this
+        # one) by primary key, then the task: a coder's heartbeat locks it the same way.
+        task = lock_task_and_its_agents(task)
+        agent = lock_agent(agent)
+        require_not_lost(task, agent, action="verdict", now=now)
+        target = verdict
+        require_task_status(
+            task, [TaskStatus.READY_FOR_REVIEW], to=target, action="verdict", actor=agent, now=now
+        )
+        review = _own_open_review(task, agent, now=now, action="verdict", config=config)
+        if review_commit != task.review_commit:
+            raise refusal(
+                Conflict(
+                    f"verdict names {review_commit} but {task.key} is under review at "
+                    f"{task.review_commit}",
+                    {"expected": task.review_commit, "got": review_commit},
+                ),
+                project=project,
+                actor=agent,
+                action="verdict",
+                now=now,
+                task=task,
+            )
+        review.verdict = verdict
+        review.reason = reason
+        review.verdict_at = now
+        review.lease_expires = None
+        review.save()
+        if agent.status == AgentStatus.REVIEWING:
+            agent.finish_review()
+        agent.heartbeat = now
+        agent.save()
+        coder = agent_row(project, task.assigned_to)
+        if verdict == Review.Verdict.REJECTED:
+            _reject(task, agent, reason, now=now, config=config, coder=coder)
+        else:
+            _approve_if_enough(task, agent, reason, now=now, coder=coder)
+    return task
+
+
+def _reject(
+    task: Task,
+    agent: Actor,
+    reason: str,
+    *,
+    now: datetime,
+    config,
+    coder: Agent | None,
+    action: str = "rejected",
+) -> None:
+    """The round is rejected (by a reviewer, or by the human gate): one more review cycle, and
+    the limits apply (SPEC §5.1)."""
+    task.rejection_reason = reason
+    task.review_cycles_current += 1
+    task.review_cycles_total += 1
+    close_review_round(task, now, except_reviewer=agent.agent_id if is_agent(agent) else "")
+    move_task(
+        task,
+        "reject",
+        to=TaskStatus.REJECTED,
+        actor=agent,
+        now=now,
+        action=action,
+        detail=reason,
+        data={"commit": task.review_commit, "review_cycles_current": task.review_cycles_current},
+    )
+    limit = limit_reached(task, config)
+    if limit is not None:
+        # "failed_by gets the coder appended when ... a limit blocks it" (SPEC §5.1).
+        append_failed_by(task, task.assigned_to)
+        release_holder(coder, task, lost=f"blocked: {limit}")
+        limit_block(task, now=now, config=config, limit=limit)
+        if len(set(task.failed_by)) >= 2 and limit != "hypothesis_exhaustion":
+            limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
+
+
+def _approve_if_enough(
+    task: Task, agent: Agent, reason: str, *, now: datetime, coder: Agent | None
+) -> None:
+    project = task.project
+    approvers, enough = round_approvals(task)
+    detail = reason or f"{task.key} approved at {task.review_commit}"
+    if enough and not task.needs_human_approval:
+        _approve(task, agent, approvers, now=now, coder=coder, action="approved", detail=detail)
+        return
+    # The round is not over: this approval is recorded, the task stays READY_FOR_REVIEW.
+    record_event(
+        project=project,
+        actor=agent,
+        action="approved",
+        task=task,
+        now=now,
+        detail=f"{detail} ({len(approvers)}/{task.required_approvals} approvals)",
+        data={"commit": task.review_commit, "approvals": approvers},
+    )
+    if enough:
+        # Seed 004 APPROVAL_REQUIRED, placed before APPROVED so that seed 000's machine stays
+        # as it is: the reviewers' approvals are in, the task stays READY_FOR_REVIEW (its coder
+        # keeps waiting) until a human approves or rejects (boards.services.oversight).
+        record_event(
+            project=project,
+            actor=SYSTEM,
+            action="awaiting_human_approval",
+            task=task,
+            now=now,
+            detail=f"{task.key}: approved by {', '.join(approvers)}; a human approves the merge",
+            data={"commit": task.review_commit, "approvals": approvers},
+        )
+
+
+def _approve(
+    task: Task,
+    actor: Actor,
+    approvers: list[str],
+    *,
+    now: datetime,
+    coder: Agent | None,
+    action: str,
+    detail: str,
+) -> None:
+    """The round is approved (by its last reviewer, or by a human at the gate): APPROVED, the
+    approving reviewers named for the merge, the round closed, the coder free for new work."""
+    task.approved_by = approvers
+    close_review_round(task, now)
+    move_task(
+        task,
+        "approve",
+        to=TaskStatus.APPROVED,
+        actor=actor,
+        now=now,
+        action=action,
+        detail=detail,
+        data={"commit": task.review_commit, "approvals": approvers},
+    )
+    release_holder(coder, task)  # nothing when the coder already moved on
+
+
+def _require_awaiting(task: Task, *, actor: Actor, now: datetime, action: str, to: str) -> None:
+    """The locked task must wait for a human: READY_FOR_REVIEW, gated, approvals complete."""
+    project = task.project
+    if task.status != TaskStatus.READY_FOR_REVIEW:
+        raise refusal(
+            InvalidTransition(
+                from_status=task.status,
+                to_status=to,
+                allowed=p.task_targets(task.status),
+                message=f"{task.key} is {task.status}; it is not awaiting human approval",
+            ),
+            project=project,
+            actor=actor,
+            action=action,
+            now=now,
+            task=task,
+            to_status=to,
+        )
+    if task.is_suspended:
+        raise _conflict(
+            f"{task.key} is suspended: {task.suspended_reason}",
+            project=project,
+            actor=actor,
+            action=action,
+            now=now,
+            task=task,
+            details={"suspended": True},
+        )
+    _, enough = round_approvals(task)
+    if not task.needs_human_approval or not enough:
+        reason = (
+            "it does not need human approval"
+            if not task.needs_human_approval
+            else "its reviewers have not approved it yet"
+        )
+        raise _conflict(
+            f"{task.key} is not awaiting human approval: {reason}",
+            project=project,
+            actor=actor,
+            action=action,
+            now=now,
+            task=task,
+            details={"awaiting_human_approval": False},
+        )
+
+
+@records_refusals
+def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "") -> Task:
+    """READY_FOR_REVIEW → APPROVED by a human, once the reviewers have approved.
+
+    `approved_by` names the approving reviewers (the merge is theirs to report); the event
+    names the human.
+    """
+    project = task.project
+    require_role(actor, project, agent_roles=())
+    note = clean_text(note, "note", required=False, max_length=2000)
+    with transaction.atomic():
+        task = lock_task_and_its_agents(task)
+        _require_awaiting(
+            task, actor=actor, now=now, action="human_approve", to=TaskStatus.APPROVED
+        )
+        approvers, _ = round_approvals(task)
+        _approve(
+            task,
+            actor,
+            approvers,
+            now=now,
+            coder=agent_row(project, task.assigned_to),
+            action="human_approved",
+            detail=note or f"{task.key} approved for merge by {actor_ref(actor)[1]}",
+        )
+    return task
+
+
+@records_refusals
+def task_human_reject(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
+    """READY_FOR_REVIEW → REJECTED by a human: one review cycle, and the limits apply exactly as
+    after a reviewer's rejection (review_deadlock, max iterations)."""
+    project = task.project
+    require_role(actor, project, agent_roles=())
+    reason = clean_text(reason, "reason", max_length=5000)
+    config = config_of(project)
+    with transaction.atomic():
+        task = lock_task_and_its_agents(task)
+        _require_awaiting(task, actor=actor, now=now, action="human_reject", to=TaskStatus.REJECTED)
+        coder = agent_row(project, task.assigned_to)
+        _reject(task, actor, reason, now=now, config=config, coder=coder, action="human_rejected")
+    return task

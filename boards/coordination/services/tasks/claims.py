@@ -1,0 +1,402 @@
+"""Claims (seed 000 "Transition Requirements"; SPEC §5.1, §6): a named claim and claim-next
+under `FOR UPDATE SKIP LOCKED`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.coordination import rows
+from boards.coordination.models.projects import Project, ProjectConfig
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.leases import lease_alive
+from boards.coordination.selectors.limits import limits_enforced
+from boards.coordination.selectors.tasks import (
+    claim_candidates,
+    claimer_refusal,
+    holder_task,
+    retry_at,
+    retry_exhausts,
+    retry_waits,
+    takeover_exhausts,
+    waiting_on,
+)
+from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
+from boards.coordination.services.budgets import refuse_if_over_budget
+from boards.coordination.services.kernel import (
+    CODER,
+    clean_text,
+    lock_agent,
+    lock_task,
+    record_event,
+    records_refusals,
+    refusal,
+    refuse,
+    refuse_if_stopped,
+    refuse_if_unavailable,
+    require_role,
+    require_task_status,
+    save_task,
+    task_transition_run,
+)
+from boards.coordination.services.tasks.holders import (
+    HolderBusy,
+    append_failed_by,
+    lock_previous_holder,
+    release_holder,
+)
+from boards.coordination.services.tasks.limits import crash_limit_block, limit_block
+from boards.errors import (
+    Conflict,
+    ProtocolValidationError,
+)
+from boards.protocol import AgentStatus, TaskStatus
+
+
+def _agent_works_on(agent: Agent, task: Task, now: datetime) -> None:
+    """The coder now holds `task`: WORKING on it (from STARTING, IDLE or WAITING), its lease
+    at least the task's. Also for a restarted session handed back its own live claim (a
+    handed-off task): without it the agent would hold the task IDLE, and its next handoff
+    could not free the identity (agent_handoff moves only a WORKING agent to HANDOFF)."""
+    if agent.status == AgentStatus.STARTING:
+        agent.ready()
+    if agent.status == AgentStatus.WAITING:
+        agent.resume_work()
+    elif agent.status == AgentStatus.IDLE:
+        agent.start_work()
+    # WORKING stays WORKING: the coder lost its previous task and goes straight on.
+    agent.current_task = task
+    agent.lost_task, agent.lost_reason = None, ""
+    agent.lease_expires = max(filter(None, [agent.lease_expires, task.lease_expires]))
+    agent.heartbeat = now
+    rows.save_fields(agent)
+
+
+def _claim_locked(
+    task: Task,
+    agent: Agent,
+    *,
+    now: datetime,
+    config: ProjectConfig,
+    worktree: str,
+    base_commit: str,
+) -> Task | None:
+    """Claim `task` (already row-locked) for `agent`. None when a limit blocked it instead."""
+    project = task.project
+    previous = task.assigned_to
+    same_coder = previous == agent.agent_id
+    from_status = task.status
+
+    # Raises HolderBusy before anything is changed.
+    old_holder = lock_previous_holder(project, previous) if previous and not same_coder else None
+    if from_status == TaskStatus.REJECTED and not same_coder:
+        # SPEC §5.1: another coder may take a REJECTED task only once its coder's lease is dead.
+        owner = old_holder
+        if owner is not None and lease_alive(owner.lease_expires, now, config):
+            raise refusal(
+                Conflict(f"{task.key} is being reworked by {previous}", {"task": task.key}),
+                project=project,
+                actor=agent,
+                action="claim",
+                now=now,
+                task=task,
+                to_status=TaskStatus.CLAIMED,
+            )
+
+    takeover = (
+        bool(previous)
+        and not same_coder
+        and from_status in (TaskStatus.REJECTED, TaskStatus.CLAIMED)
+    )
+    if takeover:
+        exhausted = takeover_exhausts(task, agent.agent_id)
+        if not exhausted and from_status == TaskStatus.CLAIMED and retry_exhausts(task, config):
+            # Its coder's crash past the retry schedule: blocked whoever claims (seed 003).
+            limit = crash_limit_block(task, now=now, config=config)
+            release_holder(old_holder, task, lost=f"blocked: {limit}")
+            return None
+        # "failed_by gets the coder appended when ... another coder takes it over" (SPEC §5.1).
+        append_failed_by(task, previous)
+        if exhausted:
+            release_holder(old_holder, task, lost="blocked: hypothesis exhaustion")
+            limit_block(task, now=now, config=config, limit="hypothesis_exhaustion")
+            return None
+
+    retry = same_coder and from_status == TaskStatus.CLAIMED  # its own lease died (seed 003)
+    if retry:
+        if retry_exhausts(task, config):
+            limit = crash_limit_block(task, now=now, config=config)
+            release_holder(agent, task, lost=f"blocked: {limit}")
+            return None
+        # The same coder tries again: worktree, iteration and review counters kept (seed 003
+        # "keep task context on retry"); one crashed attempt more.
+        task.crashes += 1
+    elif same_coder and from_status in (TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED):
+        # Same coder continues: worktree and review counters kept, one more iteration.
+        task.iteration = (task.iteration or 0) + 1
+        if not task.worktree:
+            task.worktree = worktree or f".worktrees/{task.key}"
+    else:
+        # New holder (seed 000): review_cycles_current reset, iteration 1, fresh worktree —
+        # except INTEGRATION_FAILED, which keeps the worktree to resolve the failed merge.
+        task.assigned_to = agent.agent_id
+        task.review_cycles_current = 0
+        task.iteration = 1
+        task.crashes = 0  # retries count per coder
+        if from_status != TaskStatus.INTEGRATION_FAILED or not task.worktree:
+            task.worktree = worktree or f".worktrees/{task.key}"
+
+    if from_status == TaskStatus.INTEGRATION_FAILED:
+        task.integration_fix = True
+    if base_commit:
+        task.base_commit = base_commit
+    if not task.integration_fix and not task.base_commit:
+        raise refusal(
+            ProtocolValidationError("base_commit", "integration HEAD at claim time is required"),
+            project=project,
+            actor=agent,
+            action="claim",
+            now=now,
+            task=task,
+            to_status=TaskStatus.CLAIMED,
+        )
+    task.lease_expires = task.lease_until(now=now, config=config)
+
+    if from_status != TaskStatus.CLAIMED:
+        method = {
+            TaskStatus.UNCLAIMED: "claim",
+            TaskStatus.REJECTED: "reclaim",
+            TaskStatus.INTEGRATION_FAILED: "claim_integration_fix",
+        }[from_status]
+        task_transition_run(
+            task, method, actor=agent, project=project, now=now, to=TaskStatus.CLAIMED
+        )
+    save_task(task, now)
+
+    if old_holder is not None:
+        release_holder(old_holder, task, lost=f"taken over by {agent.agent_id}")
+    agent.iterations_total += 1
+    _agent_works_on(agent, task, now)
+
+    action = "claimed" if from_status != TaskStatus.CLAIMED or retry else "reassigned"
+    detail = f"{task.key}: {task.description}"
+    if retry:
+        detail = f"{task.key}: retry {task.crashes} after its lease expired"
+    elif takeover:
+        detail = f"{task.key} taken over from {previous} (lease expired)"
+    elif task.integration_fix and from_status == TaskStatus.INTEGRATION_FAILED:
+        detail = f"{task.key}: integration fix"
+    record_event(
+        project=project,
+        actor=agent,
+        action=action,
+        task=task,
+        now=now,
+        from_status=from_status,
+        to_status=TaskStatus.CLAIMED,
+        detail=detail,
+        data={
+            "iteration": task.iteration,
+            "lease_expires": p.format_timestamp(task.lease_expires),
+            **({"previous": previous} if takeover else {}),
+            **({"retry": task.crashes} if retry else {}),
+        },
+    )
+    return task
+
+
+def _check_claimer(
+    project: Project, agent: Agent, now: datetime, *, task: Task | None, config: ProjectConfig
+) -> Task | None:
+    """Who may claim now (`claimer_refusal`, the rule `/work` reads). For claim-next (`task`
+    None), returns what the coder already holds and goes on with: its own REJECTED task, or its
+    own live CLAIMED task."""
+    require_role(agent, project, agent_roles=CODER, human=None)
+    refuse_if_stopped(project, actor=agent, action="claim", now=now, task=task)
+    held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
+    # Issue 24: a spent budget (project, agent, sprint, goal, the task's) refuses the claim.
+    refuse_if_over_budget(project, agent=agent, action="claim", now=now, task=task or held)
+    refused = claimer_refusal(agent, held, task=task, now=now, config=config)
+    if refused is not None:
+        raise refusal(
+            Conflict(refused, {} if held is None else {"task": held.key}),
+            project=project,
+            actor=agent,
+            action="claim",
+            now=now,
+            task=task,
+        )
+    return held if task is None else None
+
+
+@records_refusals
+def task_claim(
+    *, task: Task, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""
+) -> Task:
+    """Claim a named task: UNCLAIMED (deps MERGED), own/orphaned REJECTED, INTEGRATION_FAILED,
+    or a CLAIMED task whose lease lapsed more than lease_grace ago."""
+    project = task.project
+    worktree = clean_text(worktree, "worktree", required=False, max_length=500)
+    base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
+    config = config_of(project)
+    blocked = False
+
+    def conflict(message: str, **details) -> Conflict:
+        return refuse(
+            Conflict(message, {"task": task.key, **details}),
+            task,
+            actor=agent,
+            action="claim",
+            now=now,
+            to=TaskStatus.CLAIMED,
+        )
+
+    with transaction.atomic():
+        # With an enforced limit, the project row first: claims are counted one at a time.
+        admission_lock(project=project, config=config)
+        # The agent row first: a second claim by the same coder waits here, then sees the
+        # task the first one took (one task at a time, seed 000).
+        agent = lock_agent(agent)
+        _check_claimer(project, agent, now, task=task, config=config)
+        if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
+            # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
+            # "Retries and agent in error".
+            refuse_if_unavailable(agent, action="claim", now=now, task=task)
+        admit(
+            project=project,
+            config=config,
+            agent=agent,
+            action="claim",
+            now=now,
+            into_column=task.status != TaskStatus.CLAIMED,  # a takeover adds no card
+            task=task,
+        )
+        task = lock_task(task)
+        task.project = project  # already loaded: spare _claim_locked a query
+        if task.is_suspended:
+            raise conflict(f"{task.key} is suspended: {task.suspended_reason}", suspended=True)
+        if task.goal_id is not None and task.goal.status in p.TERMINAL_GOAL_STATES:
+            raise conflict(
+                f"{task.key} belongs to goal {task.goal.goal_id}, which is {task.goal.status}",
+                goal=task.goal.goal_id,
+            )
+        if task.status == TaskStatus.CLAIMED:
+            if lease_alive(task.lease_expires, now, config) or task.handoff_pending:
+                raise conflict(f"{task.key} is already claimed by {task.assigned_to}")
+            if retry_waits(task, now, config):
+                at = p.format_timestamp(retry_at(task, config))
+                raise conflict(
+                    f"{task.key}: its lease expired; claimable again after {at} (retry backoff)",
+                    retry_at=at,
+                )
+        else:
+            require_task_status(
+                task,
+                [TaskStatus.UNCLAIMED, TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED],
+                to=TaskStatus.CLAIMED,
+                action="claim",
+                actor=agent,
+                now=now,
+            )
+        if task.status in (TaskStatus.UNCLAIMED, TaskStatus.CLAIMED):
+            waiting = waiting_on(task)
+            if waiting:
+                raise conflict(f"{task.key} waits on {', '.join(waiting)}", waiting_on=waiting)
+        try:
+            claimed = _claim_locked(
+                task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit
+            )
+        except HolderBusy as exc:
+            raise conflict(
+                f"{task.key}: its holder {task.assigned_to} is active right now; try again"
+            ) from exc
+        blocked = claimed is None
+    if blocked:
+        # The limit's block is committed; the caller still did not get the task.
+        raise Conflict(
+            f"{task.key} was blocked: {task.blocked_reason}",
+            {"task": task.key, "status": TaskStatus.BLOCKED},
+        )
+    return claimed
+
+
+@records_refusals
+def task_claim_next(
+    *, project: Project, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""
+) -> Task | None:
+    """The best claimable task under `FOR UPDATE SKIP LOCKED`, or None when there is none.
+
+    Concurrent claimers never see the same row: a row another transaction has locked is
+    skipped, not waited for (SPEC §6).
+    """
+    worktree = clean_text(worktree, "worktree", required=False, max_length=500)
+    base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
+    config = config_of(project)
+    with transaction.atomic():
+        admission_lock(project=project, config=config)  # as in task_claim
+        agent = lock_agent(agent)  # before the holder check, as in task_claim
+        held = _check_claimer(project, agent, now, task=None, config=config)
+        querysets = claim_candidates(project, agent.agent_id, now, config)
+        if (
+            held is not None
+            and held.status == TaskStatus.CLAIMED
+            and lease_alive(held.lease_expires, now, config)
+        ):
+            held = lock_task(held)  # its own live claim (e.g. handed off): go on with it
+            if agent.status != AgentStatus.WORKING or agent.current_task_id != held.pk:
+                _agent_works_on(agent, held, now)
+            return held
+        if held is not None and held.status == TaskStatus.CLAIMED:
+            # Its own dead claim: retried once the backoff has passed (the queue's predicate),
+            # nothing else meanwhile (one task at a time). The task's retry, not new work: an
+            # agent in error still gets it, so the expiry past the schedule blocks the task
+            # however close the expiries were (decisions.md "Retries and agent in error").
+            querysets = [querysets[3].filter(pk=held.pk)]
+        else:
+            # Anything else is new work, which an agent in error or overloaded does not get.
+            refuse_if_unavailable(agent, action="claim", now=now)
+            # Seed 000: REJECTED goes back to its own coder before it takes anything else; a
+            # coder that holds nothing has no REJECTED task of its own (that query is skipped).
+            querysets = querysets[:1] if held is not None else querysets[1:]
+        # Enforced limits (issue 24): agents at work; with the CLAIMED column full, only a task
+        # already in it (a retry, a takeover) may be claimed.
+        admit(
+            project=project, config=config, agent=agent, action="claim", now=now, into_column=False
+        )
+        full = limits_enforced(config) and wip_full(
+            project=project, config=config, agent=agent, now=now
+        )
+        if full:
+            querysets = [q.filter(status=TaskStatus.CLAIMED) for q in querysets]
+        busy: list[int] = []  # rows whose previous holder is mid-heartbeat: not this time
+        for queryset in querysets:
+            while True:
+                if busy:
+                    queryset = queryset.exclude(pk__in=busy)
+                task = queryset.select_for_update(skip_locked=True, of=("self",)).first()
+                if task is None:
+                    break
+                task.project = project  # already loaded: spare _claim_locked a query
+                try:
+                    claimed = _claim_locked(
+                        task,
+                        agent,
+                        now=now,
+                        config=config,
+                        worktree=worktree,
+                        base_commit=base_commit,
+                    )
+                except HolderBusy:
+                    busy.append(task.pk)
+                    continue
+                if claimed is not None:
+                    return claimed
+                # A limit blocked that one; it left the queryset, try the next.
+        if full:
+            raise_limit(full, project=project, agent=agent, action="claim", now=now)
+    return None

@@ -1,0 +1,98 @@
+"""The approving reviewer reports the merge: MERGED, or INTEGRATION_FAILED (seed 000)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+
+from agents.models import Agent
+from boards.coordination.models.tasks import Task
+from boards.coordination.services.kernel import (
+    REVIEWER,
+    clean_text,
+    lock_task,
+    move_task,
+    records_refusals,
+    refusal,
+    require_role,
+    require_task_status,
+)
+from boards.coordination.services.sprints import sprint_complete_if_done
+from boards.errors import (
+    Forbidden,
+)
+from boards.protocol import TaskStatus
+
+
+@records_refusals
+def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datetime) -> Task:
+    """APPROVED → MERGED, by an approving reviewer; the worktree is cleaned up (seed 000)."""
+    project = task.project
+    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    merge_commit = clean_text(merge_commit, "merge_commit", max_length=64)
+    with transaction.atomic():
+        task = lock_task(task)
+        require_task_status(
+            task, [TaskStatus.APPROVED], to=TaskStatus.MERGED, action="merge", actor=agent, now=now
+        )
+        _require_approver(task, agent, now=now, action="merge")
+        task.merge_commit = merge_commit
+        task.worktree = ""
+        task.lease_expires = None
+        task.handoff_pending = False
+        move_task(
+            task,
+            "merge",
+            to=TaskStatus.MERGED,
+            actor=agent,
+            now=now,
+            action="merged",
+            detail=f"{task.key} merged as {merge_commit}",
+            data={"merge_commit": merge_commit},
+        )
+        sprint_complete_if_done(project=task.project, now=now)
+    return task
+
+
+@records_refusals
+def task_report_integration_failure(
+    *, task: Task, agent: Agent, reason: str, now: datetime
+) -> Task:
+    """APPROVED → INTEGRATION_FAILED: merge conflict or failing integration tests."""
+    project = task.project
+    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    reason = clean_text(reason, "reason", max_length=2000)
+    with transaction.atomic():
+        task = lock_task(task)
+        require_task_status(
+            task,
+            [TaskStatus.APPROVED],
+            to=TaskStatus.INTEGRATION_FAILED,
+            action="integration_failure",
+            actor=agent,
+            now=now,
+        )
+        _require_approver(task, agent, now=now, action="integration_failure")
+        move_task(
+            task,
+            "fail_integration",
+            to=TaskStatus.INTEGRATION_FAILED,
+            actor=agent,
+            now=now,
+            action="integration_failed",
+            detail=reason,
+        )
+    return task
+
+
+def _require_approver(task: Task, agent: Agent, *, now: datetime, action: str) -> None:
+    if agent.agent_id not in (task.approved_by or []):
+        raise refusal(
+            Forbidden(f"only an approving reviewer of {task.key} may report its merge"),
+            project=task.project,
+            actor=agent,
+            action=action,
+            now=now,
+            task=task,
+        )

@@ -1,0 +1,138 @@
+"""The coder's operations on its claim: request review (seed 002 Clean Sync) and block."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import transaction
+
+from agents.models import Agent
+from boards import protocol as p
+from boards.coordination.models.tasks import ChangeSummary, Task
+from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.tasks import hypothesis_exhausted
+from boards.coordination.services.kernel import (
+    CODER,
+    clean_string_list,
+    clean_text,
+    lock_own_claim,
+    move_task,
+    records_refusals,
+    require_role,
+)
+from boards.coordination.services.tasks.holders import append_failed_by, release_holder
+from boards.coordination.services.tasks.limits import limit_anomaly
+from boards.errors import (
+    ProtocolValidationError,
+)
+from boards.protocol import AgentStatus, TaskStatus
+
+
+@records_refusals
+def task_submit_for_review(
+    *,
+    task: Task,
+    agent: Agent,
+    review_commit: str,
+    now: datetime,
+    tree_clean: bool = True,
+    change_summary: dict | None = None,
+) -> Task:
+    """CLAIMED → READY_FOR_REVIEW with the commit under review (seed 002 Clean Sync), and what
+    it changed when the coder's side computed it (issue 25: the drawer's "what changed")."""
+    project = task.project
+    require_role(agent, project, agent_roles=CODER, human=None)
+    review_commit = clean_text(review_commit, "review_commit", max_length=64)
+    if tree_clean is not True:
+        raise ProtocolValidationError(
+            "tree_clean", "the worktree must be clean before review (seed 002 Clean Sync)"
+        )
+    config = config_of(project)
+    with transaction.atomic():
+        agent, task = lock_own_claim(
+            agent,
+            task,
+            action="submit_for_review",
+            to=TaskStatus.READY_FOR_REVIEW,
+            now=now,
+            config=config,
+        )
+        task.review_commit = review_commit
+        # "When task transitions to READY_FOR_REVIEW, the coder's lease becomes inactive."
+        task.lease_expires = None
+        move_task(
+            task,
+            "submit_for_review",
+            to=TaskStatus.READY_FOR_REVIEW,
+            actor=agent,
+            now=now,
+            action="ready_for_review",
+            detail=f"Iteration {task.iteration or 1}, commit {review_commit}",
+            data={"commit": review_commit, "iteration": task.iteration},
+        )
+        if change_summary is not None:
+            ChangeSummary.objects.create(
+                project=project,
+                task=task,
+                review_commit=review_commit,
+                iteration=task.iteration,
+                files=list(change_summary.get("files") or []),
+                diff=change_summary.get("diff") or "",
+                truncated=bool(change_summary.get("truncated")),
+                created=now,
+            )
+        if agent.status == AgentStatus.WORKING:
+            agent.wait_for_review()
+            agent.save()
+    return task
+
+
+@records_refusals
+def task_block(
+    *,
+    task: Task,
+    agent: Agent,
+    reason: str,
+    questions: Sequence[str],
+    now: datetime,
+    attempted: Sequence[str] = (),
+) -> Task:
+    """The coder cannot proceed: CLAIMED → BLOCKED with a diagnosis (seed 002 Mark blocked)."""
+    project = task.project
+    require_role(agent, project, agent_roles=CODER, human=None)
+    reason = clean_text(reason, "reason", max_length=2000)
+    questions = clean_string_list(
+        list(questions or []), "questions", min_items=1, max_items=p.MAX_BLOCKED_QUESTIONS
+    )
+    attempted = clean_string_list(list(attempted or []), "attempted")
+    config = config_of(project)
+    with transaction.atomic():
+        agent, task = lock_own_claim(
+            agent, task, action="block", to=TaskStatus.BLOCKED, now=now, config=config
+        )
+        task.blocked_reason = reason
+        task.blocked_questions = questions
+        task.attempted = [*task.attempted, *attempted]
+        task.lease_expires = None
+        append_failed_by(task, agent.agent_id)
+        exhausted = hypothesis_exhausted(task)
+        if exhausted:
+            task.blocked_reason = (
+                f"Hypothesis exhaustion: {len(set(task.failed_by))} coders failed "
+                f"({', '.join(task.failed_by)}). Last: {reason}"
+            )
+        move_task(
+            task,
+            "block",
+            to=TaskStatus.BLOCKED,
+            actor=agent,
+            now=now,
+            action="blocked",
+            detail=reason,
+            data={"questions": questions},
+        )
+        release_holder(agent, task)
+        if exhausted:
+            limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
+    return task

@@ -1,0 +1,1 @@
+"""The insights reads (no writes)."""

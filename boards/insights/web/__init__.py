@@ -1,0 +1,1 @@
+"""The insights pages: insights and charts, graph, activity feed, /metrics."""

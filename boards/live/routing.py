@@ -1,7 +1,0 @@
-from django.urls import path
-
-from boards.live.consumers import BoardConsumer
-
-websocket_urlpatterns = [
-    path("ws/p/<slug:slug>/", BoardConsumer.as_asgi()),
-]

@@ -1,1 +1,0 @@
-"""All writes to the Liza domain (STYLE.md): one transaction each, row-locked, audited."""
