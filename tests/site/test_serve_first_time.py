@@ -1,7 +1,9 @@
-"""The README's `bash .ci/serve --team` as a newcomer runs it (issue 23 §6): from a fresh clone
-(its own `.venv`, its own embedded database, `../shared` beside it as in the project's layout)
-the scripted team completes its goal; with the port taken it fails at once, clearly, with no
-"running at" line for someone else's server."""
+"""The README's `bash .ci/serve --team` as a newcomer runs it (issue 23 §6, issue 12 §4): from a
+fresh clone (its own `.venv`, its own embedded PostgreSQL cluster, in-memory channel layer, the
+watcher; `../shared` beside it as in the project's layout) the scripted planner, two coders and
+two reviewers, each a real `liza supervise` process, finish the demo goal unattended, and the
+finished board is still there when the cluster is started again; with the port taken the command
+fails at once, clearly, with no "running at" line for someone else's server."""
 
 from __future__ import annotations
 
@@ -10,11 +12,18 @@ import queue
 import re
 import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
 
+import psycopg
+
+from boards.protocol import Action, GoalStatus, TaskStatus
+from tests.embedded_cluster import embedded_cluster
 from tests.live_server import ROOT, free_port
+
+LIMIT = 180  # seconds: the issue's "under 3 minutes", for the team alone
 
 
 def _env(port: int, tmp_path) -> dict[str, str]:
@@ -81,14 +90,49 @@ def test_the_readme_team_command_works_from_a_fresh_clone(tmp_path):
         output = "".join(seen)
         done = re.search(r"liza demo-team: done in ([\d.]+) s \(exit (\d+)\)", output)
         assert done and done.group(2) == "0", output[-6000:]
+        assert float(done.group(1)) < LIMIT, done.group(1)
         assert "the goal is COMPLETED" in output
         assert "cannot read the key file" not in output
         assert f"running at http://127.0.0.1:{port}/" in output
+        # Five supervisors started, and each stopped by itself (role complete), exit 0.
         for agent in ("planner-1", "coder-1", "coder-2", "code-reviewer-1", "code-reviewer-2"):
+            assert f"started {agent} (pid" in output
             assert f"{agent} stopped (exit 0)" in output, output[-6000:]
+        keys = sorted((clone / "var" / "team-keys").glob("*.key"))
+        assert len(keys) == 5
+        assert all(stat.S_IMODE(k.stat().st_mode) == 0o600 for k in keys)
+        # The server is still up (the newcomer looks at the finished board); SIGTERM stops it.
+        assert serve.poll() is None
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=60) == 143
     finally:
         if serve.poll() is None:
             os.killpg(serve.pid, signal.SIGKILL)
             serve.wait(timeout=30)
+
+    slug = (clone / "var" / "team-keys" / "project").read_text().strip()
+    # The cluster stopped with the command; started again, the finished goal is there.
+    with embedded_cluster(clone / "var" / "postgres") as database, psycopg.connect(database) as db:
+        (project,) = db.execute("SELECT id FROM boards_project WHERE slug = %s", [slug]).fetchone()
+        statuses = db.execute(
+            "SELECT status FROM boards_task WHERE project_id = %s", [project]
+        ).fetchall()
+        actions = [a for (a,) in db.execute(
+            "SELECT action FROM boards_event WHERE project_id = %s", [project]
+        )]  # fmt: skip
+        goal = db.execute(
+            "SELECT status FROM boards_goal WHERE project_id = %s", [project]
+        ).fetchall()
+        assert len(statuses) == 4 and {s for (s,) in statuses} == {TaskStatus.MERGED}, statuses
+        assert actions.count(Action.REJECTED) >= 1 and actions.count(Action.BLOCKED) >= 1, actions
+        assert goal == [(GoalStatus.COMPLETED,)]
+        validate = subprocess.run(
+            [".venv/bin/python", "manage.py", "liza_validate", "--project", slug],
+            cwd=clone,
+            env={**_env(port, tmp_path), "DATABASE_URL": database,
+                 "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert validate.stdout.strip() == "VALID", validate.stdout + validate.stderr
