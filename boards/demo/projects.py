@@ -22,9 +22,9 @@ from boards.coordination.services.goals import goal_create
 from boards.coordination.services.kernel import SYSTEM
 from boards.coordination.services.projects import membership_set, project_create
 from boards.interop.importing import import_project
+from boards.interop.invariants import reference_time
 from boards.interop.reading import read_liza_dir
 from boards.interop.schema import TIMESTAMP_KEYS
-from boards.interop.validation import reference_time
 from boards.protocol import format_timestamp, parse_timestamp
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "demo"

@@ -21,7 +21,8 @@ from boards.coordination.models.records import (
 )
 from boards.coordination.models.tasks import Discovery, Handoff, HumanNote, Review, Task
 from boards.coordination.services.projects import project_create
-from boards.interop.validation import Violation, validate_state
+from boards.interop.invariants import Violation
+from boards.interop.validation import validate_state
 
 from .reading import ImportPlan, plan_import
 from .yaml_io import LizaImportError

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from boards import protocol as p
+
 STATE_FILE = "state.yaml"
 LOG_FILE = "log.yaml"
 ALERTS_FILE = "alerts.log"  # the original watcher's append-only alert lines
@@ -198,3 +200,39 @@ TIMESTAMP_KEYS: frozenset[str] = frozenset(
         *SPRINT_TIMELINE,
     }
 )
+
+# The sections read straight into one row each (reading.py, records.py).
+GOAL_FIELDS: dict[str, Kind] = {
+    "description": Kind.TEXT,
+    "spec_ref": Kind.TEXT,
+    "created": Kind.TIME_REQUIRED,
+}
+NOTE_FIELDS: dict[str, Kind] = {"timestamp": Kind.TIME_REQUIRED, "message": Kind.TEXT}
+REVIEW_FIELDS: dict[str, Kind] = {
+    "reviewer": Kind.TEXT,
+    "verdict": Kind.TEXT,
+    "reason": Kind.TEXT,
+    "lease_expires": Kind.TIME,
+}
+CONFIG_FIELDS: dict[str, Kind] = {
+    **{
+        key: Kind.INT if isinstance(default, int) else Kind.TEXT
+        for key, default in p.CONFIG_DEFAULTS.items()
+    },
+    **dict.fromkeys(EXTRA_CONFIG_KEYS, Kind.INT),
+}
+# Seed 002 section → the YAML shape it must have.
+SECTION_SHAPES: dict[str, type] = {
+    "goal": dict,
+    "tasks": list,
+    "agents": dict,
+    "discovered": list,
+    "handoff": dict,
+    "human_notes": list,
+    "spec_changes": list,
+    "anomalies": list,
+    "sprint": dict,
+    "circuit_breaker": dict,
+    "config": dict,
+}
+PROJECT_WIDE_NOTE = "project"  # seed 002 human_notes `for:` naming no task

@@ -1,6 +1,6 @@
 // @ts-check
 // Liza Board activity feed: new events appear at the top, live, over the board's websocket.
-// The server checks membership when the socket opens (boards.live.consumers), as for a board.
+// The server checks membership when the socket opens (boards.board.live.consumers), as for a board.
 // Messages carry a per-project sequence number; after a gap or a reconnect the feed asks the
 // server for the rows after the newest one it shows, with the same filters.
 (function () {

@@ -349,7 +349,7 @@
     }
   }
 
-  // A watcher has just swept this project (boards.live.outbox.watcher_swept).
+  // A watcher has just swept this project (boards.coordination.outbox.watcher_swept).
   function applySweep(message) {
     const watcher = /** @type {HTMLElement & { seenAt?: number }} */ (document.getElementById("watcher-status"));
     if (!watcher) return;

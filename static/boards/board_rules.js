@@ -6,7 +6,7 @@
 /* exported BoardRules */
 
 /**
- * A task as a live `task.changed` event carries it (boards.live.render.render_changes).
+ * A task as a live `task.changed` event carries it (boards.board.live.render.render_changes).
  * @typedef {object} LiveTask
  * @property {string} key
  * @property {string} status
@@ -19,7 +19,7 @@
  */
 
 /**
- * The filters the server applied to the page (boards.selectors.board.live_filters), already
+ * The filters the server applied to the page (boards.board.selectors.board.live_filters), already
  * validated and cleaned by its TaskFilter: a refused value is absent, text is stripped, and
  * the default sprint (the open one) is written out. Absent means "not filtered by".
  * @typedef {object} AppliedFilters

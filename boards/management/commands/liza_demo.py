@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from boards.demo.flow import FLOW_SLUG, flow_demo_build
 from boards.demo.projects import ADMIN_PASSWORD, demo_build, team_build
-from boards.interop import LizaImportError
+from boards.interop.yaml_io import LizaImportError
 
 
 class Command(BaseCommand):

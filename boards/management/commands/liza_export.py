@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from boards.coordination.models.projects import Project
-from boards.interop import LizaExportRefused, write_liza_dir
+from boards.interop.exporting import LizaExportRefused, write_liza_dir
 from boards.interop.neighbours import LOGIST, logist_manifests
 from boards.interop.yaml_io import write_files
 

@@ -9,16 +9,10 @@ from django.utils import timezone
 from agents.models import Agent
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
-from boards.interop import (
-    LizaFileError,
-    LizaImportError,
-    LizaImportRefused,
-    import_project,
-    read_liza_dir,
-)
+from boards.interop.importing import LizaImportRefused, import_project
 from boards.interop.neighbours import SOURCES, import_foreign
-from boards.interop.reading import with_paths
-from boards.interop.yaml_io import liza_dir
+from boards.interop.reading import read_liza_dir, with_paths
+from boards.interop.yaml_io import LizaFileError, LizaImportError, liza_dir
 
 
 class Command(BaseCommand):

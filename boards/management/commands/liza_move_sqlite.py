@@ -141,7 +141,7 @@ class Command(BaseCommand):
 
     def _validate(self) -> None:
         from boards.coordination.models.projects import Project
-        from boards.interop import project_violations
+        from boards.interop.exporting import project_violations
 
         for project in Project.objects.order_by("slug"):
             violations, _ = project_violations(project, now=None)

@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from boards.coordination.models.projects import Project
-from boards.interop import project_violations
+from boards.interop.exporting import project_violations
 from boards.interop.validation import validate_state
 from boards.interop.yaml_io import load_yaml_file
 from boards.protocol import parse_timestamp

@@ -16,7 +16,7 @@ from django.utils import timezone
 from agents.client.wakeup import Wakeup
 from boards import protocol as p
 from boards.coordination.selectors.access import config_of
-from boards.interop import project_violations
+from boards.interop.exporting import project_violations
 from boards.watch.selectors.watch import projects_to_watch
 from boards.watch.services.watch import watch_sweep
 from boards.watch.services.webhooks import WebhookSender, webhook_deliver_due

@@ -21,7 +21,7 @@ from boards.coordination.selectors.budgets import EXHAUSTED, OK, budget_states
 from boards.coordination.selectors.leases import lease_stale_before
 from boards.coordination.selectors.reviews import awaiting_human_approval
 from boards.errors import ProtocolValidationError
-from boards.interop.validation import Violation
+from boards.interop.invariants import Violation
 from boards.protocol import (
     STATE_TIMEOUT_WARN_RATIO,
     TERMINAL_TASK_STATES,

@@ -44,7 +44,7 @@ from boards.coordination.services.tasks.holders import (
 from boards.coordination.services.tasks.limits import crash_limit_block
 from boards.coordination.services.tasks.overrides import task_override_block
 from boards.errors import Conflict, ProtocolError
-from boards.interop.validation import Violation
+from boards.interop.invariants import Violation
 from boards.protocol import Action, SprintStatus, TaskStatus
 from boards.watch.selectors.watch import (
     StateTimeout,

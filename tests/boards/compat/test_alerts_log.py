@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from boards.coordination.models.records import Alert
-from boards.interop.exporting import export_alerts_log
+from boards.interop.side_files import export_alerts_log
 from tests.factories import T0
 from tests.lifecycle import World
 

@@ -15,8 +15,9 @@ from boards.coordination.models.records import CircuitBreaker, CircuitBreakerChe
 from boards.coordination.services.goals import goal_create
 from boards.coordination.services.projects import config_update
 from boards.coordination.services.sprints import sprint_create
-from boards.interop import dump_yaml, export_log, export_state, write_liza_dir
-from boards.interop.exporting import export_breaker_report
+from boards.interop.exporting import export_log, export_state, write_liza_dir
+from boards.interop.side_files import export_breaker_report
+from boards.interop.yaml_io import dump_yaml
 from boards.watch.services.breaker import circuit_breaker_resolve
 from boards.watch.services.watch import watch_sweep
 from tests.boards.breaker_fixtures import blocker, log, trip

@@ -8,8 +8,10 @@ import pytest
 
 from boards.coordination.models.records import CircuitBreaker
 from boards.coordination.services.goals import goal_create
-from boards.interop import dump_yaml, export_log, export_state, import_project, write_liza_dir
+from boards.interop.exporting import export_log, export_state, write_liza_dir
+from boards.interop.importing import import_project
 from boards.interop.validation import validate_state
+from boards.interop.yaml_io import dump_yaml
 from boards.protocol import format_timestamp
 from boards.watch.services.breaker import circuit_breaker_resolve
 from tests.boards.breaker_fixtures import trip

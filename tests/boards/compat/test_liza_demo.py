@@ -21,7 +21,7 @@ from boards.coordination.selectors.access import config_of
 from boards.demo.flow import flow_demo_build
 from boards.demo.projects import DEMO_DIR, shift_timestamps
 from boards.insights.selectors.insights import _flow_sql, insights, insights_period
-from boards.interop.validation import reference_time
+from boards.interop.invariants import reference_time
 from boards.protocol import GoalStatus
 from tests.boards.compat.test_original_liza_judges_exports import _export
 from tests.boards.selectors.insights_oracle import flow_reference
@@ -136,7 +136,7 @@ def test_the_demo_leases_are_live_today(manage, flow_demo_skipped):
 
 
 def test_the_demo_reference_time_is_its_latest_heartbeat():
-    from boards.interop import read_liza_dir
+    from boards.interop.reading import read_liza_dir
 
     state, _ = read_liza_dir(DEMO_DIR)
 

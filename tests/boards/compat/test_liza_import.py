@@ -19,7 +19,7 @@ from boards.coordination.models.records import (
     SpecChange,
 )
 from boards.coordination.models.tasks import Discovery, Handoff, HumanNote, Review, Task
-from boards.interop import read_liza_dir
+from boards.interop.reading import read_liza_dir
 from boards.interop.validation import validate_state
 
 pytestmark = pytest.mark.django_db

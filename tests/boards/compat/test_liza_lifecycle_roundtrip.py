@@ -13,8 +13,10 @@ from boards.coordination.services import records, reviews, tasks
 from boards.coordination.services.goals import goal_create
 from boards.coordination.services.sprints import sprint_create
 from boards.errors import ProtocolError
-from boards.interop import dump_yaml, export_log, export_state, import_project
+from boards.interop.exporting import export_log, export_state
+from boards.interop.importing import import_project
 from boards.interop.validation import validate_state
+from boards.interop.yaml_io import dump_yaml
 
 pytestmark = pytest.mark.django_db
 

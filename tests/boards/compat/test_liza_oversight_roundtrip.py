@@ -9,8 +9,10 @@ from boards.coordination.models.tasks import Discovery, Task
 from boards.coordination.services import records, tasks
 from boards.coordination.services.goals import goal_create
 from boards.coordination.services.sprints import sprint_create
-from boards.interop import LizaImportError, dump_yaml, export_log, export_state, import_project
+from boards.interop.exporting import export_log, export_state
+from boards.interop.importing import import_project
 from boards.interop.validation import validate_state
+from boards.interop.yaml_io import LizaImportError, dump_yaml
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,10 @@ import pytest
 import yaml
 
 from boards.coordination.models.projects import Project
-from boards.interop import dump_yaml, export_log, export_state, read_liza_dir
+from boards.interop.exporting import export_log, export_state
+from boards.interop.reading import read_liza_dir
 from boards.interop.validation import validate_state
+from boards.interop.yaml_io import dump_yaml
 from boards.protocol import parse_timestamp
 from tests.boards.compat.test_liza_import import base_state, write_liza
 from tests.boards.compat.test_liza_import import task as task_entry

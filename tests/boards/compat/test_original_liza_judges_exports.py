@@ -17,7 +17,7 @@ import yaml
 from boards.coordination.models.projects import Project
 from boards.coordination.services import sprints, tasks
 from boards.coordination.services.goals import goal_complete, goal_create
-from boards.interop import write_liza_dir
+from boards.interop.exporting import write_liza_dir
 from boards.protocol import TASK_STATES
 from tests.boards.compat.test_liza_lifecycle_roundtrip import build_board
 from tests.factories import register

@@ -120,7 +120,7 @@ def applied_events(project: Project, **filters) -> list[Event]:
 
 def assert_valid(project: Project, *, now: datetime) -> None:
     """Every invariant of seed 002 "Validation Rules" holds for `project` at `now` (SPEC §5.1)."""
-    from boards.interop import project_violations
+    from boards.interop.exporting import project_violations
 
     # A project with no goal or sprint yet is not exportable yet, not invalid (SPEC §13).
     violations, _ = project_violations(project, now=now)

@@ -19,8 +19,8 @@ from boards.coordination.services import sprints as sprint_services
 from boards.coordination.services.projects import project_pause, project_resume
 from boards.coordination.services.tasks import task_abandon
 from boards.coordination.services.tasks.limits import task_set_limits
-from boards.interop import project_violations
-from boards.interop.validation import Violation
+from boards.interop.exporting import project_violations
+from boards.interop.invariants import Violation
 from boards.protocol import AgentStatus, format_timestamp
 from boards.watch.services.watch import watch_sweep
 

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from boards.interop.validation import INVARIANTS, Violation, reference_time, validate_state
+from boards.interop.invariants import INVARIANTS, Violation, reference_time
+from boards.interop.validation import validate_state
 from boards.protocol import ANOMALY_REQUIRED_FIELDS, LEASE_GRACE_SECONDS, MAX_BLOCKED_QUESTIONS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
