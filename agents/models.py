@@ -49,9 +49,8 @@ class Agent(FSMModelMixin, models.Model):
     )
     lost_reason = models.CharField(max_length=200, blank=True)
     # Seed 003 availability (boards.coordination.selectors.availability): OVERLOADED is set by a
-    # project
-    # admin (the agent keeps what it holds, takes nothing new); ERROR is computed from recent
-    # lease expiries, counting only those after `error_cleared_at` (an admin's "clear").
+    # project admin (the agent keeps what it holds, takes nothing new); ERROR is computed from
+    # recent lease expiries, counting only those after `error_cleared_at` (an admin's "clear").
     overloaded = models.BooleanField(default=False)
     error_cleared_at = models.DateTimeField(null=True, blank=True)
     # Issue 24: the last progress of its supervised run (output, a commit), as its supervisor
@@ -381,8 +380,7 @@ class Budget(models.Model):
     """A spending limit (issue 24) on a project, a goal, a sprint, an agent or a task, in USD
     and/or tokens. Its spend and state (ok, warning at 80 %, exhausted at 100 %) are computed
     from the usage rows attributed to its subject (`boards.coordination.selectors.budgets`); set by
-    project
-    admins only (`boards.coordination.services.budgets.budget_set`, audited)."""
+    project admins only (`boards.coordination.services.budgets.budget_set`, audited)."""
 
     class Scope(models.TextChoices):
         PROJECT = "project"

@@ -319,9 +319,8 @@ def agent_heartbeat(
                 task=lost,
             )
         # Lock order (boards.coordination.services.kernel): the agent, then its task, then its
-        # reviews. A
-        # coder holds at most one task and no review, a reviewer review leases and no task
-        # (seed 000): each asks only for its own rows. The review rows are locked alone (their
+        # reviews. A coder holds at most one task and no review, a reviewer review leases and no
+        # task (seed 000): each asks only for its own rows. The review rows are locked alone (their
         # tasks are read, not locked: only the lease length is taken from them).
         if agent.current_task_id is not None:
             task = rows.get_locked(Task, agent.current_task_id)

@@ -6,8 +6,7 @@ records the first failure (one WARNING with the error's one-line summary), keeps
 silent and counted, lets callers skip the dependency while it backs off (0.5 s doubling to
 30 s), and logs the recovery once. `REDIS` is the one for the Redis server behind the channel
 layer, the board sequence and the rate-limit counters; the live board (`boards.board.live.health`)
-and
-the metrics read it.
+and the metrics read it.
 """
 
 from __future__ import annotations

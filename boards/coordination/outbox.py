@@ -38,8 +38,7 @@ logger = logging.getLogger(__name__)
 
 # Change kinds and the typed events the consumer turns them into.
 # EVENT: a row of the event log, for the activity feed (boards/insights/web/activity.py); boards
-# ignore it.
-# RUN: a running run's output moved (issue 24): an open drawer shows it live.
+# ignore it. RUN: a running run's output moved (issue 24): an open drawer shows it live.
 TASK, AGENT, SPRINT, EVENT, RUN = "task", "agent", "sprint", "event", "run"
 EVENT_TYPES = {
     TASK: "task.changed",

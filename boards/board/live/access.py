@@ -1,8 +1,7 @@
 """Live board access that ends when access ends (docs/security.md "Live boards").
 
 A board socket is joined after a membership check (`boards.board.live.consumers`). Whatever ends
-that
-access afterwards — the membership deleted, the user deactivated, deleted, stripped of staff
+that access afterwards — the membership deleted, the user deactivated, deleted, stripped of staff
 or given a new password, the session signed out — must also end the socket, in whichever
 process it lives. These receivers publish `access.changed` to the user's own group
 (`events.user_group`) after the commit; each socket of that user then checks again, before it

@@ -2,8 +2,7 @@
 
 A client never names a group: the server derives it from the project it checked the session's
 user against. Messages from `boards.coordination.outbox` carry ids; each websocket process renders
-a message
-once (cards, agent rows, header) and hands the same payload to every board it serves.
+a message once (cards, agent rows, header) and hands the same payload to every board it serves.
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ from liza_site.outages import REDIS
 # Close codes in the 4000 range are the application's own (RFC 6455 §7.4.2).
 CLOSE_NOT_FOUND = 4404
 # Access ended while the socket was open (boards.board.live.access): signed out, membership
-# removed, user
-# deactivated. The board does not reconnect on its own; a reload shows the login or a 404.
+# removed, user deactivated. The board does not reconnect on its own; a reload shows the login
+# or a 404.
 CLOSE_ACCESS_ENDED = 4403
 # The channel layer (Redis) is unreachable: RFC 6455 "try again later".
 CLOSE_TRY_AGAIN_LATER = 1013

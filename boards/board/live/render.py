@@ -1,8 +1,7 @@
 """What a live board message becomes on the wire: cards, agent rows and the header.
 
 Rendered once per websocket process per message (boards.board.live.consumers), whatever the number
-of
-open boards, and by the board page itself (`card_html`), so a card looks the same either way.
+of open boards, and by the board page itself (`card_html`), so a card looks the same either way.
 """
 
 from __future__ import annotations
@@ -140,8 +139,7 @@ EVENTS_PER_MESSAGE = 50
 
 def events_recorded(project: Project, event_ids: list[int]) -> dict[str, Any]:
     """The activity feed's rows for these events (boards/insights/web/activity.py), newest first,
-    with
-    what activity.js filters them by. One query."""
+    with what activity.js filters them by. One query."""
     rows = (
         Event.objects.filter(project=project, pk__in=event_ids)
         .select_related("task")

@@ -137,8 +137,7 @@ class CircuitBreakerCheck(models.Model):
     # The entry's other seed 002 fields (severity, resolution, resolved_at) and any extra key.
     details = models.JSONField(default=dict, blank=True)
     # A trip's report (boards.watch.selectors.breaker.BreakerReport as JSON): the evidence table,
-    # the
-    # anomalies, the checklist and the evidence keys that re-arming compares. Not in
+    # the anomalies, the checklist and the evidence keys that re-arming compares. Not in
     # state.yaml's history (the seed's entry has no such field); null for other entries.
     report = models.JSONField(null=True, blank=True)
 
@@ -262,8 +261,7 @@ class Event(AppendOnlyModel):
     detail = models.CharField(max_length=500)
     data = models.JSONField(default=dict, blank=True)
     # The task's board fields as this event left them (boards.board.selectors.replay: time
-    # travel);
-    # null for events about no task and for histories imported from files.
+    # travel); null for events about no task and for histories imported from files.
     board = models.JSONField(null=True, blank=True)
 
     objects = models.Manager.from_queryset(AppendOnlyQuerySet)()

@@ -74,8 +74,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     """READY_FOR_REVIEW with a review slot open to `agent` → a review lease for it.
 
     The slot rule is `boards.coordination.selectors.reviews.review_slot_refusal`, the one `/work`
-    reads. A
-    claim whose lease is dead (`lease_alive`, grace included) is closed and its slot taken
+    reads. A claim whose lease is dead (`lease_alive`, grace included) is closed and its slot taken
     (seed 000 "Stale review lease allows supervisor to reassign").
     """
     project = task.project
