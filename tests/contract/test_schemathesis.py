@@ -162,6 +162,9 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
         "tasks_human_reject",
         "tasks_set_limits",
         "budgets_set",
+        # a person's own notification preferences (agents are refused: people only)
+        "notifications_retrieve",
+        "notifications_set",
     },
 }
 PRINCIPAL = {op: who for who, ops in OPERATIONS_BY_PRINCIPAL.items() for op in ops}

@@ -62,6 +62,7 @@ def test_the_charts_draw_the_hand_computed_numbers(browser, server):
             "svg-throughput",
             "svg-lead_cycle",
             "svg-review_rounds",
+            "svg-cost_per_day",
             "svg-alerts",
         ]
         assert all(width > 300 and height > 100 for _, width, height in boxes)
