@@ -40,25 +40,10 @@ def _post_form(page, selector: str) -> None:
 def test_a_person_plans_and_the_team_merges_the_plan(page, agent_client):
     world = World(now=timezone.now() - timedelta(seconds=30))
     sign_in(page, world.admin)
-    page.goto(f"/p/{world.project.slug}/")
-    with page.expect_navigation():
-        page.click("nav.project-nav a:has-text('Plan')")
+    _open_the_plan(page, world.project.slug)
     assert page.locator("h1").inner_text().startswith("Plan")
 
-    page.fill("form[data-action=goal-create] textarea[name=description]", "Ship the retry work")
-    _post_form(page, "form[data-action=goal-create] button[type=submit]")
-    for key, description, priority, depends in TASKS:
-        form = "form[data-action=task-create]"
-        page.fill(f"{form} input[name=key]", key)
-        page.fill(f"{form} textarea[name=description]", description)
-        page.fill(f"{form} textarea[name=done_when]", f"{key} is tested")
-        page.fill(f"{form} input[name=spec_ref]", f"specs/{key}.md")
-        page.select_option(f"{form} select[name=priority]", priority)
-        if depends:
-            page.select_option(f"{form} select[name=depends_on]", depends)
-        _post_form(page, f"{form} button[type=submit]")
-    for key, *_ in TASKS:
-        _post_form(page, f"tr[data-key='{key}'] form[data-action=task-finalize] button")
+    _plan_goal_and_tasks(page)
     for key, *_ in TASKS:
         assert page.locator(f"form[data-action=sprint-create] input[value='{key}']").is_checked()
     _post_form(page, "form[data-action=sprint-create] button[type=submit]")
@@ -109,11 +94,15 @@ TEAM = [("planner-1", "planner"), ("coder-1", "coder"), ("code-reviewer-1", "cod
 FAST = ["--poll-interval", "0.3", "--heartbeat-interval", "2", "--restart-delay", "0.2"]
 
 
-def _plan_in_the_browser(page, slug: str) -> None:
-    """Goal, three tasks (ui depends on api), finalized, a sprint: the person's clicks."""
+def _open_the_plan(page, slug: str) -> None:
+    """From the board to its Plan page, as a person gets there: the project nav."""
     page.goto(f"/p/{slug}/")
     with page.expect_navigation():
         page.click("nav.project-nav a:has-text('Plan')")
+
+
+def _plan_goal_and_tasks(page) -> None:
+    """On the Plan page: a goal and three tasks (ui depends on api), each finalized."""
     page.fill("form[data-action=goal-create] textarea[name=description]", "Ship the retry work")
     _post_form(page, "form[data-action=goal-create] button[type=submit]")
     for key, description, priority, depends in TASKS:
@@ -128,6 +117,12 @@ def _plan_in_the_browser(page, slug: str) -> None:
         _post_form(page, f"{form} button[type=submit]")
     for key, *_ in TASKS:
         _post_form(page, f"tr[data-key='{key}'] form[data-action=task-finalize] button")
+
+
+def _plan_in_the_browser(page, slug: str) -> None:
+    """Goal, three tasks (ui depends on api), finalized, a sprint: the person's clicks."""
+    _open_the_plan(page, slug)
+    _plan_goal_and_tasks(page)
     _post_form(page, "form[data-action=sprint-create] button[type=submit]")
 
 
