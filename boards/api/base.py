@@ -29,6 +29,7 @@ from rest_framework.views import APIView
 
 from agents.api import serializers as agent_s
 from agents.authentication import AgentKeyAuthentication, AgentPrincipal
+from agents.client.contract import Endpoint
 from agents.models import Agent, IdempotentRequest
 from agents.services import (
     agent_ready,
@@ -360,19 +361,17 @@ PRESENTERS: dict[str, tuple[Presenter, Any]] = {
 }
 
 
-def operation_view(
-    name: str,
-    *,
-    present: str,
-    method: str = "post",
-    status: int = 200,
-    description: str = "",
-    operation_id: str = "",
-    error_codes: tuple[int, ...] = (400, 401, 403, 404, 409),
-) -> type[ProjectView]:
-    """An endpoint for the declared operation `name`: its input, its service, its answer."""
-    op = operation(name)
+# Operations answered with the row the service has just locked and saved (no second read).
+FRESH = frozenset({"task_claim", "task_claim_next"})
+
+
+def operation_view(endpoint: Endpoint) -> type[ProjectView]:
+    """An endpoint for the declared operation of `endpoint` (agents.client.contract): its
+    input, its service, its answer."""
+    op = operation(endpoint.name)
+    present = "fresh_task" if endpoint.name in FRESH else endpoint.result
     presenter, schema = PRESENTERS[present]
+    status = endpoint.status
 
     def handler(self: ProjectView, request: Request, slug: str, **kwargs: Any) -> Response:
         data = op.validate(request.data) if op.input is not None else {}
@@ -383,11 +382,10 @@ def operation_view(
             raise NotFound()
         return Response(presenter(self, result), status=status)
 
-    codes = error_codes if op.input is not None else tuple(c for c in error_codes if c != 400)
     handler = extend_schema(
-        operation_id=operation_id or name,
+        operation_id=endpoint.operation_id,
         request=op.input,
-        description=description or (op.service.__doc__ or "").strip().split("\n\n")[0],
-        responses={status: schema, **errors(*codes)},
+        description=endpoint.description or (op.service.__doc__ or "").strip().split("\n\n")[0],
+        responses={status: schema, **errors(*endpoint.errors)},
     )(handler)
-    return type(f"{name}_view", (ProjectView,), {method: handler})
+    return type(f"{endpoint.name}_view", (ProjectView,), {endpoint.method.lower(): handler})

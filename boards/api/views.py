@@ -1,7 +1,8 @@
 """The agent protocol and human oversight over HTTP (SPEC §6, §7): the read endpoints, and the
 few writes whose answer is more than one row (registration, heartbeat, a new agent with its
 key). Every other write is a declared operation (boards.operations) made an endpoint by
-`boards.api.base.operation_view`; see boards/api/urls.py.
+`boards.api.base.operation_view`; boards/api/urls.py binds each to its path in the contract
+(agents.client.contract), a path's methods joined in one view.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from agents.models import Agent
 from agents.selectors import agent_get, agent_list, run_list
 from boards import protocol as p
 from boards.api import serializers as s
-from boards.api.base import READ_ERRORS, ProjectView, errors, operation_view
+from boards.api.base import READ_ERRORS, ProjectView, errors
 from boards.board.selectors.inbox import inbox
 from boards.coordination.models.projects import Membership
 from boards.coordination.models.records import Alert, Event
@@ -42,6 +43,8 @@ RUN_PAGE = 100  # the newest runs; a task's or an agent's history is filtered fi
 
 
 class TaskListView(ProjectView):
+    """GET the task list, POST a new DRAFT task (planner or admin)."""
+
     @extend_schema(
         operation_id="tasks_list",
         parameters=[
@@ -64,13 +67,6 @@ class TaskListView(ProjectView):
             name, messages = next(iter(filter_errors(filtered).items()))
             raise ProtocolValidationError(name, " ".join(messages))
         return Response(s.TaskSerializer(filtered.qs, many=True, context={"now": self.now}).data)
-
-
-class TaskCreateView(
-    operation_view("task_create", present="task", status=201, operation_id="tasks_create"),
-    TaskListView,
-):
-    """GET the task list, POST a new DRAFT task (planner or admin)."""
 
 
 class TaskDetailView(ProjectView):
@@ -114,9 +110,7 @@ class EventListView(ProjectView):
         return Response(s.EventSerializer(rows, many=True, context=context).data)
 
 
-class GoalView(
-    operation_view("goal_create", present="goal", status=201, operation_id="goal_create"),
-):
+class GoalView(ProjectView):
     @extend_schema(operation_id="goal_retrieve", responses={200: s.GoalSerializer, **READ_ERRORS})
     def get(self, request: Request, slug: str) -> Response:
         goal = goal_current(project=self.project)
@@ -125,9 +119,7 @@ class GoalView(
         return Response(s.GoalSerializer(goal).data)
 
 
-class SprintView(
-    operation_view("sprint_create", present="sprint", status=201, operation_id="sprint_create"),
-):
+class SprintView(ProjectView):
     @extend_schema(
         operation_id="sprint_retrieve", responses={200: s.SprintSerializer, **READ_ERRORS}
     )
@@ -164,11 +156,7 @@ class WorkView(ProjectView):
         return Response(s.WorkSerializer(work).data, headers=headers)
 
 
-class DiscoveryView(
-    operation_view(
-        "discovery_create", present="discovery", status=201, operation_id="discoveries_create"
-    ),
-):
+class DiscoveryView(ProjectView):
     @extend_schema(
         operation_id="discoveries_list",
         responses={200: s.DiscoverySerializer(many=True), **READ_ERRORS},
@@ -178,11 +166,7 @@ class DiscoveryView(
         return Response(s.DiscoverySerializer(rows, many=True).data)
 
 
-class AnomalyView(
-    operation_view(
-        "anomaly_create", present="anomaly", status=201, operation_id="anomalies_create"
-    ),
-):
+class AnomalyView(ProjectView):
     @extend_schema(
         operation_id="anomalies_list",
         responses={200: s.AnomalySerializer(many=True), **READ_ERRORS},
@@ -192,15 +176,7 @@ class AnomalyView(
         return Response(s.AnomalySerializer(rows, many=True).data)
 
 
-class RunView(
-    operation_view(
-        "run_start",
-        present="run",
-        status=201,
-        operation_id="runs_start",
-        description="`liza supervise` spawned its agent command (on `task`, or none).",
-    ),
-):
+class RunView(ProjectView):
     @extend_schema(
         operation_id="runs_list",
         description="The supervisors' runs, newest first; `task` or `agent` filter them.",
@@ -217,16 +193,7 @@ class RunView(
         return Response(agent_s.RunSerializer(rows, many=True).data)
 
 
-class BudgetView(
-    operation_view(
-        "budget_set",
-        present="budgets",
-        operation_id="budgets_set",
-        description="Project admins set, raise or lower a budget (`scope` project, goal, "
-        "sprint, agent or task; `subject` its id), or remove it with neither limit; audited. "
-        "Answers every budget of the project with its spend.",
-    ),
-):
+class BudgetView(ProjectView):
     @extend_schema(
         operation_id="budgets_list",
         description="Every budget of the project: its limits, what has been spent against it "
@@ -252,15 +219,7 @@ class InboxView(ProjectView):
         return Response(s.InboxSerializer(inbox(project=self.project, now=self.now)).data)
 
 
-class ConfigView(
-    operation_view(
-        "config_update",
-        present="config",
-        method="patch",
-        operation_id="config_update",
-        description="Admins: edit the seed 002 config (400 naming a field the rules refuse).",
-    ),
-):
+class ConfigView(ProjectView):
     @extend_schema(
         operation_id="config_retrieve", responses={200: s.ConfigSerializer, **READ_ERRORS}
     )
@@ -271,16 +230,7 @@ class ConfigView(
         )
 
 
-class NotificationsView(
-    operation_view(
-        "notifications_set",
-        present="notifications",
-        method="patch",
-        operation_id="notifications_set",
-        description="A member's notifications (issue 24): their events, e-mail and digest; "
-        "admins also set a member's chat webhook (`user`, `chat_url`, `chat_format`).",
-    ),
-):
+class NotificationsView(ProjectView):
     @extend_schema(
         operation_id="notifications_retrieve",
         responses={200: s.NotificationsSerializer, **READ_ERRORS},
@@ -395,15 +345,7 @@ class AgentDetailView(ProjectView):
         return Response(agent_s.AgentSerializer(agent).data)
 
 
-class AgentKeysView(
-    operation_view(
-        "agent_key_issue",
-        present="issued_key",
-        status=201,
-        operation_id="agent_keys_issue",
-        error_codes=(400, 401, 403, 404),
-    ),
-):
+class AgentKeysView(ProjectView):
     @extend_schema(
         operation_id="agent_keys_list",
         responses={200: agent_s.AgentKeySerializer(many=True), **errors(401, 403, 404)},
