@@ -506,6 +506,10 @@ def task_show(ctx, key):
 @click.option("--criticality")
 @click.option("--depends-on", multiple=True, help="repeatable")
 @click.option("--sprint-scope", type=click.Choice(["planned", "stretch"]))
+@click.option("--max-iterations", type=int)
+@click.option("--max-review-cycles", type=int)
+@click.option("--lease-duration-override", type=int, help="seconds")
+@click.option("--needs-human-approval/--no-needs-human-approval", default=None)
 @click.pass_context
 def task_create(ctx, key, description, depends_on, **fields):
     created = client(ctx).task_create(
@@ -619,13 +623,17 @@ def sprint_abort(ctx, reason):
 
 
 @main.command()
-@click.option("--status", help="only tasks in this state")
+@click.option("--status", multiple=True, help="only tasks in this state (repeatable)")
 @click.option("--assigned-to", help="only this agent's tasks")
 @click.option("--search", "q", help="text in key or description")
+@click.option("--priority", type=int)
+@click.option("--criticality")
+@click.option("--goal", help="a goal id")
+@click.option("--sprint", help="a sprint id (planned or stretch)")
 @click.pass_context
-def status(ctx, status, assigned_to, q):
+def status(ctx, status, **filters):
     """The board: tasks by state."""
-    tasks = client(ctx).tasks(status=status, assigned_to=assigned_to, q=q)
+    tasks = client(ctx).tasks(status=list(status) or None, **filters)
     by_state: dict[str, list[dict[str, Any]]] = {}
     for row in tasks:
         by_state.setdefault(row["status"], []).append(row)

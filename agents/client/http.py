@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from agents.client.contract import CONTRACT, Endpoint
 from agents.client.errors import LizaError, Redirected, Unreachable, UsageError
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -155,178 +156,30 @@ class Client:
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
         return self.request("POST", path, json=body or {}).body
 
-    # -- identity and liveness (every role) ------------------------------------------------------
+    # -- the operations: one method each, from the contract ---------------------------------------
 
-    def register(self, *, terminal: str | None = None) -> dict[str, Any]:
-        return self.post("agents/register", _drop_none(terminal=terminal))
+    def call(self, endpoint: Endpoint, *path: Any, **params: Any) -> Any:
+        """`endpoint` (agents.client.contract) with its path parameters in order and its other
+        parameters by name; a parameter given as None is not sent. A task's answer is the task
+        (`{"task": …}` unwrapped); `/work`'s is the whole `Answer` (its Retry-After header)."""
+        in_path = endpoint.where("path")
+        if len(path) != len(in_path):
+            names = ", ".join(p.name for p in in_path) or "none"
+            raise TypeError(f"{endpoint.client}: path parameters {names}, given {len(path)}")
+        unknown = set(params) - {p.name for p in endpoint.params if p.where != "path"}
+        if unknown:
+            raise TypeError(f"{endpoint.client}: unknown parameter(s) {', '.join(sorted(unknown))}")
+        url = endpoint.url(**{p.name: value for p, value in zip(in_path, path, strict=True)})
+        given = _drop_none(**params)
+        if endpoint.method == "GET":
+            answer = self.request("GET", url, params=given or None)
+        else:
+            answer = self.request(endpoint.method, url, json=given)
+        if endpoint.result == "work":
+            return answer
+        return answer.body["task"] if endpoint.result == "task" else answer.body
 
-    def heartbeat(
-        self, *, context_percent: int | None = None, progress_at: str | None = None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"context_percent": context_percent}
-        if progress_at is not None:
-            body["progress_at"] = progress_at
-        return self.post("agents/heartbeat", body)
-
-    def work(self, *, role: str | None = None) -> Answer:
-        return self.request("GET", "work", params=_drop_none(role=role) or None)
-
-    # -- the coder -------------------------------------------------------------------------------
-
-    def claim(self, key: str, *, base_commit: str = "", worktree: str | None = None) -> Any:
-        body = _drop_none(base_commit=base_commit, worktree=worktree)
-        return self.post(f"tasks/{key}/claim", body)["task"]
-
-    def claim_next(self, *, base_commit: str = "", worktree: str | None = None) -> Any:
-        body = _drop_none(base_commit=base_commit, worktree=worktree)
-        return self.post("tasks/claim-next", body)["task"]
-
-    def submit(
-        self,
-        key: str,
-        *,
-        review_commit: str,
-        tree_clean: bool,
-        change_summary: dict[str, Any] | None = None,
-    ) -> Any:
-        body: dict[str, Any] = {"review_commit": review_commit, "tree_clean": tree_clean}
-        if change_summary is not None:
-            body["change_summary"] = change_summary
-        return self.post(f"tasks/{key}/request-review", body)["task"]
-
-    def block(
-        self, key: str, *, reason: str, questions: list[str], attempted: list[str] | None = None
-    ) -> Any:
-        body = _drop_none(reason=reason, questions=questions, attempted=attempted)
-        return self.post(f"tasks/{key}/block", body)["task"]
-
-    def handoff(self, key: str, *, summary: str, next_action: str, **notes: Any) -> Any:
-        return self.post(
-            f"tasks/{key}/handoff", {"summary": summary, "next_action": next_action, **notes}
-        )
-
-    def pickup(self, key: str) -> Any:
-        return self.post(f"tasks/{key}/handoff/pickup")
-
-    # -- the code reviewer -----------------------------------------------------------------------
-
-    def review_claim(self, key: str) -> Any:
-        return self.post(f"tasks/{key}/review/claim")
-
-    def review_claim_next(self) -> dict[str, Any]:
-        """`{"review", "task"}`: the review the server picked (both null when none)."""
-        return self.post("reviews/claim-next")
-
-    def review_extend(self, key: str) -> Any:
-        return self.post(f"tasks/{key}/review/extend")
-
-    def verdict(self, key: str, *, verdict: str, review_commit: str, reason: str = "") -> Any:
-        body = {"verdict": verdict, "review_commit": review_commit, "reason": reason}
-        return self.post(f"tasks/{key}/verdict", body)["task"]
-
-    def merge(self, key: str, *, merge_commit: str) -> Any:
-        return self.post(f"tasks/{key}/merge", {"merge_commit": merge_commit})["task"]
-
-    def integration_failed(self, key: str, *, reason: str) -> Any:
-        return self.post(f"tasks/{key}/integration-failure", {"reason": reason})["task"]
-
-    # -- records (every role) --------------------------------------------------------------------
-
-    def discover(
-        self,
-        *,
-        description: str,
-        severity: str,
-        urgency: str | None = None,
-        during: str | None = None,
-        recommendation: str | None = None,
-    ) -> Any:
-        body = _drop_none(
-            description=description,
-            severity=severity,
-            urgency=urgency,
-            during=during,
-            recommendation=recommendation,
-        )
-        return self.post("discoveries", body)
-
-    def anomaly(self, *, type: str, details: dict[str, Any], task: str | None = None) -> Any:
-        return self.post("anomalies", _drop_none(type=type, details=details, task=task))
-
-    def log(self, *, action: str, detail: str, task: str | None = None) -> Any:
-        return self.post("log", _drop_none(action=action, detail=detail, task=task))
-
-    # -- the planner -----------------------------------------------------------------------------
-
-    def goal(self) -> Any:
-        return self.get("goal")
-
-    def goal_create(self, *, description: str, spec_ref: str | None = None) -> Any:
-        return self.post("goal", _drop_none(description=description, spec_ref=spec_ref))
-
-    def goal_complete(self, *, reason: str) -> Any:
-        return self.post("goal/complete", {"reason": reason})
-
-    def task_create(self, *, key: str, description: str, **fields: Any) -> Any:
-        body = {"key": key, "description": description, **_drop_none(**fields)}
-        return self.post("tasks", body)["task"]
-
-    def task_finalize(self, key: str) -> Any:
-        return self.post(f"tasks/{key}/finalize")["task"]
-
-    def task_dependencies(self, key: str, *, depends_on: list[str]) -> Any:
-        answer = self.request("PUT", f"tasks/{key}/dependencies", json={"depends_on": depends_on})
-        return answer.body["task"]
-
-    def task_rescope(self, key: str, *, reason: str, new_tasks: list[dict[str, Any]]) -> Any:
-        return self.post(f"tasks/{key}/rescope", {"reason": reason, "new_tasks": new_tasks})
-
-    def task_abandon(self, key: str, *, reason: str) -> Any:
-        return self.post(f"tasks/{key}/abandon", {"reason": reason})["task"]
-
-    def task_release(self, key: str, *, reason: str) -> Any:
-        return self.post(f"tasks/{key}/release", {"reason": reason})["task"]
-
-    def sprint(self) -> Any:
-        return self.get("sprint")
-
-    def sprint_create(
-        self,
-        *,
-        planned: list[str] | None = None,
-        stretch: list[str] | None = None,
-        deadline: str | None = None,
-    ) -> Any:
-        return self.post("sprint", _drop_none(planned=planned, stretch=stretch, deadline=deadline))
-
-    def sprint_checkpoint(self, *, reason: str) -> Any:
-        return self.post("sprint/checkpoint", {"reason": reason})
-
-    def sprint_continue(self, *, decision: str) -> Any:
-        return self.post("sprint/continue", {"decision": decision})
-
-    def sprint_abort(self, *, reason: str) -> Any:
-        return self.post("sprint/abort", {"reason": reason})
-
-    # -- runs (the supervisor's spawns) ----------------------------------------------------------
-
-    def run_start(
-        self, *, task: str | None = None, restart_reason: str = "", command: str = ""
-    ) -> dict[str, Any]:
-        body = {"task": task, "restart_reason": restart_reason, "command": command}
-        return self.post("runs", body)
-
-    def run_finish(
-        self, run: int, *, exit_code: int, stopped_by: str = "", output: str = ""
-    ) -> dict[str, Any]:
-        body = {"exit_code": exit_code, "stopped_by": stopped_by, "output": output}
-        return self.post(f"runs/{run}/finish", body)
-
-    def agents(self) -> list[dict[str, Any]]:
-        return self.get("agents")
-
-    def quota_pause(self, *, until: str, provider: str, message: str = "") -> dict[str, Any]:
-        return self.post("agents/quota", {"until": until, "provider": provider, "message": message})
+    # -- usage: one model's report (an agent's), every model's (its supervisor's) ----------------
 
     def usage(
         self,
@@ -347,25 +200,27 @@ class Client:
             cache_write_tokens=cache_write_tokens,
             cost_usd=cost_usd,
         )
-        return self.post("usage", {"usage": [entry]})
+        return self.usage_record(usage=[entry])
 
     def usage_report(self, run: int, *, usage: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The supervisor's report of a run's usage so far, every model at once."""
-        return self.post("usage", {"run": run, "usage": usage})
+        return self.usage_record(run=run, usage=usage)
 
-    def budgets(self) -> list[dict[str, Any]]:
-        return self.get("budgets")
+    # The other operations are methods generated below, one a contract entry with a `client`
+    # name: `claim(key, base_commit=…)`, `heartbeat(context_percent=…)`, `work(role=…)` …
 
-    def run_output(self, run: int, *, text: str) -> dict[str, Any]:
-        return self.post(f"runs/{run}/output", {"text": text})
 
-    def runs(self, *, task: str | None = None, agent: str | None = None) -> list[dict[str, Any]]:
-        return self.get("runs", task=task, agent=agent)
+def _operation_method(endpoint: Endpoint) -> Callable[..., Any]:
+    def method(self: Client, *path: Any, **params: Any) -> Any:
+        return self.call(endpoint, *path, **params)
 
-    # -- reads -----------------------------------------------------------------------------------
+    method.__name__ = method.__qualname__ = endpoint.client
+    method.__doc__ = f"{endpoint.method} {endpoint.path}" + (
+        f": {endpoint.help}" if endpoint.help else ""
+    )
+    return method
 
-    def tasks(self, **filters: Any) -> list[dict[str, Any]]:
-        return self.get("tasks", **filters)
 
-    def task(self, key: str) -> dict[str, Any]:
-        return self.get(f"tasks/{key}")
+for _endpoint in CONTRACT:
+    if _endpoint.client:
+        setattr(Client, _endpoint.client, _operation_method(_endpoint))

@@ -39,6 +39,7 @@ JSON_TYPES: dict[str, Any] = {
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
+    "any": lambda v: True,
 }
 
 

@@ -22,8 +22,8 @@ from agents.client.errors import LizaError, UsageError
 from agents.client.http import Client
 from agents.client.operations import BY_NAME, PLANNER, ROLES, Param, operations_for
 
-AGENT_ID = Param("agent_id", "string", "the calling agent (the key's own)", required=True)
-TASK_ID = Param("task_id", "string", "the task", required=True)
+AGENT_ID = Param("agent_id", "string", help="the calling agent (the key's own)", required=True)
+TASK_ID = Param("task_id", "string", help="the task", required=True)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,8 @@ ALIASES: tuple[Alias, ...] = (
     ),
     Alias(
         "liza_submit_for_review", "submit",
-        (TASK_ID, Param("commit_sha", "string", "the commit to review", required=True), AGENT_ID),
+        (TASK_ID, Param("commit_sha", "string", help="the commit to review", required=True),
+         AGENT_ID),
         {"task_id": "key", "commit_sha": "review_commit"},
         "Submit your task for review at a commit (the worktree must be clean).", _tree_clean,
     ),
@@ -136,24 +137,25 @@ ALIASES: tuple[Alias, ...] = (
     Alias(
         "liza_mark_blocked", "block",
         (TASK_ID, AGENT_ID, Param("reason", "string", required=True),
-         Param("questions", "array", "questions a human must answer", required=True)),
+         Param("questions", "array", help="questions a human must answer", required=True)),
         {"task_id": "key"}, "Block your task with questions.",
     ),
     Alias(
         "liza_submit_verdict", "verdict",
-        (TASK_ID, Param("verdict", "string", "APPROVED or REJECTED", required=True), AGENT_ID,
-         Param("reason", "string", "required to reject")),
+        (TASK_ID, Param("verdict", "string", help="APPROVED or REJECTED", required=True), AGENT_ID,
+         Param("reason", "string", help="required to reject")),
         {"task_id": "key"}, "Approve or reject the task under review.", _review_commit,
     ),
     Alias(
         "liza_add_task", "task_create",
-        (Param("id", "string", "the new task's key", required=True),
+        (Param("id", "string", help="the new task's key", required=True),
          Param("desc", "string", required=True),
-         Param("spec", "string", "the spec it implements", required=True),
-         Param("done", "string", "how a reviewer knows it is done", required=True),
+         Param("spec", "string", help="the spec it implements", required=True),
+         Param("done", "string", help="how a reviewer knows it is done", required=True),
          Param("scope", "string", required=True), Param("priority", "integer"),
-         Param("depends", "array", "task keys"), Param("type", "string", "(ignored here)"),
-         Param("agent_id", "string", "the calling agent (the key's own)")),
+         Param("depends", "array", help="task keys"),
+         Param("type", "string", help="(ignored here)"),
+         Param("agent_id", "string", help="the calling agent (the key's own)")),
         {"id": "key", "desc": "description", "spec": "spec_ref", "done": "done_when",
          "depends": "depends_on", "type": None},
         "Create a DRAFT task.",
@@ -161,7 +163,7 @@ ALIASES: tuple[Alias, ...] = (
     Alias(
         "liza_supersede_task", "task_abandon",
         (TASK_ID, AGENT_ID, Param("reason", "string", required=True),
-         Param("replacement_ids", "array", "the tasks replacing it")),
+         Param("replacement_ids", "array", help="the tasks replacing it")),
         {"task_id": "key"}, "Abandon a task superseded by others.", _superseded,
     ),
 )  # fmt: skip
