@@ -12,15 +12,17 @@ import os
 import stat
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from agents.client import gitops
+from agents.client.contract import CONTRACT, Endpoint, Param
 from agents.client.errors import EXIT, LizaError, UsageError
 from agents.client.http import Client
-from agents.client.wire import TASK_STATES, VERDICTS
+from agents.client.wire import TASK_STATES
 
 # `liza work` (and `liza claim` without a key): what the agent process does next.
 WORK_AVAILABLE = 0
@@ -167,15 +169,6 @@ def client(ctx: click.Context) -> Client:
 
 
 @main.command()
-@click.option("--terminal", help="where this session runs (shown on the board)")
-@click.pass_context
-def register(ctx, terminal):
-    """Register this key's agent (exit 6 when its id is held by a live session)."""
-    agent = client(ctx).register(terminal=terminal)
-    emit(ctx, agent, f"{agent['agent_id']}  {agent['role']}  {agent['status']}")
-
-
-@main.command()
 @click.option("--context-percent", type=click.IntRange(0, 100))
 @click.pass_context
 def heartbeat(ctx, context_percent):
@@ -271,62 +264,12 @@ def _change_summary(api, key: str, review_commit: str) -> dict | None:
         return None
 
 
-@main.command()
-@click.argument("key")
-@click.option("--reason", required=True)
-@click.option("--question", "questions", multiple=True, required=True, help="repeatable")
-@click.option("--attempted", multiple=True, help="repeatable")
-@click.pass_context
-def block(ctx, key, reason, questions, attempted):
-    """Block KEY with the questions a human must answer."""
-    task = client(ctx).block(
-        key, reason=reason, questions=list(questions), attempted=list(attempted) or None
-    )
-    emit(ctx, {"task": task}, task_line(task))
-
-
-@main.command()
-@click.argument("key")
-@click.option("--summary", required=True)
-@click.option("--next-action", required=True)
-@click.option("--context-used")
-@click.option("--approach")
-@click.option("--blockers")
-@click.option("--file", "files_modified", multiple=True, help="repeatable")
-@click.option("--next-step", "next_steps", multiple=True, help="repeatable")
-@click.pass_context
-def handoff(ctx, key, summary, next_action, **notes):
-    """Hand KEY over to the next session (context exhausted)."""
-    notes = {k: list(v) if isinstance(v, tuple) else v for k, v in notes.items()}
-    notes = {k: v for k, v in notes.items() if v not in (None, [])}
-    body = client(ctx).handoff(key, summary=summary, next_action=next_action, **notes)
-    emit(ctx, body, f"handoff of {key}: {body['summary']}")
-
-
-@main.command()
-@click.argument("key")
-@click.pass_context
-def pickup(ctx, key):
-    """Pick up the handoff notes of KEY."""
-    body = client(ctx).pickup(key)
-    emit(ctx, body, f"{key}: {body['summary']}\nnext: {body['next_action']}")
-
-
 # -- the code reviewer ----------------------------------------------------------------------------
 
 
 @main.group()
 def review():
     """The code reviewer's operations."""
-
-
-@review.command("claim")
-@click.argument("key")
-@click.pass_context
-def review_claim(ctx, key):
-    """Claim the review of KEY."""
-    body = client(ctx).review_claim(key)
-    emit(ctx, body, f"reviewing {key}")
 
 
 @review.command("claim-next")
@@ -340,89 +283,7 @@ def review_claim_next(ctx):
         ctx.exit(WAIT)
 
 
-@review.command("extend")
-@click.argument("key")
-@click.pass_context
-def review_extend(ctx, key):
-    """Extend the review lease of KEY."""
-    body = client(ctx).review_extend(key)
-    emit(ctx, body, f"review of {key} extended")
-
-
-@review.command("verdict")
-@click.argument("key")
-@click.argument("verdict", type=click.Choice(VERDICTS, case_sensitive=False))
-@click.option("--commit", "review_commit", required=True, help="the commit reviewed")
-@click.option("--reason", default="")
-@click.pass_context
-def review_verdict(ctx, key, verdict, review_commit, reason):
-    """Give the verdict on KEY (APPROVED or REJECTED)."""
-    task = client(ctx).verdict(
-        key, verdict=verdict.upper(), review_commit=review_commit, reason=reason
-    )
-    emit(ctx, {"task": task}, task_line(task))
-
-
-@main.command()
-@click.argument("key")
-@click.option("--commit", "merge_commit", required=True)
-@click.pass_context
-def merge(ctx, key, merge_commit):
-    """Report KEY merged at a commit."""
-    task = client(ctx).merge(key, merge_commit=merge_commit)
-    emit(ctx, {"task": task}, task_line(task))
-
-
-@main.command("integration-failed")
-@click.argument("key")
-@click.option("--reason", required=True)
-@click.pass_context
-def integration_failed(ctx, key, reason):
-    """Report that KEY failed to integrate."""
-    task = client(ctx).integration_failed(key, reason=reason)
-    emit(ctx, {"task": task}, task_line(task))
-
-
 # -- records --------------------------------------------------------------------------------------
-
-
-@main.command()
-@click.option("--description", required=True)
-@click.option("--severity", required=True, help="critical, high, medium or low")
-@click.option("--urgency", help="immediate or deferred")
-@click.option("--during", help="the task it was found during")
-@click.option("--recommendation")
-@click.pass_context
-def discover(ctx, **fields):
-    """Record a discovery."""
-    body = client(ctx).discover(**fields)
-    emit(ctx, body, f"{body['id']}  {body['severity']}  {body['description']}")
-
-
-@main.command()
-@click.option("--type", "type_", required=True)
-@click.option("--details", required=True, help="a JSON object: the type's fields")
-@click.option("--task")
-@click.pass_context
-def anomaly(ctx, type_, details, task):
-    """Record an anomaly."""
-    try:
-        parsed = json.loads(details)
-    except ValueError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="--details") from exc
-    body = client(ctx).anomaly(type=type_, details=parsed, task=task)
-    emit(ctx, body, f"anomaly {body.get('type', type_)} recorded")
-
-
-@main.command()
-@click.option("--action", required=True)
-@click.option("--detail", required=True)
-@click.option("--task")
-@click.pass_context
-def log(ctx, action, detail, task):
-    """Append to the project's activity log."""
-    body = client(ctx).log(action=action, detail=detail, task=task)
-    emit(ctx, body, f"logged {action}")
 
 
 @main.command()
@@ -459,112 +320,9 @@ def goal():
     """The project's goal."""
 
 
-@goal.command("show")
-@click.pass_context
-def goal_show(ctx):
-    body = client(ctx).goal()
-    emit(ctx, body, f"{body.get('id', '')}  {body.get('status', '')}  {body.get('description')}")
-
-
-@goal.command("create")
-@click.option("--description", required=True)
-@click.option("--spec-ref")
-@click.pass_context
-def goal_create(ctx, description, spec_ref):
-    body = client(ctx).goal_create(description=description, spec_ref=spec_ref)
-    emit(ctx, body, f"{body.get('id', '')}  {body.get('status', '')}  {body.get('description')}")
-
-
-@goal.command("complete")
-@click.option("--reason", required=True)
-@click.pass_context
-def goal_complete(ctx, reason):
-    body = client(ctx).goal_complete(reason=reason)
-    emit(ctx, body, f"{body.get('id', '')}  {body.get('status', '')}  {body.get('description')}")
-
-
 @main.group()
 def task():
     """The planner's task operations (and `task show`)."""
-
-
-@task.command("show")
-@click.argument("key")
-@click.pass_context
-def task_show(ctx, key):
-    body = client(ctx).task(key)
-    emit(ctx, body, task_line(body))
-
-
-@task.command("create")
-@click.argument("key")
-@click.option("--description", required=True)
-@click.option("--priority", type=int)
-@click.option("--spec-ref")
-@click.option("--done-when")
-@click.option("--scope")
-@click.option("--criticality")
-@click.option("--depends-on", multiple=True, help="repeatable")
-@click.option("--sprint-scope", type=click.Choice(["planned", "stretch"]))
-@click.option("--max-iterations", type=int)
-@click.option("--max-review-cycles", type=int)
-@click.option("--lease-duration-override", type=int, help="seconds")
-@click.option("--needs-human-approval/--no-needs-human-approval", default=None)
-@click.pass_context
-def task_create(ctx, key, description, depends_on, **fields):
-    created = client(ctx).task_create(
-        key=key, description=description, depends_on=list(depends_on) or None, **fields
-    )
-    emit(ctx, {"task": created}, task_line(created))
-
-
-@task.command("finalize")
-@click.argument("key")
-@click.pass_context
-def task_finalize(ctx, key):
-    body = client(ctx).task_finalize(key)
-    emit(ctx, {"task": body}, task_line(body))
-
-
-@task.command("dependencies")
-@click.argument("key")
-@click.option("--on", "depends_on", multiple=True, help="repeatable; none clears them")
-@click.pass_context
-def task_dependencies(ctx, key, depends_on):
-    body = client(ctx).task_dependencies(key, depends_on=list(depends_on))
-    emit(ctx, {"task": body}, task_line(body))
-
-
-@task.command("rescope")
-@click.argument("key")
-@click.option("--reason", required=True)
-@click.option("--new-tasks", required=True, help="a JSON list of new task objects")
-@click.pass_context
-def task_rescope(ctx, key, reason, new_tasks):
-    try:
-        parsed = json.loads(new_tasks)
-    except ValueError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="--new-tasks") from exc
-    body = client(ctx).task_rescope(key, reason=reason, new_tasks=parsed)
-    emit(ctx, body, "\n".join(task_line(t) for t in body))
-
-
-@task.command("abandon")
-@click.argument("key")
-@click.option("--reason", required=True)
-@click.pass_context
-def task_abandon(ctx, key, reason):
-    body = client(ctx).task_abandon(key, reason=reason)
-    emit(ctx, {"task": body}, task_line(body))
-
-
-@task.command("release")
-@click.argument("key")
-@click.option("--reason", required=True, help="the answer to the task's questions")
-@click.pass_context
-def task_release(ctx, key, reason):
-    body = client(ctx).task_release(key, reason=reason)
-    emit(ctx, {"task": body}, task_line(body))
 
 
 @main.group()
@@ -574,49 +332,6 @@ def sprint():
 
 def _sprint_line(body: dict[str, Any]) -> str:
     return f"{body.get('id', '')}  {body.get('status', '')}"
-
-
-@sprint.command("show")
-@click.pass_context
-def sprint_show(ctx):
-    body = client(ctx).sprint()
-    emit(ctx, body, _sprint_line(body))
-
-
-@sprint.command("create")
-@click.option("--planned", multiple=True, help="repeatable task key")
-@click.option("--stretch", multiple=True, help="repeatable task key")
-@click.option("--deadline", help="ISO 8601")
-@click.pass_context
-def sprint_create(ctx, planned, stretch, deadline):
-    body = client(ctx).sprint_create(
-        planned=list(planned) or None, stretch=list(stretch) or None, deadline=deadline
-    )
-    emit(ctx, body, _sprint_line(body))
-
-
-@sprint.command("checkpoint")
-@click.option("--reason", required=True)
-@click.pass_context
-def sprint_checkpoint(ctx, reason):
-    body = client(ctx).sprint_checkpoint(reason=reason)
-    emit(ctx, body, _sprint_line(body))
-
-
-@sprint.command("continue")
-@click.option("--decision", required=True)
-@click.pass_context
-def sprint_continue(ctx, decision):
-    body = client(ctx).sprint_continue(decision=decision)
-    emit(ctx, body, _sprint_line(body))
-
-
-@sprint.command("abort")
-@click.option("--reason", required=True)
-@click.pass_context
-def sprint_abort(ctx, reason):
-    body = client(ctx).sprint_abort(reason=reason)
-    emit(ctx, body, _sprint_line(body))
 
 
 # -- the board ------------------------------------------------------------------------------------
@@ -676,22 +391,6 @@ def mcp(ctx):
 
 
 # -- the supervisor -------------------------------------------------------------------------------
-
-
-@main.command()
-@click.option("--task", help="only this task's runs")
-@click.option("--agent", help="only this agent's runs")
-@click.pass_context
-def runs(ctx, task, agent):
-    """The supervisors' runs, newest first (exit code, restart reason, last output)."""
-    rows = client(ctx).runs(task=task, agent=agent)
-    lines = [
-        f"{r['id']:>5}  {r['agent']:<18} {r['task'] or '-':<12} "
-        f"exit {r['exit_code'] if r['ended'] else 'running'}"
-        + (f"  ({r['restart_reason']})" if r["restart_reason"] else "")
-        for r in rows
-    ]
-    emit(ctx, rows, "\n".join(lines) or "no runs")
 
 
 def _seconds(name: str, default: float | None) -> float | None:
@@ -849,6 +548,135 @@ def demo_team(ctx, keys_dir, repo, timeout, supervise_args):
             supervise_args=supervise_args,
         )
     )
+
+
+# -- every other operation, from the contract ------------------------------------------------------
+# Each contract entry with a `cli` path that no command above has taken is a subcommand: its path
+# parameters are arguments, the others options (`--name`, or the entry's `flag`), typed and
+# bounded as the contract says. Only what it prints is written here.
+
+
+def _goal_line(body: dict[str, Any]) -> str:
+    return f"{body.get('id', '')}  {body.get('status', '')}  {body.get('description')}"
+
+
+def _run_lines(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"{r['id']:>5}  {r['agent']:<18} {r['task'] or '-':<12} "
+        f"exit {r['exit_code'] if r['ended'] else 'running'}"
+        + (f"  ({r['restart_reason']})" if r["restart_reason"] else "")
+        for r in rows
+    ]
+    return "\n".join(lines) or "no runs"
+
+
+# The human line of each generated command: (its answer, the values it was given) → text. A
+# task's answer (`result="task"`) is its task line.
+SHOWN: dict[str, Callable[[Any, dict[str, Any]], str]] = {
+    "register": lambda a, _: f"{a['agent_id']}  {a['role']}  {a['status']}",
+    "handoff": lambda body, given: f"handoff of {given['key']}: {body['summary']}",
+    "pickup": lambda body, given: f"{given['key']}: {body['summary']}\nnext: {body['next_action']}",
+    "review_claim": lambda body, given: f"reviewing {given['key']}",
+    "review_extend": lambda body, given: f"review of {given['key']} extended",
+    "discover": lambda body, _: f"{body['id']}  {body['severity']}  {body['description']}",
+    "anomaly": lambda body, given: f"anomaly {body.get('type', given['type'])} recorded",
+    "log": lambda body, given: f"logged {given['action']}",
+    "goal": lambda body, _: _goal_line(body),
+    "goal_create": lambda body, _: _goal_line(body),
+    "goal_complete": lambda body, _: _goal_line(body),
+    "task": lambda body, _: task_line(body),
+    "task_rescope": lambda body, _: "\n".join(task_line(t) for t in body),
+    "sprint": lambda body, _: _sprint_line(body),
+    "sprint_create": lambda body, _: _sprint_line(body),
+    "sprint_checkpoint": lambda body, _: _sprint_line(body),
+    "sprint_continue": lambda body, _: _sprint_line(body),
+    "sprint_abort": lambda body, _: _sprint_line(body),
+    "runs": lambda rows, _: _run_lines(rows),
+}
+
+
+def _is_json(param: Param) -> bool:
+    """Given on the command line as JSON text: an object, or a list of objects."""
+    return param.type in ("object", "any") or (param.type == "array" and param.items == "object")
+
+
+def _flag(param: Param) -> str:
+    return param.flag or "--" + param.name.replace("_", "-")
+
+
+def _parameter(param: Param) -> click.Parameter:
+    """A contract parameter as a click argument or option."""
+    kind: Any = str
+    if param.enum:
+        kind = click.Choice(param.enum, case_sensitive=False)
+    elif param.type == "integer":
+        kind = click.IntRange(param.minimum, param.maximum)
+    elif param.type == "number":
+        kind = click.FloatRange(param.minimum, param.maximum)
+    if param.where == "path" or param.argument:
+        return click.Argument([param.name], type=kind)
+    flag = _flag(param)
+    if param.type == "boolean":
+        return click.Option(
+            [f"{flag}/--no-{flag.removeprefix('--')}", param.name], default=None, help=param.help
+        )
+    if param.type == "array" and not _is_json(param):
+        return click.Option([flag, param.name], multiple=True, help=f"{param.help} (repeatable)")
+    return click.Option(
+        [flag, param.name],
+        type=kind,
+        required=param.required and param.type != "array",
+        help=f"{param.help or param.name}: JSON" if _is_json(param) else param.help,
+    )
+
+
+def _value(param: Param, value: Any) -> Any:
+    """What the client sends for a parameter's value (None: not sent)."""
+    if param.type == "array" and not _is_json(param):
+        return list(value) if value else ([] if param.required else None)
+    if value is not None and _is_json(param):
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint=_flag(param)) from exc
+    return value
+
+
+def _command(endpoint: Endpoint) -> click.Command:
+    path = endpoint.where("path")
+    others = tuple(p for p in endpoint.params if p.where != "path" and p.tool)
+
+    @click.pass_context
+    def run_it(ctx: click.Context, **given: Any) -> None:
+        args = [given[p.name] for p in path]
+        kwargs = {p.name: _value(p, given[p.name]) for p in others}
+        body = getattr(client(ctx), endpoint.client)(*args, **kwargs)
+        if endpoint.result == "task":
+            emit(ctx, {"task": body}, task_line(body))
+        else:
+            shown = SHOWN.get(endpoint.client)
+            emit(ctx, body, shown(body, given) if shown else None)
+
+    params = [_parameter(p) for p in path] + [_parameter(p) for p in others]
+    # Arguments first, in their order: click takes them by position.
+    params.sort(key=lambda p: not isinstance(p, click.Argument))
+    return click.Command(endpoint.cli[-1], callback=run_it, params=params, help=endpoint.help)
+
+
+def _contract_commands() -> None:
+    for endpoint in CONTRACT:
+        if not endpoint.cli or not endpoint.client:
+            continue
+        group: click.Command = main
+        for part in endpoint.cli[:-1]:
+            assert isinstance(group, click.Group)
+            group = group.commands[part]
+        assert isinstance(group, click.Group)
+        if endpoint.cli[-1] not in group.commands:  # a command above is its special form
+            group.add_command(_command(endpoint))
+
+
+_contract_commands()
 
 
 def _upstream_aliases() -> None:

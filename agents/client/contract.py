@@ -1154,6 +1154,7 @@ CONTRACT: tuple[Endpoint, ...] = (
             P("task", "string", where="query"),
         ),
         client="runs",
+        help="The supervisors' runs, newest first (exit code, restart reason, last output).",
         cli=("runs",),
     ),
     E(
@@ -1300,6 +1301,7 @@ CONTRACT: tuple[Endpoint, ...] = (
             P("terminal", "string", max_length=200),
         ),
         client="register",
+        help="Register this key's agent (exit 6 when its id is held by a live session).",
         cli=("register",),
     ),
     E(
