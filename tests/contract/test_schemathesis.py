@@ -116,6 +116,9 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
     "coder-5": {"tasks_claim_next", "tasks_claim"},  # idle
     "planner-1": {
         "tasks_create",
+        "tasks_edit",
+        "goal_edit",
+        "sprint_complete",
         "tasks_finalize",
         "tasks_set_dependencies",
         "tasks_rescope",

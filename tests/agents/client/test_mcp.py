@@ -62,6 +62,9 @@ TOOLS = {
         "task_abandon",
         "task_release",
         "sprint_create",
+        "task_edit",
+        "goal_edit",
+        "sprint_complete",
     },
 }
 

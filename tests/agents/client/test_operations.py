@@ -15,6 +15,7 @@ from agents.client import Client, LizaError
 from agents.client.cli import main
 from agents.client.operations import OPERATIONS, ROLES, operations_for
 from boards.coordination.services.goals import goal_create
+from boards.coordination.services.sprints import sprint_create
 from tests.boards.api.helpers import key_for
 from tests.lifecycle import World
 
@@ -67,7 +68,11 @@ def test_every_role_is_offered_something_of_its_own():
 def test_the_server_refuses_each_role_what_it_is_not_offered(cli_server):
     world = World(now=timezone.now() - timedelta(minutes=2))
     world.unclaimed("T1")
-    goal_create(project=world.project, actor=world.planner, description="ship", now=world.tick())
+    goal = goal_create(
+        project=world.project, actor=world.planner, description="ship", now=world.tick()
+    )
+    # A sprint to act on: without one, an operation on it is a 404 before any role is asked.
+    sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
     refusals = {}
     for role in ROLES:
         agent = world.agent(AGENT_OF_ROLE[role])

@@ -259,6 +259,18 @@ def sprint_open(t: Tenant) -> dict[str, str]:
     return {}
 
 
+def sprint_with_nothing_planned(t: Tenant) -> dict[str, str]:
+    """A sprint that may close at once: every planned task (of none) has ended."""
+    sprint_create(
+        project=t.project,
+        actor=t.world.planner,
+        goal=Goal.objects.get(project=t.project, status="IN_PROGRESS"),
+        planned=[],
+        now=t.world.tick(),
+    )
+    return {}
+
+
 def unregistered_coder(t: Tenant) -> dict[str, str]:
     agent_create(project=t.project, actor=t.world.admin, role="coder", now=t.world.tick())
     return {"agent_id": "coder-4"}
@@ -500,6 +512,12 @@ def goal_completed(t: Tenant, values: dict[str, str], response) -> None:
     assert response.json()["status"] == "COMPLETED"
 
 
+def goal_restated(t: Tenant, values: dict[str, str], response) -> None:
+    goal = Goal.objects.get(project=t.project)
+    assert goal.description == "Every endpoint retries, with backoff"
+    assert response.json()["description"] == goal.description
+
+
 def sprint_opened(t: Tenant, values: dict[str, str], response) -> None:
     sprint = Sprint.objects.get(project=t.project, status="IN_PROGRESS")
     assert response.json()["id"] == sprint.sprint_id
@@ -707,6 +725,39 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         humans=ADMIN,
         ok=201,
         check=new_goal,
+    ),
+    # -- the planning operations given an endpoint by the contract alone (issue 22 §2)
+    Endpoint(
+        "api-task",
+        "PATCH",
+        TASK,
+        task_in("DRAFT"),
+        body={"description": "A sharper task", "priority": 1},
+        right="planner-1",
+        wrong="coder-1",
+        humans=ADMIN,
+        check=task_now("DRAFT", description="A sharper task", priority=1),
+    ),
+    Endpoint(
+        "api-goal",
+        "PATCH",
+        "goal",
+        nothing,
+        body={"description": "Every endpoint retries, with backoff"},
+        right="planner-1",
+        wrong="code-reviewer-1",
+        humans=ADMIN,
+        check=goal_restated,
+    ),
+    Endpoint(
+        "api-sprint-complete",
+        "POST",
+        "sprint/complete",
+        sprint_with_nothing_planned,
+        right="planner-1",
+        wrong="coder-1",
+        humans=ADMIN,
+        check=sprint_now("COMPLETED"),
     ),
     Endpoint(
         "api-goal-complete",
