@@ -16,20 +16,11 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from agents.client.contract import EXIT
 
-class Exit(IntEnum):
-    """What an agent process does with an answer (seed 000 "Exit Codes", SPEC §13)."""
-
-    OK = 0
-    USAGE = 2  # the CLI was called wrongly (never sent)
-    REFUSED = 3  # validation, permission, authentication: fix the call, do not retry as is
-    CONFLICT = 4  # invalid transition or a lost race: read the board again
-    NOT_FOUND = 5  # no such object (or another tenant's)
-    COLLISION = 6  # the agent id is held by a live lease: the process must exit
-    UNREACHABLE = 7  # the server did not answer (or answered 5xx): retry later
-    WAIT = 11  # an enforced limit holds (WIP, max_concurrent): ask again after Retry-After
-    BUDGET = 14  # a budget is spent: nothing more until an admin raises it (wait and ask again)
-    STOP = 42  # lease lost, paused, checkpoint, aborted: stop and restart (seed 000)
+# What an agent process does with an answer (seed 000 "Exit Codes", SPEC §13): the contract's one
+# table (agents.client.contract.EXIT, which the client reads too), as Exit.REFUSED, Exit.STOP …
+Exit = IntEnum("Exit", {name.upper(): code for name, code in EXIT.items()})
 
 
 # Protocol error code → exit code. The API puts it in every error's `details.exit`.

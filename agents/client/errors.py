@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-# The server's single exit table (boards/errors.py `Exit`), as the client needs it. The server
+from agents.client import contract
+
+# The exit table is the contract's (agents.client.contract.EXIT, the server's too). The server
 # tells the code in every error (`details.exit`); these are for what it cannot say.
-EXIT = {
-    "ok": 0,
-    "usage": 2,
-    "refused": 3,
-    "conflict": 4,
-    "not_found": 5,
-    "collision": 6,
-    "unreachable": 7,
-    "stop": 42,
-}
+EXIT = contract.EXIT
 
 
 class LizaError(Exception):

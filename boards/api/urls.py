@@ -11,7 +11,9 @@ parameter at the same place).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from django.http import HttpResponse
 from django.urls import URLPattern, path
 
 from agents.client.contract import CONTRACT, Endpoint
@@ -19,7 +21,7 @@ from boards.api import views
 from boards.api.base import ProjectView, operation_view
 
 # The reads and composite writes, by contract name; every other name is a declared operation.
-VIEWS: dict[str, type[ProjectView]] = {
+VIEWS: dict[str, type[ProjectView] | Callable[..., HttpResponse]] = {
     "tasks_list": views.TaskListView,
     "tasks_retrieve": views.TaskDetailView,
     "events_list": views.EventListView,
@@ -44,7 +46,7 @@ VIEWS: dict[str, type[ProjectView]] = {
 }
 
 
-def endpoint_view(endpoint: Endpoint) -> type[ProjectView]:
+def endpoint_view(endpoint: Endpoint) -> type[ProjectView] | Callable[..., HttpResponse]:
     view = VIEWS.get(endpoint.name)
     return view if view is not None else operation_view(endpoint)
 
@@ -70,7 +72,9 @@ def routes(contract: tuple[Endpoint, ...]) -> list[URLPattern]:
         (route,) = {e.route for e in endpoints}
         bases = tuple(dict.fromkeys(endpoint_view(e) for e in endpoints))
         view = bases[0] if len(bases) == 1 else type(f"{route}_view", bases, {})
-        patterns.append(path(django_path(endpoints[0]), view.as_view(), name=route))
+        # A view may also be a plain function (a path of one method served outside DRF).
+        callback = view.as_view() if isinstance(view, type) else view
+        patterns.append(path(django_path(endpoints[0]), callback, name=route))
     return patterns
 
 
