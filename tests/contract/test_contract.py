@@ -1,4 +1,4 @@
-"""The contract (agents/client/contract.py) and the OpenAPI schema the server serves say the same:
+"""The contract (agents/client/contract/) and the OpenAPI schema the server serves say the same:
 every contract operation is in the schema with its method, path, operation id, parameters (type,
 bounds, required), success status and errors, and every path and method of the schema is in
 the contract. The server's routes are generated from the contract, its serializers validate:
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.urls import resolve
 from drf_spectacular.generators import SchemaGenerator
 
 from agents.client.contract import CONTRACT, Endpoint
@@ -123,3 +124,12 @@ def test_the_contract_names_each_operation_route_and_client_method_once():
     # One URL name a path, one path a URL name.
     assert len({(e.path, e.route) for e in CONTRACT}) == len({e.path for e in CONTRACT})
     assert len({e.route for e in CONTRACT}) == len({e.path for e in CONTRACT})
+
+
+def test_every_path_resolves_to_its_own_route():
+    """The contract is assembled from its tables (agents/client/contract/): whatever their order,
+    a literal path (`tasks/claim-next`, `agents/register`) is not taken by a parameter's."""
+    for endpoint in CONTRACT:
+        names = {p.name: 1 if p.type == "integer" else "x-1" for p in endpoint.where("path")}
+        url = "/api/v1/projects/p/" + endpoint.url(**names)
+        assert resolve(url).url_name == endpoint.route, (endpoint.name, url)

@@ -1,0 +1,18 @@
+"""The exit codes of an agent process."""
+
+from __future__ import annotations
+
+# What an agent process does with an answer (seed 000 "Exit Codes", SPEC §13): the server's one
+# table (boards.errors `Exit` is built from it), and the client's for what the server cannot say.
+EXIT: dict[str, int] = {
+    "ok": 0,
+    "usage": 2,  # the CLI was called wrongly (never sent)
+    "refused": 3,  # validation, permission, authentication: fix the call, do not retry as is
+    "conflict": 4,  # invalid transition or a lost race: read the board again
+    "not_found": 5,  # no such object (or another tenant's)
+    "collision": 6,  # the agent id is held by a live lease: the process must exit
+    "unreachable": 7,  # the server did not answer (or answered 5xx): retry later
+    "wait": 11,  # an enforced limit holds (WIP, max_concurrent): ask again after Retry-After
+    "budget": 14,  # a budget is spent: nothing more until an admin raises it
+    "stop": 42,  # lease lost, paused, checkpoint, aborted: stop and restart (seed 000)
+}

@@ -1,0 +1,83 @@
+"""The project's goal and its sprints."""
+
+from __future__ import annotations
+
+from agents.client.contract.base import EVERY_ROLE, PLANNER_ONLY, E, Endpoint, P
+
+# One entry a row, its fields packed: `ruff format` would put each field on a line of its
+# own (the table twice as long, no longer read as rows); so not formatted, here only.
+# fmt: off
+PLANNING: tuple[Endpoint, ...] = (
+    E("goal_retrieve", "GET", "goal", "api-goal", "goal_retrieve", result="goal",
+        errors=(401, 403, 404),
+        client="goal", tool="goal_show", roles=EVERY_ROLE, cli=("goal", "show"),
+        help="The project's goal.",
+    ),
+    E("goal_create", "POST", "goal", "api-goal", "goal_create", result="goal", status=201,
+        params=(
+            P("description", "string", required=True, max_length=10000),
+            P("spec_ref", "string", max_length=500),
+        ),
+        client="goal_create", roles=PLANNER_ONLY, cli=("goal", "create"),
+        help="Set the project's goal.",
+    ),
+    E("goal_edit", "PATCH", "goal", "api-goal", "goal_edit", result="goal",
+        params=(
+            P("description", "string", max_length=10000), P("spec_ref", "string", max_length=500),
+        ),
+        client="goal_edit", roles=PLANNER_ONLY, cli=("goal", "edit"),
+        help="Restate the goal IN_PROGRESS (the old statement is kept in its history).",
+    ),
+    E("goal_complete", "POST", "goal/complete", "api-goal-complete", "goal_complete",
+        result="goal",
+        params=(P("reason", "string", required=True, max_length=2000, help="why"),),
+        client="goal_complete", roles=PLANNER_ONLY, cli=("goal", "complete"),
+        help="Mark the goal complete once its work is merged.",
+    ),
+    E("goal_abort", "POST", "goal/abort", "api-goal-abort", "goal_abort", result="goal",
+        params=(P("reason", "string", required=True, max_length=2000),),
+        description="Admins: the goal IN_PROGRESS → ABORTED (its open sprint aborted too).",
+    ),
+    E("sprint_retrieve", "GET", "sprint", "api-sprint", "sprint_retrieve", result="sprint",
+        errors=(401, 403, 404),
+        client="sprint", tool="sprint_show", roles=EVERY_ROLE, cli=("sprint", "show"),
+        help="The current sprint.",
+    ),
+    E("sprint_create", "POST", "sprint", "api-sprint", "sprint_create", result="sprint",
+        status=201,
+        params=(
+            P("planned", "array", max_items=1000, help="task keys"),
+            P("stretch", "array", max_items=1000, help="task keys"),
+            P("deadline", "string", nullable=True, help="ISO 8601, in the future"),
+        ),
+        client="sprint_create", roles=PLANNER_ONLY, cli=("sprint", "create"),
+        help="Open (and start) a sprint of the goal with planned and stretch task keys.",
+    ),
+    E("sprint_checkpoint", "POST", "sprint/checkpoint", "api-sprint-checkpoint",
+        "sprint_checkpoint", result="sprint",
+        params=(P("reason", "string", required=True, max_length=2000),),
+        client="sprint_checkpoint", cli=("sprint", "checkpoint"),
+        description="Admins: IN_PROGRESS → CHECKPOINT; agents stop (exit 42) until a decision.",
+    ),
+    E("sprint_resume", "POST", "sprint/continue", "api-sprint-continue", "sprint_continue",
+        result="sprint",
+        params=(P("decision", "string", required=True, max_length=2000),),
+        client="sprint_continue", cli=("sprint", "continue"),
+        description="Admins: CHECKPOINT → IN_PROGRESS; the decision goes into the retrospective.",
+    ),
+    E("sprint_abort", "POST", "sprint/abort", "api-sprint-abort", "sprint_abort",
+        result="sprint",
+        params=(P("reason", "string", required=True, max_length=2000),),
+        client="sprint_abort", cli=("sprint", "abort"),
+    ),
+    E("sprint_complete", "POST", "sprint/complete", "api-sprint-complete", "sprint_complete",
+        result="sprint", errors=(401, 403, 404, 409),
+        client="sprint_complete", roles=PLANNER_ONLY, cli=("sprint", "complete"),
+        help="Close the sprint (COMPLETED) once every planned task has ended.",
+    ),
+    E("sprint_set_deadline", "PUT", "sprint/deadline", "api-sprint-deadline",
+        "sprint_set_deadline", result="sprint",
+        params=(P("deadline", "string", required=True, nullable=True),),
+    ),
+)
+# fmt: on
