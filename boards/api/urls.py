@@ -6,7 +6,7 @@ endpoint by `operation_view`; reads and the few composite writes are in boards/a
 
 from django.urls import path
 
-from boards.api import views
+from boards.api import hot, views
 from boards.api.base import operation_view as op
 
 task = "tasks/<str:key>"
@@ -450,3 +450,6 @@ urlpatterns = [
         name="api-key-revoke",
     ),
 ]
+
+# Issue 26: the agents' two most frequent requests skip DRF's dispatch (boards/api/hot.py).
+urlpatterns = hot.fast_paths(urlpatterns, names=("api-heartbeat", "api-claim-next"))
