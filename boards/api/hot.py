@@ -45,6 +45,7 @@ from agents.models import AgentKey
 from agents.services import agent_key_used
 from boards.api.base import IDEMPOTENCY_HEADER, WRITE_METHODS, ProjectView, _Replay
 from boards.api.parsers import JSONParser
+from boards.errors import database_unavailable
 from boards.protocol import AgentStatus
 from liza_site import key_generation, redis_client
 from liza_site.exceptions import api_exception_handler
@@ -180,10 +181,15 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
         allowed, wait, generation = _count_address(request)
         if not allowed:
             return _throttled(request, view_class, initkwargs, slug, wait)
-        key = keycache.lookup(plain, generation)
-        if key is None or not key.agent.enabled or key.agent.project.slug != slug:
-            return drf_view(request, slug=slug)  # 401, 403 or 404, as DRF answers them
-        agent_key_used(key=key, now=timezone.now())
+        try:
+            key = keycache.lookup(plain, generation)
+            if key is None or not key.agent.enabled or key.agent.project.slug != slug:
+                return drf_view(request, slug=slug)  # 401, 403 or 404, as DRF answers them
+            agent_key_used(key=key, now=timezone.now())
+        except Exception as exc:
+            if database_unavailable(exc):
+                return drf_view(request, slug=slug)  # its 503 `unavailable`, as DRF answers it
+            raise
         keycache.used(key)
         agent_request = _AgentRequest(request, key)
         principal = PrincipalRateThrottle()
