@@ -73,11 +73,20 @@ class _AgentRequest:
 
     @cached_property
     def data(self) -> Any:
-        # DRF's Request.data for an `application/json` body: {} when empty, else the parser's.
-        body = self._request.body
-        if not body:
+        # DRF's Request.data for an `application/json` body (Request._load_stream): {} without a
+        # Content-Length, else the parser's reading of the request as a stream (no body-size
+        # check, as DRF reads it).
+        meta = self._request.META
+        try:
+            length = int(meta.get("CONTENT_LENGTH", meta.get("HTTP_CONTENT_LENGTH", 0)))
+        except (ValueError, TypeError):
+            length = 0
+        if length == 0:
             return {}
-        return _PARSER.parse(io.BytesIO(body), "application/json", {})
+        stream = (
+            self._request if not self._request._read_started else io.BytesIO(self._request.body)
+        )
+        return _PARSER.parse(stream, "application/json", {})
 
 
 def _bearer(request: HttpRequest) -> str | None:
@@ -203,6 +212,7 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
     # The DRF view's marks (cls, initkwargs, view_class, csrf_exempt): drf-spectacular documents
     # the route from them, unchanged.
     hot.__dict__.update(drf_view.__dict__)
+    hot.drf_view = drf_view  # type: ignore[attr-defined]
     return hot
 
 

@@ -88,13 +88,23 @@ def test_a_heartbeat_answers_as_drf_does(world, body):
     assert fast == drf
 
 
-def test_a_malformed_body_answers_as_drf_does(world):
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"{not json", 400),
+        (b"", 200),
+        (b'{"context_percent": 1e400}', 400),
+        (b'{"note": "\\u0000"}', 400),
+        (b"[" * 5000, 400),
+    ],
+)
+def test_a_raw_body_answers_as_drf_does(world, raw, status):
     client = bearer(key_for(world.coder))
     url = f"{api_base(world.project.slug)}/agents/heartbeat"
-    fast = client.post(url, b"{not json", content_type="application/json")
-    drf = client.post(url + "?via=drf", b"{not json", content_type="application/json")
+    fast = client.post(url, raw, content_type="application/json")
+    drf = client.post(url + "?via=drf", raw, content_type="application/json")
     assert _answer(fast) == _answer(drf)
-    assert fast.status_code == 400
+    assert fast.status_code == status
 
 
 def test_a_paused_project_answers_as_drf_does(world):
@@ -153,3 +163,29 @@ def test_the_rate_limits_answer_as_drf_does(world, monkeypatch):
     assert fast == drf
     assert fast[0] == 429
     assert fast[1]["Retry-After"] == "50"
+
+
+def test_the_schema_describes_both_paths_as_their_drf_views():
+    """drf-spectacular documents the thin routes exactly as the DRF views they replace."""
+    from django.urls import URLPattern, path
+    from drf_spectacular.generators import SchemaGenerator
+
+    from boards.api import urls
+
+    def schema(patterns):
+        mounted = [path("api/v1/projects/<slug:slug>/", (patterns, None, None))]
+        return SchemaGenerator(patterns=mounted).get_schema(request=None, public=True)
+
+    thin = [p for p in urls.urlpatterns if hasattr(p.callback, "drf_view")]
+    assert sorted(p.name for p in thin) == ["api-claim-next", "api-heartbeat"]
+    as_drf = [
+        URLPattern(p.pattern, p.callback.drf_view, p.default_args, p.name)
+        if hasattr(p.callback, "drf_view")
+        else p
+        for p in urls.urlpatterns
+    ]
+    served, drf = schema(urls.urlpatterns), schema(as_drf)
+    assert served == drf
+    paths = served["paths"]
+    assert "post" in paths["/api/v1/projects/{slug}/agents/heartbeat"]
+    assert "post" in paths["/api/v1/projects/{slug}/tasks/claim-next"]
