@@ -6,8 +6,11 @@ seconds, at most `MAX_ENTRIES` tokens (the least recently used go first), stampe
 `liza_site.key_generation`'s counter read *before* the lookup. An entry is used only while the
 counter still has that value: revoking a key, disabling or enabling an agent, pausing or
 resuming a project or changing its config bumps it, so the very next request, in any process,
-looks the key up again (tests/agents/test_keycache.py). The TTL bounds what no bump covers (a
-row changed by hand in the database).
+looks the key up again (tests/agents/test_keycache.py). So does deleting a key or a config row
+by any ORM delete (`connect`, at start-up): deleting an agent cascades to its keys, and a project
+with a key cannot be deleted (issuing the key wrote an event, and the event log protects its
+project). The TTL bounds what no bump covers (a row changed or deleted by hand in the
+database); boards.api.hot answers a key whose rows are gone by then as DRF does, not with a 500.
 
 The entry keeps the statement's row, not models: every request builds its own objects from it
 (services change what they are given), and the services lock and re-read the agent row before
@@ -23,8 +26,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models.signals import post_delete
+
 from agents.models import AgentKey
 from agents.selectors import KEY_HASH_AT, agent_key_from_row, agent_key_row, key_prefix
+from boards.coordination.models.projects import ProjectConfig
+from liza_site import key_generation
 
 TTL = 30.0  # seconds
 MAX_ENTRIES = 4096
@@ -93,3 +100,18 @@ def size() -> int:
 def clear() -> None:
     with _lock:
         _entries.clear()
+
+
+def _row_deleted(sender, instance, **kwargs) -> None:
+    key_generation.bump()
+
+
+def connect() -> None:
+    """Count every deleted key and config row (AgentsConfig.ready): however it is deleted — the
+    shell, a queryset, a cascade from its agent — Django sends `post_delete` for each row of a
+    model that has a receiver (such rows are never fast-deleted), inside the delete's
+    transaction, so `bump` counts again after its commit."""
+    for model in (AgentKey, ProjectConfig):
+        post_delete.connect(
+            _row_deleted, sender=model, dispatch_uid=f"liza-keycache-{model._meta.model_name}"
+        )

@@ -19,6 +19,14 @@ more.
 `bump` counts at once (inside the writer's transaction: a test's never-committed transaction,
 or a request of the same process right after) and again after the commit (a request that read
 the counter between the first bump and the commit, and the old rows with it, is stale again).
+What bumps nothing, because no cached entry can say otherwise afterwards: an agent's
+registration (it leaves `enabled`, the role and the project as they were — it refuses a
+disabled agent and another role — and the services lock and re-read the rest of the agent row);
+an import's config (`boards.interop`: the project is new in that transaction, and no key of it
+can exist before it commits); the defaults saved for a project without a config row
+(`config_for_update`: the values `config_of` gave already). Deleted key and config rows are
+counted by `agents.keycache.connect`.
+
 Without Redis (the embedded, single-process deployment) the counter is this process's own.
 With Redis unreachable, readers do not use their cache at all (`generation` is None), and a
 writer that could not count leaves other processes' entries stale for at most the TTL.

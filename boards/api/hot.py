@@ -10,8 +10,10 @@ answer is the one DRF gives (status, JSON envelope, error codes, Idempotency-Key
 but
 
 * the key is authenticated through `agents.keycache` (per process, bounded TTL and size,
-  dropped at once on revoke, disable and project changes through `liza_site.key_generation`),
-  whose counter is read in the same Redis round trip as the per-address rate limit;
+  dropped at once on revoke, disable, project changes and deleted rows through
+  `liza_site.key_generation`), whose counter is read in the same Redis round trip as the
+  per-address rate limit; a key whose rows are gone by the time the service runs gets DRF's
+  answer to it (`_reauthenticated`), not a 500;
 * nothing else of DRF's `dispatch` runs: the request is a small stand-in (`_AgentRequest`)
   carrying what the handlers read.
 
@@ -40,12 +42,12 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from agents import keycache
-from agents.authentication import AgentPrincipal
+from agents.authentication import AgentKeyAuthentication, AgentPrincipal
 from agents.models import AgentKey
 from agents.services import agent_key_used
 from boards.api.base import IDEMPOTENCY_HEADER, WRITE_METHODS, ProjectView, _Replay
 from boards.api.parsers import JSONParser
-from boards.errors import database_unavailable
+from boards.errors import NotFound, database_unavailable
 from boards.protocol import AgentStatus
 from liza_site import key_generation, redis_client
 from liza_site.exceptions import api_exception_handler
@@ -204,16 +206,43 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
         principal = PrincipalRateThrottle()
         if not principal.allow_request(agent_request, None):
             return _throttled(request, view_class, initkwargs, slug, principal.wait())
-        if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
-            with transaction.atomic():  # as ProjectView.dispatch
-                return answer(agent_request, key, slug)
-        return answer(agent_request, key, slug)
+        try:
+            if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
+                with transaction.atomic():  # as ProjectView.dispatch
+                    return answer(agent_request, key, slug)
+            return answer(agent_request, key, slug)
+        except Exception:
+            # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
+            # cached key may no longer stand for what it did, its rows deleted since the lookup
+            # (a delete whose count has not reached this process yet). Then the answer is
+            # DRF's to the key as it is now, else the failure stands.
+            refused = _reauthenticated(request, slug)
+            if refused is None:
+                raise
+            return _refused(request, view_class, initkwargs, slug, refused)
 
     # The DRF view's marks (cls, initkwargs, view_class, csrf_exempt): drf-spectacular documents
     # the route from them, unchanged.
     hot.__dict__.update(drf_view.__dict__)
     hot.drf_view = drf_view  # type: ignore[attr-defined]
     return hot
+
+
+def _reauthenticated(request: HttpRequest, slug: str) -> exceptions.APIException | None:
+    """What DRF's authentication and tenancy (ProjectView) refuse the request's key with, looked
+    up now in the database: a key gone (401), its agent disabled (403) or of another project
+    (404); None when the key still stands for an agent of `slug`."""
+    authentication = AgentKeyAuthentication()
+    try:
+        authenticated = authentication.authenticate(request)
+    except exceptions.AuthenticationFailed as exc:
+        exc.auth_header = authentication.authenticate_header(request)  # as APIView does
+        return exc
+    except exceptions.APIException as exc:
+        return exc
+    if authenticated is None or authenticated[0].agent.project.slug != slug:
+        return NotFound()
+    return None
 
 
 def _throttled(
@@ -224,11 +253,22 @@ def _throttled(
     wait: float | None,
 ) -> HttpResponseBase:
     """429 with Retry-After, as DRF's `throttled` and liza_site.exceptions answer it."""
+    return _refused(request, view_class, initkwargs, slug, exceptions.Throttled(wait))
+
+
+def _refused(
+    request: HttpRequest,
+    view_class: type[ProjectView],
+    initkwargs: dict[str, Any],
+    slug: str,
+    exc: exceptions.APIException,
+) -> HttpResponseBase:
+    """The request refused with `exc` before any handler ran, as DRF's dispatch answers it."""
     view = view_class(**initkwargs)
     view.args, view.kwargs = (), {"slug": slug}
     view.request = None  # type: ignore[assignment]
     view.headers = view.default_response_headers
-    response = _error(view, exceptions.Throttled(wait))
+    response = _error(view, exc)
     agent_request = type("_Refused", (), {})()
     agent_request.accepted_renderer = _RENDERER
     agent_request.accepted_media_type = "application/json"

@@ -14,12 +14,14 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from agents import keycache
 from agents import selectors as agent_selectors
-from agents.models import AgentKey
+from agents.models import Agent, AgentKey
 from agents.services import agent_key_revoke, agent_set_enabled
+from boards.coordination.models.projects import Project, ProjectConfig
 from boards.coordination.services.kernel import SYSTEM
 from boards.coordination.services.projects import config_update, project_pause
 from liza_site import key_generation
@@ -150,3 +152,52 @@ def test_without_the_counter_the_cache_is_not_used(world, lookups):
     assert keycache.lookup(plain, None) is not None
     assert len(lookups) == 2
     assert keycache.size() == 0
+
+
+# -- deleted rows (any ORM delete: a cascade, the shell, a data migration) ----------------------
+# agents.keycache counts every deleted key row (and config row): an agent's or a project's
+# delete cascades to its keys, so the very next request looks the key up again and is refused
+# as DRF refuses it — never served from the entry, never a 500.
+
+
+def _refused_for_a_gone_key(world, plain):
+    response = heartbeat(world, plain)
+    assert_envelope(response, 401, "authentication_failed")
+    assert response["WWW-Authenticate"] == 'Bearer realm="liza"'
+
+
+def test_a_deleted_key_is_refused_on_the_very_next_request(world, lookups):
+    plain = key_for(world.coder)
+    assert heartbeat(world, plain).status_code == 200
+    AgentKey.objects.filter(prefix=plain.split("_")[1]).delete()
+    _refused_for_a_gone_key(world, plain)
+    assert len(lookups) == 2
+
+
+def test_a_deleted_agent_is_refused_on_the_very_next_request(world, lookups):
+    plain = key_for(world.coder)
+    assert heartbeat(world, plain).status_code == 200
+    Agent.objects.get(pk=world.coder.pk).delete()  # its keys go with it (CASCADE)
+    _refused_for_a_gone_key(world, plain)
+    assert len(lookups) == 2
+
+
+def test_a_project_with_a_key_cannot_be_deleted(world):
+    """Issuing a key writes an event, and the event log protects its project (SPEC §4.1): a
+    project is deleted with no key of it cached anywhere, or not at all."""
+    plain = key_for(world.coder)
+    assert heartbeat(world, plain).status_code == 200
+    with pytest.raises(ProtectedError):
+        Project.objects.get(pk=world.project.pk).delete()
+    assert heartbeat(world, plain).status_code == 200
+
+
+def test_a_deleted_config_reaches_the_very_next_heartbeat(world, lookups):
+    """Without its config row a project runs on seed 002's defaults (config_of)."""
+    config_update(project=world.project, actor=world.admin, now=timezone.now(), lease_duration=999)
+    plain = key_for(world.coder)
+    assert heartbeat(world, plain).status_code == 200
+    ProjectConfig.objects.filter(project=world.project).delete()
+    lease = datetime.fromisoformat(heartbeat(world, plain).json()["agent"]["lease_expires"])
+    assert lease < timezone.now() + timedelta(seconds=ProjectConfig().lease_duration + 60)
+    assert len(lookups) == 2

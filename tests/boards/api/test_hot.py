@@ -15,9 +15,10 @@ from django.utils import timezone
 from rest_framework.views import APIView
 
 from agents import keycache
+from agents.models import Agent
 from boards.api.base import ProjectView
 from boards.coordination.services.projects import project_pause
-from liza_site import throttling
+from liza_site import key_generation, throttling
 from tests.boards.api.helpers import api_base, bearer, http_start, key_for
 from tests.lifecycle import World
 
@@ -189,3 +190,27 @@ def test_the_schema_describes_both_paths_as_their_drf_views():
     paths = served["paths"]
     assert "post" in paths["/api/v1/projects/{slug}/agents/heartbeat"]
     assert "post" in paths["/api/v1/projects/{slug}/tasks/claim-next"]
+
+
+@pytest.mark.parametrize("route", ["agents/heartbeat", "tasks/claim-next"])
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_an_agent_deleted_behind_the_cached_key_answers_as_drf_does(
+    world, monkeypatch, route, idempotent
+):
+    """The agent deleted between the cached lookup and the service (here: a delete whose
+    counter bump is lost) is DRF's 401 for a key that is gone, not a 500. (Its project cannot
+    be deleted: tests/agents/test_keycache.py.)"""
+    world.unclaimed("T-1")
+    client = bearer(key_for(world.coder))
+    url = f"{api_base(world.project.slug)}/{route}"
+    body = CLAIM if route == "tasks/claim-next" else {}
+    assert client.post(url, body, format="json").status_code == 200  # the key is cached
+    monkeypatch.setattr(key_generation, "bump", lambda: None)
+    Agent.objects.get(pk=world.coder.pk).delete()
+    extra = {"HTTP_IDEMPOTENCY_KEY": uuid.uuid4().hex} if idempotent else {}
+    fast, drf = _both_ways(client, url, body, **extra)
+    assert fast == drf
+    assert (fast[0], fast[2]["error"]["code"]) == (401, "authentication_failed")
+    monkeypatch.setattr(ProjectView, "dispatch", None)  # the thin path answers it alone
+    fast = client.post(url, body, format="json", **extra)
+    assert fast["WWW-Authenticate"] == 'Bearer realm="liza"'
