@@ -31,27 +31,41 @@ def key_get(*, project: Project, prefix: str) -> AgentKey:
     return in_project(AgentKey.objects.select_related("agent"), project, what="key", prefix=prefix)
 
 
+# Where the key's hash sits in an `agent_key_row` (the key's columns come first).
+KEY_HASH_AT = [f.name for f in AgentKey._meta.concrete_fields].index("key_hash")
+
+
 def agent_key_lookup(*, plain: str) -> AgentKey | None:
     """The active key for a presented bearer token, or None (unknown, malformed or revoked)."""
+    prefix = key_prefix(plain)
+    row = agent_key_row(prefix=prefix) if prefix is not None else None
+    if row is None or not hmac.compare_digest(row[KEY_HASH_AT], AgentKey.hash(plain)):
+        return None
+    return agent_key_from_row(row)
+
+
+def key_prefix(plain: str) -> str | None:
+    """The prefix of a well-formed bearer token (`liza_<prefix>_<secret>`), else None."""
     parts = plain.split("_", 2)
     if len(parts) != 3 or parts[0] != "liza" or len(parts[1]) != AgentKey.PREFIX_LEN:
         return None
-    key = _key_with_its_project(parts[1])
-    if key is None or not hmac.compare_digest(key.key_hash, AgentKey.hash(plain)):
-        return None
-    return key
+    return parts[1]
 
 
-def _key_with_its_project(prefix: str) -> AgentKey | None:
+def agent_key_row(*, prefix: str) -> tuple | None:
     """The unrevoked key of `prefix` with its agent, the agent's project and the project's
-    config (every agent request needs all four, ProjectView) from one statement: the ORM's
-    `select_related("agent", "agent__project", "agent__project__config").first()`, written
-    once (boards.coordination.rows: it runs on every request an agent makes)."""
+    config (every agent request needs all four, ProjectView) as one row of one statement: the
+    ORM's `select_related("agent", "agent__project", "agent__project__config").first()`, written
+    once (boards.coordination.rows: it runs on every request an agent makes). A plain tuple, so
+    that agents.keycache can keep it and build fresh rows from it for every request."""
     with connection.cursor() as cursor:
         cursor.execute(_key_sql(), [prefix])
         row = cursor.fetchone()
-    if row is None:
-        return None
+    return tuple(row) if row is not None else None
+
+
+def agent_key_from_row(row: tuple) -> AgentKey:
+    """The key of an `agent_key_row`, its agent, project and config attached (new objects)."""
     parts, start = [], 0
     for model in (AgentKey, Agent, Project, ProjectConfig):
         parts.append(row[start : start + rows.width(model)])

@@ -63,6 +63,7 @@ from boards.protocol import (
     agent_id_matches_role,
     format_timestamp,
 )
+from liza_site import key_generation
 
 
 @records_refusals
@@ -131,6 +132,7 @@ def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
         if key.revoked_at is None:
             key.revoked_at = now
             key.save(update_fields=["revoked_at"])
+            key_generation.bump()  # its cached lookups too (agents.keycache)
             record_event(
                 project=project,
                 actor=actor,
@@ -589,6 +591,7 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
             agent = lock_agent(agent)
         agent.enabled = enabled
         agent.save()
+        key_generation.bump()  # its keys' cached lookups (agents.keycache)
         outbox.changed(project.pk, outbox.AGENT, agent.pk)
         record_event(
             project=project,

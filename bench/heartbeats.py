@@ -222,12 +222,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", type=int, default=8, help="psycopg pool per server process")
     parser.add_argument("--no-redis", action="store_true", help="in-memory channel layer")
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--db-name", default="liza_bench_hb")
     args = parser.parse_args(argv)
     args.duration = args.duration or (1.5 if args.quick else 5.0)
     if not server_available(args.server):
         args.server = "daphne"
 
-    base, name = pg_server(), "liza_bench_hb"
+    base, name = pg_server(), args.db_name
     env = bench_env(create_database(base, name), channel_prefix="liza-bench-hb",
                     no_redis=args.no_redis)  # fmt: skip
     os.environ.clear()

@@ -60,20 +60,28 @@ class _FixedWindow(BaseThrottle):
     def ident(self, request) -> str | None:
         raise NotImplementedError
 
-    def allow_request(self, request, view) -> bool:
+    def counter(self, request) -> tuple[str, int, int] | None:
+        """This request's counter: its key, the limit, how long to keep it (None: not counted).
+        Sets `wait()` for the answer if the count is over the limit."""
         ident = self.ident(request)
         if ident is None:
-            return True
+            return None
         rates = self.THROTTLE_RATES or api_settings.DEFAULT_THROTTLE_RATES
         limit, period = parse_rate(rates[self.scope])
         now = self.timer()
         window = int(now // period)
         self._wait = math.ceil((window + 1) * period - now)
-        key = f"{self.prefix}:{self.scope}:{ident}:{period}:{window}"
+        return f"{self.prefix}:{self.scope}:{ident}:{period}:{window}", limit, period + 1
+
+    def allow_request(self, request, view) -> bool:
+        counter = self.counter(request)
+        if counter is None:
+            return True
+        key, limit, ttl = counter
         if not REDIS.allow():
             return True  # Redis down and backing off: not even a connection attempt
         try:
-            count = increment(key, period + 1)
+            count = increment(key, ttl)
         except ValueError:  # the process cache's counter expired between add() and incr()
             return True
         except Exception as exc:  # Redis's connection errors, whatever they are

@@ -17,7 +17,7 @@ from django.http import HttpResponse
 from django.urls import URLPattern, path
 
 from agents.client.contract import CONTRACT, Endpoint
-from boards.api import views
+from boards.api import hot, views
 from boards.api.base import ProjectView, operation_view
 
 # The reads and composite writes, by contract name; every other name is a declared operation.
@@ -78,4 +78,5 @@ def routes(contract: tuple[Endpoint, ...]) -> list[URLPattern]:
     return patterns
 
 
-urlpatterns = routes(CONTRACT)
+# Issue 26: the agents' two most frequent requests skip DRF's dispatch (boards/api/hot.py).
+urlpatterns = hot.fast_paths(routes(CONTRACT), names=("api-heartbeat", "api-claim-next"))

@@ -26,6 +26,7 @@ from boards.coordination.services.kernel import conflict as _conflict
 from boards.coordination.services.webhook_address import check_webhook_secret, check_webhook_url
 from boards.errors import Forbidden, ProtocolValidationError, validation_error
 from boards.protocol import Action
+from liza_site import key_generation
 
 
 @transaction.atomic
@@ -196,6 +197,7 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
         locked.paused_at = now
         locked.paused_reason = reason
         locked.save(update_fields=["paused_at", "paused_reason"])
+        key_generation.bump()  # the hot path's cached project row (agents.keycache)
         record_event(project=locked, actor=actor, action="project_paused", now=now, detail=reason)
     project.paused_at, project.paused_reason = locked.paused_at, locked.paused_reason
     return locked
@@ -220,6 +222,7 @@ def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
         locked.paused_at = None
         locked.paused_reason = ""
         locked.save(update_fields=["paused_at", "paused_reason"])
+        key_generation.bump()  # the hot path's cached project row (agents.keycache)
         record_event(
             project=locked,
             actor=actor,
@@ -275,6 +278,7 @@ def config_update(*, project: Project, actor: Actor, now: datetime, **fields: An
             diff["webhook_secret"] = tuple("set" if v else "" for v in diff["webhook_secret"])
         if diff:
             config.save(update_fields=list(diff))
+            key_generation.bump()  # the hot path's cached config row (agents.keycache)
             # The log never holds a webhook's token: its URLs only redacted (p.redact_url).
             changes = {
                 n: (

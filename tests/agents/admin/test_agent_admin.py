@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.forms.models import model_to_dict
 
+from agents import keycache
 from agents.models import Agent, AgentKey
 from agents.selectors import agent_key_lookup
 from boards.coordination.models.records import Event
@@ -15,6 +16,7 @@ from tests.boards.admin.helpers import (
     page_messages,
     run_action,
 )
+from tests.boards.api.helpers import api_base, bearer
 
 
 def _agent_form(agent, **changes):
@@ -171,3 +173,21 @@ def test_set_availability_action_goes_through_the_service(admin_client, admin_us
     run_action(admin_client, Agent, "set_availability", [agent], apply="1", state="available")
     agent.refresh_from_db()
     assert agent.overloaded is False
+
+
+def test_the_admin_deletes_no_agent_key_or_project_behind_the_hot_paths_cache(admin_client, board):
+    """The admin is no way around agents.keycache: its delete views refuse agents, keys and
+    projects (the event log protects them), so a key cached by the hot path stays true. (Any
+    other delete, cascades included, is counted: tests/agents/test_keycache.py.)"""
+    keycache.clear()
+    agent = board.world.agent("coder-1")
+    client = bearer(board.plain_key)
+    url = f"{api_base(board.world.project.slug)}/agents/heartbeat"
+    before = client.post(url, {}, format="json")
+    for obj in (board.key, agent, board.world.project):
+        assert admin_client.post(admin_url(obj, "delete"), {"post": "yes"}).status_code == 403
+        assert type(obj).objects.filter(pk=obj.pk).exists()
+    after = client.post(url, {}, format="json")
+    drf = client.post(url + "?via=drf", {}, format="json")
+    assert before.status_code == after.status_code == drf.status_code != 500
+    keycache.clear()

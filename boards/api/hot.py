@@ -1,0 +1,289 @@
+"""The agents' hot path (issue 26): heartbeat and claim-next without DRF's dispatch.
+
+An agent sends these two requests far more than any other (10,000 agents heartbeating every
+60 s are ~170 a second before any claim), and each paid for DRF's request machinery around a
+few milliseconds of service: wrapping the request, negotiating the renderer, trying each
+authentication class, the permission class, the throttle classes, and a key lookup in the
+database. `fast(view)` serves the common request — an agent's `POST` with a bearer key of this
+project and a JSON body — with the same view's own handler and `finalize_response`, so the
+answer is the one DRF gives (status, JSON envelope, error codes, Idempotency-Key, headers),
+but
+
+* the key is authenticated through `agents.keycache` (per process, bounded TTL and size,
+  dropped at once on revoke, disable, project changes and deleted rows through
+  `liza_site.key_generation`), whose counter is read in the same Redis round trip as the
+  per-address rate limit; a key whose rows are gone by the time the service runs gets DRF's
+  answer to it (`_reauthenticated`), not a 500;
+* nothing else of DRF's `dispatch` runs: the request is a small stand-in (`_AgentRequest`)
+  carrying what the handlers read.
+
+Anything else — another method, no bearer key, a key that is unknown, revoked, disabled or of
+another project, a query string, another content type or `Accept` — goes to the DRF view
+unchanged, so those answers (401 with WWW-Authenticate, 403, 404, 405, 406, 415) are DRF's by
+construction. The per-address rate limit counts such a request once: it is marked counted.
+OpenAPI sees the DRF view (`cls`, `initkwargs`), so the schema does not change.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.http import HttpRequest, HttpResponseBase
+from django.urls import URLPattern
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+
+from agents import keycache
+from agents.authentication import AgentKeyAuthentication, AgentPrincipal
+from agents.models import AgentKey
+from agents.services import agent_key_used
+from boards.api.base import IDEMPOTENCY_HEADER, WRITE_METHODS, ProjectView, _Replay
+from boards.api.parsers import JSONParser
+from boards.errors import NotFound, database_unavailable
+from boards.protocol import AgentStatus
+from liza_site import key_generation, redis_client
+from liza_site.exceptions import api_exception_handler
+from liza_site.outages import REDIS
+from liza_site.throttling import ClientAddressRateThrottle, PrincipalRateThrottle
+
+_RENDERER = JSONRenderer()
+_PARSER = JSONParser()
+_PLAIN_ACCEPT = frozenset({"", "*/*", "application/json"})
+
+
+class _AgentRequest:
+    """What the project views' handlers and `finalize_response` read of DRF's Request."""
+
+    def __init__(self, request: HttpRequest, key: AgentKey) -> None:
+        self._request = request
+        self.user = self._user = AgentPrincipal(key.agent)
+        self.auth = key
+        self.method = request.method
+        self.path = request.path
+        self.headers = request.headers
+        self.META = request.META
+        self.accepted_renderer = _RENDERER
+        self.accepted_media_type = "application/json"
+
+    @cached_property
+    def data(self) -> Any:
+        # DRF's Request.data for an `application/json` body (Request._load_stream): {} without a
+        # Content-Length, else the parser's reading of the request as a stream (no body-size
+        # check, as DRF reads it).
+        meta = self._request.META
+        try:
+            length = int(meta.get("CONTENT_LENGTH", meta.get("HTTP_CONTENT_LENGTH", 0)))
+        except (ValueError, TypeError):
+            length = 0
+        if length == 0:
+            return {}
+        stream = (
+            self._request if not self._request._read_started else io.BytesIO(self._request.body)
+        )
+        return _PARSER.parse(stream, "application/json", {})
+
+
+def _bearer(request: HttpRequest) -> str | None:
+    """The bearer key of a request the fast path serves exactly as DRF would, else None."""
+    meta = request.META
+    if request.method != "POST" or meta.get("QUERY_STRING"):
+        return None
+    if meta.get("CONTENT_TYPE", "") != "application/json":
+        return None
+    if meta.get("HTTP_ACCEPT", "").strip() not in _PLAIN_ACCEPT:
+        return None
+    header = meta.get("HTTP_AUTHORIZATION", "").split()
+    if len(header) != 2 or header[0].lower() != "bearer" or not header[1].isascii():
+        return None
+    return header[1]
+
+
+def _count_address(request: HttpRequest) -> tuple[bool, float | None, int | None]:
+    """The per-address limit (counted here, before authentication, as ProjectView does) and the
+    key cache's counter, in one Redis round trip: (allowed, wait, generation)."""
+    throttle = ClientAddressRateThrottle()
+    if not settings.REDIS_URL:
+        allowed = throttle.allow_request(request, None)  # marks the request counted
+        return allowed, throttle.wait(), key_generation.current()
+    request._liza_address_counted = True  # the DRF view, if it takes over, counts it no more
+    counter = throttle.counter(request)
+    if not REDIS.allow():
+        return True, None, None  # Redis down: no limit, and no cache (its counter is unknown)
+    try:
+        pipe = redis_client.client().pipeline(transaction=False)
+        if counter is not None:
+            pipe.incr(counter[0])
+            pipe.expire(counter[0], counter[2])
+        pipe.get(key_generation.KEY)
+        replies = pipe.execute()
+    except Exception as exc:  # Redis's connection errors, whatever they are
+        REDIS.failed(exc)
+        return True, None, None
+    REDIS.succeeded()
+    allowed = counter is None or int(replies[0]) <= counter[1]
+    return allowed, throttle.wait(), key_generation.parse(replies[-1])
+
+
+def _error(view: ProjectView, exc: Exception) -> Response:
+    """What ProjectView.handle_exception answers (the replay of an Idempotency-Key included)."""
+    if isinstance(exc, _Replay):
+        return Response(
+            exc.record.body,
+            status=exc.record.status_code,
+            headers={"Idempotent-Replayed": "true"},
+        )
+    response = api_exception_handler(exc, view.get_exception_handler_context())
+    if response is None:
+        raise exc
+    response.exception = True
+    return response
+
+
+def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """`drf_view` (a ProjectView's `as_view()` with a `post` handler), its agents' requests
+    served without DRF's dispatch."""
+    view_class: type[ProjectView] = drf_view.cls  # type: ignore[attr-defined]
+    initkwargs = drf_view.initkwargs  # type: ignore[attr-defined]
+
+    def answer(agent_request: _AgentRequest, key: AgentKey, slug: str) -> HttpResponseBase:
+        view = view_class(**initkwargs)
+        view.args, view.kwargs = (), {"slug": slug}
+        view.request = agent_request  # type: ignore[assignment]
+        view.headers = view.default_response_headers
+        view._idempotent = None
+        try:
+            # ProjectView.initial after authentication and the rate limits: the key's project
+            # is the slug's (checked by the caller), which holds no NUL, and there is no query.
+            view.now = timezone.now()
+            view.project = key.agent.project
+            view._begin_idempotent(agent_request)  # type: ignore[arg-type]
+            response = view_class.post(view, agent_request, slug)  # type: ignore[attr-defined,arg-type]
+        except Exception as exc:
+            response = _error(view, exc)
+        # The cached agent's status is as old as its entry: finalize_response gets the status
+        # the answer shows, or STARTING when the answer does not say it, so that agent_ready
+        # decides under its lock (as it does when the status was STARTING).
+        data = response.data if isinstance(response.data, dict) else {}
+        shown = data.get("agent")
+        if isinstance(shown, dict) and shown.get("status"):
+            status = shown["status"]  # the heartbeat's answer
+        elif data.get("task"):
+            status = AgentStatus.WORKING  # a claim's answer: its coder works on it
+        else:
+            status = AgentStatus.STARTING
+        # Not a transition: the request's copy of the row learns what the answer says (the
+        # FSM field refuses plain assignment).
+        key.agent.__dict__["status"] = status
+        return view.finalize_response(agent_request, response)  # type: ignore[arg-type]
+
+    @csrf_exempt
+    def hot(request: HttpRequest, slug: str) -> HttpResponseBase:
+        plain = _bearer(request)
+        if plain is None:
+            return drf_view(request, slug=slug)
+        allowed, wait, generation = _count_address(request)
+        if not allowed:
+            return _throttled(request, view_class, initkwargs, slug, wait)
+        try:
+            key = keycache.lookup(plain, generation)
+            if key is None or not key.agent.enabled or key.agent.project.slug != slug:
+                return drf_view(request, slug=slug)  # 401, 403 or 404, as DRF answers them
+            agent_key_used(key=key, now=timezone.now())
+        except Exception as exc:
+            if database_unavailable(exc):
+                return drf_view(request, slug=slug)  # its 503 `unavailable`, as DRF answers it
+            raise
+        keycache.used(key)
+        agent_request = _AgentRequest(request, key)
+        principal = PrincipalRateThrottle()
+        if not principal.allow_request(agent_request, None):
+            return _throttled(request, view_class, initkwargs, slug, principal.wait())
+        try:
+            if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
+                with transaction.atomic():  # as ProjectView.dispatch
+                    return answer(agent_request, key, slug)
+            return answer(agent_request, key, slug)
+        except Exception:
+            # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
+            # cached key may no longer stand for what it did, its rows deleted since the lookup
+            # (a delete whose count has not reached this process yet). Then the answer is
+            # DRF's to the key as it is now, else the failure stands.
+            refused = _reauthenticated(request, slug)
+            if refused is None:
+                raise
+            return _refused(request, view_class, initkwargs, slug, refused)
+
+    # The DRF view's marks (cls, initkwargs, view_class, csrf_exempt): drf-spectacular documents
+    # the route from them, unchanged.
+    hot.__dict__.update(drf_view.__dict__)
+    hot.drf_view = drf_view  # type: ignore[attr-defined]
+    return hot
+
+
+def _reauthenticated(request: HttpRequest, slug: str) -> exceptions.APIException | None:
+    """What DRF's authentication and tenancy (ProjectView) refuse the request's key with, looked
+    up now in the database: a key gone (401), its agent disabled (403) or of another project
+    (404); None when the key still stands for an agent of `slug`."""
+    authentication = AgentKeyAuthentication()
+    try:
+        authenticated = authentication.authenticate(request)
+    except exceptions.AuthenticationFailed as exc:
+        exc.auth_header = authentication.authenticate_header(request)  # as APIView does
+        return exc
+    except exceptions.APIException as exc:
+        return exc
+    if authenticated is None or authenticated[0].agent.project.slug != slug:
+        return NotFound()
+    return None
+
+
+def _throttled(
+    request: HttpRequest,
+    view_class: type[ProjectView],
+    initkwargs: dict[str, Any],
+    slug: str,
+    wait: float | None,
+) -> HttpResponseBase:
+    """429 with Retry-After, as DRF's `throttled` and liza_site.exceptions answer it."""
+    return _refused(request, view_class, initkwargs, slug, exceptions.Throttled(wait))
+
+
+def _refused(
+    request: HttpRequest,
+    view_class: type[ProjectView],
+    initkwargs: dict[str, Any],
+    slug: str,
+    exc: exceptions.APIException,
+) -> HttpResponseBase:
+    """The request refused with `exc` before any handler ran, as DRF's dispatch answers it."""
+    view = view_class(**initkwargs)
+    view.args, view.kwargs = (), {"slug": slug}
+    view.request = None  # type: ignore[assignment]
+    view.headers = view.default_response_headers
+    response = _error(view, exc)
+    agent_request = type("_Refused", (), {})()
+    agent_request.accepted_renderer = _RENDERER
+    agent_request.accepted_media_type = "application/json"
+    agent_request.method = request.method
+    return view.finalize_response(agent_request, response)  # type: ignore[arg-type]
+
+
+def fast_paths(patterns: list[URLPattern], *, names: tuple[str, ...]) -> list[URLPattern]:
+    """`patterns` with the routes called `names` served by `fast` (each must be there)."""
+    found = {p.name for p in patterns if isinstance(p, URLPattern)}
+    missing = set(names) - found
+    assert not missing, f"no route named {sorted(missing)}"
+    return [
+        URLPattern(p.pattern, fast(p.callback), p.default_args, p.name)
+        if isinstance(p, URLPattern) and p.name in names
+        else p
+        for p in patterns
+    ]
