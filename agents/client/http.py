@@ -188,10 +188,13 @@ class Client:
         review_commit: str,
         tree_clean: bool,
         change_summary: dict[str, Any] | None = None,
+        pr_url: str | None = None,
     ) -> Any:
         body: dict[str, Any] = {"review_commit": review_commit, "tree_clean": tree_clean}
         if change_summary is not None:
             body["change_summary"] = change_summary
+        if pr_url:
+            body["pr_url"] = pr_url
         return self.post(f"tasks/{key}/request-review", body)["task"]
 
     def block(

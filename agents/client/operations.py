@@ -200,6 +200,7 @@ OPERATIONS: tuple[Operation, ...] = (
             KEY,
             Param("review_commit", "string", "the commit to review", required=True),
             Param("tree_clean", "boolean", "`git status --porcelain` is empty", required=True),
+            Param("pr_url", "string", "the pull request you opened for it (http(s) address)"),
         ),
         cli=("submit",),
     ),

@@ -63,6 +63,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "base_commit",
             "review_commit",
             "merge_commit",
+            "pr_url",
             "approved_by",
             "iteration",
             "review_cycles_current",

@@ -215,6 +215,8 @@ class Card:
     # Issue 24: when the run of its agent (under `liza supervise`) on this task started, while
     # it runs: the card says "agent running" and for how long.
     running_since: str | None = None
+    # The pull request its coder reported with its last submission (http(s)), or "".
+    pr_url: str = ""
 
     @property
     def summary(self) -> str:
@@ -344,6 +346,7 @@ def _card(
         entered=_iso(entered or task.created),
         order=_order(task.priority, task.created, task.id),
         running_since=_iso(running_since) if not task.is_terminal else None,
+        pr_url=task.pr_url,
     )
 
 
@@ -396,6 +399,7 @@ class _TaskRow:
     needs_human_approval: bool
     project_id: int
     created: datetime
+    pr_url: str
 
     is_terminal = Task.is_terminal
     is_suspended = Task.is_suspended
