@@ -56,9 +56,7 @@ def return_page(request: HttpRequest, default: str) -> str:
     return page if page in RETURN_PAGES else default
 
 
-def return_url(
-    page: str, project: Project, task_key: str | None, *, decisive: bool = False
-) -> str:
+def return_url(page: str, project: Project, task_key: str | None, *, decisive: bool = False) -> str:
     if page == "board":
         url = reverse("board", args=[project.slug])
         if task_key and decisive:
