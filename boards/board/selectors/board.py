@@ -122,6 +122,12 @@ class BoardFilters:
             lanes=params.get("lanes", "") if params.get("lanes", "") in LANES else "",
         )
 
+    @property
+    def active(self) -> int:
+        """How many of the folded filters narrow the board (the search box shows its own)."""
+        chosen = (self.goal, self.sprint, self.status, self.agent, self.priority, self.criticality)
+        return sum(1 for value in chosen if value)
+
     def as_data(self) -> dict[str, object]:
         data: dict[str, object] = {
             "goal": self.goal,
