@@ -24,16 +24,20 @@ from boards.board.selectors.board import (
     board_state,
     drawer_state,
 )
+from boards.board.selectors.projects import project_summaries
 from boards.board.selectors.replay import board_at, replay_bounds, tasks_created_since
 from boards.coordination.models.projects import Project
 from boards.coordination.outbox import current_sequence
-from boards.coordination.selectors.access import projects_of
 from boards.coordination.web.access import project_for_member, project_for_role
 
 
 @login_required
 def project_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "boards/project_list.html", {"rows": projects_of(request.user)})
+    return render(
+        request,
+        "boards/project_list.html",
+        {"summaries": project_summaries(request.user), "now": timezone.now()},
+    )
 
 
 def _board_context(request: HttpRequest, project: Project) -> dict[str, Any]:
