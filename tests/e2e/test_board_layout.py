@@ -96,6 +96,14 @@ _MID_WORD_BREAKS = """() => {
 }"""
 
 
+# Text wider than its box (cut off, or spilling over the next card) in a card or a column's
+# heading: every element there holds its content's width.
+_CLIPPED = """() => [...document.querySelectorAll(
+    '#columns .card, #columns .card *, #columns .column h2, #columns .column h2 *'
+)].filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1)
+ .map((el) => `${el.className || el.tagName}: ${el.textContent.trim().slice(0, 40)}`)"""
+
+
 @pytest.mark.parametrize("width,height", [(1440, 900), (1920, 1080), (390, 844)])
 def test_no_horizontal_scroll_no_mid_word_break_first_card_above_the_fold(
     browser, server, busy_world, width, height
@@ -109,6 +117,7 @@ def test_no_horizontal_scroll_no_mid_word_break_first_card_above_the_fold(
         scroll = page.evaluate("document.documentElement.scrollWidth")
         assert scroll <= width, (scroll, width)
         assert page.evaluate(_MID_WORD_BREAKS) == []
+        assert page.evaluate(_CLIPPED) == []
         # The first card above the fold, the phone's too (issue 25: it started at y≈530).
         top = page.evaluate("document.querySelector('#columns .card').getBoundingClientRect()")
         assert top["bottom"] < height, (top, height)
