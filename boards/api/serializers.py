@@ -42,6 +42,9 @@ class TaskSerializer(serializers.ModelSerializer):
     review_lease_expires = serializers.SerializerMethodField()
     allowed_transitions = serializers.SerializerMethodField()
     awaiting_human_approval = serializers.SerializerMethodField()
+    # The pull request its coder reported (issue 25), "" when none: a string, not a `uri` (an
+    # empty one would not be one).
+    pr_url = serializers.CharField(read_only=True)
 
     class Meta:
         model = Task
