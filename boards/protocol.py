@@ -579,6 +579,28 @@ NOTIFY_DIGEST_MAX_MINUTES = 24 * 60
 REPO_URL_PLACEHOLDERS = ("branch", "commit", "pr")
 
 
+def pr_url_problem(value: object) -> str | None:
+    """Why `value` is not a pull request's address (http(s), a host, at most 500 characters, no
+    space), or None (blank is none): what a coder may report with its submission (issue 25)."""
+    from urllib.parse import urlsplit
+
+    if value in ("", None):
+        return None
+    if not isinstance(value, str) or len(value) > PR_URL_MAX_LENGTH:
+        return f"an address of at most {PR_URL_MAX_LENGTH} characters"
+    parts = urlsplit(value)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or any(c.isspace() or ord(c) < 32 for c in value)
+    ):
+        return "an http:// or https:// address"
+    return None
+
+
+PR_URL_MAX_LENGTH = 500
+
+
 def repo_url_problem(value: object) -> str | None:
     """Why `value` is not a repository address or URL template, or None (blank is none)."""
     import re

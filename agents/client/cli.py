@@ -240,13 +240,19 @@ def claim_next(ctx, base_commit, worktree):
     default=None,
     help="attest that `git status --porcelain` is empty",
 )
+@click.option("--pr-url", default=None, help="the pull request opened for it (http(s))")
 @click.pass_context
-def submit(ctx, key, review_commit, tree_clean):
-    """Request review of KEY at a commit (with what it changed, when run in its repository)."""
+def submit(ctx, key, review_commit, tree_clean, pr_url):
+    """Request review of KEY at a commit (with what it changed, when run in its repository,
+    and the pull request's address when one was opened)."""
     api = client(ctx)
     summary = _change_summary(api, key, review_commit)
     task = api.submit(
-        key, review_commit=review_commit, tree_clean=tree_clean, change_summary=summary
+        key,
+        review_commit=review_commit,
+        tree_clean=tree_clean,
+        change_summary=summary,
+        pr_url=pr_url,
     )
     emit(ctx, {"task": task}, task_line(task))
 

@@ -42,6 +42,9 @@ class TaskSerializer(serializers.ModelSerializer):
     review_lease_expires = serializers.SerializerMethodField()
     allowed_transitions = serializers.SerializerMethodField()
     awaiting_human_approval = serializers.SerializerMethodField()
+    # The pull request its coder reported (issue 25), "" when none: a string, not a `uri` (an
+    # empty one would not be one).
+    pr_url = serializers.CharField(read_only=True)
 
     class Meta:
         model = Task
@@ -63,6 +66,7 @@ class TaskSerializer(serializers.ModelSerializer):
             "base_commit",
             "review_commit",
             "merge_commit",
+            "pr_url",
             "approved_by",
             "iteration",
             "review_cycles_current",

@@ -87,6 +87,18 @@ class SubmitInput(InputSerializer):
     change_summary = ChangeSummaryInput(
         required=False, help_text="files changed with +/- counts and a bounded diff (issue 25)"
     )
+    pr_url = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=p.PR_URL_MAX_LENGTH,
+        help_text="the pull request's http(s) address, when the coder opened one (issue 25)",
+    )
+
+    def validate_pr_url(self, value: str) -> str:
+        problem = p.pr_url_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
 
 class BlockInput(InputSerializer):

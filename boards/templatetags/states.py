@@ -82,6 +82,7 @@ FIELD_LABELS = {
     "base_commit": "Base commit",
     "review_commit": "Review commit",
     "merge_commit": "Merge commit",
+    "pr_url": "Pull request",
     "approved_by": "Approved by",
     "rejection_reason": "Rejection reason",
     "blocked_reason": "Blocked because",

@@ -386,6 +386,7 @@
     }
     drawer.innerHTML = html;
     drawer.hidden = false;
+    showBackdrop(true);
     tick();
     if (drawerFocus) {
       drawerFocus = false;
@@ -411,12 +412,18 @@
     drawer.querySelector(".drawer-body").prepend(note);
   }
 
+  function showBackdrop(shown) {
+    const backdrop = document.getElementById("drawer-backdrop");
+    if (backdrop) backdrop.hidden = !shown;
+  }
+
   function closeDrawer() {
     const drawer = document.getElementById("drawer");
     drawerKey = null;
     drawerRequest++; // an answer still on its way must not open it again
     if (drawer.hidden) return;
     drawer.hidden = true;
+    showBackdrop(false);
     // By key: a live update may have replaced the card element meanwhile.
     const back = returnFocusTo && /** @type {HTMLElement} */ (board.querySelector(`#columns .card[data-key="${CSS.escape(returnFocusTo.dataset.key)}"]`));
     if (back) back.focus();
@@ -427,6 +434,16 @@
       history.replaceState(null, "", url.pathname + url.search);
     }
   }
+
+  // The backdrop only dims the board (it takes no clicks): a card behind it opens at once, and
+  // a click on the board outside the drawer, a card, a link or a control closes the drawer.
+  board.addEventListener("click", (e) => {
+    const target = /** @type {HTMLElement} */ (e.target);
+    const drawer = document.getElementById("drawer");
+    if (drawer.hidden || drawer.contains(target)) return;
+    if (target.closest(".card, a, button, input, select, textarea, label, summary")) return;
+    closeDrawer();
+  });
 
   board.addEventListener("click", (e) => {
     const target = /** @type {HTMLElement} */ (e.target);
@@ -521,6 +538,23 @@
     history.replaceState(null, "", board.dataset.boardUrl + (reopenKey ? `?task=${encodeURIComponent(reopenKey)}` : ""));
   }
   if (reopenKey) openDrawer(reopenKey);
+  // After a decision made in the drawer (`?done=KEY`), the drawer stays closed and the focus
+  // goes to the next card that waits for a person: a BLOCKED one, else one awaiting approval.
+  const doneKey = params.get("done");
+  if (doneKey) {
+    const url = new URL(window.location.href);
+    url.searchParams.delete("done");
+    history.replaceState(null, "", url.pathname + url.search);
+    const waiting = visibleCards().filter((c) => c.dataset.key !== doneKey);
+    const next =
+      waiting.find((c) => c.dataset.status === "BLOCKED") ||
+      waiting.find((c) => c.querySelector(".awaiting-approval")) ||
+      board.querySelector(`#columns .card[data-key="${CSS.escape(doneKey)}"]`);
+    if (next instanceof HTMLElement) {
+      next.focus();
+      next.scrollIntoView({ block: "nearest", inline: "nearest" });
+    }
+  }
 
   setInterval(tick, 1000);
   setInterval(() => socket && socket.readyState === 1 && socket.send('{"type":"ping"}'), 30000);

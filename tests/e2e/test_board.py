@@ -58,14 +58,14 @@ def test_sign_in_project_list_and_board(page, world, server):
 
     sign_in(page, world.admin)
     assert page.url == server.url + "/"  # `next`, after the form
-    projects = page.locator(".project-list li")
+    projects = page.locator(".project-table tbody tr")
     assert projects.count() == 1  # not `other`, of which this user is no member
     assert world.project.name in projects.inner_text()
     assert other.name not in page.content()
-    assert page.locator(".project-list .role").inner_text() == "admin"
+    assert page.locator(".project-table .role").inner_text() == "admin"
 
     with page.expect_navigation():
-        page.click(f".project-list a:has-text('{world.project.name}')")
+        page.click(f".project-table a:has-text('{world.project.name}')")
     assert page.url.endswith(f"/p/{world.project.slug}/")
     page.wait_for_selector('#board[data-live="1"]', timeout=5_000)
     assert page.inner_text("#live-status") == "live"

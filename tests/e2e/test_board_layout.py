@@ -96,6 +96,14 @@ _MID_WORD_BREAKS = """() => {
 }"""
 
 
+# Text wider than its box (cut off, or spilling over the next card) in a card or a column's
+# heading: every element there holds its content's width.
+_CLIPPED = """() => [...document.querySelectorAll(
+    '#columns .card, #columns .card *, #columns .column h2, #columns .column h2 *'
+)].filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1)
+ .map((el) => `${el.className || el.tagName}: ${el.textContent.trim().slice(0, 40)}`)"""
+
+
 @pytest.mark.parametrize("width,height", [(1440, 900), (1920, 1080), (390, 844)])
 def test_no_horizontal_scroll_no_mid_word_break_first_card_above_the_fold(
     browser, server, busy_world, width, height
@@ -109,10 +117,51 @@ def test_no_horizontal_scroll_no_mid_word_break_first_card_above_the_fold(
         scroll = page.evaluate("document.documentElement.scrollWidth")
         assert scroll <= width, (scroll, width)
         assert page.evaluate(_MID_WORD_BREAKS) == []
-        if width >= 1440:  # the phone scrolls its columns sideways; its first card is below
-            top = page.evaluate(
-                "document.querySelector('#columns .card').getBoundingClientRect().top"
-            )
-            assert top < height, top
+        assert page.evaluate(_CLIPPED) == []
+        # The first card above the fold, the phone's too (issue 25: it started at y≈530).
+        top = page.evaluate("document.querySelector('#columns .card').getBoundingClientRect()")
+        assert top["bottom"] < height, (top, height)
+    finally:
+        context.close()
+
+
+def test_a_one_line_header_and_the_filters_folded_into_one_control(browser, server, busy_world):
+    """Issue 25: the header is one line, the six filters one disclosure (saying how many are
+    on), so the first card sits high on a 1440 × 900 screen (it was at y≈318)."""
+    context = browser.new_context(base_url=server.url, viewport={"width": 1440, "height": 900})
+    try:
+        page = context.new_page()
+        sign_in(page, busy_world.admin)
+        open_board(page, busy_world.project.slug)
+        line = page.evaluate(
+            """() => {
+                const line = document.querySelector('#board-header .header-line');
+                const boxes = [...line.children].map((c) => c.getBoundingClientRect());
+                return {
+                    spread: Math.max(...boxes.map((b) => b.bottom))
+                        - Math.min(...boxes.map((b) => b.top)),
+                    height: line.getBoundingClientRect().height,
+                };
+            }"""
+        )
+        assert line["spread"] < 24 and line["height"] < 24, line
+        menu = page.locator("form.filters details.filter-menu")
+        assert menu.count() == 1
+        names = ["sprint", "goal", "status", "agent", "priority", "criticality"]
+        for name in names:
+            assert menu.locator(f"select[name={name}]").count() == 1, name
+            assert page.locator(f"form.filters select[name={name}]").count() == 1, name
+            assert not page.locator(f"select[name={name}]").is_visible(), name
+        top = page.evaluate("document.querySelector('#columns .card').getBoundingClientRect().top")
+        assert top < 240, top
+
+        page.click("details.filter-menu > summary")
+        page.select_option("select[name=status]", "BLOCKED")
+        with page.expect_navigation():
+            page.click("details.filter-menu button[type=submit]")
+        page.wait_for_selector('#board[data-live="1"]')
+        assert page.inner_text("details.filter-menu > summary").strip() == "Filters 1 on"
+        keys = page.eval_on_selector_all("#columns .card", "cs => cs.map((c) => c.dataset.key)")
+        assert keys == ["T-blocked"]
     finally:
         context.close()

@@ -105,12 +105,31 @@ def test_an_answered_block_reaches_the_next_claim(new_context, world, agent_clie
     )
     screenshot(admin, "oversight-drawer-answer")
     submit(admin, "#drawer form[data-action=release]")
-    assert admin.url.endswith(f"/p/{world.project.slug}/?task=T-1")
     assert "T-1 answered and back in the queue" in admin.inner_text(".messages")
-    # The drawer opens again on the task, with the answer among its notes.
-    admin.locator('#drawer .drawer-body[data-key="T-1"]').wait_for(timeout=3_000)
-    assert "Keep sessions in Redis, 24 h expiry" in admin.inner_text("#drawer .notes")
+    # A decision closes the drawer (issue 25): the next BLOCKED card has the focus, in view
+    # and under nothing; the address is the plain board's.
+    admin.wait_for_function(
+        "document.activeElement && document.activeElement.dataset.key === 'T-2'"
+    )
+    assert admin.url.endswith(f"/p/{world.project.slug}/")
+    assert admin.locator("#drawer").is_hidden() and admin.locator("#drawer-backdrop").is_hidden()
+    assert admin.evaluate(
+        """() => {
+            const card = document.querySelector('.card[data-key="T-2"]');
+            const r = card.getBoundingClientRect();
+            const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+            return card.contains(hit) && r.bottom <= window.innerHeight;
+        }"""
+    )
     assert admin.locator(card_in("UNCLAIMED", "T-1")).count() == 1
+    # Its drawer, opened again, has the answer among its notes; the backdrop dims the board,
+    # and a click on the board beside the drawer closes it.
+    open_drawer(admin, "T-1")
+    assert "Keep sessions in Redis, 24 h expiry" in admin.inner_text("#drawer .notes")
+    assert admin.locator("#drawer-backdrop").is_visible()
+    admin.click("#board-keys")
+    admin.locator("#drawer").wait_for(state="hidden", timeout=3_000)
+    assert admin.locator("#drawer-backdrop").is_hidden()
 
     # The other person's board moved the card live.
     wait_live(viewer, card_in("UNCLAIMED", "T-1"))

@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from boards.coordination.models.records import Event
 from boards.coordination.services.goals import goal_create
-from tests.e2e.support import open_board, screenshot, sign_in
+from tests.e2e.support import mark_page, open_board, page_not_reloaded, screenshot, sign_in
 from tests.lifecycle import World
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -40,21 +41,34 @@ def test_the_slider_replays_the_board_of_a_past_moment(page, world_in_the_past, 
     agent_client(world.coder).claim("T-1")  # the present moves on
     agent_client(world.agent("coder-2")).submit("T-3")
 
-    # Wait for the page's load event, not just the slider: the slider's script is deferred, and a
-    # change dispatched before it runs has no listener (CI saw exactly that race).
+    # The slider steps by event (issue 25): from the last one, one ArrowLeft per event back to
+    # the moment, each step swapping the board in place — no reload.
+    after = Event.objects.filter(
+        project=world.project, task__isnull=False, timestamp__gt=moment
+    ).count()
+    assert after >= 2
+    open_board(page, world.project.slug)  # the present, whose link starts on the last event
     with page.expect_navigation():
         page.click("a.time-travel-link")
     page.wait_for_selector("#replay-slider")
-    with page.expect_navigation():
-        page.evaluate(
-            """(seconds) => {
-                const slider = document.getElementById('replay-slider');
-                slider.value = String(seconds);
-                slider.dispatchEvent(new Event('change'));
-            }""",
-            int(moment.timestamp()),
-        )
-    assert f"at={moment:%Y-%m-%dT%H:%M:%SZ}".replace(":", "%3A") in page.url
+    page.wait_for_load_state("load")  # the slider's deferred script listens
+    total = Event.objects.filter(project=world.project, task__isnull=False).count()
+    assert page.inner_text("#replay-step").startswith(f"event {total} of {total}")
+    mark_page(page)
+    page.focus("#replay-slider")
+    for _ in range(after):
+        page.keyboard.press("ArrowLeft")
+    page.wait_for_function(
+        "(step) => document.getElementById('replay-step').textContent.startsWith(step)",
+        arg=f"event {total - after} of {total}",
+    )
+    page.wait_for_function("() => location.search.includes('at=')")
+    page.wait_for_function(
+        "(keys) => JSON.stringify([...document.querySelectorAll('.card.changed')]"
+        ".map((c) => c.dataset.key).sort()) === keys",
+        arg='["T-1","T-3"]',
+    )
+    assert page_not_reloaded(page)
     replayed = {status: keys for status, keys in board_columns(page).items() if keys}
     assert replayed == then
     changed = page.locator(".card.changed")

@@ -107,6 +107,10 @@ TASKS: tuple[Endpoint, ...] = (
             ),
             P("tree_clean", "boolean", required=True, help="`git status --porcelain` is empty"),
             P("change_summary", "object", tool=False),
+            P(
+                "pr_url", "string", max_length=500,
+                help="the pull request you opened for it (http(s) address)",
+            ),
         ),
         client="submit", roles=CODER_ONLY, cli=("submit",),
         help="Request review of your claimed task at a commit, attesting a clean tree.",

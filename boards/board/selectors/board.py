@@ -122,6 +122,12 @@ class BoardFilters:
             lanes=params.get("lanes", "") if params.get("lanes", "") in LANES else "",
         )
 
+    @property
+    def active(self) -> int:
+        """How many of the folded filters narrow the board (the search box shows its own)."""
+        chosen = (self.goal, self.sprint, self.status, self.agent, self.priority, self.criticality)
+        return sum(1 for value in chosen if value)
+
     def as_data(self) -> dict[str, object]:
         data: dict[str, object] = {
             "goal": self.goal,
@@ -215,6 +221,8 @@ class Card:
     # Issue 24: when the run of its agent (under `liza supervise`) on this task started, while
     # it runs: the card says "agent running" and for how long.
     running_since: str | None = None
+    # The pull request its coder reported with its last submission (http(s)), or "".
+    pr_url: str = ""
 
     @property
     def summary(self) -> str:
@@ -344,6 +352,7 @@ def _card(
         entered=_iso(entered or task.created),
         order=_order(task.priority, task.created, task.id),
         running_since=_iso(running_since) if not task.is_terminal else None,
+        pr_url=task.pr_url,
     )
 
 
@@ -396,6 +405,7 @@ class _TaskRow:
     needs_human_approval: bool
     project_id: int
     created: datetime
+    pr_url: str
 
     is_terminal = Task.is_terminal
     is_suspended = Task.is_suspended

@@ -56,9 +56,13 @@ def return_page(request: HttpRequest, default: str) -> str:
     return page if page in RETURN_PAGES else default
 
 
-def return_url(page: str, project: Project, task_key: str | None) -> str:
+def return_url(page: str, project: Project, task_key: str | None, *, decisive: bool = False) -> str:
     if page == "board":
         url = reverse("board", args=[project.slug])
+        if task_key and decisive:
+            # The decision is made: the drawer stays closed and the board shows the next card
+            # that waits for a person (issue 25; board.js focuses it).
+            return f"{url}?done={task_key}"
         # Back to the board with the task's drawer open again.
         return f"{url}?task={task_key}" if task_key else url
     if page == "inbox-all":
@@ -139,8 +143,13 @@ def action(
     form: Callable[[HttpRequest, dict[str, Any]], Any] | None = None,
     checkboxes: tuple[str, ...] = (),
     respond: Callable[..., HttpResponse] | None = None,
+    decisive: bool = False,
 ) -> Callable[..., HttpResponse]:
     """A POST-only view running the declared operation `name` on the row its URL names.
+
+    `decisive`: the action settles what the task waited on (an answered block, an approval, a
+    cancel …): back on the board, its drawer stays closed (issue 25), where another action
+    (a note, limits) opens it again.
 
     `form(request, url_kwargs)` builds the input where the form's shape differs from the API's
     (rescope rows, a triage's task); `respond(request, project, result)` answers instead of
@@ -173,7 +182,7 @@ def action(
         if respond is not None:
             return respond(request, project, result)
         messages.success(request, op.done(result))
-        return redirect(return_url(page, project, task_key))
+        return redirect(return_url(page, project, task_key, decisive=decisive))
 
     view.__name__ = f"{name}_action"
     return login_required(require_POST(view))
@@ -304,17 +313,17 @@ def _task_edit_form(request: HttpRequest, kwargs: dict[str, Any]) -> dict[str, A
 
 ACTIONS: dict[str, Any] = {
     # resolving BLOCKED
-    "task_release": action("task_release"),
-    "task_rescope": action("task_rescope", form=_rescope_form),
-    "task_abandon": action("task_abandon"),
+    "task_release": action("task_release", decisive=True),
+    "task_rescope": action("task_rescope", form=_rescope_form, decisive=True),
+    "task_abandon": action("task_abandon", decisive=True),
     # overrides on any task
-    "task_override_block": action("task_override_block"),
-    "task_release_claim": action("task_release_claim"),
-    "task_cancel": action("task_cancel"),
+    "task_override_block": action("task_override_block", decisive=True),
+    "task_release_claim": action("task_release_claim", decisive=True),
+    "task_cancel": action("task_cancel", decisive=True),
     "task_suspend": action("task_suspend"),
     "task_resume": action("task_resume"),
-    "task_approve": action("task_human_approve"),
-    "task_reject": action("task_human_reject"),
+    "task_approve": action("task_human_approve", decisive=True),
+    "task_reject": action("task_human_reject", decisive=True),
     "task_limits": action("task_set_limits", form=_limits_form),
     # notes and discoveries
     "project_note": action("human_note_create"),

@@ -24,16 +24,25 @@ from boards.board.selectors.board import (
     board_state,
     drawer_state,
 )
-from boards.board.selectors.replay import board_at, replay_bounds, tasks_created_since
+from boards.board.selectors.projects import project_summaries
+from boards.board.selectors.replay import (
+    board_at,
+    replay_bounds,
+    replay_steps,
+    tasks_created_since,
+)
 from boards.coordination.models.projects import Project
 from boards.coordination.outbox import current_sequence
-from boards.coordination.selectors.access import projects_of
 from boards.coordination.web.access import project_for_member, project_for_role
 
 
 @login_required
 def project_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "boards/project_list.html", {"rows": projects_of(request.user)})
+    return render(
+        request,
+        "boards/project_list.html",
+        {"summaries": project_summaries(request.user), "now": timezone.now()},
+    )
 
 
 def _board_context(request: HttpRequest, project: Project) -> dict[str, Any]:
@@ -90,14 +99,18 @@ def _moment(raw: str) -> datetime | None:
 
 
 def time_travel(request: HttpRequest, project: Project, role: str) -> HttpResponse:
-    """The board as it was at `?at=<ISO 8601 time>`, rebuilt from events (issue #13)."""
+    """The board as it was at `?at=<ISO 8601 time>`, rebuilt from events (issue #13). The
+    slider steps from event to event (issue 25); `?part=board` answers the replayed columns
+    alone, which the page swaps in place as it is scrubbed (no reload per step)."""
     now = timezone.now()
-    bounds = replay_bounds(project=project)
+    part = request.GET.get("part") == "board"
+    bounds = None if part else replay_bounds(project=project)
     moment = _moment(request.GET["at"])
     context: dict[str, Any] = {"project": project, "role": role, "now": now, "bounds": bounds}
+    template = "boards/_replay_board.html" if part else "boards/time_travel.html"
     if moment is None:
         context["error"] = "Give the moment as an ISO 8601 time, e.g. 2026-11-24T09:30:00Z."
-        return render(request, "boards/time_travel.html", context, status=400)
+        return render(request, template, context, status=400)
     replayed = board_at(project=project, at=moment)
     by_status: dict[str, list] = {status: [] for status in BOARD_COLUMNS}
     for task in replayed:
@@ -109,7 +122,27 @@ def time_travel(request: HttpRequest, project: Project, role: str) -> HttpRespon
         changed=sum(1 for task in replayed if task.changed),
         created_since=tasks_created_since(project=project, at=moment),
     )
-    return render(request, "boards/time_travel.html", context)
+    if not part:
+        steps = replay_steps(project=project)
+        # The step the slider starts on: the last event at or before the moment.
+        shown = sum(1 for step in steps if step.at <= moment) - 1
+        context.update(
+            steps=steps,
+            step=max(shown, 0),
+            steps_json=json.dumps(
+                [
+                    {"at": _iso_exact(s.at), "label": f"{s.key} {s.action.replace('_', ' ')}"}
+                    for s in steps
+                ],
+                separators=(",", ":"),
+            ),
+        )
+    return render(request, template, context)
+
+
+def _iso_exact(moment: datetime) -> str:
+    """A moment to the microsecond, as `?at=` reads it back (an event's own time)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @login_required

@@ -68,6 +68,8 @@ class Task(FSMModelMixin, models.Model):
     base_commit = models.CharField(max_length=64, blank=True)
     review_commit = models.CharField(max_length=64, blank=True)
     merge_commit = models.CharField(max_length=64, blank=True)
+    # Issue 25: the pull request the coder reported with its last submission (http(s) only).
+    pr_url = models.URLField(max_length=500, blank=True)
     approved_by = models.JSONField(default=list, blank=True)
     iteration = models.PositiveIntegerField(null=True, blank=True)
     review_cycles_current = models.PositiveIntegerField(default=0)

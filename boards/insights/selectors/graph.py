@@ -30,6 +30,9 @@ from boards.coordination.models.tasks import Task
 NODE_W, NODE_H = 168, 46
 GAP_X, GAP_Y = 56, 14
 MARGIN = 16
+# Tasks with no edge at all are laid out as a grid under the connected ones, at least this many
+# per row (issue 25: a project without dependencies was one 1,938 px column of boxes).
+GRID_COLUMNS = 6
 
 
 @dataclass(frozen=True)
@@ -161,9 +164,17 @@ def layout(tasks: Iterable[GraphTask], depends: Iterable[tuple[str, str]]) -> Gr
         mean = sum(rows) / len(rows) if rows else float("inf")
         return (mean, node.task.priority, node.key)
 
+    alone = {key for key in nodes if not preds[key] and not succs[key] and not nodes[key].in_cycle}
+    connected = alone != set(nodes)
     for number in sorted(layers):
-        for row, node in enumerate(sorted(layers[number], key=weight)):
+        row = 0
+        for node in sorted(layers[number], key=weight):
+            if node.key in alone and connected:
+                continue  # placed in the grid below
             node.row = row
+            row += 1
+    if alone and (connected or len(alone) > 1):
+        _grid(nodes, sorted((nodes[k] for k in alone), key=weight), connected=connected)
 
     path = _critical_path(nodes, order, preds)
     on_path = set(itertools.pairwise(path))
@@ -190,6 +201,17 @@ def layout(tasks: Iterable[GraphTask], depends: Iterable[tuple[str, str]]) -> Gr
         width=max(width - GAP_X, 2 * MARGIN),
         height=max(height - GAP_Y, 2 * MARGIN),
     )
+
+
+def _grid(nodes: dict[str, Node], alone: list[Node], *, connected: bool) -> None:
+    """Tasks without any edge, in rows of at least GRID_COLUMNS (as wide as the connected part
+    when it is wider), under the connected part."""
+    linked = [n for n in nodes.values() if n not in alone]
+    layers = 1 + max((n.layer for n in linked), default=-1)
+    top = 1 + max((n.row for n in linked), default=-1) if connected else 0
+    columns = max(GRID_COLUMNS, layers)
+    for i, node in enumerate(alone):
+        node.layer, node.row = i % columns, top + i // columns
 
 
 def _critical_path(

@@ -90,9 +90,11 @@ def graph_svg(graph: Graph, *, board_url: str, focus: str) -> SafeString:
         star = "★ " if n.critical else ""
         scope = " · other scope" if n.task.outside else ""
         nodes.append(
+            # Named by its <title> (key, state, who, the path), which holds the words the box
+            # shows: an aria-label would hide them from speech input (axe: label-content-name).
             f'<a href="{board_url}?task={escape(_q(n.key))}" class="{classes}" data-key="{key}" '
-            f'data-status="{status}" aria-label="{key}, {status}{critical}">'
-            f"<title>{key} ({status}{who}){critical}: {about}</title>"
+            f'data-status="{status}">'
+            f"<title>{star}{key} {status}{scope}{who}{critical}: {about}</title>"
             f'<rect x="{n.x}" y="{n.y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
             f'<text x="{n.x + 10}" y="{n.y + 18}" class="node-key">'
             f"{star}{escape(Truncator(n.key).chars(20))}</text>"

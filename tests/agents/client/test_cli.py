@@ -433,6 +433,21 @@ def test_submit_from_the_repository_uploads_what_the_commit_changed(
     assert "+two" in summary.diff and summary.review_commit == head
 
 
+def test_submit_reports_the_pull_request_and_a_bad_one_is_refused(cli_server, world):
+    """Issue 25: `liza submit --pr-url` sends the pull request's address; one that is not
+    http(s) is a validation error (refused, exit 3) and the task does not move."""
+    world.unclaimed("T1")
+    coder = Liza(cli_server, world, "coder-1")
+    coder("claim", "T1", "--base-commit", "c0ffee01")
+    bad = coder("submit", "T1", "--commit", "abc1234", "--tree-clean", "--pr-url",
+                "javascript:alert(1)", exit=3)  # fmt: skip
+    error_of(bad, "validation_error", 3)
+    assert world.task("T1").status == TaskStatus.CLAIMED
+    pr = "https://github.com/acme/shop/pull/7"
+    submitted = coder("submit", "T1", "--commit", "abc1234", "--tree-clean", "--pr-url", pr)
+    assert submitted["task"]["pr_url"] == pr
+
+
 def test_usage_reports_running_totals_of_the_running_run(cli_server, world):
     """Issue 24: `liza usage` reports the session's totals so far to its running run; again is
     counted once; with no running run it is a conflict (exit 4); a negative count a usage

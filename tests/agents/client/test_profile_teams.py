@@ -19,6 +19,7 @@ from agents.models import Run
 from boards.coordination.models.projects import Goal
 from boards.coordination.models.tasks import Task
 from boards.demo.projects import team_build
+from tests.agents.client.fakes.brain import pr_url_of
 from tests.agents.client.gitrepo import git, new_repo
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -103,6 +104,9 @@ def test_a_team_of_one_profile_completes_the_goal_with_no_wrapper(cli_server, tm
     assert sorted(t.key for t in tasks) == ["T1", "T2"]
     assert {t.status for t in tasks} == {"MERGED"}, everything
     assert git(repo, "show", "integration:T2.txt") == "T2 done"
+    # Each coder reported its pull request with its submit (issue 25): through the MCP tool,
+    # or for aider through the `liza submit --pr-url` its supervisor ran from its reply.
+    assert {t.key: t.pr_url for t in tasks} == {k: pr_url_of(k) for k in ("T1", "T2")}
     runs = Run.objects.filter(project=team.project)
     assert runs.exists() and not any(r.crashed for r in runs), everything
     # The CLI ran as the profile says, and printed its own format.

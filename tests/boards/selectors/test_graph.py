@@ -107,6 +107,27 @@ def test_unknown_keys_duplicates_and_self_loops_are_ignored():
     assert graph.cycle == []
 
 
+def test_tasks_without_dependencies_are_a_grid_not_a_column():
+    """Issue 25: 30 tasks and no edge were one column 1,938 px high; now rows of six."""
+    graph = layout([GraphTask(key=f"t-{i:02d}", status=S.UNCLAIMED) for i in range(30)], [])
+    assert {n.layer for n in graph.nodes} == set(range(6))
+    assert {n.row for n in graph.nodes} == set(range(5))
+    assert len({(n.x, n.y) for n in graph.nodes}) == 30
+    assert graph.height < 400 and graph.width < 1400, (graph.width, graph.height)
+
+
+def test_with_a_few_edges_the_lone_tasks_go_in_rows_under_the_chain():
+    # a <- b, and ten tasks alone: the chain on top, the ten in rows of six under it.
+    alone = {f"z{i}": S.UNCLAIMED for i in range(10)}
+    graph = layout(tasks(a=S.UNCLAIMED, b=S.DRAFT, **alone), [("b", "a")])
+    nodes = by_key(graph)
+    assert (nodes["a"].layer, nodes["a"].row, nodes["b"].layer, nodes["b"].row) == (0, 0, 1, 0)
+    lone = [nodes[k] for k in alone]
+    assert {n.row for n in lone} == {1, 2} and max(n.layer for n in lone) == 5
+    assert len({(n.x, n.y) for n in graph.nodes}) == 12
+    assert all(e.source.x < e.target.x for e in graph.edges)
+
+
 def test_an_empty_graph():
     graph = layout([], [])
     assert graph.nodes == [] and graph.edges == [] and graph.critical_path == []

@@ -487,6 +487,34 @@ class TestActionRoleMatrix:
             assert response["Location"].startswith("/login/?next=")
 
 
+# The drawer's actions on one task, posted from the board: a decision closes the drawer (the
+# board comes back with ?done=, and board.js shows the next card waiting for a person), any
+# other action opens it again on the task (issue 25).
+DRAWER_DECISIONS = {
+    "answer a BLOCKED task": True,
+    "override block": True,
+    "release a stuck claim": True,
+    "cancel": True,
+    "approve for merge": True,
+    "reject at the human gate": True,
+    "suspend": False,
+    "resume a suspended task": False,
+}
+
+
+@pytest.mark.parametrize("name", DRAWER_DECISIONS)
+def test_a_decision_from_the_drawer_leaves_it_closed(world, name):
+    action = next(a for a in ACTIONS if a.name == name)
+    action.setup(world)
+    response = client_for(world, ADMIN).post(
+        action.path.format(slug=world.project.slug), {**action.data, "next": "board"}
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert action.applied(world)
+    shown = "done" if DRAWER_DECISIONS[name] else "task"
+    assert response["Location"] == f"/p/{world.project.slug}/?{shown}=T-1"
+
+
 @pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.name)
 def test_actions_refuse_get(world, action):
     made = action.setup(world)
@@ -566,7 +594,8 @@ def test_answering_a_blocked_task_leaves_a_note_for_the_next_coder(world):
         {"answer": "Use 404 for foreign rows", "next": "board"},
     )
     assert response.status_code == 302
-    assert response["Location"] == f"/p/{world.project.slug}/?task=T-1"  # drawer opens again
+    # A decision: back on the board with the drawer closed (issue 25), the task named.
+    assert response["Location"] == f"/p/{world.project.slug}/?done=T-1"
     task = world.task("T-1")
     assert (task.status, task.assigned_to, task.worktree, task.blocked_reason) == (
         "UNCLAIMED",

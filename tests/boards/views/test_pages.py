@@ -104,6 +104,47 @@ def test_a_user_without_memberships_sees_none_and_staff_see_all():
     assert slugs == set(Project.objects.values_list("slug", flat=True))
 
 
+def _project_row(html: str, slug: str) -> str:
+    return re.search(rf'<tr class="project-row" data-slug="{slug}">(.*?)</tr>', html, re.S).group(1)
+
+
+def test_the_project_list_shows_each_projects_numbers_in_constant_queries(
+    django_assert_max_num_queries,
+):
+    """Issue 25: each project with its tasks by state, blocked count, last activity and agents
+    running — the same few queries for one project or five."""
+    from agents.services import run_start
+    from tests.lifecycle import World
+
+    busy = World(now=timezone.now() - timedelta(minutes=5))
+    busy.unclaimed("T-1")
+    busy.unclaimed("T-2")
+    busy.blocked("T-3")
+    run_start(project=busy.project, agent=busy.agent("coder-2"), now=busy.tick())
+    quiet = ProjectFactory()
+    user = member(busy.project, "viewer")
+    member(quiet, "member", username=user.username)
+    client = client_for(user)
+    client.get("/")  # the session and the templates, once
+
+    with django_assert_max_num_queries(8) as counted:
+        html = client.get("/").content.decode()
+    row = _project_row(html, busy.project.slug)
+    assert '<span class="role">viewer</span>' in row
+    assert ">2 unclaimed</span>" in row and ">1 blocked</span>" in row
+    assert "⚠ 1 blocked</a>" in row
+    assert '<td class="agents-running" data-running="1">1</td>' in row
+    assert re.search(r'<td class="last-activity"><time datetime="[^"]+"[^>]*>\d', row), row
+    empty = _project_row(html, quiet.slug)
+    assert "no tasks yet" in empty and 'data-blocked="0"' in empty
+
+    for _ in range(4):
+        member(ProjectFactory(), "viewer", username=user.username)
+    with django_assert_max_num_queries(len(counted.captured_queries)):
+        html = client.get("/").content.decode()
+    assert html.count('class="project-row"') == 6
+
+
 # -- the board: who sees it -------------------------------------------------------------------
 
 

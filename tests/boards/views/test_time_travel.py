@@ -3,6 +3,9 @@ was then, marks what changed since, refuses a malformed moment, and keeps tenanc
 
 from __future__ import annotations
 
+import html as htmlmod
+import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -86,3 +89,33 @@ def test_another_projects_member_gets_404_and_anonymous_goes_to_sign_in(world):
 def test_the_live_board_links_to_time_travel(world):
     page = client_for(world.admin).get(f"/p/{world.project.slug}/")
     assert 'class="time-travel-link" href="?at=' in page.content.decode()
+
+
+def test_the_slider_steps_by_event_and_the_board_comes_alone(world):
+    """Issue 25: one slider step per task event (not per second), starting on the last event at
+    or before the moment; `?part=board` answers the replayed columns alone, for the page to
+    swap in place as it is scrubbed."""
+    from boards.coordination.models.records import Event
+
+    client = client_for(member(world.project, "viewer"))
+    events = list(
+        Event.objects.filter(project=world.project, task__isnull=False).order_by("timestamp", "id")
+    )
+    before = sum(1 for e in events if e.timestamp <= world.moment)
+    html = client.get(f"/p/{world.project.slug}/", {"at": iso(world.moment)}).content.decode()
+    slider = re.search(r'<input type="range" id="replay-slider"[^>]*>', html).group(0)
+    assert f'max="{len(events) - 1}"' in slider and f'value="{before - 1}"' in slider
+    steps = json.loads(htmlmod.unescape(re.search(r'data-steps="([^"]*)"', slider).group(1)))
+    assert [s["label"].split()[0] for s in steps] == [e.task.key for e in events]
+    assert f"event {before} of {len(events)}" in html
+
+    # An event's exact time (to the microsecond) shows the board as that event left it.
+    last = steps[-1]["at"]
+    part = client.get(f"/p/{world.project.slug}/", {"at": last, "part": "board"})
+    assert part.status_code == 200
+    body = part.content.decode()
+    assert "<html" not in body and "replay-slider" not in body
+    columns = read_columns(body)
+    assert [c["data-key"] for c in columns[p.TaskStatus.UNCLAIMED].cards] == ["task-3"]
+    bad = client.get(f"/p/{world.project.slug}/", {"at": "nope", "part": "board"})
+    assert bad.status_code == 400 and "ISO 8601" in bad.content.decode()

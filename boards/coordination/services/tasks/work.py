@@ -38,9 +38,11 @@ def task_submit_for_review(
     now: datetime,
     tree_clean: bool = True,
     change_summary: dict | None = None,
+    pr_url: str = "",
 ) -> Task:
     """CLAIMED → READY_FOR_REVIEW with the commit under review (seed 002 Clean Sync), and what
-    it changed when the coder's side computed it (issue 25: the drawer's "what changed")."""
+    it changed when the coder's side computed it (issue 25: the drawer's "what changed"), and
+    the pull request it reported (kept across rounds until another is reported)."""
     project = task.project
     require_role(agent, project, agent_roles=CODER, human=None)
     review_commit = clean_text(review_commit, "review_commit", max_length=64)
@@ -48,6 +50,9 @@ def task_submit_for_review(
         raise ProtocolValidationError(
             "tree_clean", "the worktree must be clean before review (seed 002 Clean Sync)"
         )
+    pr_url = (pr_url or "").strip()
+    if problem := p.pr_url_problem(pr_url):
+        raise ProtocolValidationError("pr_url", problem)
     config = config_of(project)
     with transaction.atomic():
         agent, task = lock_own_claim(
@@ -59,6 +64,8 @@ def task_submit_for_review(
             config=config,
         )
         task.review_commit = review_commit
+        if pr_url:
+            task.pr_url = pr_url
         # "When task transitions to READY_FOR_REVIEW, the coder's lease becomes inactive."
         task.lease_expires = None
         move_task(
@@ -69,7 +76,8 @@ def task_submit_for_review(
             now=now,
             action="ready_for_review",
             detail=f"Iteration {task.iteration or 1}, commit {review_commit}",
-            data={"commit": review_commit, "iteration": task.iteration},
+            data={"commit": review_commit, "iteration": task.iteration}
+            | ({"pr_url": pr_url} if pr_url else {}),
         )
         if change_summary is not None:
             ChangeSummary.objects.create(

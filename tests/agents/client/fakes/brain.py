@@ -63,7 +63,9 @@ async def act(prompt: str, board: Board, cwd: Path, may: dict[str, bool]) -> lis
         git(cwd, "add", "-A")
         git(cwd, "-c", "user.name=fake", "-c", "user.email=fake@localhost",
             "commit", "-q", "-m", f"{key}")  # fmt: skip
-        await call("submit", key=key, review_commit=board_commit(board, cwd), tree_clean=True)
+        # It opened a pull request for its branch, and reports it (issue 25).
+        await call("submit", key=key, review_commit=board_commit(board, cwd), tree_clean=True,
+                   pr_url=pr_url_of(key))  # fmt: skip
     elif role == "code_reviewer":
         if may["edit"]:
             raise Refused("a reviewer was allowed to edit files")
@@ -72,6 +74,10 @@ async def act(prompt: str, board: Board, cwd: Path, may: dict[str, bool]) -> lis
     else:
         raise Refused(f"no role in the prompt: {role!r}")
     return done
+
+
+def pr_url_of(key: str) -> str:
+    return f"https://git.example.test/acme/shop/pull/{key}"
 
 
 def board_commit(board: Board, cwd: Path) -> str:

@@ -269,7 +269,10 @@ class ReplyBoard:
             "sprint", "create", *[x for k in a["planned"] for x in ("--planned", k)]
         ],
         "goal_complete": lambda a: ["goal", "complete", "--reason", a["reason"]],
-        "submit": lambda a: ["submit", a["key"], "--commit", a["review_commit"], "--tree-clean"],
+        "submit": lambda a: [
+            "submit", a["key"], "--commit", a["review_commit"], "--tree-clean",
+            *(["--pr-url", a["pr_url"]] if a.get("pr_url") else []),
+        ],
         "verdict": lambda a: [
             "review", "verdict", a["key"], a["verdict"], "--commit", a["review_commit"]
         ],
