@@ -29,20 +29,12 @@ from boards.coordination.selectors.availability import ERROR, OVERLOADED, agent_
 from boards.coordination.selectors.budgets import budget_refusal, usage_attribution
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.work import Stop, stop_reason
+from boards.coordination.services.actors import ANY_AGENT, Actor
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
 from boards.coordination.services.budgets import refuse_if_over_budget
-from boards.coordination.services.kernel import (
-    ANY_AGENT,
-    Actor,
-    clean_string_list,
-    clean_text,
-    lock_agent,
-    lock_own_claim,
-    lock_task,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
-)
+from boards.coordination.services.cleaning import clean_string_list, clean_text
+from boards.coordination.services.locking import lock_agent, lock_own_claim, lock_task
 from boards.coordination.services.tasks.holders import release_holder, release_reviewers
 from boards.coordination.services.tasks.overrides import take_claim_back
 from boards.coordination.services.tasks.stalls import task_stalled
@@ -229,16 +221,12 @@ def agent_register(
         if agent is not None and (
             (held and agent.status != AgentStatus.HANDOFF) or agent.role != role
         ):
-            raise refusal(
+            raise Attempt(project=project, actor=agent, action="register", now=now).refuse(
                 Collision(
                     f"{agent_id} is held by a live lease until "
                     f"{format_timestamp(agent.lease_expires)}; exit",
                     {"agent_id": agent_id},
-                ),
-                project=project,
-                actor=agent,
-                action="register",
-                now=now,
+                )
             )
         if agent is not None and not agent.enabled:
             raise Forbidden(f"agent {agent_id} is disabled")
@@ -303,7 +291,7 @@ def agent_heartbeat(
         task = None
         if agent.lost_task_id is not None:
             lost = agent.lost_task
-            raise refusal(
+            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
                 LeaseLost(
                     f"{agent.agent_id} lost {lost.key} ({agent.lost_reason}); exit 42",
                     {
@@ -312,13 +300,9 @@ def agent_heartbeat(
                         "assigned_to": lost.assigned_to or None,
                     },
                 ),
-                project=project,
-                actor=agent,
-                action="heartbeat",
-                now=now,
                 task=lost,
             )
-        # Lock order (boards.coordination.services.kernel): the agent, then its task, then its
+        # Lock order (boards.coordination.services.locking): the agent, then its task, then its
         # reviews. A coder holds at most one task and no review, a reviewer review leases and no
         # task (seed 000): each asks only for its own rows. The review rows are locked alone (their
         # tasks are read, not locked: only the lease length is taken from them).
@@ -330,15 +314,11 @@ def agent_heartbeat(
                     task.lease_expires, now, config
                 )
                 if lost:
-                    raise refusal(
+                    raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
                         LeaseLost(
                             f"{agent.agent_id} lost its lease on {task.key}; exit 42",
                             {"task": task.key},
                         ),
-                        project=project,
-                        actor=agent,
-                        action="heartbeat",
-                        now=now,
                         task=task,
                     )
                 if not stale:
@@ -552,15 +532,11 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
     with transaction.atomic():
         agent = lock_agent(agent)
         if agent.enabled == enabled:
-            raise refusal(
+            raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
                 Conflict(
                     f"{agent.agent_id} is already {'enabled' if enabled else 'disabled'}",
                     {"agent": agent.agent_id, "enabled": enabled},
-                ),
-                project=project,
-                actor=actor,
-                action=action,
-                now=now,
+                )
             )
         released: list[str] = []
         if not enabled:
@@ -619,13 +595,9 @@ def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) ->
         before = agent_availability(agent, now)
 
         def refused(message: str) -> ProtocolError:
-            return refusal(
-                Conflict(message, {"agent": agent.agent_id, "availability": before.state}),
-                project=project,
-                actor=actor,
-                action="agent_availability_set",
-                now=now,
-            )
+            return Attempt(
+                project=project, actor=actor, action="agent_availability_set", now=now
+            ).refuse(Conflict(message, {"agent": agent.agent_id, "availability": before.state}))
 
         if state == "overloaded":
             if agent.overloaded:

@@ -341,8 +341,8 @@ def measure(repeats: int, profile: bool = False) -> dict[str, Any]:
     from django.utils import timezone
 
     from agents.services import agent_register
+    from boards.coordination.services.actors import SYSTEM
     from boards.coordination.services.goals import goal_create
-    from boards.coordination.services.kernel import SYSTEM
     from boards.coordination.services.projects import membership_set, project_create
     from boards.coordination.services.sprints import sprint_create
     from boards.insights.selectors.insights import SLOWEST, Period, _flow_sql, insights

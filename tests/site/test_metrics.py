@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agents.services import agent_key_issue
 from boards.coordination.models.records import Alert
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import config_update
 from boards.errors import Conflict
 from boards.watch.services.watch import watch_sweep

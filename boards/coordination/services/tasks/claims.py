@@ -26,24 +26,18 @@ from boards.coordination.selectors.tasks import (
     takeover_exhausts,
     waiting_on,
 )
+from boards.coordination.services.actors import CODER
 from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
-from boards.coordination.services.budgets import refuse_if_over_budget
-from boards.coordination.services.kernel import (
-    CODER,
-    clean_text,
-    lock_agent,
-    lock_task,
-    record_event,
-    records_refusals,
-    refusal,
-    refuse,
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import (
     refuse_if_stopped,
     refuse_if_unavailable,
     require_role,
-    require_task_status,
-    save_task,
-    task_transition_run,
 )
+from boards.coordination.services.budgets import refuse_if_over_budget
+from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.edges import require_task_status, save_task, task_transition_run
+from boards.coordination.services.locking import lock_agent, lock_task
 from boards.coordination.services.tasks.holders import (
     HolderBusy,
     append_failed_by,
@@ -98,12 +92,8 @@ def _claim_locked(
         # SPEC §5.1: another coder may take a REJECTED task only once its coder's lease is dead.
         owner = old_holder
         if owner is not None and lease_alive(owner.lease_expires, now, config):
-            raise refusal(
+            raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
                 Conflict(f"{task.key} is being reworked by {previous}", {"task": task.key}),
-                project=project,
-                actor=agent,
-                action="claim",
-                now=now,
                 task=task,
                 to_status=TaskStatus.CLAIMED,
             )
@@ -156,12 +146,8 @@ def _claim_locked(
     if base_commit:
         task.base_commit = base_commit
     if not task.integration_fix and not task.base_commit:
-        raise refusal(
+        raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
             ProtocolValidationError("base_commit", "integration HEAD at claim time is required"),
-            project=project,
-            actor=agent,
-            action="claim",
-            now=now,
             task=task,
             to_status=TaskStatus.CLAIMED,
         )
@@ -223,13 +209,8 @@ def _check_claimer(
     refuse_if_over_budget(project, agent=agent, action="claim", now=now, task=task or held)
     refused = claimer_refusal(agent, held, task=task, now=now, config=config)
     if refused is not None:
-        raise refusal(
-            Conflict(refused, {} if held is None else {"task": held.key}),
-            project=project,
-            actor=agent,
-            action="claim",
-            now=now,
-            task=task,
+        raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
+            Conflict(refused, {} if held is None else {"task": held.key}), task=task
         )
     return held if task is None else None
 
@@ -247,13 +228,10 @@ def task_claim(
     blocked = False
 
     def conflict(message: str, **details) -> Conflict:
-        return refuse(
+        return Attempt.on(task, actor=agent, action="claim", now=now).refuse(
             Conflict(message, {"task": task.key, **details}),
-            task,
-            actor=agent,
-            action="claim",
-            now=now,
-            to=TaskStatus.CLAIMED,
+            task=task,
+            to_status=TaskStatus.CLAIMED,
         )
 
     with transaction.atomic():

@@ -13,28 +13,20 @@ from django.db import IntegrityError, transaction
 from boards import protocol as p
 from boards.coordination.models.projects import Goal, Project, Sprint
 from boards.coordination.models.tasks import HumanNote, Task
-from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.access import PLAN, config_of
 from boards.coordination.selectors.sprints import sprint_open
 from boards.coordination.selectors.tasks import dependency_cycle, is_limit_blocked
-from boards.coordination.services.kernel import (
-    PLAN,
-    PLANNER,
-    Actor,
-    agent_row,
-    clean_text,
-    is_human,
-    lock_task,
+from boards.coordination.services.actors import PLANNER, Actor, is_human
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text, resolve_keys
+from boards.coordination.services.edges import (
     move_task,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
     require_task_status,
-    resolve_keys,
     save_task,
     task_transition_run,
 )
-from boards.coordination.services.kernel import conflict as _conflict
+from boards.coordination.services.locking import agent_row, lock_task
 from boards.coordination.services.sprints import sprint_complete_if_done
 from boards.coordination.services.tasks.holders import release_holder
 from boards.coordination.services.tasks.limits import clean_limit, refuse_gate_lift
@@ -270,24 +262,16 @@ def task_edit(
             if getattr(task, name) != value
         }
         if task.is_terminal and (diff or depends_on is not None):
-            raise _conflict(
+            raise Attempt(project=project, actor=actor, action="edit", now=now).conflict(
                 f"{task.key} is {task.status}: a finished task is not edited",
-                project=project,
-                actor=actor,
-                action="edit",
-                now=now,
                 task=task,
                 details={"status": task.status},
             )
         contract = sorted(set(diff) & set(CONTRACT_FIELDS))
         if contract and task.status not in EDITABLE_CONTRACT:
-            raise _conflict(
+            raise Attempt(project=project, actor=actor, action="edit", now=now).conflict(
                 f"{task.key} is {task.status}: its {', '.join(contract)} can change only before "
                 "it is claimed; rescope it instead",
-                project=project,
-                actor=actor,
-                action="edit",
-                now=now,
                 task=task,
                 details={"status": task.status, "fields": contract},
             )
@@ -374,15 +358,11 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
             now=now,
         )
         if is_limit_blocked(task, config) and not is_human(actor):
-            raise refusal(
+            raise Attempt(project=project, actor=actor, action="release", now=now).refuse(
                 Forbidden(
                     f"{task.key} reached a limit ({task.blocked_reason}); only rescope, "
                     "abandon or a human's written release can move it"
                 ),
-                project=project,
-                actor=actor,
-                action="release",
-                now=now,
                 task=task,
                 to_status=TaskStatus.UNCLAIMED,
             )
