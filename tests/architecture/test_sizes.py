@@ -27,7 +27,6 @@ LONG_FILES: frozenset[str] = frozenset(
         "agents/client/cli.py",
         "agents/client/supervisor.py",
         # not yet cut by entity
-        "agents/services.py",
         "boards/board/selectors/board.py",
         "boards/coordination/services/tasks/planning.py",
         "boards/insights/selectors/insights.py",
@@ -43,7 +42,7 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         # the client work owns it
         "agents/client/mcp_server.py:build_server",
         # not yet broken up
-        "agents/services.py:agent_heartbeat",
+        "agents/services/heartbeats.py:agent_heartbeat",
         "boards/board/selectors/inbox.py:inbox",
         "boards/coordination/selectors/work.py:work_for_role",
         "boards/coordination/services/reviews.py:review_claim",
