@@ -31,7 +31,6 @@ LONG_FILES: frozenset[str] = frozenset(
         "boards/coordination/services/tasks/planning.py",
         "boards/insights/selectors/insights.py",
         "boards/protocol.py",
-        "boards/watch/selectors/watch.py",
         "boards/watch/services/webhooks.py",
     }
 )
@@ -53,8 +52,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         "boards/insights/selectors/insights.py:_flow_sql",
         "boards/insights/web/insights.py:tables",
         "boards/interop/neighbours.py:_logist_state",
-        "boards/watch/selectors/watch.py:alert_conditions",
-        "boards/watch/selectors/watch.py:_task_health_conditions",
     }
 )
 

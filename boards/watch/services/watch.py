@@ -41,12 +41,14 @@ from boards.coordination.services.tasks.overrides import task_override_block
 from boards.errors import Conflict, ProtocolError
 from boards.interop.invariants import Violation
 from boards.protocol import Action, SprintStatus, TaskStatus
-from boards.watch.selectors.watch import (
-    StateTimeout,
+from boards.watch.selectors.conditions import (
     alert_conditions,
-    coders_with_dead_leases,
     escalation_step,
     invariant_conditions,
+)
+from boards.watch.selectors.watch import (
+    StateTimeout,
+    coders_with_dead_leases,
     open_alerts,
     retry_exhausted_claims,
     sprint_past_deadline,
