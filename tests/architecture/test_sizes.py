@@ -43,7 +43,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         # not yet broken up
         "agents/services/heartbeats.py:agent_heartbeat",
         "boards/board/selectors/inbox.py:inbox",
-        "boards/coordination/selectors/work.py:work_for_role",
         "boards/coordination/services/reviews.py:review_claim",
         "boards/coordination/services/tasks/claims.py:_claim_locked",
         "boards/coordination/services/tasks/claims.py:task_claim",
