@@ -44,8 +44,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         "agents/services/heartbeats.py:agent_heartbeat",
         "boards/board/selectors/inbox.py:inbox",
         "boards/coordination/services/reviews.py:review_claim",
-        "boards/coordination/services/tasks/claims.py:_claim_locked",
-        "boards/coordination/services/tasks/claims.py:task_claim",
         "boards/coordination/services/tasks/planning.py:task_edit",
         "boards/coordination/services/tasks/planning.py:task_rescope",
         "boards/insights/selectors/insights.py:_flow_sql",
