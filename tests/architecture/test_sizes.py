@@ -28,7 +28,6 @@ LONG_FILES: frozenset[str] = frozenset(
         "agents/client/supervisor.py",
         # not yet cut by entity
         "boards/board/selectors/board.py",
-        "boards/coordination/services/tasks/planning.py",
         "boards/insights/selectors/insights.py",
         "boards/protocol.py",
         "boards/watch/services/webhooks.py",
@@ -44,8 +43,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         "agents/services/heartbeats.py:agent_heartbeat",
         "boards/board/selectors/inbox.py:inbox",
         "boards/coordination/services/reviews.py:review_claim",
-        "boards/coordination/services/tasks/planning.py:task_edit",
-        "boards/coordination/services/tasks/planning.py:task_rescope",
         "boards/insights/selectors/insights.py:_flow_sql",
         "boards/insights/web/insights.py:tables",
         "boards/interop/neighbours.py:_logist_state",

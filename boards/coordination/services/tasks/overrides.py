@@ -27,7 +27,7 @@ from boards.coordination.services.tasks.holders import (
     release_holder,
     release_reviewers,
 )
-from boards.coordination.services.tasks.planning import task_abandon, task_release
+from boards.coordination.services.tasks.resolutions import task_abandon, task_release
 from boards.errors import (
     InvalidTransition,
 )
