@@ -140,60 +140,12 @@ def agent_heartbeat(
         agent = lock_agent(agent)
         if not agent.enabled:
             raise Forbidden(f"agent {agent.agent_id} is disabled")
-        task = None
-        if agent.lost_task_id is not None:
-            lost = agent.lost_task
-            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-                LeaseLost(
-                    f"{agent.agent_id} lost {lost.key} ({agent.lost_reason}); exit 42",
-                    {
-                        "task": lost.key,
-                        "reason": agent.lost_reason,
-                        "assigned_to": lost.assigned_to or None,
-                    },
-                ),
-                task=lost,
-            )
+        _refuse_if_lost(agent, project, now)
         # Lock order (boards.coordination.services.locking): the agent, then its task, then its
         # reviews. A coder holds at most one task and no review, a reviewer review leases and no
-        # task (seed 000): each asks only for its own rows. The review rows are locked alone (their
-        # tasks are read, not locked: only the lease length is taken from them).
-        if agent.current_task_id is not None:
-            task = rows.get_locked(Task, agent.current_task_id)
-            agent.current_task = task  # the answer shows it: no second read
-            if task.status == TaskStatus.CLAIMED:
-                lost = task.assigned_to != agent.agent_id or not lease_alive(
-                    task.lease_expires, now, config
-                )
-                if lost:
-                    raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-                        LeaseLost(
-                            f"{agent.agent_id} lost its lease on {task.key}; exit 42",
-                            {"task": task.key},
-                        ),
-                        task=task,
-                    )
-                if not stale:
-                    task.lease_expires = task.lease_until(now=now, config=config)
-                    rows.save_fields(task, ["lease_expires"])
-        reviews = []
-        if agent.role == Agent.Role.CODE_REVIEWER:
-            reviews = list(
-                Review.objects.select_for_update(of=("self",))
-                .select_related("task")
-                .filter(
-                    task__project=project,
-                    reviewer=agent.agent_id,
-                    closed_at__isnull=True,
-                    verdict="",
-                    lease_expires__isnull=False,
-                )
-                .order_by("pk")
-            )
-        for review in reviews:
-            if lease_alive(review.lease_expires, now, config):
-                review.lease_expires = now + timedelta(seconds=review.task.lease_seconds(config))
-                rows.save_fields(review, ["lease_expires"])
+        # task (seed 000): each asks only for its own rows.
+        task = _extend_task_lease(agent, project, now, config, stale=stale)
+        reviews = _extend_review_leases(agent, project, now, config)
         if agent.status == AgentStatus.STARTING:
             agent.ready()
         agent.heartbeat = now
@@ -214,6 +166,92 @@ def agent_heartbeat(
         outbox.changed(project.pk, outbox.AGENT, agent.pk)
         if task is not None:
             outbox.changed(project.pk, outbox.TASK, task.pk)
+    stop = _heartbeat_stop(
+        agent, project, config, task, reviews, progress_at=progress_at if stale else None
+    )
+    return HeartbeatResult(agent=agent, task=task, reviews=reviews, stop=stop)
+
+
+def _refuse_if_lost(agent: Agent, project: Project, now: datetime) -> None:
+    """A coder whose task was taken from it gets lease_lost, exit 42."""
+    if agent.lost_task_id is None:
+        return
+    lost = agent.lost_task
+    raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+        LeaseLost(
+            f"{agent.agent_id} lost {lost.key} ({agent.lost_reason}); exit 42",
+            {
+                "task": lost.key,
+                "reason": agent.lost_reason,
+                "assigned_to": lost.assigned_to or None,
+            },
+        ),
+        task=lost,
+    )
+
+
+def _extend_task_lease(
+    agent: Agent, project: Project, now: datetime, config, *, stale: bool
+) -> Task | None:
+    """The coder's task, locked, its lease extended (not when its progress is stale); a lease
+    it no longer holds is lease_lost."""
+    if agent.current_task_id is None:
+        return None
+    task = rows.get_locked(Task, agent.current_task_id)
+    agent.current_task = task  # the answer shows it: no second read
+    if task.status == TaskStatus.CLAIMED:
+        lost = task.assigned_to != agent.agent_id or not lease_alive(
+            task.lease_expires, now, config
+        )
+        if lost:
+            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+                LeaseLost(
+                    f"{agent.agent_id} lost its lease on {task.key}; exit 42",
+                    {"task": task.key},
+                ),
+                task=task,
+            )
+        if not stale:
+            task.lease_expires = task.lease_until(now=now, config=config)
+            rows.save_fields(task, ["lease_expires"])
+    return task
+
+
+def _extend_review_leases(agent: Agent, project: Project, now: datetime, config) -> list[Review]:
+    """A reviewer's pending review claims, locked alone (their tasks are read, not locked: only
+    the lease length is taken from them), each live lease extended."""
+    if agent.role != Agent.Role.CODE_REVIEWER:
+        return []
+    reviews = list(
+        Review.objects.select_for_update(of=("self",))
+        .select_related("task")
+        .filter(
+            task__project=project,
+            reviewer=agent.agent_id,
+            closed_at__isnull=True,
+            verdict="",
+            lease_expires__isnull=False,
+        )
+        .order_by("pk")
+    )
+    for review in reviews:
+        if lease_alive(review.lease_expires, now, config):
+            review.lease_expires = now + timedelta(seconds=review.task.lease_seconds(config))
+            rows.save_fields(review, ["lease_expires"])
+    return reviews
+
+
+def _heartbeat_stop(
+    agent: Agent,
+    project: Project,
+    config,
+    task: Task | None,
+    reviews: list[Review],
+    *,
+    progress_at: datetime | None,
+) -> Stop | None:
+    """Whether the heartbeat says stop: the project's stop-work rule, a spent budget, or (with
+    `progress_at`, stale) a stalled run."""
     stop = stop_reason(project)
     if stop is None:
         # Issue 24: a spent budget stops the running agent through its heartbeat, whatever it
@@ -223,13 +261,13 @@ def agent_heartbeat(
         )
         if exhausted is not None:
             stop = Stop("budget_exhausted", f"{exhausted.message}; stop the agent")
-    if stop is None and stale:
+    if stop is None and progress_at is not None:
         stop = Stop(
             "stalled",
             f"no progress reported since {format_timestamp(progress_at)} (stall_timeout "
             f"{config.stall_timeout} s): the task lease is not extended; stop the agent",
         )
-    return HeartbeatResult(agent=agent, task=task, reviews=reviews, stop=stop)
+    return stop
 
 
 def progress_stale(progress_at: datetime, now: datetime, config) -> bool:

@@ -40,8 +40,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         # the client work owns it
         "agents/client/mcp_server.py:build_server",
         # not yet broken up
-        "agents/services/heartbeats.py:agent_heartbeat",
-        "boards/board/selectors/inbox.py:inbox",
         "boards/coordination/services/reviews.py:review_claim",
         "boards/insights/selectors/insights.py:_flow_sql",
         "boards/insights/web/insights.py:tables",
