@@ -58,6 +58,28 @@ def _open_reviews(task: Task) -> list[Review]:
     return list(Review.objects.select_for_update().filter(task=task, closed_at__isnull=True))
 
 
+def _open_slot(task: Task, agent: Agent, *, now: datetime, config) -> list[Review]:
+    """The task's open reviews, locked, once its review slot is open to `agent` (the one rule,
+    `review_slot_refusal`): a refusal is `forbidden` or a conflict, as the rule says."""
+    reviews = _open_reviews(task)
+    refused = review_slot_refusal(
+        task,
+        agent,
+        reviews=reviews,
+        now=now,
+        config=config,
+        security_ids=security_reviewer_ids(task.project_id),
+    )
+    if refused is not None:
+        error = (
+            Forbidden(refused.message, refused.details)
+            if refused.kind == "forbidden"
+            else Conflict(refused.message, refused.details)
+        )
+        raise Attempt.on(task, actor=agent, action="claim_review", now=now).refuse(error, task=task)
+    return reviews
+
+
 @records_refusals
 def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     """READY_FOR_REVIEW with a review slot open to `agent` → a review lease for it.
@@ -96,24 +118,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
             actor=agent,
             now=now,
         )
-        reviews = _open_reviews(task)
-        refused = review_slot_refusal(
-            task,
-            agent,
-            reviews=reviews,
-            now=now,
-            config=config,
-            security_ids=security_reviewer_ids(project.pk),
-        )
-        if refused is not None:
-            error = (
-                Forbidden(refused.message, refused.details)
-                if refused.kind == "forbidden"
-                else Conflict(refused.message, refused.details)
-            )
-            raise Attempt.on(task, actor=agent, action="claim_review", now=now).refuse(
-                error, task=task
-            )
+        reviews = _open_slot(task, agent, now=now, config=config)
         for stale in [r for r in reviews if not r.verdict and not review_live(r, now, config)]:
             _close_stale_review(stale, task, actor=agent, now=now)
         review = Review.objects.create(
