@@ -29,7 +29,6 @@ LONG_FILES: frozenset[str] = frozenset(
         # not yet cut by entity
         "boards/insights/selectors/insights.py",
         "boards/protocol.py",
-        "boards/watch/services/webhooks.py",
     }
 )
 

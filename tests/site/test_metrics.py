@@ -18,7 +18,8 @@ from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import config_update
 from boards.errors import Conflict
 from boards.watch.services.watch import watch_sweep
-from boards.watch.services.webhooks import BACKOFF, webhook_deliver_due
+from boards.watch.services.webhook_attempts import BACKOFF
+from boards.watch.services.webhooks import webhook_deliver_due
 from liza_site.outages import REDIS
 from tests.factories import UserFactory
 from tests.lifecycle import World
