@@ -40,7 +40,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         # not yet broken up
         "boards/insights/selectors/insights.py:_flow_sql",
         "boards/insights/web/insights.py:tables",
-        "boards/interop/neighbours.py:_logist_state",
     }
 )
 
