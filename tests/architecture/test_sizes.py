@@ -39,7 +39,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         "agents/client/mcp_server.py:build_server",
         # not yet broken up
         "boards/insights/selectors/insights.py:_flow_sql",
-        "boards/insights/web/insights.py:tables",
     }
 )
 
