@@ -20,6 +20,7 @@ from agents.selectors import run_list, with_cost
 from boards import protocol as p
 from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.web.access import project_for_member
+from boards.insights.selectors.figures import insights_period
 from boards.insights.selectors.insights import (
     Insights,
     Period,
@@ -27,7 +28,6 @@ from boards.insights.selectors.insights import (
     agent_figures,
     agent_get,
     insights,
-    insights_period,
 )
 from boards.insights.web import charts
 
