@@ -37,7 +37,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
         # the client work owns it
         "agents/client/mcp_server.py:build_server",
         # not yet broken up
-        "boards/insights/selectors/insights.py:_flow_sql",
     }
 )
 

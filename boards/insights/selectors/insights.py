@@ -293,13 +293,19 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
-    steps = {state: [0] * (len(samples) + 1) for state in p.TASK_STATES}
+    return _read_flow(fetched, len(samples))
+
+
+def _read_flow(fetched: list[tuple], samples: int) -> _Flow:
+    """`FLOW_SQL`'s rows (CFD steps over `samples` samples, rank values, the slowest stays,
+    merges and approvals) as the flow's figures."""
+    steps = {state: [0] * (samples + 1) for state in p.TASK_STATES}
     flow = _Flow(steps, [])
     spreads: dict[str, Spread] = {}
     slowest: dict[str, list[tuple[float, str, float, bool]]] = defaultdict(list)
     for part, state, a, b, n, x, y, text, flag, _task, _at, values in fetched:
         if part == "cfd":
-            counts_of = steps.setdefault(state, [0] * (len(samples) + 1))
+            counts_of = steps.setdefault(state, [0] * (samples + 1))
             counts_of[a] += n
             counts_of[b] -= n
         elif part == "rank":
