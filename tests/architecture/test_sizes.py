@@ -36,7 +36,6 @@ LONG_FUNCTIONS: frozenset[str] = frozenset(
     {
         # the client work owns it
         "agents/client/mcp_server.py:build_server",
-        # not yet broken up
     }
 )
 
