@@ -144,7 +144,7 @@ def make_project(slug: str):
         agent_register(project=project, agent_id=f"coder-{i}", role="coder", now=now)
     agent_register(project=project, agent_id="code-reviewer-1", role="code_reviewer", now=now)
     user = get_user_model().objects.create_user(f"admin-{slug}", password="bench-pw")
-    from boards.coordination.services.kernel import SYSTEM
+    from boards.coordination.services.actors import SYSTEM
 
     membership_set(project=project, user=user, role="admin", actor=SYSTEM, now=now)
     goal = goal_create(project=project, actor=planner, description="Benchmark", now=now)

@@ -60,8 +60,8 @@ def seed(slug: str, agents: int) -> list[dict[str, Any]]:
 
     from agents.services import agent_key_issue, agent_register
     from boards.coordination.services import reviews, tasks
+    from boards.coordination.services.actors import SYSTEM
     from boards.coordination.services.goals import goal_create
-    from boards.coordination.services.kernel import SYSTEM
     from boards.coordination.services.projects import project_create
 
     now = timezone.now()

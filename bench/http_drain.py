@@ -68,7 +68,7 @@ def queue(project, *, tasks: int, coders: int, now: datetime) -> tuple[list[str]
 
     from agents.services import agent_key_issue, agent_register
     from boards.coordination.models.tasks import Task
-    from boards.coordination.services.kernel import SYSTEM
+    from boards.coordination.services.actors import SYSTEM
     from boards.coordination.services.tasks import task_create, task_finalize
 
     def register(agent_id: str, role: str):

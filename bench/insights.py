@@ -6,7 +6,7 @@ Creates its own throwaway PostgreSQL database (`liza_bench_insights`, dropped at
 seeds one project with 5,000 tasks over 30 days whose histories add up to exactly 50,000
 events (created → finalized → claimed → review claims, rejections and resubmissions →
 approved → merged, a fifth of the tasks stopping on the way, some blocked; every event with
-its board snapshot, as `kernel.record_event` writes them) and 600 alerts, then measures, in
+its board snapshot, as `audit.record_event` writes them) and 600 alerts, then measures, in
 process with RequestFactory (server time: the view function, rendering included):
 
   page      `/p/<slug>/insights/` over the 30 days (every event in the period)
@@ -341,8 +341,8 @@ def measure(repeats: int, profile: bool = False) -> dict[str, Any]:
     from django.utils import timezone
 
     from agents.services import agent_register
+    from boards.coordination.services.actors import SYSTEM
     from boards.coordination.services.goals import goal_create
-    from boards.coordination.services.kernel import SYSTEM
     from boards.coordination.services.projects import membership_set, project_create
     from boards.coordination.services.sprints import sprint_create
     from boards.insights.selectors.insights import SLOWEST, Period, _flow_sql, insights

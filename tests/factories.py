@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from agents.models import Agent
 from agents.services import agent_register
 from boards.coordination.models.projects import Membership, Project
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import membership_set, project_create
 
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)

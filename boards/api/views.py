@@ -28,7 +28,7 @@ from boards.coordination.selectors.filters import TaskFilter, filter_errors
 from boards.coordination.selectors.sprints import goal_current, sprint_current
 from boards.coordination.selectors.tasks import task_list
 from boards.coordination.selectors.work import work_for_role
-from boards.coordination.services.kernel import require_role
+from boards.coordination.services.authority import require_role
 from boards.errors import NotFound, ProtocolValidationError
 from boards.operations import inputs as i
 from boards.protocol import TaskStatus

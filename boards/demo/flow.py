@@ -34,8 +34,8 @@ from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.sprints import sprint_open
 from boards.coordination.services import reviews, tasks
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.goals import goal_create
-from boards.coordination.services.kernel import SYSTEM
 from boards.coordination.services.projects import membership_set, project_create
 from boards.coordination.services.sprints import sprint_create
 from boards.protocol import TaskStatus

@@ -18,8 +18,8 @@ from agents.models import Agent
 from agents.services import agent_create, agent_create_with_key, agent_key_issue
 from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.tasks import Task
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.goals import goal_create
-from boards.coordination.services.kernel import SYSTEM
 from boards.coordination.services.projects import membership_set, project_create
 from boards.interop.importing import import_project
 from boards.interop.invariants import reference_time

@@ -353,6 +353,45 @@ def _logist_state(
     }
     if status == "APPROVAL_REQUIRED" or document.get("requires_approval") is True:
         task["needs_human_approval"] = True  # the approval gate (F-11)
+    _logist_status(task, document, status, raw_status, history, re_execute=re_execute)
+    kept = {k: v for k, v in document.items() if k not in ("job_id", "status", "description")}
+    log = [
+        _imported(
+            key,
+            now,
+            f"Logist {raw_status} → {task['status']}",
+            # As JSON text: the database's JSON type does not keep key order, the way back does.
+            {
+                "source": {
+                    "system": LOGIST,
+                    "status": raw_status,
+                    "imported_as": task["status"],
+                    "manifest": json.dumps(kept),
+                }
+            },
+        )
+    ]
+    state = _project_state(
+        goal_id=f"goal-{key}",
+        description=f"Logist job {key}",
+        spec_ref=task["spec_ref"],
+        started=created,
+        tasks=[task],
+    )
+    return state, log
+
+
+def _logist_status(
+    task: dict[str, Any],
+    document: dict,
+    status: str,
+    raw_status: str,
+    history: Any,
+    *,
+    re_execute: bool,
+) -> None:
+    """What a Logist state becomes on the imported task: a running step re-executed or blocked,
+    the approval gate with its commit, an intervention blocked with its reason, a suspension."""
     commit = document.get("review_commit") or document.get("commit")
     if status in LOGIST_RUNNING:
         if re_execute:
@@ -382,36 +421,11 @@ def _logist_state(
     elif status == "SUSPENDED":
         task.update(
             {
-                "suspended_at": created,
+                "suspended_at": task["created"],
                 "suspended_by": "logist",
                 "suspended_reason": f"Logist {raw_status} at import",
             }
         )
-    kept = {k: v for k, v in document.items() if k not in ("job_id", "status", "description")}
-    log = [
-        _imported(
-            key,
-            now,
-            f"Logist {raw_status} → {task['status']}",
-            # As JSON text: the database's JSON type does not keep key order, the way back does.
-            {
-                "source": {
-                    "system": LOGIST,
-                    "status": raw_status,
-                    "imported_as": task["status"],
-                    "manifest": json.dumps(kept),
-                }
-            },
-        )
-    ]
-    state = _project_state(
-        goal_id=f"goal-{key}",
-        description=f"Logist job {key}",
-        spec_ref=task["spec_ref"],
-        started=created,
-        tasks=[task],
-    )
-    return state, log
 
 
 def _last_summary(history: Any) -> str:

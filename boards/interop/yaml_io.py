@@ -27,7 +27,7 @@ from .schema import LIZA_DIR, STATE_FILE
 
 # The limits (docs/liza-files.md "Limits"). A busy blackboard's log of a few thousand events
 # is well under a megabyte; the services cap any one text at 10,000 characters
-# (boards.coordination.services.kernel.clean_text), so no file they write holds a longer scalar.
+# (boards.coordination.services.cleaning.clean_text), so no file they write holds a longer scalar.
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_SCALAR_CHARS = 10_000
 MAX_NODES = 250_000  # counting every alias at every use

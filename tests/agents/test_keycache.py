@@ -22,7 +22,7 @@ from agents import selectors as agent_selectors
 from agents.models import Agent, AgentKey
 from agents.services import agent_key_revoke, agent_set_enabled
 from boards.coordination.models.projects import Project, ProjectConfig
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import config_update, project_pause
 from liza_site import key_generation
 from tests.boards.api.helpers import api_base, assert_envelope, bearer, http_start, key_for

@@ -23,7 +23,7 @@ PRODUCT = ("boards", "agents", "liza_site")
 WRITERS = (
     "boards/coordination/services/",
     "boards/watch/services/",
-    "agents/services.py",
+    "agents/services/",
     "boards/interop/importing.py",
 )
 

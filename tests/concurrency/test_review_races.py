@@ -148,7 +148,7 @@ def test_reviewer_heartbeat_racing_the_reclaim_of_its_lapsed_review(when):
 
     The heartbeat locks A's agent row, then the task, then the review; the claim locks B's and
     A's agent rows (A's review may be reclaimed, which sets A back to IDLE), then the task, then
-    the review: one lock order (boards/coordination/services/kernel.py), so neither side waits for
+    the review: one lock order (boards/coordination/services/locking.py), so neither side waits for
     the other in a cycle and neither sees a database error. Within lease_grace A keeps the review
     (its heartbeat may extend it; B is refused); beyond it B takes the slot, whichever ran
     first, and the heartbeat does not bring A's lease back.

@@ -31,8 +31,8 @@ from schemathesis.specs.openapi.checks import (
 from agents.services import agent_key_issue, run_start
 from boards.coordination.models.projects import Goal
 from boards.coordination.services import tasks
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.goals import goal_create
-from boards.coordination.services.kernel import SYSTEM
 from boards.coordination.services.projects import config_update
 from boards.coordination.services.records import anomaly_create, discovery_create
 from boards.coordination.services.sprints import sprint_create

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from tests.ci import unavailable
 from tests.e2e.support import ARTIFACTS, AgentClient, Server
 from tests.live_server import live_server, suite_database_url

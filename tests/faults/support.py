@@ -19,7 +19,7 @@ from django.utils import timezone
 from agents.services import agent_key_issue, agent_register
 from boards.models import Task
 from boards.coordination.services.goals import goal_create
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import project_create
 from boards.coordination.services.tasks import task_create, task_finalize
 from tests.factories import member

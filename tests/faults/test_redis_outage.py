@@ -24,7 +24,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from agents.services import agent_key_issue
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from tests.boards.consumers.helpers import session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
 from tests.ci import unavailable

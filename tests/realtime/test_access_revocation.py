@@ -25,7 +25,7 @@ from django.utils import timezone
 from agents.services import agent_key_issue
 from boards.board.live.consumers import CLOSE_ACCESS_ENDED
 from boards.coordination.models.projects import Membership
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import membership_set
 from tests.boards.api.helpers import csrf_pair
 from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world

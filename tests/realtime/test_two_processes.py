@@ -28,7 +28,7 @@ from websockets.asyncio.client import connect
 
 from agents.services import agent_key_issue
 from boards.coordination import outbox as events
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
 from tests.boards.views.helpers import read_columns
 from tests.live_server import LiveServer, live_servers, suite_database_url

@@ -14,11 +14,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agents.services import agent_key_issue
 from boards.coordination.models.records import Alert
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import config_update
 from boards.errors import Conflict
 from boards.watch.services.watch import watch_sweep
-from boards.watch.services.webhooks import BACKOFF, webhook_deliver_due
+from boards.watch.services.webhook_attempts import BACKOFF
+from boards.watch.services.webhooks import webhook_deliver_due
 from liza_site.outages import REDIS
 from tests.factories import UserFactory
 from tests.lifecycle import World

@@ -10,27 +10,30 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db.models import (
-    BooleanField,
     Count,
     F,
-    Max,
-    OuterRef,
-    Prefetch,
     Q,
     QuerySet,
-    Subquery,
     Window,
 )
-from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models.functions import RowNumber
 from django.http import QueryDict
 from django.utils import timezone
 
 from agents.models import Agent, Run
 from agents.selectors import with_cost
 from boards import protocol as p
-from boards.coordination.models.projects import Project, Sprint
-from boards.coordination.models.records import Alert, Event
+from boards.board.selectors.cards import (
+    ALERT_SEVERITY,
+    SPRINT_LANE,
+    Card,
+    board_cards,
+    card_for,
+    card_tasks,
+    with_lanes,
+)
+from boards.coordination.models.projects import Project
+from boards.coordination.models.records import Alert
 from boards.coordination.models.tasks import Handoff, Review, Task
 from boards.coordination.selectors.access import config_of, in_project
 from boards.coordination.selectors.availability import agents_availability
@@ -38,12 +41,6 @@ from boards.coordination.selectors.breaker import breaker_status
 from boards.coordination.selectors.filters import TaskFilter, filter_errors, in_sprint_q
 from boards.coordination.selectors.history import task_history, time_in_states
 from boards.coordination.selectors.limits import concurrency_shown
-from boards.coordination.selectors.reviews import (
-    approvers,
-    awaiting_human_approval,
-    review_live,
-    security_reviewer_ids,
-)
 from boards.coordination.selectors.sprints import (
     goal_current,
     sprint_current,
@@ -186,300 +183,6 @@ def archived_q(cutoff: datetime) -> Q:
     return Q(status__in=p.TERMINAL_TASK_STATES) & ended
 
 
-@dataclass(frozen=True)
-class Card:
-    """What a board card shows (SPEC §7), built once for the page and for live events."""
-
-    key: str
-    description: str
-    status: str
-    priority: int
-    criticality: str
-    assigned_to: str
-    lease_expires: str | None
-    iteration: int | None
-    max_iterations: int
-    review_cycles_current: int
-    max_review_cycles: int
-    waiting_on: tuple[str, ...]
-    blocked_reason: str
-    reviewing_by: tuple[str, ...]
-    review_lease_expires: str | None
-    integration_fix: bool
-    handoff_pending: bool
-    terminal: bool
-    suspended: bool = False
-    awaiting_human_approval: bool = False
-    # The levels of the task's open alerts (the watcher's), most severe first.
-    alerts: tuple[str, ...] = ()
-    # Issue #13: the human approval gate (seed 004) whether or not it is pending yet, when the
-    # task entered its state (the last applied transition, else its creation), and the board's
-    # own order as a string that sorts the same way (board.js places live cards by it).
-    approval_gate: bool = False
-    entered: str | None = None
-    order: str = ""
-    # Issue 24: when the run of its agent (under `liza supervise`) on this task started, while
-    # it runs: the card says "agent running" and for how long.
-    running_since: str | None = None
-    # The pull request its coder reported with its last submission (http(s)), or "".
-    pr_url: str = ""
-
-    @property
-    def summary(self) -> str:
-        """The first line of the description, what a card shows of it."""
-        return self.description.strip().split("\n", 1)[0].strip()
-
-
-def _iso(value) -> str | None:
-    return p.format_timestamp(value) if value else None
-
-
-def _order(priority: int, created: datetime, pk: int) -> str:
-    """The board's order (priority, created, id) as one string that sorts the same way:
-    fixed-width numbers (seconds since 1970 to the microsecond, cheaper than a date format;
-    a double keeps a microsecond apart until the year 2255)."""
-    return f"{priority:02d}.{created.timestamp():017.6f}.{pk:012d}"
-
-
-@dataclass(frozen=True, slots=True)
-class _ReviewRow:
-    """An open review claim as a card reads it (a plain row, no model instance)."""
-
-    reviewer: str
-    verdict: str
-    lease_expires: object  # datetime | None
-    closed_at: None = None
-
-
-def card_for(task: Task, config, now) -> Card:
-    """One card from a Task; needs `depends_on` and open `reviews` (see `card_tasks`)."""
-    return _card(
-        task,
-        waiting_on=[d.key for d in task.depends_on.all() if d.status != TaskStatus.MERGED],
-        open_reviews=[
-            _ReviewRow(r.reviewer, r.verdict, r.lease_expires)
-            for r in task.reviews.all()
-            if r.closed_at is None
-        ],
-        config=config,
-        now=now,
-        security_ids=security_reviewer_ids(task.project_id),
-        alerts=_open_alert_levels([task.pk]).get(task.pk, ()),
-        entered=_entered_states([task.pk]).get(task.pk),
-        running_since=_running_runs([task.pk]).get(task.pk),
-    )
-
-
-def _entered_states(task_ids: list[int]) -> dict[int, datetime]:
-    """When each task entered its current state: its last applied transition (one query).
-
-    A task with none (created in its state, or bulk-loaded) falls back to its creation."""
-    return dict(
-        Event.objects.filter(_among(Event, "task_id", task_ids), outcome=Event.Outcome.APPLIED)
-        .exclude(to_status="")
-        .exclude(from_status=F("to_status"))
-        .values("task_id")
-        .annotate(at=Max("timestamp"))
-        .values_list("task_id", "at")
-        .order_by()
-    )
-
-
-def _running_runs(task_ids: list[int]) -> dict[int, datetime]:
-    """When the latest still-running supervised run of each task started (one query)."""
-    return dict(
-        Run.objects.filter(_among(Run, "task_id", task_ids), ended__isnull=True)
-        .values("task_id")
-        .annotate(at=Max("started"))
-        .values_list("task_id", "at")
-        .order_by()
-    )
-
-
-_SEVERITY = {Alert.Level.CRITICAL: 0, Alert.Level.WARNING: 1, Alert.Level.INFO: 2}
-
-
-def _open_alert_levels(task_ids: list[int]) -> dict[int, tuple[str, ...]]:
-    """Each task's open alert levels, most severe first: one query for any number of tasks."""
-    levels: dict[int, list[str]] = {}
-    for task_id, level in Alert.objects.filter(
-        _among(Alert, "task_id", task_ids), resolved_at__isnull=True
-    ).values_list("task_id", "level"):
-        levels.setdefault(task_id, []).append(level)
-    return {k: tuple(sorted(v, key=_SEVERITY.__getitem__)) for k, v in levels.items()}
-
-
-def _card(
-    task,
-    *,
-    waiting_on,
-    open_reviews: list[_ReviewRow],
-    config,
-    now,
-    security_ids: set[str],
-    alerts: tuple[str, ...] = (),
-    entered: datetime | None = None,
-    running_since: datetime | None = None,
-) -> Card:
-    """The card of `task` (a Task or a `_TaskRow`): the rules are the selectors' own."""
-    active = [r for r in open_reviews if review_live(r, now, config)]
-    review_leases = [r.lease_expires for r in active]
-    return Card(
-        key=task.key,
-        description=task.description,
-        status=task.status,
-        priority=task.priority,
-        criticality=task.criticality,
-        assigned_to=task.assigned_to,
-        lease_expires=_iso(task.lease_expires) if task.status == TaskStatus.CLAIMED else None,
-        iteration=task.iteration,
-        max_iterations=task.effective_max_iterations(config),
-        review_cycles_current=task.review_cycles_current,
-        max_review_cycles=task.effective_max_review_cycles(config),
-        waiting_on=tuple(sorted(waiting_on)),
-        blocked_reason=task.blocked_reason if task.status == TaskStatus.BLOCKED else "",
-        reviewing_by=tuple(r.reviewer for r in active),
-        review_lease_expires=_iso(min(review_leases)) if review_leases else None,
-        integration_fix=task.integration_fix,
-        handoff_pending=task.handoff_pending,
-        terminal=task.is_terminal,
-        suspended=task.is_suspended,
-        awaiting_human_approval=awaiting_human_approval(
-            task, approvers(open_reviews), security_ids
-        ),
-        alerts=alerts,
-        approval_gate=task.needs_human_approval,
-        entered=_iso(entered or task.created),
-        order=_order(task.priority, task.created, task.id),
-        running_since=_iso(running_since) if not task.is_terminal else None,
-        pr_url=task.pr_url,
-    )
-
-
-# A task's sprint lane: the first sprint (by creation) planning it, else one holding it as
-# stretch. A subquery per row, so a task in two sprints is still one row and one card.
-def _first_sprint(through) -> Subquery:
-    return Subquery(
-        through.objects.filter(task_id=OuterRef("pk"))
-        .order_by("sprint__started", "sprint_id")
-        .values("sprint__sprint_id")[:1]
-    )
-
-
-_SPRINT_LANE = "lane_sprint"
-
-
-def _with_lanes(queryset: QuerySet) -> QuerySet:
-    return queryset.annotate(
-        lane_sprint=Coalesce(
-            _first_sprint(Sprint.planned.through), _first_sprint(Sprint.stretch.through)
-        )
-    )
-
-
-@dataclass(slots=True)
-class _TaskRow:
-    """The columns a card reads, fetched as a plain row.
-
-    A board shows up to COLUMN_CARD_LIMIT cards per column; building a Task and two prefetched
-    related managers for each one cost more than everything else on the page. The derived
-    values are the model's own methods, so the rules are not copied.
-    """
-
-    id: int
-    key: str
-    description: str
-    status: str
-    priority: int
-    criticality: str
-    assigned_to: str
-    lease_expires: object
-    iteration: int | None
-    max_iterations: int | None
-    review_cycles_current: int
-    max_review_cycles: int | None
-    blocked_reason: str
-    integration_fix: bool
-    handoff_pending: bool
-    suspended_at: object
-    needs_human_approval: bool
-    project_id: int
-    created: datetime
-    pr_url: str
-
-    is_terminal = Task.is_terminal
-    is_suspended = Task.is_suspended
-    required_approvals = Task.required_approvals
-    effective_max_iterations = Task.effective_max_iterations
-    effective_max_review_cycles = Task.effective_max_review_cycles
-
-
-_TASK_ROW_FIELDS = tuple(_TaskRow.__dataclass_fields__)
-
-
-def _among(model, column: str, ids: list[int]) -> RawSQL:
-    """`column IN (ids)` with the ids written into the SQL.
-
-    They are integers just read from the database. As parameters, each of up to 1,600 ids
-    goes through Django's lookup and the driver's binding, which cost more than the query.
-    A subquery re-running the board's selection instead is at the mercy of the planner: on a
-    freshly loaded table (no statistics yet) PostgreSQL re-ran it for every review row, 5 s.
-    """
-    from django.db import connection
-
-    table = connection.ops.quote_name(model._meta.db_table)
-    listed = ",".join(str(int(i)) for i in ids)
-    return RawSQL(f"{table}.{column} IN ({listed})", [], output_field=BooleanField())
-
-
-def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
-    """The cards of `queryset`'s tasks, in its order: five queries whatever their number."""
-    rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
-    waiting: dict[int, list[str]] = {}
-    reviews: dict[int, list[_ReviewRow]] = {}
-    alerts: dict[int, tuple[str, ...]] = {}
-    entered: dict[int, datetime] = {}
-    running: dict[int, datetime] = {}
-    if rows:
-        ids = [row.id for row in rows]
-        Edge = Task.depends_on.through
-        edges = Edge.objects.filter(_among(Edge, "from_task_id", ids)).exclude(
-            to_task__status=TaskStatus.MERGED
-        )
-        for task_id, key in edges.values_list("from_task_id", "to_task__key"):
-            waiting.setdefault(task_id, []).append(key)
-        open_reviews = Review.objects.filter(_among(Review, "task_id", ids), closed_at__isnull=True)
-        for task_id, *review in open_reviews.values_list(
-            "task_id", "reviewer", "verdict", "lease_expires"
-        ):
-            reviews.setdefault(task_id, []).append(_ReviewRow(*review))
-        alerts = _open_alert_levels(ids)
-        entered = _entered_states(ids)
-        running = _running_runs(ids)
-    security = security_reviewer_ids(rows[0].project_id) if rows else set()
-    return [
-        _card(
-            row,
-            waiting_on=waiting.get(row.id, ()),
-            open_reviews=reviews.get(row.id, []),
-            config=config,
-            now=now,
-            security_ids=security,
-            alerts=alerts.get(row.id, ()),
-            entered=entered.get(row.id),
-            running_since=running.get(row.id),
-        )
-        for row in rows
-    ]
-
-
-def card_tasks(queryset: QuerySet) -> QuerySet:
-    return queryset.prefetch_related(
-        Prefetch("depends_on", queryset=Task.objects.only("id", "key", "status")),
-        Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True)),
-    )
-
-
 @dataclass
 class Column:
     status: str
@@ -607,8 +310,8 @@ def _lanes(tasks: QuerySet, columns: list[Column], by: str) -> list[Lane]:
     task's lane: a narrow row per task, so the counts are right for the cut columns too); the
     cards are the columns' own, so each column keeps its cap and its order. Lanes are sorted
     by key, the cards with none last."""
-    value = _LANE_VALUES.get(by, F(_SPRINT_LANE))
-    scoped = _with_lanes(tasks) if by == "sprint" else tasks
+    value = _LANE_VALUES.get(by, F(SPRINT_LANE))
+    scoped = with_lanes(tasks) if by == "sprint" else tasks
     # Each task's lane, for all of them (the counts) and the shown cards (by key): one query.
     lane_of: dict[str, str] = {}
     counts: dict[tuple[str, str], int] = {}
@@ -648,7 +351,7 @@ def open_alert_counts(*, project: Project) -> dict[str, int]:
         .annotate(n=Count("id"))
         .order_by()
     )
-    return {level: counts[level] for level in _SEVERITY if counts.get(level)}
+    return {level: counts[level] for level in ALERT_SEVERITY if counts.get(level)}
 
 
 def board_counts(*, project: Project) -> dict[str, int]:

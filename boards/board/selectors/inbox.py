@@ -66,6 +66,23 @@ def inbox(*, project: Project | None, now) -> dict[str, object]:
     `count`, the number of items waiting (an acknowledged alert no longer waits).
     """
     scope = {} if project is None else {"project": project}
+    result: dict[str, object] = {
+        **_waiting_tasks(scope, now),
+        "discoveries": _immediate_discoveries(scope, now),
+        "checkpoints": _checkpoints(scope, now),
+        "paused": _paused(project, now),
+    }
+    alerts = _open_alerts(scope)
+    result["count"] = sum(len(v) for v in result.values()) + sum(  # type: ignore[arg-type]
+        1 for a in alerts if a.acknowledged_at is None
+    )
+    result["alerts"] = alerts
+    return result
+
+
+def _waiting_tasks(scope: dict, now) -> dict[str, list[InboxTask]]:
+    """The tasks waiting for a human, oldest first: blocked, integration failed, at the gate,
+    suspended."""
     # When the task entered its current state: its latest applied event that moved it there.
     entered = (
         Event.objects.filter(
@@ -115,7 +132,19 @@ def inbox(*, project: Project | None, now) -> dict[str, object]:
         elif awaiting_human_approval(task, None, security.get(task.project_id, set())):
             awaiting.append(item(task))
 
-    discoveries = [
+    def oldest_first(items: list[InboxTask]) -> list[InboxTask]:
+        return sorted(items, key=lambda i: (i.since, i.task.pk))
+
+    return {
+        "blocked": oldest_first(blocked),
+        "integration_failed": oldest_first(failed),
+        "awaiting_approval": oldest_first(awaiting),
+        "suspended": oldest_first(suspended),
+    }
+
+
+def _immediate_discoveries(scope: dict, now) -> list[InboxDiscovery]:
+    return [
         InboxDiscovery(d.project, d, _age(d.created, now))
         for d in Discovery.objects.filter(
             **scope,
@@ -126,15 +155,21 @@ def inbox(*, project: Project | None, now) -> dict[str, object]:
         .select_related("project")
         .order_by("created", "id")
     ]
-    checkpoints = [
+
+
+def _checkpoints(scope: dict, now) -> list[InboxSprint]:
+    return [
         InboxSprint(s.project, s, _age(s.checkpoint_at, now))
         for s in Sprint.objects.filter(**scope, status=SprintStatus.CHECKPOINT)
         .select_related("project", "goal")
         .order_by("checkpoint_at", "id")
     ]
-    # The watcher's open alerts, most severe and oldest first: acknowledged ones stay listed
-    # (they are open until their condition clears) but do not count as waiting.
-    alerts = list(
+
+
+def _open_alerts(scope: dict) -> list[Alert]:
+    """The watcher's open alerts, most severe and oldest first: acknowledged ones stay listed
+    (they are open until their condition clears) but do not count as waiting."""
+    return list(
         Alert.objects.filter(**scope, resolved_at__isnull=True)
         .select_related("project", "task", "acknowledged_by")
         .annotate(
@@ -146,25 +181,10 @@ def inbox(*, project: Project | None, now) -> dict[str, object]:
         )
         .order_by("rank", "created", "id")
     )
+
+
+def _paused(project: Project | None, now) -> list[InboxPause]:
     projects = Project.objects.filter(paused_at__isnull=False)
     if project is not None:
         projects = projects.filter(pk=project.pk)
-    paused = [InboxPause(pr, _age(pr.paused_at, now)) for pr in projects.order_by("paused_at")]
-
-    def oldest_first(items: list[InboxTask]) -> list[InboxTask]:
-        return sorted(items, key=lambda i: (i.since, i.task.pk))
-
-    result: dict[str, object] = {
-        "blocked": oldest_first(blocked),
-        "integration_failed": oldest_first(failed),
-        "awaiting_approval": oldest_first(awaiting),
-        "suspended": oldest_first(suspended),
-        "discoveries": discoveries,
-        "checkpoints": checkpoints,
-        "paused": paused,
-    }
-    result["count"] = sum(len(v) for v in result.values()) + sum(  # type: ignore[arg-type]
-        1 for a in alerts if a.acknowledged_at is None
-    )
-    result["alerts"] = alerts
-    return result
+    return [InboxPause(pr, _age(pr.paused_at, now)) for pr in projects.order_by("paused_at")]

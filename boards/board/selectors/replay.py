@@ -1,7 +1,7 @@
 """Time travel (issue #13): the board as it was at a past moment, rebuilt from the event table.
 
 Every event about a task carries in `Event.board` the task's board fields as the event left
-them (`task_snapshot`, written by `kernel.record_event` in the same row).
+them (`task_snapshot`, written by `audit.record_event` in the same row).
 The board at moment T is then, for each task, the snapshot of its last event at or before T:
 exact for every field an event records (state, assignee, priority, counters, flags), whatever
 the operation — an edit is an event like a transition. Lease countdowns and heartbeat ages are

@@ -1,5 +1,5 @@
 """Which open alerts about a task a move ends: a task's alert is about a state, so leaving the
-state ends it with the move's event (`kernel.record_event`), not at the next sweep.
+state ends it with the move's event (`audit.record_event`), not at the next sweep.
 """
 
 from __future__ import annotations

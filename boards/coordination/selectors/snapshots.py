@@ -1,4 +1,4 @@
-"""A task's board fields as an event leaves them (`Event.board`), written by `kernel.record_event`
+"""A task's board fields as an event leaves them (`Event.board`), written by `audit.record_event`
 in the same row; time travel (`boards.board.selectors.replay`) rebuilds past boards from them.
 """
 

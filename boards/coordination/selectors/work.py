@@ -8,14 +8,15 @@ the claims enforce, so `/work` never sends an agent to a claim that is then refu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from agents.models import Agent
-from boards.coordination.models.projects import Goal, Project
+from boards.coordination.models.projects import Goal, Project, ProjectConfig
 from boards.coordination.models.tasks import Discovery, Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.selectors.availability import agent_availability
+from boards.coordination.selectors.availability import Availability, agent_availability
 from boards.coordination.selectors.budgets import budget_refusal
 from boards.coordination.selectors.limits import admission_refusal, limits_enforced
 from boards.coordination.selectors.reviews import held_review, merges_awaiting, reviewable_tasks
@@ -58,149 +59,220 @@ def stop_reason(project: Project) -> Stop | None:
     return None
 
 
-def work_for_role(
-    *, project: Project, role: str, agent: Agent | None, now: datetime
-) -> dict[str, object]:
+@dataclass(frozen=True, eq=False)
+class WorkAnswer(Mapping):
+    """`/work`'s answer (seed 000 "Exit Code 0 Semantics"), typed. It reads as the mapping the
+    API serializes, `stop` and `budget` present only when they apply, so the JSON keeps its
+    shape."""
+
+    role: str
+    agent: str | None
+    work: bool = False
+    exit: int | None = None  # 0 the role is complete, 42 stop, None while work may still come
+    waiting_for_drafts: int = 0
+    retry_after: int | None = None
+    reason: str = ""
+    availability: str | None = None
+    merge: list[str] = field(default_factory=list)
+    stop: str | None = None  # the stop code, with exit 42
+    budget: str | None = None  # the spent budget's scope
+
+    def _keys(self) -> list[str]:
+        optional = ("stop", "budget")
+        return [f.name for f in fields(self) if f.name not in optional or getattr(self, f.name)]
+
+    def __getitem__(self, key: str) -> object:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """One `/work` question: the role's project, the asking agent (None for the role), when."""
+
+    project: Project
+    role: str
+    agent: Agent | None
+    now: datetime
+    config: ProjectConfig
+    drafts: int
+    available: Availability | None
+
+    @property
+    def agent_id(self) -> str:
+        return self.agent.agent_id if self.agent is not None else ""
+
+
+@dataclass(frozen=True)
+class _Outlook:
+    """What a role's own rules found: work now, the role complete, or why work may still come."""
+
+    work: bool
+    complete: bool
+    coming: str | None = None
+    retry_after: int | None = None  # a coder's own dead claim: when its retry is due
+
+
+def work_for_role(*, project: Project, role: str, agent: Agent | None, now: datetime) -> WorkAnswer:
     """Seed 000 "Exit Code 0 Semantics" and "DRAFT Task Waiting" for one role.
 
     `exit` is 0 when the role is complete, 42 when the agent must stop (`stop_reason`), None
     while work may still come; `retry_after` says when to ask again. `agent` is the asking
     agent (None for a human asking about a role): the answer is then about the role as a whole.
     """
+    if role not in ROLE_RULES:
+        raise ValueError(role)
     config = config_of(project)
-    tasks = Task.objects.filter(project=project)
-    drafts = tasks.filter(status=TaskStatus.DRAFT).count()
-    result: dict[str, object] = {
-        "role": role,
-        "agent": agent.agent_id if agent is not None else None,
-        "work": False,
-        "exit": None,
-        "waiting_for_drafts": drafts,
-        "retry_after": None,
-        "reason": "",
-        "availability": None,
-        "merge": [],
-    }
+    drafts = Task.objects.filter(project=project, status=TaskStatus.DRAFT).count()
+    answer = WorkAnswer(
+        role=role, agent=agent.agent_id if agent is not None else None, waiting_for_drafts=drafts
+    )
     stop = stop_reason(project)
     if stop is not None:
-        return {**result, "exit": 42, "stop": stop.code, "reason": stop.message}
-    if agent is not None and (
-        spent := budget_refusal(
-            project=project,
-            agent=agent,
-            tasks=[agent.current_task] if agent.current_task_id else [],
-        )
-    ):
+        return replace(answer, exit=42, stop=stop.code, reason=stop.message)
+    if agent is not None and (spent := _budget_spent(project, agent)):
         # Issue 24: a spent budget refuses the claim (`budget_exhausted`): wait, not exit 0 —
         # an admin may raise it, and the work resumes at the next ask. A reviewer's merges of
         # work already approved go on: its supervisor's git, no model's spend.
-        return {
-            **result,
-            "merge": merges_awaiting(project=project, reviewer_id=agent.agent_id)
+        return replace(
+            answer,
+            merge=merges_awaiting(project=project, reviewer_id=agent.agent_id)
             if agent.role == Agent.Role.CODE_REVIEWER
             else [],
-            "retry_after": config.coder_poll_interval,
-            "budget": spent.budget.scope,
-            "reason": f"{spent.message}: waiting for an admin to raise it",
-        }
-    agent_id = agent.agent_id if agent is not None else ""
+            retry_after=config.coder_poll_interval,
+            budget=spent.budget.scope,
+            reason=f"{spent.message}: waiting for an admin to raise it",
+        )
     available = agent_availability(agent, now) if agent is not None else None
     if available is not None:
-        result["availability"] = available.state
-    retry_after = config.coder_poll_interval
-    coming: str | None = None  # why a coder or reviewer idle now waits (work_may_still_come)
-    if role == Agent.Role.CODER:
-        if agent is not None:
-            held = holder_task(project_id=project.pk, agent_id=agent_id)
-            work = claim_next_available(project=project, agent=agent, now=now, config=config)
-            retrying = False
-            if not work and held is not None and held.status == TaskStatus.CLAIMED:
-                at = retry_at(held, config)  # its own dead claim: ask again when it is due
-                if at is not None and at >= now:
-                    retrying = True
-                    retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
-            own_claim = held is not None and held.status == TaskStatus.CLAIMED
-            if work and not own_claim and (limited := _limited(project, config, agent, now)):
-                return {**result, **limited}
-            if (work or retrying) and not available.takes_work and not own_claim:
-                # Seed 003: no new work for an agent in error or overloaded; a claim is refused
-                # (agent_unavailable) until it clears. Its own claim, live or due for its retry,
-                # is not new work (decisions.md "Retries and agent in error").
-                return {
-                    **result,
-                    "retry_after": max(
-                        retry_after if retrying else 0,
-                        available.retry_after(now, config.coder_poll_interval),
-                    ),
-                    "reason": available.reason,
-                }
-        else:
-            work, held = (
-                any(qs.exists() for qs in claim_candidates(project, "", now, config)[1:]),
-                None,
-            )
-        if not work and held is None:
-            coming = work_may_still_come(project)
-        complete = not work and held is None and coming is None
-    elif role == Agent.Role.CODE_REVIEWER:
-        merges: list[str] = []
-        if agent is not None:
-            # Its own merges first (seed 000 T10), then a review it holds, then a free slot.
-            merges = merges_awaiting(project=project, reviewer_id=agent_id)
-            held_or_merge = bool(
-                merges or held_review(project=project, reviewer=agent, now=now, config=config)
-            )
-            fresh = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
-            if fresh and not held_or_merge and (limited := _limited(project, config, agent, now)):
-                return {**result, **limited}
-            if fresh and not held_or_merge and not available.takes_work:
-                # Seed 003: an agent in error or overloaded finishes what it holds (its review,
-                # its merges) but takes no new review until it clears.
-                return {
-                    **result,
-                    "retry_after": available.retry_after(now, config.coder_poll_interval),
-                    "reason": available.reason,
-                }
-            work = held_or_merge or fresh
-        else:
-            work = tasks.filter(
-                status=TaskStatus.READY_FOR_REVIEW, suspended_at__isnull=True
-            ).exists()
-        result["merge"] = merges
-        if merges:
-            result["reason"] = f"merge {', '.join(merges)} (approved by {agent_id})"
-        if not work:
-            coming = work_may_still_come(project)
-        complete = not work and coming is None
-    elif role == Agent.Role.PLANNER:
-        work = (
-            drafts > 0
-            or tasks.filter(status=TaskStatus.BLOCKED).exists()
-            or Discovery.objects.filter(
-                project=project,
-                urgency=Discovery.Urgency.IMMEDIATE,
-                converted_to_task="",
-                triage=Discovery.Triage.OPEN,
-            ).exists()
-        )
-        goal_open = Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).exists()
-        active = tasks.non_terminal().exists()
-        # The original's INITIAL_PLANNING (an open goal, no task yet) and the goal to complete
-        # once every task is terminal: both are the planner's, with nobody else at work.
-        work = work or (goal_open and not active)
-        complete = not work and not goal_open and not active
-    else:
-        raise ValueError(role)
-    if work:
-        return {**result, "work": True, "reason": result["reason"] or "work is available"}
-    if complete and not (drafts and role != Agent.Role.PLANNER):
-        return {**result, "exit": 0, "reason": "role complete"}
+        answer = replace(answer, availability=available.state)
+    ask = _Ask(project, role, agent, now, config, drafts, available)
+    found = ROLE_RULES[role](ask, answer)
+    if isinstance(found, WorkAnswer):
+        return found
+    outlook, answer = found
+    if outlook.work:
+        return replace(answer, work=True, reason=answer.reason or "work is available")
+    if outlook.complete and not (drafts and role != Agent.Role.PLANNER):
+        return replace(answer, exit=0, reason="role complete")
     reason = (
         f"{drafts} DRAFT task(s) may be finalized soon"
         if drafts
-        else coming or "work is in progress elsewhere"
+        else outlook.coming or "work is in progress elsewhere"
     )
-    return {**result, "retry_after": retry_after, "reason": reason}
+    return replace(
+        answer, retry_after=outlook.retry_after or config.coder_poll_interval, reason=reason
+    )
+
+
+def _budget_spent(project: Project, agent: Agent):
+    return budget_refusal(
+        project=project,
+        agent=agent,
+        tasks=[agent.current_task] if agent.current_task_id else [],
+    )
+
+
+def _coder(ask: _Ask, answer: WorkAnswer) -> WorkAnswer | tuple[_Outlook, WorkAnswer]:
+    project, agent, now, config = ask.project, ask.agent, ask.now, ask.config
+    retry_after = None
+    if agent is None:
+        work = any(qs.exists() for qs in claim_candidates(project, "", now, config)[1:])
+        held = None
+    else:
+        held = holder_task(project_id=project.pk, agent_id=ask.agent_id)
+        work = claim_next_available(project=project, agent=agent, now=now, config=config)
+        retrying = False
+        if not work and held is not None and held.status == TaskStatus.CLAIMED:
+            at = retry_at(held, config)  # its own dead claim: ask again when it is due
+            if at is not None and at >= now:
+                retrying = True
+                retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
+        own_claim = held is not None and held.status == TaskStatus.CLAIMED
+        if work and not own_claim and (limited := _limited(project, config, agent, now)):
+            return replace(answer, **limited)
+        if (work or retrying) and not ask.available.takes_work and not own_claim:
+            # Seed 003: no new work for an agent in error or overloaded; a claim is refused
+            # (agent_unavailable) until it clears. Its own claim, live or due for its retry,
+            # is not new work (decisions.md "Retries and agent in error").
+            return replace(
+                answer,
+                retry_after=max(
+                    retry_after or 0,
+                    ask.available.retry_after(now, config.coder_poll_interval),
+                ),
+                reason=ask.available.reason,
+            )
+    coming = work_may_still_come(project) if not work and held is None else None
+    complete = not work and held is None and coming is None
+    return _Outlook(bool(work), complete, coming, retry_after), answer
+
+
+def _reviewer(ask: _Ask, answer: WorkAnswer) -> WorkAnswer | tuple[_Outlook, WorkAnswer]:
+    project, agent, now, config = ask.project, ask.agent, ask.now, ask.config
+    merges: list[str] = []
+    if agent is None:
+        work = Task.objects.filter(
+            project=project, status=TaskStatus.READY_FOR_REVIEW, suspended_at__isnull=True
+        ).exists()
+    else:
+        # Its own merges first (seed 000 T10), then a review it holds, then a free slot.
+        merges = merges_awaiting(project=project, reviewer_id=ask.agent_id)
+        held_or_merge = bool(
+            merges or held_review(project=project, reviewer=agent, now=now, config=config)
+        )
+        fresh = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
+        if fresh and not held_or_merge and (limited := _limited(project, config, agent, now)):
+            return replace(answer, **limited)
+        if fresh and not held_or_merge and not ask.available.takes_work:
+            # Seed 003: an agent in error or overloaded finishes what it holds (its review,
+            # its merges) but takes no new review until it clears.
+            return replace(
+                answer,
+                retry_after=ask.available.retry_after(now, config.coder_poll_interval),
+                reason=ask.available.reason,
+            )
+        work = held_or_merge or fresh
+    answer = replace(answer, merge=merges)
+    if merges:
+        answer = replace(answer, reason=f"merge {', '.join(merges)} (approved by {ask.agent_id})")
+    coming = work_may_still_come(project) if not work else None
+    return _Outlook(work, not work and coming is None, coming), answer
+
+
+def _planner(ask: _Ask, answer: WorkAnswer) -> tuple[_Outlook, WorkAnswer]:
+    project = ask.project
+    tasks = Task.objects.filter(project=project)
+    work = (
+        ask.drafts > 0
+        or tasks.filter(status=TaskStatus.BLOCKED).exists()
+        or Discovery.objects.filter(
+            project=project,
+            urgency=Discovery.Urgency.IMMEDIATE,
+            converted_to_task="",
+            triage=Discovery.Triage.OPEN,
+        ).exists()
+    )
+    goal_open = Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).exists()
+    active = tasks.non_terminal().exists()
+    # The original's INITIAL_PLANNING (an open goal, no task yet) and the goal to complete
+    # once every task is terminal: both are the planner's, with nobody else at work.
+    work = work or (goal_open and not active)
+    return _Outlook(work, not work and not goal_open and not active), answer
+
+
+ROLE_RULES = {
+    Agent.Role.CODER: _coder,
+    Agent.Role.CODE_REVIEWER: _reviewer,
+    Agent.Role.PLANNER: _planner,
+}
 
 
 def _limited(project: Project, config, agent: Agent, now: datetime) -> dict[str, object] | None:

@@ -14,7 +14,8 @@ from agents.models import Agent
 from boards.coordination.models.projects import Project, ProjectConfig
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.limits import LimitRefusal, admission_refusal, limits_enforced
-from boards.coordination.services.kernel import lock_project, refusal
+from boards.coordination.services.audit import Attempt
+from boards.coordination.services.locking import lock_project
 from boards.errors import LimitReached
 
 
@@ -64,14 +65,10 @@ def raise_limit(
     now: datetime,
     task: Task | None = None,
 ) -> None:
-    raise refusal(
+    raise Attempt(project=project, actor=agent, action=action, now=now).refuse(
         LimitReached(
             refused.message,
             {"limit": refused.limit, "retry_after": refused.retry_after},
         ),
-        project=project,
-        actor=agent,
-        action=action,
-        now=now,
         task=task,
     )

@@ -15,14 +15,10 @@ from boards.coordination.models.projects import Goal, Project, Sprint
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import in_project
 from boards.coordination.selectors.budgets import budget_refusal, budget_state
-from boards.coordination.services.kernel import (
-    Actor,
-    lock_project,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
-)
+from boards.coordination.services.actors import Actor
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.locking import lock_project
 from boards.errors import BudgetExhausted, ProtocolValidationError
 from boards.protocol import BUDGET_BOUNDS, Action
 
@@ -40,15 +36,11 @@ def refuse_if_over_budget(
     `budget_exhausted`, exit 14), written as a rejected attempt."""
     exhausted = budget_refusal(project=project, agent=agent, tasks=[*tasks, task])
     if exhausted is not None:
-        raise refusal(
+        raise Attempt(project=project, actor=agent, action=action, now=now).refuse(
             BudgetExhausted(
                 f"{exhausted.message}: no new work until an admin raises it",
                 exhausted.as_details(),
             ),
-            project=project,
-            actor=agent,
-            action=action,
-            now=now,
             task=task,
         )
 

@@ -9,16 +9,11 @@ from django.db import transaction
 from boards import protocol as p
 from boards.coordination.models.projects import Goal, Project, Sprint
 from boards.coordination.models.tasks import Task
-from boards.coordination.services.kernel import (
-    PLAN,
-    Actor,
-    clean_text,
-    conflict,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
-)
+from boards.coordination.selectors.access import PLAN
+from boards.coordination.services.actors import Actor
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.stops import sprint_abort_within
 from boards.coordination.services.tasks import task_cancel
 from boards.errors import InvalidTransition, ProtocolValidationError
@@ -105,12 +100,8 @@ def goal_edit(
         if not diff:
             return goal
         if goal.status != GoalStatus.IN_PROGRESS:
-            raise conflict(
+            raise Attempt(project=project, actor=actor, action="goal_edit", now=now).conflict(
                 f"{goal.goal_id} is {goal.status}: only a goal IN_PROGRESS is edited",
-                project=project,
-                actor=actor,
-                action="goal_edit",
-                now=now,
                 details={"goal": goal.goal_id, "status": goal.status},
             )
         for name, (_, new) in diff.items():
@@ -148,17 +139,13 @@ def _goal_transition(
     with transaction.atomic():
         goal = Goal.objects.select_for_update().get(pk=goal.pk)
         if goal.status != GoalStatus.IN_PROGRESS:
-            raise refusal(
+            raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
                 InvalidTransition(
                     from_status=goal.status,
                     to_status=target,
                     allowed=p.goal_targets(goal.status),
                     message=f"goal {goal.goal_id} is {goal.status}",
                 ),
-                project=project,
-                actor=actor,
-                action=action,
-                now=now,
                 from_status=goal.status,
                 to_status=target,
             )
@@ -171,7 +158,7 @@ def _goal_transition(
         open_sprint = Sprint.objects.filter(goal=goal, status__in=p.OPEN_SPRINT_STATES).first()
         if method == "complete" and (open_tasks or open_sprint is not None):
             # SPEC §13: a goal is done when all its work is, and no sprint of it is open.
-            raise conflict(
+            raise Attempt(project=project, actor=actor, action=action, now=now).conflict(
                 f"goal {goal.goal_id} still has work: "
                 + "; ".join(
                     part
@@ -183,10 +170,6 @@ def _goal_transition(
                     )
                     if part
                 ),
-                project=project,
-                actor=actor,
-                action=action,
-                now=now,
                 details={
                     "goal": goal.goal_id,
                     "open_tasks": open_tasks,

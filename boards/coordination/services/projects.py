@@ -13,16 +13,11 @@ from boards import protocol as p
 from boards.coordination.models.projects import Membership, Project, ProjectConfig
 from boards.coordination.models.records import CircuitBreaker
 from boards.coordination.selectors.access import user_by_name_or_email
-from boards.coordination.services.kernel import (
-    Actor,
-    clean_text,
-    config_for_update,
-    lock_project,
-    record_event,
-    records_refusals,
-    require_role,
-)
-from boards.coordination.services.kernel import conflict as _conflict
+from boards.coordination.services.actors import Actor
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.locking import config_for_update, lock_project
 from boards.coordination.services.webhook_address import check_webhook_secret, check_webhook_url
 from boards.errors import Forbidden, ProtocolValidationError, validation_error
 from boards.protocol import Action
@@ -185,13 +180,9 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         if locked.is_paused:
-            raise _conflict(
+            raise Attempt(project=project, actor=actor, action="project_pause", now=now).conflict(
                 f"project {project.slug} is already paused since "
                 f"{p.format_timestamp(locked.paused_at)}: {locked.paused_reason}",
-                project=project,
-                actor=actor,
-                action="project_pause",
-                now=now,
                 details={"paused": True},
             )
         locked.paused_at = now
@@ -210,13 +201,8 @@ def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         if not locked.is_paused:
-            raise _conflict(
-                f"project {project.slug} is not paused",
-                project=project,
-                actor=actor,
-                action="project_resume",
-                now=now,
-                details={"paused": False},
+            raise Attempt(project=project, actor=actor, action="project_resume", now=now).conflict(
+                f"project {project.slug} is not paused", details={"paused": False}
             )
         since, reason = locked.paused_at, locked.paused_reason
         locked.paused_at = None

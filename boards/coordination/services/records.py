@@ -12,15 +12,10 @@ from boards import protocol as p
 from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.records import Anomaly, Event, SpecChange, anomaly_details_errors
 from boards.coordination.models.tasks import Discovery, HumanNote, Task
-from boards.coordination.services.kernel import (
-    Actor,
-    actor_ref,
-    clean_text,
-    record_event,
-    records_refusals,
-    require_role,
-)
-from boards.coordination.services.kernel import conflict as _conflict
+from boards.coordination.services.actors import Actor, actor_ref
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, task_create
 from boards.errors import ProtocolValidationError, Throttled
 
@@ -274,12 +269,10 @@ def discovery_triage(
         settled = discovery.triage in (Discovery.Triage.CONVERTED, Discovery.Triage.REJECTED)
         if settled or discovery.converted_to_task or discovery.triage == TRIAGE_DECISIONS[decision]:
             state = "converted" if discovery.converted_to_task else discovery.triage
-            raise _conflict(
+            raise Attempt(
+                project=project, actor=actor, action="discovery_triage", now=now
+            ).conflict(
                 f"{discovery.disc_id} is already {state}",
-                project=project,
-                actor=actor,
-                action="discovery_triage",
-                now=now,
                 details={"discovery": discovery.disc_id, "triage": state},
             )
         created: Task | None = None

@@ -28,30 +28,19 @@ from boards.coordination.selectors.reviews import (
     security_reviewer_ids,
 )
 from boards.coordination.selectors.tasks import limit_reached
+from boards.coordination.services.actors import REVIEWER, SYSTEM, Actor, actor_ref, is_agent
 from boards.coordination.services.admission import admission_lock, admit
-from boards.coordination.services.budgets import refuse_if_over_budget
-from boards.coordination.services.kernel import (
-    REVIEWER,
-    SYSTEM,
-    Actor,
-    actor_ref,
-    agent_row,
-    clean_text,
-    is_agent,
-    lock_agent,
-    lock_task,
-    move_task,
-    record_event,
-    records_refusals,
-    refusal,
-    refuse,
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import (
     refuse_if_stopped,
     refuse_if_unavailable,
     require_not_lost,
     require_role,
-    require_task_status,
 )
-from boards.coordination.services.kernel import conflict as _conflict
+from boards.coordination.services.budgets import refuse_if_over_budget
+from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.edges import move_task, require_task_status
+from boards.coordination.services.locking import agent_row, lock_agent, lock_task
 from boards.coordination.services.tasks.holders import (
     HolderBusy,
     append_failed_by,
@@ -69,6 +58,28 @@ def _open_reviews(task: Task) -> list[Review]:
     return list(Review.objects.select_for_update().filter(task=task, closed_at__isnull=True))
 
 
+def _open_slot(task: Task, agent: Agent, *, now: datetime, config) -> list[Review]:
+    """The task's open reviews, locked, once its review slot is open to `agent` (the one rule,
+    `review_slot_refusal`): a refusal is `forbidden` or a conflict, as the rule says."""
+    reviews = _open_reviews(task)
+    refused = review_slot_refusal(
+        task,
+        agent,
+        reviews=reviews,
+        now=now,
+        config=config,
+        security_ids=security_reviewer_ids(task.project_id),
+    )
+    if refused is not None:
+        error = (
+            Forbidden(refused.message, refused.details)
+            if refused.kind == "forbidden"
+            else Conflict(refused.message, refused.details)
+        )
+        raise Attempt.on(task, actor=agent, action="claim_review", now=now).refuse(error, task=task)
+    return reviews
+
+
 @records_refusals
 def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     """READY_FOR_REVIEW with a review slot open to `agent` → a review lease for it.
@@ -83,7 +94,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, task=task)
     config = config_of(project)
     with transaction.atomic():
-        # Lock order (kernel): the project row when a limit is enforced (issue 24), the agents
+        # Lock order (locking): the project row when a limit is enforced (issue 24), the agents
         # (this one, the task's coder and pending reviewers, whose lapsed claims it may close)
         # by primary key, then the task, then the reviews.
         admission_lock(project=project, config=config)
@@ -107,22 +118,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
             actor=agent,
             now=now,
         )
-        reviews = _open_reviews(task)
-        refused = review_slot_refusal(
-            task,
-            agent,
-            reviews=reviews,
-            now=now,
-            config=config,
-            security_ids=security_reviewer_ids(project.pk),
-        )
-        if refused is not None:
-            error = (
-                Forbidden(refused.message, refused.details)
-                if refused.kind == "forbidden"
-                else Conflict(refused.message, refused.details)
-            )
-            raise refuse(error, task, actor=agent, action="claim_review", now=now)
+        reviews = _open_slot(task, agent, now=now, config=config)
         for stale in [r for r in reviews if not r.verdict and not review_live(r, now, config)]:
             _close_stale_review(stale, task, actor=agent, now=now)
         review = Review.objects.create(
@@ -181,18 +177,15 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
 def _close_stale_review(stale: Review, task: Task, *, actor: Agent, now: datetime) -> None:
     """A dead review claim gives its slot back; its reviewer learns it lost the review.
 
-    The lapsed reviewer's agent row is locked after the task (against the kernel's order), so
+    The lapsed reviewer's agent row is locked after the task (against the lock order), so
     without waiting: busy means it is heartbeating right now; the claimer is told to try again.
     """
     try:
         holder = lock_previous_holder(task.project, stale.reviewer)
     except HolderBusy as exc:
-        raise refuse(
+        raise Attempt.on(task, actor=actor, action="claim_review", now=now).refuse(
             Conflict(f"{stale.reviewer} is active right now; try again", {"task": task.key}),
-            task,
-            actor=actor,
-            action="claim_review",
-            now=now,
+            task=task,
         ) from exc
     stale.closed_at = now
     stale.save()
@@ -217,14 +210,10 @@ def _own_open_review(task: Task, agent: Agent, *, now: datetime, action: str, co
         .first()
     )
     if review is None or not lease_alive(review.lease_expires, now, config):
-        raise refusal(
+        raise Attempt(project=task.project, actor=agent, action=action, now=now).refuse(
             LeaseLost(
                 f"{agent.agent_id} holds no review lease on {task.key}; exit 42", {"task": task.key}
             ),
-            project=task.project,
-            actor=agent,
-            action=action,
-            now=now,
             task=task,
         )
     return review
@@ -237,7 +226,7 @@ def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
     require_role(agent, project, agent_roles=REVIEWER, human=None)
     config = config_of(project)
     with transaction.atomic():
-        agent = lock_agent(agent)  # agent rows before task rows (kernel)
+        agent = lock_agent(agent)  # agent rows before task rows (locking)
         task = lock_task(task)
         require_not_lost(task, agent, action="extend_review", now=now)
         require_task_status(
@@ -277,7 +266,7 @@ def review_verdict(
     )
     config = config_of(project)
     with transaction.atomic():
-        # Lock order (kernel): the agents on the task (its coder, the round's reviewers, this
+        # Lock order (locking): the agents on the task (its coder, the round's reviewers, this
         # one) by primary key, then the task: a coder's heartbeat locks it the same way.
         task = lock_task_and_its_agents(task)
         agent = lock_agent(agent)
@@ -288,16 +277,12 @@ def review_verdict(
         )
         review = _own_open_review(task, agent, now=now, action="verdict", config=config)
         if review_commit != task.review_commit:
-            raise refusal(
+            raise Attempt(project=project, actor=agent, action="verdict", now=now).refuse(
                 Conflict(
                     f"verdict names {review_commit} but {task.key} is under review at "
                     f"{task.review_commit}",
                     {"expected": task.review_commit, "got": review_commit},
                 ),
-                project=project,
-                actor=agent,
-                action="verdict",
-                now=now,
                 task=task,
             )
         review.verdict = verdict
@@ -418,27 +403,19 @@ def _require_awaiting(task: Task, *, actor: Actor, now: datetime, action: str, t
     """The locked task must wait for a human: READY_FOR_REVIEW, gated, approvals complete."""
     project = task.project
     if task.status != TaskStatus.READY_FOR_REVIEW:
-        raise refusal(
+        raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
             InvalidTransition(
                 from_status=task.status,
                 to_status=to,
                 allowed=p.task_targets(task.status),
                 message=f"{task.key} is {task.status}; it is not awaiting human approval",
             ),
-            project=project,
-            actor=actor,
-            action=action,
-            now=now,
             task=task,
             to_status=to,
         )
     if task.is_suspended:
-        raise _conflict(
+        raise Attempt(project=project, actor=actor, action=action, now=now).conflict(
             f"{task.key} is suspended: {task.suspended_reason}",
-            project=project,
-            actor=actor,
-            action=action,
-            now=now,
             task=task,
             details={"suspended": True},
         )
@@ -449,12 +426,8 @@ def _require_awaiting(task: Task, *, actor: Actor, now: datetime, action: str, t
             if not task.needs_human_approval
             else "its reviewers have not approved it yet"
         )
-        raise _conflict(
+        raise Attempt(project=project, actor=actor, action=action, now=now).conflict(
             f"{task.key} is not awaiting human approval: {reason}",
-            project=project,
-            actor=actor,
-            action=action,
-            now=now,
             task=task,
             details={"awaiting_human_approval": False},
         )

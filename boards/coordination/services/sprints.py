@@ -10,18 +10,12 @@ from django_fsm import TransitionNotAllowed
 
 from boards import protocol as p
 from boards.coordination.models.projects import Goal, Project, Sprint
+from boards.coordination.selectors.access import PLAN
 from boards.coordination.selectors.sprints import goal_in_progress, sprint_metrics
-from boards.coordination.services.kernel import (
-    PLAN,
-    SYSTEM,
-    Actor,
-    clean_text,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
-    resolve_keys,
-)
+from boards.coordination.services.actors import SYSTEM, Actor
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.errors import Conflict, InvalidTransition, ProtocolValidationError
 from boards.protocol import GoalStatus, SprintStatus
 
@@ -104,17 +98,13 @@ def _sprint_move(
     try:
         getattr(sprint, method)()
     except TransitionNotAllowed as exc:
-        raise refusal(
+        raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
             InvalidTransition(
                 from_status=from_status,
                 to_status=target,
                 allowed=_sprint_targets(from_status),
                 message=f"sprint {sprint.sprint_id} is {from_status}",
             ),
-            project=project,
-            actor=actor,
-            action=action,
-            now=now,
             from_status=from_status,
             to_status=target,
         ) from exc
@@ -167,17 +157,15 @@ def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime)
         if locked.deadline is not None and locked.deadline <= now:
             # SPEC §13: continuing needs a new future deadline or none, else the watcher would
             # send the sprint straight back to CHECKPOINT for the deadline already decided on.
-            raise refusal(
+            raise Attempt(
+                project=sprint.project, actor=actor, action="sprint_resumed", now=now
+            ).refuse(
                 Conflict(
                     f"sprint {locked.sprint_id}'s deadline "
                     f"{p.format_timestamp(locked.deadline)} has passed: set a new future "
                     "deadline or clear it before continuing",
                     {"sprint": locked.sprint_id, "deadline": p.format_timestamp(locked.deadline)},
                 ),
-                project=sprint.project,
-                actor=actor,
-                action="sprint_resumed",
-                now=now,
                 from_status=locked.status,
                 to_status=SprintStatus.IN_PROGRESS,
             )
@@ -228,15 +216,11 @@ def sprint_set_deadline(
     with transaction.atomic():
         sprint = Sprint.objects.select_for_update().get(pk=sprint.pk)
         if not sprint.is_open:
-            raise refusal(
+            raise Attempt(project=project, actor=actor, action="sprint_deadline", now=now).refuse(
                 Conflict(
                     f"sprint {sprint.sprint_id} is {sprint.status}; its deadline no longer applies",
                     {"sprint": sprint.sprint_id, "status": sprint.status},
                 ),
-                project=project,
-                actor=actor,
-                action="sprint_deadline",
-                now=now,
                 from_status=sprint.status,
             )
         old = sprint.deadline
@@ -267,17 +251,15 @@ def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
             sprint.planned.exclude(status__in=p.TERMINAL_TASK_STATES).values_list("key", flat=True)
         )
         if open_keys:
-            raise refusal(
+            raise Attempt(
+                project=sprint.project, actor=actor, action="sprint_completed", now=now
+            ).refuse(
                 InvalidTransition(
                     from_status=sprint.status,
                     to_status=SprintStatus.COMPLETED,
                     allowed=_sprint_targets(sprint.status),
                     message=f"planned tasks not terminal: {', '.join(open_keys)}",
                 ),
-                project=sprint.project,
-                actor=actor,
-                action="sprint_completed",
-                now=now,
                 from_status=sprint.status,
                 to_status=SprintStatus.COMPLETED,
             )

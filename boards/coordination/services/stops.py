@@ -17,7 +17,8 @@ from django.db import transaction
 from boards.coordination.models.projects import Sprint
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.filters import in_sprint_q
-from boards.coordination.services.kernel import Actor, actor_ref, records_refusals
+from boards.coordination.services.actors import Actor, actor_ref
+from boards.coordination.services.audit import records_refusals
 from boards.coordination.services.sprints import sprint_abort as _sprint_abort
 from boards.coordination.services.tasks.holders import lock_task_and_its_agents, release_reviewers
 from boards.coordination.services.tasks.overrides import take_claim_back
@@ -34,7 +35,7 @@ def take_back_sprint_work(sprint: Sprint, *, actor: Actor, now: datetime, reason
         status__in=(TaskStatus.CLAIMED, TaskStatus.READY_FOR_REVIEW)
     )
     for task in held.order_by("pk"):
-        # Agents before the task (the kernel's lock order); the sprint row is locked last.
+        # Agents before the task (the lock order (locking)); the sprint row is locked last.
         task = lock_task_and_its_agents(task)
         if task.status == TaskStatus.CLAIMED:
             take_claim_back(

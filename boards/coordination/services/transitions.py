@@ -15,13 +15,9 @@ from django.db import transaction
 
 from boards import protocol as p
 from boards.coordination.models.tasks import Review, Task
-from boards.coordination.services.kernel import (
-    Actor,
-    is_agent,
-    lock_task,
-    records_refusals,
-    refusal,
-)
+from boards.coordination.services.actors import Actor, is_agent
+from boards.coordination.services.audit import Attempt, records_refusals
+from boards.coordination.services.locking import lock_task
 from boards.coordination.services.reviews import review_verdict
 from boards.coordination.services.tasks import (
     task_abandon,
@@ -66,14 +62,10 @@ def task_transition(*, task: Task, actor: Actor, target: str, now: datetime, **p
         return task_override_block(task=task, actor=actor, now=now, **params)
     edge = p.TASK_EDGES.get((current, target))
     if edge is None:
-        raise refusal(
+        raise Attempt(project=task.project, actor=actor, action="transition", now=now).refuse(
             InvalidTransition(
                 from_status=current, to_status=target, allowed=p.task_targets(current)
             ),
-            project=task.project,
-            actor=actor,
-            action="transition",
-            now=now,
             task=task,
             to_status=target,
         )

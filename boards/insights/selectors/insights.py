@@ -37,191 +37,34 @@ from __future__ import annotations
 import heapq
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
+from datetime import UTC, date, datetime
 
 from django.db import connection
-from django.db.models import Case, CharField, Count, F, FloatField, Func, Q, Sum, When
+from django.db.models import Case, CharField, Count, F, Q, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDate
 
-from agents.models import Agent, RunUsage
+from agents.models import Agent
 from boards import protocol as p
-from boards.coordination.models.projects import Project, Sprint
+from boards.coordination.models.projects import Project
 from boards.coordination.models.records import Alert, Event
 from boards.coordination.models.tasks import Task
+from boards.insights.selectors.costs import cost_figures
+from boards.insights.selectors.figures import (
+    CLAIMS,
+    SLOWEST,
+    VERDICTS,
+    AgentFigures,
+    CostFigures,
+    Epoch,
+    Period,
+    Spread,
+    StateTimes,
+    Stay,
+    epoch_moment,
+    spread_of,
+)
 from boards.protocol import Action, TaskStatus
-
-DEFAULT_DAYS = 14
-MAX_DAYS = 366  # one point a day: a year is 366 points, enough for a chart and a table
-SLOWEST = 5  # the slowest stays listed per state
-
-VERDICTS = (Action.APPROVED, Action.REJECTED)
-CLAIMS = (Action.CLAIMED, Action.REASSIGNED)
-
-
-def percentile(values: list[float], q: int, *, presorted: bool = False) -> float | None:
-    """The q-th percentile (0–100) by linear interpolation between closest ranks; None if empty."""
-    if not values:
-        return None
-    ordered = values if presorted else sorted(values)
-    low, high, hundredths = _closest_ranks(len(ordered), q)
-    return _interpolate(ordered[low], ordered[high], hundredths)
-
-
-def _closest_ranks(n: int, q: int) -> tuple[int, int, int]:
-    """The two ranks (from 0) the q-th percentile of n values lies between, and how far past
-    the lower one in hundredths: whole numbers, so no binary fraction creeps into exact inputs
-    (`FLOW_SQL` picks the same ranks)."""
-    low, hundredths = divmod((n - 1) * q, 100)
-    return low, min(low + 1, n - 1), hundredths
-
-
-def _interpolate(low: float, high: float, hundredths: int) -> float:
-    return low + (high - low) * hundredths / 100
-
-
-@dataclass(frozen=True)
-class Period:
-    start: datetime
-    end: datetime
-    sprint: Sprint | None = None
-
-    @property
-    def days(self) -> list[date]:
-        # A period ending at midnight ends with the day before it.
-        last_moment = max(self.start, self.end - timedelta(microseconds=1))
-        first, last = self.start.astimezone(UTC).date(), last_moment.astimezone(UTC).date()
-        return [first + timedelta(days=i) for i in range((last - first).days + 1)]
-
-    def samples(self) -> list[datetime]:
-        """The CFD's moments: the end of each UTC day, the last one the period's end."""
-        ends = [datetime.combine(d + timedelta(days=1), time(), UTC) for d in self.days]
-        return [min(moment, self.end) for moment in ends]
-
-
-def insights_period(
-    *,
-    now: datetime,
-    sprint: Sprint | None = None,
-    start: date | None = None,
-    end: date | None = None,
-) -> Period:
-    """The period asked for: whole UTC days from `start` to `end` (inclusive, the last one up to
-    now), else the sprint's run (started → ended or now), else the last 14 days."""
-    if sprint is not None and start is None and end is None and sprint.started:
-        return Period(sprint.started, min(sprint.ended or now, now), sprint)
-    last = min(end or now.astimezone(UTC).date(), now.astimezone(UTC).date())
-    first = start or last - timedelta(days=DEFAULT_DAYS - 1)
-    first = max(first, last - timedelta(days=MAX_DAYS - 1))
-    if first > last:
-        first = last
-    end_moment = min(datetime.combine(last + timedelta(days=1), time(), UTC), now)
-    return Period(datetime.combine(first, time(), UTC), end_moment, sprint)
-
-
-@dataclass(frozen=True)
-class Stay:
-    key: str
-    state: str
-    entered: datetime
-    seconds: float
-    ongoing: bool
-
-
-@dataclass(frozen=True)
-class Spread:
-    """Percentiles of durations (seconds) or counts."""
-
-    n: int
-    p50: float | None
-    p90: float | None
-    max: float | None
-
-    @classmethod
-    def of(cls, values: list[float]) -> Spread:
-        ordered = sorted(values)
-        return cls(
-            len(ordered),
-            percentile(ordered, 50, presorted=True),
-            percentile(ordered, 90, presorted=True),
-            ordered[-1] if ordered else None,
-        )
-
-
-@dataclass(frozen=True)
-class StateTimes:
-    state: str
-    spread: Spread
-    slowest: list[Stay]
-
-
-@dataclass
-class AgentFigures:
-    agent_id: str
-    role: str = ""
-    claims: int = 0
-    blocks: int = 0
-    lease_expiries: int = 0
-    approvals_received: int = 0
-    rejections_received: int = 0
-    rounds_to_approval: list[int] = field(default_factory=list)
-    approvals_given: int = 0
-    rejections_given: int = 0
-
-    @property
-    def verdicts_received(self) -> int:
-        return self.approvals_received + self.rejections_received
-
-    @property
-    def approval_rate(self) -> float | None:
-        """Percentage of the verdicts on its work that approved it."""
-        n = self.verdicts_received
-        return 100 * self.approvals_received / n if n else None
-
-    @property
-    def rejection_rate(self) -> float | None:
-        n = self.verdicts_received
-        return 100 * self.rejections_received / n if n else None
-
-    @property
-    def mean_rounds_to_approval(self) -> float | None:
-        rounds = self.rounds_to_approval
-        return sum(rounds) / len(rounds) if rounds else None
-
-    @property
-    def verdicts_given(self) -> int:
-        return self.approvals_given + self.rejections_given
-
-    @property
-    def given_approval_rate(self) -> float | None:
-        n = self.verdicts_given
-        return 100 * self.approvals_given / n if n else None
-
-    @property
-    def rubber_stamp(self) -> bool:
-        return p.rubber_stamp(self.approvals_given, self.verdicts_given)
-
-
-@dataclass(frozen=True)
-class Cost:
-    usd: Decimal = Decimal(0)
-    tokens: int = 0
-
-
-@dataclass(frozen=True)
-class CostFigures:
-    per_day: list[tuple[date, Cost]] = field(default_factory=list)
-    per_agent: list[tuple[str, Cost]] = field(default_factory=list)  # most expensive first
-    per_task: list[tuple[str, Cost]] = field(default_factory=list)  # "" for no task
-    per_merged_task: list[tuple[str, Cost]] = field(default_factory=list)
-
-    @property
-    def total(self) -> Cost:
-        return Cost(
-            sum((c.usd for _, c in self.per_day), Decimal(0)),
-            sum(c.tokens for _, c in self.per_day),
-        )
 
 
 @dataclass(frozen=True)
@@ -246,22 +89,6 @@ def _task_ids(period: Period):
         return None
     sprint = period.sprint
     return Task.objects.filter(Q(planned_in=sprint) | Q(stretch_in=sprint)).values("id")
-
-
-class Epoch(Func):
-    """A moment as seconds since 1970 (float8): 40,000 of them load several times faster than
-    datetimes (psycopg parses each timestamptz from text), and the arithmetic is plain.
-
-    `date_part`, not `EXTRACT`: since PostgreSQL 14 EXTRACT computes a numeric, which costs
-    ~20-70 ms over the bench's 35,000 transitions; date_part divides the whole microseconds in
-    float8, correctly rounded, the same value (`datetime.timestamp()`'s too)."""
-
-    template = "date_part('epoch', %(expressions)s)"
-    output_field = FloatField()
-
-
-def _moment(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, UTC)
 
 
 @dataclass
@@ -318,59 +145,6 @@ def insights(*, project: Project, period: Period) -> Insights:
     )
 
 
-_TOKENS = F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_write_tokens")
-
-
-def _costs(rows, key: str) -> list[tuple[object, Cost]]:
-    """Usage rows summed by `key`, as (key, Cost), most expensive first."""
-    summed = rows.values_list(key).annotate(usd=Sum("cost_usd"), tokens=Sum(_TOKENS)).order_by()
-    costs = [(k, Cost(usd or Decimal(0), int(tokens or 0))) for k, usd, tokens in summed]
-    return sorted(costs, key=lambda kc: (-kc[1].usd, -kc[1].tokens, str(kc[0])))
-
-
-def cost_figures(*, project: Project, period: Period) -> CostFigures:
-    """Issue 24: what the period's runs cost, by day, agent and task, and what each task merged
-    in the period cost in all (four queries)."""
-    rows = RunUsage.objects.filter(
-        project=project, recorded_at__gte=period.start, recorded_at__lt=period.end
-    )
-    by_day = dict(_costs(rows.annotate(day=TruncDate("recorded_at", tzinfo=UTC)), "day"))
-    merged = Event.objects.filter(
-        project=project,
-        outcome=Event.Outcome.APPLIED,
-        to_status=TaskStatus.MERGED,
-        timestamp__gte=period.start,
-        timestamp__lt=period.end,
-    ).values("task_id")
-    return CostFigures(
-        per_day=[(day, by_day.get(day, Cost())) for day in period.days],
-        per_agent=_costs(rows, "agent__agent_id"),
-        per_task=[(key or "", cost) for key, cost in _costs(rows, "task__key")],
-        per_merged_task=_costs(
-            RunUsage.objects.filter(project=project, task_id__in=merged), "task__key"
-        ),
-    )
-
-
-# The per-stay work on PostgreSQL. `history` is the state history (`_history_query`'s rows,
-# read from the covering index `event_state_history` alone: no event row, no JSON); `stays`
-# collapses repeated states (a takeover, LAG) and gives each stay the moment it was left (LEAD),
-# both windows over the index's own order, so nothing is sorted for them. One statement, four
-# parts told apart by `part` (the CTEs are computed once):
-#   cfd    (state, lo, hi, n): n stays holding at the samples lo..hi-1 (the CFD's deltas;
-#          lo and hi count the samples *before* the moment, as bisect_left does, by arithmetic:
-#          see `_SAMPLES_BEFORE`)
-#   rank   each non-terminal state's count and, from one sort of its durations
-#          (`percentile_disc` at the middle of each wanted position), the values at the two
-#          closest ranks of p50 and of p90, the longest and the SLOWEST-th longest
-#   stay   the stays at least as long as the SLOWEST-th longest (ties come along for Python to
-#          order by key)
-#   event  each merge and approval in the period, in history order (throughput, lead and
-#          cycle times, review rounds; a few thousand rows at most); the board snapshot's JSON
-#          is read for these rows only
-# Measured on bench/insights.py's history (bench/README.md "Insights", PostgreSQL's CPU in the
-# same runs): the former statement (EXTRACT's numeric epochs, the wide event rows, a sort for
-# each window, the ranks by window functions over the text state) 352-374 ms, this one 242-264.
 FLOW_SQL = """
 WITH samples AS (SELECT %s::float8 AS first, %s::float8 AS last, %s::int AS n),
 stays AS (
@@ -519,17 +293,23 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
-    steps = {state: [0] * (len(samples) + 1) for state in p.TASK_STATES}
+    return _read_flow(fetched, len(samples))
+
+
+def _read_flow(fetched: list[tuple], samples: int) -> _Flow:
+    """`FLOW_SQL`'s rows (CFD steps over `samples` samples, rank values, the slowest stays,
+    merges and approvals) as the flow's figures."""
+    steps = {state: [0] * (samples + 1) for state in p.TASK_STATES}
     flow = _Flow(steps, [])
     spreads: dict[str, Spread] = {}
     slowest: dict[str, list[tuple[float, str, float, bool]]] = defaultdict(list)
     for part, state, a, b, n, x, y, text, flag, _task, _at, values in fetched:
         if part == "cfd":
-            counts_of = steps.setdefault(state, [0] * (len(samples) + 1))
+            counts_of = steps.setdefault(state, [0] * (samples + 1))
             counts_of[a] += n
             counts_of[b] -= n
         elif part == "rank":
-            spreads[state] = _spread_of(n, values)
+            spreads[state] = spread_of(n, values)
         elif part == "stay":
             slowest[state].append((-x, text, y, flag))
         elif state == TaskStatus.MERGED:
@@ -543,21 +323,12 @@ def _flow_sql(project: Project, period: Period) -> _Flow:
             flow.rounds_of[text or ""].append(b + 1)
     for state in p.NON_TERMINAL_TASK_STATES:
         stays = [
-            Stay(key, state, _moment(at), -negated, ongoing)
+            Stay(key, state, epoch_moment(at), -negated, ongoing)
             for negated, key, at, ongoing in heapq.nsmallest(SLOWEST, slowest[state])
         ]
         spread = spreads.get(state, Spread(0, None, None, None))
         flow.time_in_state.append(StateTimes(state, spread, stays))
     return flow
-
-
-def _spread_of(n: int, values: list[float]) -> Spread:
-    """The Spread of n durations from the ranks' values `FLOW_SQL` picked (p50's two closest
-    ranks, p90's, the longest): `percentile`'s arithmetic, on the same values."""
-    low50, high50, low90, high90, longest, _slowest = values
-    p50 = _interpolate(low50, high50, _closest_ranks(n, 50)[2])
-    p90 = _interpolate(low90, high90, _closest_ranks(n, 90)[2])
-    return Spread(n, p50, p90, longest)
 
 
 def agent_figures(

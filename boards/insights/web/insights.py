@@ -20,6 +20,7 @@ from agents.selectors import run_list, with_cost
 from boards import protocol as p
 from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.web.access import project_for_member
+from boards.insights.selectors.figures import insights_period
 from boards.insights.selectors.insights import (
     Insights,
     Period,
@@ -27,7 +28,6 @@ from boards.insights.selectors.insights import (
     agent_figures,
     agent_get,
     insights,
-    insights_period,
 )
 from boards.insights.web import charts
 
@@ -107,8 +107,8 @@ def agents_table(agents) -> Table:
     )
 
 
-def tables(data: Insights) -> dict[str, Table]:
-    """Every chart's numbers, as the page's tables and the CSVs show them (one source)."""
+def state_tables(data: Insights) -> dict[str, Table]:
+    """The flow through the states: cumulative flow, time in each state, the slowest stays."""
     cfd_states = list(CFD_ORDER)
     return {
         "cfd": Table(
@@ -157,6 +157,13 @@ def tables(data: Insights) -> dict[str, Table]:
                 for s in t.slowest
             ],
         ),
+    }
+
+
+def tables(data: Insights) -> dict[str, Table]:
+    """Every chart's numbers, as the page's tables and the CSVs show them (one source)."""
+    return {
+        **state_tables(data),
         "throughput": Table(
             "throughput",
             "Throughput (tasks merged per day)",

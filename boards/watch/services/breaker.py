@@ -25,16 +25,10 @@ from boards.coordination.models.projects import Project
 from boards.coordination.models.records import CircuitBreaker, CircuitBreakerCheck
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.breaker import REPORT_FILE, breaker_open_trip
-from boards.coordination.services.kernel import (
-    SYSTEM,
-    Actor,
-    actor_ref,
-    clean_text,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
-)
+from boards.coordination.services.actors import SYSTEM, Actor, actor_ref
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.sprints import sprint_checkpoint
 from boards.errors import Conflict
 from boards.protocol import Action, SprintStatus
@@ -137,15 +131,13 @@ def circuit_breaker_resolve(
     with transaction.atomic():
         breaker = _lock_breaker(project)
         if breaker.status != TRIGGERED:
-            raise refusal(
+            raise Attempt(
+                project=project, actor=actor, action=Action.CIRCUIT_BREAKER_RESOLVED, now=now
+            ).refuse(
                 Conflict(
                     "the circuit breaker is not triggered: there is nothing to resolve",
                     {"status": breaker.status},
-                ),
-                project=project,
-                actor=actor,
-                action=Action.CIRCUIT_BREAKER_RESOLVED,
-                now=now,
+                )
             )
         trigger = breaker.current_trigger or {}
         resolution = {

@@ -25,7 +25,9 @@ from django.db import transaction
 from boards import protocol as p
 from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.records import Alert
-from boards.coordination.services.kernel import Actor, record_event, records_refusals, require_role
+from boards.coordination.services.actors import Actor
+from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.authority import require_role
 from boards.coordination.services.webhook_address import check_webhook_url
 from boards.errors import NotFound, ProtocolValidationError
 from boards.protocol import Action, NotifyEvent

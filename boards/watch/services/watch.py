@@ -26,15 +26,10 @@ from boards.coordination.models.tasks import Review
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.tasks import retry_exhausts
-from boards.coordination.services.kernel import (
-    SYSTEM,
-    Actor,
-    agent_row,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
-)
+from boards.coordination.services.actors import SYSTEM, Actor
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.locking import agent_row
 from boards.coordination.services.sprints import sprint_checkpoint, sprint_complete_if_done
 from boards.coordination.services.tasks.holders import (
     lock_task_and_its_agents,
@@ -46,12 +41,14 @@ from boards.coordination.services.tasks.overrides import task_override_block
 from boards.errors import Conflict, ProtocolError
 from boards.interop.invariants import Violation
 from boards.protocol import Action, SprintStatus, TaskStatus
-from boards.watch.selectors.watch import (
-    StateTimeout,
+from boards.watch.selectors.conditions import (
     alert_conditions,
-    coders_with_dead_leases,
     escalation_step,
     invariant_conditions,
+)
+from boards.watch.selectors.watch import (
+    StateTimeout,
+    coders_with_dead_leases,
     open_alerts,
     retry_exhausted_claims,
     sprint_past_deadline,
@@ -366,18 +363,16 @@ def alert_acknowledge(*, alert: Alert, actor: Actor, now: datetime) -> Alert:
     with transaction.atomic():
         alert = Alert.objects.select_for_update().get(pk=alert.pk)
         if alert.acknowledged_at is not None:
-            raise refusal(
+            raise Attempt(
+                project=project, actor=actor, action=Action.ALERT_ACKNOWLEDGED, now=now
+            ).refuse(
                 Conflict(
                     f"alert {alert.pk} was already acknowledged",
                     {
                         "alert": alert.pk,
                         "acknowledged_at": p.format_timestamp(alert.acknowledged_at),
                     },
-                ),
-                project=project,
-                actor=actor,
-                action=Action.ALERT_ACKNOWLEDGED,
-                now=now,
+                )
             )
         alert.acknowledged_by = actor
         alert.acknowledged_at = now

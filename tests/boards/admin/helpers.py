@@ -15,9 +15,9 @@ from agents.services import agent_handoff, agent_key_issue, run_finish, run_star
 from boards.coordination.models.projects import Goal, Sprint
 from boards.coordination.models.records import Alert, CircuitBreakerCheck
 from boards.coordination.models.tasks import ChangeSummary, Task
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.budgets import budget_set
 from boards.coordination.services.goals import goal_create
-from boards.coordination.services.kernel import SYSTEM
 from boards.coordination.services.records import (
     anomaly_create,
     discovery_create,

@@ -8,7 +8,7 @@ from agents.models import Agent, AgentKey
 from agents.services import agent_key_issue, agent_key_revoke
 from boards.coordination.models.records import Alert, Event
 from boards.coordination.models.tasks import Discovery, Review, Task
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.records import discovery_create
 from boards.coordination.services.tasks import task_claim
 from boards.errors import ProtocolError

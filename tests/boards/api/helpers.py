@@ -24,7 +24,7 @@ from agents.services import agent_key_issue
 from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
 from boards.coordination.models.records import Anomaly, CircuitBreaker, CircuitBreakerCheck, Event
 from boards.coordination.models.tasks import Discovery, Handoff, HumanNote, Review, Task
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 
 
 def api_base(slug: str) -> str:

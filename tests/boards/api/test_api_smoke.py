@@ -2,7 +2,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.services import agent_key_issue
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 
 
 @pytest.mark.django_db

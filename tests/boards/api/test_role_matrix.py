@@ -42,9 +42,9 @@ from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sp
 from boards.coordination.models.records import Alert, Anomaly, CircuitBreaker, Event
 from boards.coordination.models.tasks import Discovery, HumanNote, Review
 from boards.coordination.services import projects, tasks
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.budgets import budget_set
 from boards.coordination.services.goals import goal_abort, goal_create
-from boards.coordination.services.kernel import SYSTEM
 from boards.coordination.services.projects import membership_set
 from boards.coordination.services.records import discovery_create
 from boards.coordination.services.sprints import sprint_checkpoint, sprint_create

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from boards.board.live.render import events_recorded
 from boards.coordination.models.records import Alert, Event
-from boards.coordination.services.kernel import record_event
+from boards.coordination.services.audit import record_event
 from boards.coordination.services.projects import config_update
 from boards.watch.models import WebhookAttempt
 from boards.watch.services.watch import watch_sweep

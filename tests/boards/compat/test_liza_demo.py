@@ -20,7 +20,8 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
 from boards.demo.flow import flow_demo_build
 from boards.demo.projects import DEMO_DIR, shift_timestamps
-from boards.insights.selectors.insights import _flow_sql, insights, insights_period
+from boards.insights.selectors.figures import insights_period
+from boards.insights.selectors.insights import _flow_sql, insights
 from boards.interop.invariants import reference_time
 from boards.protocol import GoalStatus
 from tests.boards.compat.test_original_liza_judges_exports import _export

@@ -16,7 +16,7 @@ from django.test import Client
 
 from boards.board.live.consumers import CLOSE_ACCESS_ENDED
 from boards.coordination.models.projects import Membership
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import membership_set
 from tests.boards.consumers.helpers import board_socket, next_changes, run, sprint_world
 from tests.factories import member

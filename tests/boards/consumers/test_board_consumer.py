@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from agents.services import agent_key_issue
 from boards.board.live.consumers import CLOSE_NOT_FOUND
 from boards.coordination import outbox as events
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from tests.boards.consumers.helpers import (
     board_socket,
     changes_of,

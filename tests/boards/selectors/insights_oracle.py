@@ -18,6 +18,7 @@ from django.db.models.fields.json import KT
 
 from boards import protocol as p
 from boards.coordination.models.projects import Project
+from boards.insights.selectors.figures import epoch_moment
 from boards.insights.selectors.insights import (
     SLOWEST,
     Epoch,
@@ -27,7 +28,6 @@ from boards.insights.selectors.insights import (
     Stay,
     _Flow,
     _history_query,
-    _moment,
     _task_rows,
 )
 from boards.protocol import TaskStatus
@@ -116,7 +116,7 @@ def flow_reference(project: Project, period: Period) -> tuple[int, _Flow]:
             if timestamp < start:
                 continue
             if state == TaskStatus.MERGED:
-                flow.merged_on[(_moment(timestamp).date() - first_day).days] += 1
+                flow.merged_on[(epoch_moment(timestamp).date() - first_day).days] += 1
                 if created is not None:
                     flow.lead.append(timestamp - created)
                 if first_claim is not None:
@@ -132,7 +132,7 @@ def flow_reference(project: Project, period: Period) -> tuple[int, _Flow]:
             StateTimes(
                 state,
                 Spread.of([-stay[0] for stay in stays]),
-                [Stay(k, state, _moment(at), -negated, on) for negated, k, at, on in slowest],
+                [Stay(k, state, epoch_moment(at), -negated, on) for negated, k, at, on in slowest],
             )
         )
     return len(tasks), flow

@@ -13,12 +13,11 @@ from boards.coordination.models.records import Alert
 from boards.coordination.selectors.access import config_of
 from boards.coordination.services.goals import goal_create
 from boards.coordination.services.sprints import sprint_create
+from boards.insights.selectors.figures import insights_period, percentile
 from boards.insights.selectors.insights import (
     Period,
     agent_figures,
     insights,
-    insights_period,
-    percentile,
 )
 from boards.watch.services.watch import watch_sweep
 from tests.insights_history import build_history, moment

@@ -10,7 +10,8 @@ from datetime import date
 import pytest
 
 from boards.coordination.services.sprints import sprint_create
-from boards.insights.selectors.insights import Period, _flow_sql, insights_period
+from boards.insights.selectors.figures import insights_period
+from boards.insights.selectors.insights import Period, _flow_sql
 from tests.boards.selectors.insights_oracle import flow_reference
 from tests.insights_history import build_history, moment
 

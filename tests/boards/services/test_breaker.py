@@ -408,7 +408,7 @@ def test_only_a_triggered_breaker_can_be_resolved(world, sprint):
 
 @pytest.mark.parametrize("who", ["viewer", "member", "planner", "system"])
 def test_only_a_project_admin_resolves(world, sprint, who):
-    from boards.coordination.services.kernel import SYSTEM
+    from boards.coordination.services.actors import SYSTEM
 
     trip(world)
     actor = {

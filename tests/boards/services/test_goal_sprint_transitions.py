@@ -14,7 +14,7 @@ from boards.coordination.models.projects import Goal, Sprint
 from boards.coordination.models.records import Event
 from boards.coordination.services import goals as goal_services
 from boards.coordination.services import sprints as sprint_services
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.errors import InvalidTransition
 from tests.boards.services.helpers import (
     applied_events,

@@ -20,7 +20,8 @@ from boards.watch.models import Notification, WebhookDelivery
 from boards.watch.selectors.webhooks import delivery_log
 from boards.watch.services.notifications import event_of, notifications_set
 from boards.watch.services.watch import watch_sweep
-from boards.watch.services.webhooks import BACKOFF, webhook_deliver_due
+from boards.watch.services.webhook_attempts import BACKOFF
+from boards.watch.services.webhooks import webhook_deliver_due
 from tests.factories import ProjectFactory, member
 from tests.webhook_receiver import webhook_receiver
 

@@ -25,7 +25,7 @@ from boards.coordination.selectors.reviews import awaiting_human_approval
 from boards.coordination.selectors.work import work_for_role
 from boards.coordination.services import projects, records, reviews, sprints, tasks
 from boards.coordination.services import tasks as task_services
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.errors import (
     Conflict,
     Forbidden,

@@ -20,7 +20,7 @@ from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.services import reviews as review_services
 from boards.coordination.services import tasks as task_services
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.transitions import task_transition
 from boards.errors import InvalidTransition, ProtocolValidationError
 from tests.boards.services.helpers import (

@@ -25,7 +25,8 @@ from boards.coordination.services.projects import config_update
 from boards.errors import ProtocolValidationError
 from boards.watch.models import WebhookDelivery
 from boards.watch.services.watch import watch_sweep
-from boards.watch.services.webhooks import BACKOFF, FAILING_AFTER, _post, webhook_deliver_due
+from boards.watch.services.webhook_attempts import BACKOFF, FAILING_AFTER
+from boards.watch.services.webhooks import _post, webhook_deliver_due
 from tests.webhook_receiver import verify, webhook_receiver
 
 SECRET = "whsec-0123456789abcdef"

@@ -13,7 +13,8 @@ from boards import protocol as p
 from boards.board.live.render import render_changes
 from boards.coordination.models.records import Event
 from boards.coordination.services import tasks
-from boards.coordination.services.kernel import record_event
+from boards.coordination.services.actors import SYSTEM
+from boards.coordination.services.audit import record_event
 from boards.insights.selectors.activity import PAGE_SIZE
 from tests.boards.views.helpers import MEMBER_PAGE_MATRIX, bulk_tasks, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member, register
@@ -66,7 +67,6 @@ def _principal(kind: str, world):
 @pytest.mark.parametrize("who, status", MEMBER_PAGE_MATRIX)
 def test_role_matrix(world, path, who, status):
     from agents.services import agent_key_issue
-    from boards.coordination.services.kernel import SYSTEM
 
     user, agent = _principal(who, world)
     client = client_for(user) if user is not None else Client()

@@ -15,8 +15,8 @@ from django.test import Client
 from django.utils import timezone
 
 from agents.services import agent_key_issue, run_finish, run_start
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.goals import goal_create
-from boards.coordination.services.kernel import SYSTEM
 from tests.boards.views.helpers import MEMBER_PAGE_MATRIX
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World

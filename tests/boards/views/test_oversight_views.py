@@ -29,7 +29,7 @@ from boards.coordination.models.tasks import Discovery, HumanNote, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.sprints import sprint_open
 from boards.coordination.services import projects, tasks
-from boards.coordination.services.kernel import SYSTEM
+from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.records import discovery_create
 from boards.coordination.services.sprints import sprint_abort, sprint_checkpoint
 from boards.errors import LimitReached

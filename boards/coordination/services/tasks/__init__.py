@@ -1,6 +1,7 @@
 """Task writes, one module per part of a task's life (seed 000's task machine):
 
-- `planning`: create, dependencies, finalize; resolving BLOCKED (release, rescope, abandon);
+- `planning`: create, edit, dependencies, finalize;
+- `resolutions`: resolving BLOCKED (release, rescope, abandon);
 - `claims`: a named claim, claim-next;
 - `work`: the coder's request for review and block;
 - `merges`: the approving reviewer's merge or integration failure;
@@ -26,14 +27,12 @@ from boards.coordination.services.tasks.overrides import (
     task_suspend,
 )
 from boards.coordination.services.tasks.planning import (
-    task_abandon,
     task_create,
     task_edit,
     task_finalize,
-    task_release,
-    task_rescope,
     task_set_dependencies,
 )
+from boards.coordination.services.tasks.resolutions import task_abandon, task_release, task_rescope
 from boards.coordination.services.tasks.work import task_block, task_submit_for_review
 
 __all__ = [

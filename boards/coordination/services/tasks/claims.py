@@ -4,6 +4,8 @@ under `FOR UPDATE SKIP LOCKED`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -26,24 +28,18 @@ from boards.coordination.selectors.tasks import (
     takeover_exhausts,
     waiting_on,
 )
+from boards.coordination.services.actors import CODER
 from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
-from boards.coordination.services.budgets import refuse_if_over_budget
-from boards.coordination.services.kernel import (
-    CODER,
-    clean_text,
-    lock_agent,
-    lock_task,
-    record_event,
-    records_refusals,
-    refusal,
-    refuse,
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import (
     refuse_if_stopped,
     refuse_if_unavailable,
     require_role,
-    require_task_status,
-    save_task,
-    task_transition_run,
 )
+from boards.coordination.services.budgets import refuse_if_over_budget
+from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.edges import require_task_status, save_task, task_transition_run
+from boards.coordination.services.locking import lock_agent, lock_task
 from boards.coordination.services.tasks.holders import (
     HolderBusy,
     append_failed_by,
@@ -77,6 +73,157 @@ def _agent_works_on(agent: Agent, task: Task, now: datetime) -> None:
     rows.save_fields(agent)
 
 
+@dataclass
+class _Claim:
+    """One claim under way: the row-locked task, its claimer, and what the task was."""
+
+    task: Task
+    agent: Agent
+    now: datetime
+    config: ProjectConfig
+    worktree: str
+    previous: str  # the task's holder before this claim ("" for none)
+    from_status: str
+    old_holder: Agent | None  # the previous holder's row when it is another coder, locked
+
+    def fresh_holder(self, *, keep_worktree: bool = False) -> None:
+        """New holder (seed 000): review_cycles_current reset, iteration 1, fresh worktree —
+        `keep_worktree` for an integration fix, which resolves the failed merge in it."""
+        task = self.task
+        task.assigned_to = self.agent.agent_id
+        task.review_cycles_current = 0
+        task.iteration = 1
+        task.crashes = 0  # retries count per coder
+        if not keep_worktree or not task.worktree:
+            task.worktree = self.worktree or f".worktrees/{task.key}"
+
+    def next_iteration(self) -> None:
+        """Same coder continues: worktree and review counters kept, one more iteration."""
+        self.task.iteration = (self.task.iteration or 0) + 1
+        if not self.task.worktree:
+            self.task.worktree = self.worktree or f".worktrees/{self.task.key}"
+
+
+@dataclass(frozen=True)
+class ClaimKind:
+    """What a kind of claim does to the task before the edge (False: a limit blocked the task
+    instead), and what its event says."""
+
+    prepare: Callable[[_Claim], bool]
+    detail: Callable[[_Claim], str]
+    data: Callable[[_Claim], dict] = lambda claim: {}
+
+
+def _prepare_fresh(claim: _Claim) -> bool:
+    claim.fresh_holder()
+    return True
+
+
+def _prepare_rework(claim: _Claim) -> bool:
+    claim.next_iteration()
+    return True
+
+
+def _prepare_retry(claim: _Claim) -> bool:
+    """Its own lease died (seed 003): the same coder tries again, worktree, iteration and review
+    counters kept ("keep task context on retry"), one crashed attempt more — or blocked once
+    the retries are exhausted."""
+    task = claim.task
+    if retry_exhausts(task, claim.config):
+        limit = crash_limit_block(task, now=claim.now, config=claim.config)
+        release_holder(claim.agent, task, lost=f"blocked: {limit}")
+        return False
+    task.crashes += 1
+    return True
+
+
+def _prepare_takeover(claim: _Claim) -> bool:
+    """Another coder's REJECTED or dead CLAIMED task (SPEC §5.1): failed_by gets the previous
+    coder; blocked instead at hypothesis exhaustion or past its coder's crash schedule."""
+    task, old_holder, now, config = claim.task, claim.old_holder, claim.now, claim.config
+    if claim.from_status == TaskStatus.REJECTED and (
+        old_holder is not None and lease_alive(old_holder.lease_expires, now, config)
+    ):
+        # Another coder may take a REJECTED task only once its coder's lease is dead.
+        raise Attempt(project=task.project, actor=claim.agent, action="claim", now=now).refuse(
+            Conflict(f"{task.key} is being reworked by {claim.previous}", {"task": task.key}),
+            task=task,
+            to_status=TaskStatus.CLAIMED,
+        )
+    exhausted = takeover_exhausts(task, claim.agent.agent_id)
+    if not exhausted and claim.from_status == TaskStatus.CLAIMED and retry_exhausts(task, config):
+        # Its coder's crash past the retry schedule: blocked whoever claims (seed 003).
+        limit = crash_limit_block(task, now=now, config=config)
+        release_holder(old_holder, task, lost=f"blocked: {limit}")
+        return False
+    # "failed_by gets the coder appended when ... another coder takes it over" (SPEC §5.1).
+    append_failed_by(task, claim.previous)
+    if exhausted:
+        release_holder(old_holder, task, lost="blocked: hypothesis exhaustion")
+        limit_block(task, now=now, config=config, limit="hypothesis_exhaustion")
+        return False
+    claim.fresh_holder()
+    return True
+
+
+def _prepare_integration_fix(claim: _Claim) -> bool:
+    if claim.previous == claim.agent.agent_id:
+        claim.next_iteration()
+    else:
+        claim.fresh_holder(keep_worktree=True)
+    claim.task.integration_fix = True
+    return True
+
+
+def _described(claim: _Claim) -> str:
+    return f"{claim.task.key}: {claim.task.description}"
+
+
+# The kinds of claim (seed 000 "Transition Requirements", seed 003 retries), chosen by
+# `_claim_kind`.
+CLAIM_KINDS: dict[str, ClaimKind] = {
+    "fresh": ClaimKind(_prepare_fresh, _described),
+    "rework": ClaimKind(_prepare_rework, _described),
+    "retry": ClaimKind(
+        _prepare_retry,
+        lambda c: f"{c.task.key}: retry {c.task.crashes} after its lease expired",
+        lambda c: {"retry": c.task.crashes},
+    ),
+    "takeover": ClaimKind(
+        _prepare_takeover,
+        lambda c: f"{c.task.key} taken over from {c.previous} (lease expired)",
+        lambda c: {"previous": c.previous},
+    ),
+    "integration_fix": ClaimKind(
+        _prepare_integration_fix, lambda c: f"{c.task.key}: integration fix"
+    ),
+}
+
+
+def _claim_kind(claim: _Claim) -> str:
+    same_coder = claim.previous == claim.agent.agent_id
+    if claim.from_status == TaskStatus.INTEGRATION_FAILED:
+        return "integration_fix"
+    if same_coder and claim.from_status == TaskStatus.CLAIMED:
+        return "retry"
+    if same_coder and claim.from_status == TaskStatus.REJECTED:
+        return "rework"
+    if claim.previous and not same_coder and claim.from_status in CLAIMABLE_FROM_ANOTHER:
+        return "takeover"
+    return "fresh"
+
+
+CLAIMABLE_FROM_ANOTHER = (TaskStatus.REJECTED, TaskStatus.CLAIMED)
+
+
+# The edge of each state a claim leaves (a CLAIMED task stays CLAIMED: a retry or a takeover).
+CLAIM_EDGES = {
+    TaskStatus.UNCLAIMED: "claim",
+    TaskStatus.REJECTED: "reclaim",
+    TaskStatus.INTEGRATION_FAILED: "claim_integration_fix",
+}
+
+
 def _claim_locked(
     task: Task,
     agent: Agent,
@@ -89,122 +236,52 @@ def _claim_locked(
     """Claim `task` (already row-locked) for `agent`. None when a limit blocked it instead."""
     project = task.project
     previous = task.assigned_to
-    same_coder = previous == agent.agent_id
     from_status = task.status
-
     # Raises HolderBusy before anything is changed.
+    same_coder = previous == agent.agent_id
     old_holder = lock_previous_holder(project, previous) if previous and not same_coder else None
-    if from_status == TaskStatus.REJECTED and not same_coder:
-        # SPEC §5.1: another coder may take a REJECTED task only once its coder's lease is dead.
-        owner = old_holder
-        if owner is not None and lease_alive(owner.lease_expires, now, config):
-            raise refusal(
-                Conflict(f"{task.key} is being reworked by {previous}", {"task": task.key}),
-                project=project,
-                actor=agent,
-                action="claim",
-                now=now,
-                task=task,
-                to_status=TaskStatus.CLAIMED,
-            )
-
-    takeover = (
-        bool(previous)
-        and not same_coder
-        and from_status in (TaskStatus.REJECTED, TaskStatus.CLAIMED)
-    )
-    if takeover:
-        exhausted = takeover_exhausts(task, agent.agent_id)
-        if not exhausted and from_status == TaskStatus.CLAIMED and retry_exhausts(task, config):
-            # Its coder's crash past the retry schedule: blocked whoever claims (seed 003).
-            limit = crash_limit_block(task, now=now, config=config)
-            release_holder(old_holder, task, lost=f"blocked: {limit}")
-            return None
-        # "failed_by gets the coder appended when ... another coder takes it over" (SPEC §5.1).
-        append_failed_by(task, previous)
-        if exhausted:
-            release_holder(old_holder, task, lost="blocked: hypothesis exhaustion")
-            limit_block(task, now=now, config=config, limit="hypothesis_exhaustion")
-            return None
-
-    retry = same_coder and from_status == TaskStatus.CLAIMED  # its own lease died (seed 003)
-    if retry:
-        if retry_exhausts(task, config):
-            limit = crash_limit_block(task, now=now, config=config)
-            release_holder(agent, task, lost=f"blocked: {limit}")
-            return None
-        # The same coder tries again: worktree, iteration and review counters kept (seed 003
-        # "keep task context on retry"); one crashed attempt more.
-        task.crashes += 1
-    elif same_coder and from_status in (TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED):
-        # Same coder continues: worktree and review counters kept, one more iteration.
-        task.iteration = (task.iteration or 0) + 1
-        if not task.worktree:
-            task.worktree = worktree or f".worktrees/{task.key}"
-    else:
-        # New holder (seed 000): review_cycles_current reset, iteration 1, fresh worktree —
-        # except INTEGRATION_FAILED, which keeps the worktree to resolve the failed merge.
-        task.assigned_to = agent.agent_id
-        task.review_cycles_current = 0
-        task.iteration = 1
-        task.crashes = 0  # retries count per coder
-        if from_status != TaskStatus.INTEGRATION_FAILED or not task.worktree:
-            task.worktree = worktree or f".worktrees/{task.key}"
-
-    if from_status == TaskStatus.INTEGRATION_FAILED:
-        task.integration_fix = True
+    claim = _Claim(task, agent, now, config, worktree, previous, from_status, old_holder)
+    kind_name = _claim_kind(claim)
+    kind = CLAIM_KINDS[kind_name]
+    if not kind.prepare(claim):
+        return None
     if base_commit:
         task.base_commit = base_commit
     if not task.integration_fix and not task.base_commit:
-        raise refusal(
+        raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
             ProtocolValidationError("base_commit", "integration HEAD at claim time is required"),
-            project=project,
-            actor=agent,
-            action="claim",
-            now=now,
             task=task,
             to_status=TaskStatus.CLAIMED,
         )
     task.lease_expires = task.lease_until(now=now, config=config)
-
     if from_status != TaskStatus.CLAIMED:
-        method = {
-            TaskStatus.UNCLAIMED: "claim",
-            TaskStatus.REJECTED: "reclaim",
-            TaskStatus.INTEGRATION_FAILED: "claim_integration_fix",
-        }[from_status]
         task_transition_run(
-            task, method, actor=agent, project=project, now=now, to=TaskStatus.CLAIMED
+            task,
+            CLAIM_EDGES[from_status],
+            actor=agent,
+            project=project,
+            now=now,
+            to=TaskStatus.CLAIMED,
         )
     save_task(task, now)
-
     if old_holder is not None:
         release_holder(old_holder, task, lost=f"taken over by {agent.agent_id}")
     agent.iterations_total += 1
     _agent_works_on(agent, task, now)
-
-    action = "claimed" if from_status != TaskStatus.CLAIMED or retry else "reassigned"
-    detail = f"{task.key}: {task.description}"
-    if retry:
-        detail = f"{task.key}: retry {task.crashes} after its lease expired"
-    elif takeover:
-        detail = f"{task.key} taken over from {previous} (lease expired)"
-    elif task.integration_fix and from_status == TaskStatus.INTEGRATION_FAILED:
-        detail = f"{task.key}: integration fix"
+    retry = kind_name == "retry"
     record_event(
         project=project,
         actor=agent,
-        action=action,
+        action="claimed" if from_status != TaskStatus.CLAIMED or retry else "reassigned",
         task=task,
         now=now,
         from_status=from_status,
         to_status=TaskStatus.CLAIMED,
-        detail=detail,
+        detail=kind.detail(claim),
         data={
             "iteration": task.iteration,
             "lease_expires": p.format_timestamp(task.lease_expires),
-            **({"previous": previous} if takeover else {}),
-            **({"retry": task.crashes} if retry else {}),
+            **kind.data(claim),
         },
     )
     return task
@@ -223,15 +300,52 @@ def _check_claimer(
     refuse_if_over_budget(project, agent=agent, action="claim", now=now, task=task or held)
     refused = claimer_refusal(agent, held, task=task, now=now, config=config)
     if refused is not None:
-        raise refusal(
-            Conflict(refused, {} if held is None else {"task": held.key}),
-            project=project,
-            actor=agent,
-            action="claim",
-            now=now,
-            task=task,
+        raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
+            Conflict(refused, {} if held is None else {"task": held.key}), task=task
         )
     return held if task is None else None
+
+
+def _refuse_unclaimable(
+    task: Task,
+    agent: Agent,
+    *,
+    now: datetime,
+    config: ProjectConfig,
+    conflict: Callable[..., Conflict],
+) -> None:
+    """A named claim's task, row-locked, must be claimable by `agent` now: not suspended, not
+    of a terminal goal, CLAIMED only under a dead lease past its retry backoff (else UNCLAIMED,
+    REJECTED or INTEGRATION_FAILED), its dependencies MERGED."""
+    if task.is_suspended:
+        raise conflict(f"{task.key} is suspended: {task.suspended_reason}", suspended=True)
+    if task.goal_id is not None and task.goal.status in p.TERMINAL_GOAL_STATES:
+        raise conflict(
+            f"{task.key} belongs to goal {task.goal.goal_id}, which is {task.goal.status}",
+            goal=task.goal.goal_id,
+        )
+    if task.status == TaskStatus.CLAIMED:
+        if lease_alive(task.lease_expires, now, config) or task.handoff_pending:
+            raise conflict(f"{task.key} is already claimed by {task.assigned_to}")
+        if retry_waits(task, now, config):
+            at = p.format_timestamp(retry_at(task, config))
+            raise conflict(
+                f"{task.key}: its lease expired; claimable again after {at} (retry backoff)",
+                retry_at=at,
+            )
+    else:
+        require_task_status(
+            task,
+            [TaskStatus.UNCLAIMED, TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED],
+            to=TaskStatus.CLAIMED,
+            action="claim",
+            actor=agent,
+            now=now,
+        )
+    if task.status in (TaskStatus.UNCLAIMED, TaskStatus.CLAIMED):
+        waiting = waiting_on(task)
+        if waiting:
+            raise conflict(f"{task.key} waits on {', '.join(waiting)}", waiting_on=waiting)
 
 
 @records_refusals
@@ -247,13 +361,10 @@ def task_claim(
     blocked = False
 
     def conflict(message: str, **details) -> Conflict:
-        return refuse(
+        return Attempt.on(task, actor=agent, action="claim", now=now).refuse(
             Conflict(message, {"task": task.key, **details}),
-            task,
-            actor=agent,
-            action="claim",
-            now=now,
-            to=TaskStatus.CLAIMED,
+            task=task,
+            to_status=TaskStatus.CLAIMED,
         )
 
     with transaction.atomic():
@@ -278,35 +389,7 @@ def task_claim(
         )
         task = lock_task(task)
         task.project = project  # already loaded: spare _claim_locked a query
-        if task.is_suspended:
-            raise conflict(f"{task.key} is suspended: {task.suspended_reason}", suspended=True)
-        if task.goal_id is not None and task.goal.status in p.TERMINAL_GOAL_STATES:
-            raise conflict(
-                f"{task.key} belongs to goal {task.goal.goal_id}, which is {task.goal.status}",
-                goal=task.goal.goal_id,
-            )
-        if task.status == TaskStatus.CLAIMED:
-            if lease_alive(task.lease_expires, now, config) or task.handoff_pending:
-                raise conflict(f"{task.key} is already claimed by {task.assigned_to}")
-            if retry_waits(task, now, config):
-                at = p.format_timestamp(retry_at(task, config))
-                raise conflict(
-                    f"{task.key}: its lease expired; claimable again after {at} (retry backoff)",
-                    retry_at=at,
-                )
-        else:
-            require_task_status(
-                task,
-                [TaskStatus.UNCLAIMED, TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED],
-                to=TaskStatus.CLAIMED,
-                action="claim",
-                actor=agent,
-                now=now,
-            )
-        if task.status in (TaskStatus.UNCLAIMED, TaskStatus.CLAIMED):
-            waiting = waiting_on(task)
-            if waiting:
-                raise conflict(f"{task.key} waits on {', '.join(waiting)}", waiting_on=waiting)
+        _refuse_unclaimable(task, agent, now=now, config=config, conflict=conflict)
         try:
             claimed = _claim_locked(
                 task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit

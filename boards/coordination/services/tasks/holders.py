@@ -19,7 +19,7 @@ from boards.coordination.models.projects import Project
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.reviews import review_live
-from boards.coordination.services.kernel import agent_row, lock_task
+from boards.coordination.services.locking import agent_row, lock_task
 from boards.errors import Conflict
 from boards.protocol import AgentStatus
 
@@ -138,7 +138,7 @@ class _AgentsMoved(Exception):
 
 def lock_task_and_its_agents(task: Task, *also: Agent) -> Task:
     """Lock the agents working on `task` (its coder, its pending reviewers) and `also`, by
-    primary key, then the task: the kernel's lock order, so a heartbeat (agent, then task)
+    primary key, then the task: the lock order (locking), so a heartbeat (agent, then task)
     never waits on this in a circle.
 
     Who works on it is read before the task is locked; if that changed by then, the locks are

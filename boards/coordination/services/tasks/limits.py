@@ -17,17 +17,11 @@ from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.records import Anomaly
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.reviews import round_approvals
-from boards.coordination.services.kernel import (
-    SYSTEM,
-    Actor,
-    lock_task,
-    move_task,
-    record_event,
-    records_refusals,
-    require_role,
-    save_task,
-)
-from boards.coordination.services.kernel import conflict as _conflict
+from boards.coordination.services.actors import SYSTEM, Actor
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.edges import move_task, save_task
+from boards.coordination.services.locking import lock_task
 from boards.coordination.services.tasks.holders import append_failed_by
 from boards.errors import (
     ProtocolValidationError,
@@ -191,12 +185,8 @@ def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) 
     with transaction.atomic():
         task = lock_task(task)
         if task.is_terminal:
-            raise _conflict(
+            raise Attempt(project=project, actor=actor, action="set_limits", now=now).conflict(
                 f"{task.key} is {task.status}; its limits no longer apply",
-                project=project,
-                actor=actor,
-                action="set_limits",
-                now=now,
                 task=task,
                 details={"status": task.status},
             )
@@ -233,12 +223,8 @@ def refuse_gate_lift(
     """The human gate is not lifted from a task a human is being asked to approve: they
     approve or reject it (seed 004). For every edit of `needs_human_approval`."""
     if not gate and _awaiting(task):
-        raise _conflict(
+        raise Attempt(project=task.project, actor=actor, action=action, now=now).conflict(
             f"{task.key} is awaiting human approval: approve or reject it instead",
-            project=task.project,
-            actor=actor,
-            action=action,
-            now=now,
             task=task,
             details={"awaiting_human_approval": True},
         )

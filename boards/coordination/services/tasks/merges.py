@@ -8,16 +8,12 @@ from django.db import transaction
 
 from agents.models import Agent
 from boards.coordination.models.tasks import Task
-from boards.coordination.services.kernel import (
-    REVIEWER,
-    clean_text,
-    lock_task,
-    move_task,
-    records_refusals,
-    refusal,
-    require_role,
-    require_task_status,
-)
+from boards.coordination.services.actors import REVIEWER
+from boards.coordination.services.audit import Attempt, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.edges import move_task, require_task_status
+from boards.coordination.services.locking import lock_task
 from boards.coordination.services.sprints import sprint_complete_if_done
 from boards.errors import (
     Forbidden,
@@ -88,11 +84,6 @@ def task_report_integration_failure(
 
 def _require_approver(task: Task, agent: Agent, *, now: datetime, action: str) -> None:
     if agent.agent_id not in (task.approved_by or []):
-        raise refusal(
-            Forbidden(f"only an approving reviewer of {task.key} may report its merge"),
-            project=task.project,
-            actor=agent,
-            action=action,
-            now=now,
-            task=task,
+        raise Attempt(project=task.project, actor=agent, action=action, now=now).refuse(
+            Forbidden(f"only an approving reviewer of {task.key} may report its merge"), task=task
         )

@@ -15,30 +15,19 @@ from django.db import transaction
 
 from boards import protocol as p
 from boards.coordination.models.tasks import Task
-from boards.coordination.services.kernel import (
-    Actor,
-    actor_ref,
-    agent_row,
-    clean_string_list,
-    clean_text,
-    is_agent,
-    lock_task,
-    move_task,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
-    require_task_status,
-    save_task,
-)
-from boards.coordination.services.kernel import conflict as _conflict
+from boards.coordination.services.actors import Actor, actor_ref, is_agent
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_string_list, clean_text
+from boards.coordination.services.edges import move_task, require_task_status, save_task
+from boards.coordination.services.locking import agent_row, lock_task
 from boards.coordination.services.tasks.holders import (
     close_review_round,
     lock_task_and_its_agents,
     release_holder,
     release_reviewers,
 )
-from boards.coordination.services.tasks.planning import task_abandon, task_release
+from boards.coordination.services.tasks.resolutions import task_abandon, task_release
 from boards.errors import (
     InvalidTransition,
 )
@@ -56,17 +45,13 @@ def task_override_block(
     """
     project = task.project
     if is_agent(actor):
-        raise refusal(
+        raise Attempt(project=project, actor=actor, action="override_block", now=now).refuse(
             InvalidTransition(
                 from_status=task.status,
                 to_status=TaskStatus.BLOCKED,
                 allowed=p.task_targets(task.status),
                 message="agents cannot override-block a task",
             ),
-            project=project,
-            actor=actor,
-            action="override_block",
-            now=now,
             task=task,
             to_status=TaskStatus.BLOCKED,
         )
@@ -183,12 +168,8 @@ def task_release_claim(*, task: Task, actor: Actor, reason: str, now: datetime) 
                     data={"reviewers": released},
                 )
                 return task
-        raise _conflict(
+        raise Attempt(project=project, actor=actor, action="release_claim", now=now).conflict(
             f"{task.key} is {task.status}: nothing is claimed",
-            project=project,
-            actor=actor,
-            action="release_claim",
-            now=now,
             task=task,
             details={"status": task.status},
         )
@@ -206,17 +187,13 @@ def task_cancel(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
         if task.is_terminal:
-            raise refusal(
+            raise Attempt(project=project, actor=actor, action="cancel", now=now).refuse(
                 InvalidTransition(
                     from_status=task.status,
                     to_status=TaskStatus.ABANDONED,
                     allowed=[],
                     message=f"{task.key} is {task.status}; a terminal task cannot be cancelled",
                 ),
-                project=project,
-                actor=actor,
-                action="cancel",
-                now=now,
                 task=task,
                 to_status=TaskStatus.ABANDONED,
             )
@@ -257,23 +234,15 @@ def task_suspend(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
         if task.is_suspended:
-            raise _conflict(
+            raise Attempt(project=project, actor=actor, action="suspend", now=now).conflict(
                 f"{task.key} is already suspended (by {task.suspended_by}: "
                 f"{task.suspended_reason})",
-                project=project,
-                actor=actor,
-                action="suspend",
-                now=now,
                 task=task,
                 details={"suspended": True},
             )
         if task.is_terminal:
-            raise _conflict(
+            raise Attempt(project=project, actor=actor, action="suspend", now=now).conflict(
                 f"{task.key} is {task.status}; a terminal task cannot be suspended",
-                project=project,
-                actor=actor,
-                action="suspend",
-                now=now,
                 task=task,
                 details={"status": task.status},
             )
@@ -321,14 +290,8 @@ def task_resume(*, task: Task, actor: Actor, now: datetime) -> Task:
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
         if not task.is_suspended:
-            raise _conflict(
-                f"{task.key} is not suspended",
-                project=project,
-                actor=actor,
-                action="resume",
-                now=now,
-                task=task,
-                details={"suspended": False},
+            raise Attempt(project=project, actor=actor, action="resume", now=now).conflict(
+                f"{task.key} is not suspended", task=task, details={"suspended": False}
             )
         reason = task.suspended_reason
         _clear_suspension(task)

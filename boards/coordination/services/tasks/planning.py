@@ -1,5 +1,5 @@
-"""The planner's task operations (SPEC §6): create, dependencies, finalize, and resolving
-BLOCKED — release, rescope, abandon (seed 000 edges out of DRAFT and BLOCKED).
+"""The planner's task operations (SPEC §6): create, edit, dependencies, finalize (seed 000
+edges out of DRAFT); resolving BLOCKED is `resolutions`.
 """
 
 from __future__ import annotations
@@ -11,36 +11,24 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from boards import protocol as p
-from boards.coordination.models.projects import Goal, Project, Sprint
-from boards.coordination.models.tasks import HumanNote, Task
-from boards.coordination.selectors.access import config_of
+from boards.coordination.models.projects import Goal, Project
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import PLAN
 from boards.coordination.selectors.sprints import sprint_open
-from boards.coordination.selectors.tasks import dependency_cycle, is_limit_blocked
-from boards.coordination.services.kernel import (
-    PLAN,
-    PLANNER,
-    Actor,
-    agent_row,
-    clean_text,
-    is_human,
-    lock_task,
+from boards.coordination.selectors.tasks import dependency_cycle
+from boards.coordination.services.actors import PLANNER, Actor
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text, resolve_keys
+from boards.coordination.services.edges import (
     move_task,
-    record_event,
-    records_refusals,
-    refusal,
-    require_role,
     require_task_status,
-    resolve_keys,
     save_task,
-    task_transition_run,
 )
-from boards.coordination.services.kernel import conflict as _conflict
-from boards.coordination.services.sprints import sprint_complete_if_done
-from boards.coordination.services.tasks.holders import release_holder
+from boards.coordination.services.locking import lock_task
 from boards.coordination.services.tasks.limits import clean_limit, refuse_gate_lift
 from boards.errors import (
     Conflict,
-    Forbidden,
     ProtocolValidationError,
 )
 from boards.protocol import GoalStatus, TaskStatus
@@ -227,18 +215,8 @@ CONTRACT_FIELDS: tuple[str, ...] = ("description", "done_when", "spec_ref", "sco
 EDITABLE_CONTRACT: tuple[str, ...] = (TaskStatus.DRAFT, TaskStatus.UNCLAIMED)
 
 
-@records_refusals
-def task_edit(
-    *, task: Task, actor: Actor, now: datetime, depends_on: Sequence[str] | None = None, **changes
-) -> Task:
-    """Edit a task as its planner (issue 25 "plan from the board"): any of CONTRACT_FIELDS,
-    priority, needs_human_approval and depends_on, in one transaction and one event.
-
-    Only values that differ count; nothing changed writes nothing. A contract field changed
-    after the task left UNCLAIMED is refused (409) and the whole edit with it.
-    """
-    project = task.project
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+def _cleaned_edit(changes: dict[str, Any]) -> dict[str, Any]:
+    """`task_edit`'s changes, each cleaned as its field is (400 naming an unknown one)."""
     allowed = {*CONTRACT_FIELDS, "priority", "needs_human_approval"}
     unknown = sorted(set(changes) - allowed)
     if unknown:
@@ -260,6 +238,22 @@ def task_edit(
                 required=name == "description",
                 max_length=500 if name == "spec_ref" else 10_000,
             )
+    return cleaned
+
+
+@records_refusals
+def task_edit(
+    *, task: Task, actor: Actor, now: datetime, depends_on: Sequence[str] | None = None, **changes
+) -> Task:
+    """Edit a task as its planner (issue 25 "plan from the board"): any of CONTRACT_FIELDS,
+    priority, needs_human_approval and depends_on, in one transaction and one event.
+
+    Only values that differ count; nothing changed writes nothing. A contract field changed
+    after the task left UNCLAIMED is refused (409) and the whole edit with it.
+    """
+    project = task.project
+    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    cleaned = _cleaned_edit(changes)
     with transaction.atomic():
         if depends_on is not None:
             Project.objects.select_for_update().get(pk=project.pk)
@@ -270,24 +264,16 @@ def task_edit(
             if getattr(task, name) != value
         }
         if task.is_terminal and (diff or depends_on is not None):
-            raise _conflict(
+            raise Attempt(project=project, actor=actor, action="edit", now=now).conflict(
                 f"{task.key} is {task.status}: a finished task is not edited",
-                project=project,
-                actor=actor,
-                action="edit",
-                now=now,
                 task=task,
                 details={"status": task.status},
             )
         contract = sorted(set(diff) & set(CONTRACT_FIELDS))
         if contract and task.status not in EDITABLE_CONTRACT:
-            raise _conflict(
+            raise Attempt(project=project, actor=actor, action="edit", now=now).conflict(
                 f"{task.key} is {task.status}: its {', '.join(contract)} can change only before "
                 "it is claimed; rescope it instead",
-                project=project,
-                actor=actor,
-                action="edit",
-                now=now,
                 task=task,
                 details={"status": task.status, "fields": contract},
             )
@@ -351,228 +337,3 @@ def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
             detail=f"{task.key} ready to claim",
         )
     return task
-
-
-@records_refusals
-def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
-    """BLOCKED → UNCLAIMED: failed_by kept, worktree deleted (seed 000 requirements).
-
-    A task blocked by a limit returns only by a human's written release (SPEC §5.1).
-    """
-    project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
-    reason = clean_text(reason, "reason", max_length=2000)
-    config = config_of(project)
-    with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
-            task,
-            [TaskStatus.BLOCKED],
-            to=TaskStatus.UNCLAIMED,
-            action="release",
-            actor=actor,
-            now=now,
-        )
-        if is_limit_blocked(task, config) and not is_human(actor):
-            raise refusal(
-                Forbidden(
-                    f"{task.key} reached a limit ({task.blocked_reason}); only rescope, "
-                    "abandon or a human's written release can move it"
-                ),
-                project=project,
-                actor=actor,
-                action="release",
-                now=now,
-                task=task,
-                to_status=TaskStatus.UNCLAIMED,
-            )
-        previous = task.assigned_to
-        task.worktree = ""
-        task.base_commit = ""
-        task.assigned_to = ""
-        task.lease_expires = None
-        task.integration_fix = False
-        task.blocked_reason = ""
-        task.blocked_questions = []
-        move_task(
-            task,
-            "release",
-            to=TaskStatus.UNCLAIMED,
-            actor=actor,
-            now=now,
-            action="released",
-            detail=reason,
-        )
-        release_holder(agent_row(project, previous), task, lost="released to UNCLAIMED")
-        if is_human(actor):
-            # The answer is what the next coder needs: it travels with the task (seed 002).
-            HumanNote.objects.create(
-                project=project, task=task, timestamp=now, message=reason, author=actor
-            )
-    return task
-
-
-@records_refusals
-def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
-    """BLOCKED → ABANDONED with a rationale."""
-    project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
-    reason = clean_text(reason, "reason", max_length=2000)
-    with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
-            task,
-            [TaskStatus.BLOCKED],
-            to=TaskStatus.ABANDONED,
-            action="abandon",
-            actor=actor,
-            now=now,
-        )
-        task.worktree = ""
-        task.lease_expires = None
-        move_task(
-            task,
-            "abandon",
-            to=TaskStatus.ABANDONED,
-            actor=actor,
-            now=now,
-            action="abandoned",
-            detail=reason,
-        )
-        sprint_complete_if_done(project=task.project, now=now)
-    return task
-
-
-@records_refusals
-def task_rescope(
-    *, task: Task, actor: Actor, reason: str, new_tasks: Sequence[dict[str, Any]], now: datetime
-) -> list[Task]:
-    """BLOCKED → SUPERSEDED, replaced by new tasks (seed 002 Rescope task).
-
-    The new tasks carry `supersedes`, inherit the old task's dependencies unless they name
-    their own, take its place in every dependent's depends_on and in the sprint scope, and the
-    goal's alignment_history records the change.
-    """
-    project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
-    reason = clean_text(reason, "reason", max_length=2000)
-    if not isinstance(new_tasks, list | tuple) or not new_tasks:
-        raise ProtocolValidationError("new_tasks", "at least one replacement task is required")
-    with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
-            task,
-            [TaskStatus.BLOCKED],
-            to=TaskStatus.SUPERSEDED,
-            action="rescope",
-            actor=actor,
-            now=now,
-        )
-        old_deps = list(task.depends_on.all())
-        created: list[Task] = []
-        for index, spec in enumerate(new_tasks):
-            if not isinstance(spec, dict):
-                raise ProtocolValidationError(f"new_tasks[{index}]", "must be an object")
-            spec = dict(spec)
-            deps = spec.pop("depends_on", None)
-            unknown = sorted(set(spec) - NEW_TASK_FIELDS)
-            if unknown:
-                raise ProtocolValidationError(
-                    f"new_tasks[{index}]", f"unknown field(s) {', '.join(unknown)}"
-                )
-            spec.setdefault("priority", task.priority)
-            spec.setdefault("spec_ref", task.spec_ref)
-            spec.setdefault("criticality", task.criticality)
-            if task.needs_human_approval:
-                # The human gate travels to the replacements (seed 004 APPROVAL_REQUIRED).
-                spec.setdefault("needs_human_approval", True)
-            try:
-                new = new_task(project=project, now=now, supersedes=task.key, **spec)
-            except TypeError as exc:
-                raise ProtocolValidationError(
-                    f"new_tasks[{index}]", "key and description are required"
-                ) from exc
-            record_event(
-                project=project,
-                actor=actor,
-                action="created",
-                task=new,
-                now=now,
-                to_status=new.status,
-                detail=f"{new.key} (rescoped from {task.key})",
-            )
-            dep_tasks = (
-                old_deps
-                if deps is None
-                else resolve_keys(
-                    project,
-                    [d for d in deps if d not in {c.key for c in created}],
-                    f"new_tasks[{index}].depends_on",
-                )
-                + [c for c in created if c.key in (deps or [])]
-            )
-            new.depends_on.set(dep_tasks)
-            if new.done_when and new.spec_ref:
-                new.finalize()
-                save_task(new, now)
-                record_event(
-                    project=project,
-                    actor=actor,
-                    action="finalized",
-                    task=new,
-                    now=now,
-                    from_status=TaskStatus.DRAFT,
-                    to_status=TaskStatus.UNCLAIMED,
-                    detail=f"{new.key} ready to claim",
-                )
-            created.append(new)
-        for dependent in task.dependents.all():
-            dependent.depends_on.remove(task)
-            dependent.depends_on.add(*created)
-        for sprint in Sprint.objects.filter(project=project, planned=task):
-            sprint.planned.add(*created)
-        for sprint in Sprint.objects.filter(project=project, stretch=task):
-            sprint.stretch.add(*created)
-        task.superseded_by = [c.key for c in created]
-        task.rescope_reason = reason
-        task.worktree = ""
-        task.lease_expires = None
-        task_transition_run(
-            task, "supersede", actor=actor, project=project, now=now, to=TaskStatus.SUPERSEDED
-        )
-        save_task(task, now)
-        keys = ", ".join(task.superseded_by)
-        goal = (
-            task.goal or Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
-        )
-        if goal is not None:
-            goal_record_alignment(
-                goal=goal,
-                event=f"rescope_{task.key}",
-                summary=f"{task.key} split into {keys}: {reason}",
-                now=now,
-            )
-        record_event(
-            project=project,
-            actor=actor,
-            action="rescoped",
-            task=task,
-            now=now,
-            from_status=TaskStatus.BLOCKED,
-            to_status=TaskStatus.SUPERSEDED,
-            detail=f"SUPERSEDED → {keys} ({reason})",
-            data={"superseded_by": task.superseded_by},
-        )
-        sprint_complete_if_done(project=task.project, now=now)
-    return created
-
-
-def goal_record_alignment(*, goal: Goal, event: str, summary: str, now: datetime) -> Goal:
-    """Append to alignment_history (append-only: the drift trajectory through rescopes)."""
-    goal = Goal.objects.select_for_update().get(pk=goal.pk)
-    goal.alignment_history = [
-        *goal.alignment_history,
-        {"timestamp": p.format_timestamp(now), "event": event, "summary": summary},
-    ]
-    goal.save(update_fields=["alignment_history"])
-    return goal

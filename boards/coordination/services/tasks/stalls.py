@@ -10,7 +10,8 @@ from agents.models import Agent
 from agents.selectors import task_stalls
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.services.kernel import SYSTEM, record_event
+from boards.coordination.services.actors import SYSTEM
+from boards.coordination.services.audit import record_event
 from boards.coordination.services.tasks.holders import lock_task_and_its_agents
 from boards.coordination.services.tasks.overrides import task_override_block
 from boards.protocol import Action, TaskStatus

@@ -12,15 +12,12 @@ from boards import protocol as p
 from boards.coordination.models.tasks import ChangeSummary, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.tasks import hypothesis_exhausted
-from boards.coordination.services.kernel import (
-    CODER,
-    clean_string_list,
-    clean_text,
-    lock_own_claim,
-    move_task,
-    records_refusals,
-    require_role,
-)
+from boards.coordination.services.actors import CODER
+from boards.coordination.services.audit import records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_string_list, clean_text
+from boards.coordination.services.edges import move_task
+from boards.coordination.services.locking import lock_own_claim
 from boards.coordination.services.tasks.holders import append_failed_by, release_holder
 from boards.coordination.services.tasks.limits import limit_anomaly
 from boards.errors import (

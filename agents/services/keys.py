@@ -1,0 +1,123 @@
+"""Agent keys: issued, used, revoked, labelled."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from agents.models import (
+    Agent,
+    AgentKey,
+)
+from boards.coordination import outbox, rows
+from boards.coordination.services.actors import Actor
+from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import clean_text
+from boards.protocol import (
+    Action,
+    AgentStatus,
+)
+from liza_site import key_generation
+
+
+@records_refusals
+def agent_key_issue(
+    *, agent: Agent, actor: Actor, now: datetime, label: str = ""
+) -> tuple[AgentKey, str]:
+    """Generate a key for `agent`; the plain key is returned once and never stored."""
+    project = agent.project
+    require_role(actor, project, agent_roles=(), system=True)
+    label = clean_text(label, "label", required=False, max_length=100)
+    prefix = secrets.token_hex(AgentKey.PREFIX_LEN // 2)
+    plain = f"liza_{prefix}_{secrets.token_urlsafe(32)}"
+    with transaction.atomic():
+        key = AgentKey.objects.create(
+            agent=agent,
+            project=project,
+            prefix=prefix,
+            key_hash=AgentKey.hash(plain),
+            label=label,
+            created=now,
+        )
+        record_event(
+            project=project,
+            actor=actor,
+            action=Action.KEY_ISSUED,
+            now=now,
+            detail=f"key {prefix}… issued for {agent.agent_id}" + (f" ({label})" if label else ""),
+            data={"agent": agent.agent_id, "prefix": prefix},
+        )
+    return key, plain
+
+
+# last_used_at is for humans reading the key list; writing it on every request would add a
+# write to every agent call, so it is refreshed at most once a minute.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+def agent_key_used(*, key: AgentKey, now: datetime) -> None:
+    """Note that `key` authenticated a request (no event: it is not an action of the protocol)."""
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        AgentKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+
+
+def agent_ready(*, agent: Agent) -> None:
+    """Seed 000 STARTING → IDLE ("registration complete") once the agent's first write through
+    the API succeeds (boards.api.base). Coders and reviewers also leave STARTING on their first
+    heartbeat or claim; a planner that only plans does neither, and stayed STARTING for a whole
+    run on the board (issue 25)."""
+    with transaction.atomic():
+        locked = Agent.objects.select_for_update().filter(pk=agent.pk).first()
+        if locked is None or locked.status != AgentStatus.STARTING:
+            return
+        locked.ready()
+        rows.save_fields(locked, ["status"])
+        outbox.changed(locked.project_id, outbox.AGENT, locked.pk)
+
+
+@records_refusals
+def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
+    """Revoke a key: its next request is a 401. Revoking a revoked key changes nothing."""
+    project = key.project
+    require_role(actor, project, agent_roles=(), system=True)
+    with transaction.atomic():
+        key = AgentKey.objects.select_for_update().select_related("agent").get(pk=key.pk)
+        if key.revoked_at is None:
+            key.revoked_at = now
+            key.save(update_fields=["revoked_at"])
+            key_generation.bump()  # its cached lookups too (agents.keycache)
+            record_event(
+                project=project,
+                actor=actor,
+                action=Action.KEY_REVOKED,
+                now=now,
+                detail=f"key {key.prefix}… of {key.agent.agent_id} revoked",
+                data={"agent": key.agent.agent_id, "prefix": key.prefix},
+            )
+    return key
+
+
+@records_refusals
+def agent_key_label(*, key: AgentKey, actor: Actor, label: str, now: datetime) -> AgentKey:
+    """A human's note on a key (what it is for); nothing the protocol reads."""
+    project = key.project
+    require_role(actor, project, agent_roles=())
+    label = clean_text(label, "label", required=False, max_length=100)
+    with transaction.atomic():
+        key = AgentKey.objects.select_for_update().select_related("agent").get(pk=key.pk)
+        if key.label != label:
+            old, key.label = key.label, label
+            key.save(update_fields=["label"])
+            record_event(
+                project=project,
+                actor=actor,
+                action=Action.KEY_LABELLED,
+                now=now,
+                detail=f"key {key.prefix}… label {old or 'none'} → {label or 'none'}",
+                data={"agent": key.agent.agent_id, "prefix": key.prefix},
+            )
+    return key

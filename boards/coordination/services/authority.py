@@ -1,0 +1,118 @@
+"""Who may do what, and when the protocol refuses an actor: roles, a lost task, a lease not
+held, a stopped project, an unavailable agent. Every check refuses with a `ProtocolError`
+(boards.errors) that names its attempt, so the refusal is logged (`audit.records_refusals`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from agents.models import Agent
+from boards.coordination.models.projects import Membership, Project, ProjectConfig
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import PLAN, config_of, human_role, may_plan, role_allows
+from boards.coordination.selectors.availability import agent_availability
+from boards.coordination.selectors.leases import lease_alive
+from boards.coordination.selectors.work import stop_reason
+from boards.coordination.services.actors import Actor, SystemActor
+from boards.coordination.services.audit import Attempt
+from boards.errors import AgentUnavailable, Forbidden, LeaseLost, NotFound, StopWork
+
+
+def require_agent_of(agent: Agent, project: Project) -> None:
+    if agent.project_id != project.pk:
+        # The same answer as for a missing object: another tenant's rows do not exist.
+        raise NotFound()
+    if not agent.enabled:
+        raise Forbidden(f"agent {agent.agent_id} is disabled")
+
+
+def require_role(
+    actor: Actor,
+    project: Project,
+    *,
+    agent_roles: tuple[str, ...],
+    human: str | None = Membership.Role.ADMIN,
+    system: bool = False,
+) -> None:
+    """Authority: which agent roles, which human role (and above), whether the system."""
+    if isinstance(actor, Agent):
+        require_agent_of(actor, project)
+        if actor.role not in agent_roles:
+            allowed = ", ".join(agent_roles) or "no agent"
+            raise Forbidden(f"{actor.agent_id} ({actor.role}) may not do this; {allowed}")
+    elif isinstance(actor, SystemActor):
+        if not system:
+            raise Forbidden("the system does not perform this action")
+    else:
+        if human is None:
+            raise Forbidden("this action is for agents only")
+        if human == PLAN:
+            if not may_plan(actor, project):
+                raise Forbidden(
+                    f"planning needs the admin role, or a member's planner right, in project "
+                    f"{project.slug}"
+                )
+            return
+        if not role_allows(human_role(actor, project), human):
+            raise Forbidden(f"this action needs the {human} role in project {project.slug}")
+
+
+def require_not_lost(task: Task, agent: Actor, *, action: str, now: datetime) -> None:
+    """An agent the server took `task` from (a takeover, a human's release, cancel or suspend, an
+    override or limit block, a disable, a cancelled goal) gets `lease_lost`, exit 42, for every
+    operation on it, whatever state the task is in now (SPEC §13). `agent` must be fresh."""
+    if isinstance(agent, Agent) and agent.lost_task_id == task.pk:
+        raise Attempt.on(task, actor=agent, action=action, now=now).refuse(
+            LeaseLost(
+                f"{agent.agent_id} lost {task.key} ({agent.lost_reason}); exit 42",
+                {"task": task.key, "reason": agent.lost_reason},
+            ),
+            task=task,
+        )
+
+
+def require_lease_holder(
+    task: Task, agent: Agent, *, action: str, now: datetime, config: ProjectConfig
+) -> None:
+    """The acting coder must hold the CLAIMED task under a live lease, else lease_lost."""
+    if task.assigned_to != agent.agent_id or not lease_alive(task.lease_expires, now, config):
+        raise Attempt.on(task, actor=agent, action=action, now=now).refuse(
+            LeaseLost(
+                f"{agent.agent_id} does not hold the lease on {task.key}; exit 42",
+                {"task": task.key, "assigned_to": task.assigned_to or None},
+            ),
+            task=task,
+        )
+
+
+def refuse_if_stopped(
+    project: Project, *, actor: Actor, action: str, now: datetime, task: Task | None = None
+) -> None:
+    """SPEC §5.4, §13: paused project, sprint at CHECKPOINT, aborted sprint or goal → claims
+    refused, exit 42 (`boards.coordination.selectors.work.stop_reason`, the one rule)."""
+    stop = stop_reason(project)
+    if stop is not None:
+        raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
+            StopWork(stop.code, stop.message), task=task
+        )
+
+
+def refuse_if_unavailable(agent, *, action: str, now: datetime, task: Task | None = None) -> None:
+    """Seed 003 availability: an agent in error or overloaded gets no new task or review
+    (`boards.coordination.selectors.availability.agent_availability`, the one rule `/work` reads
+    too)."""
+    available = agent_availability(agent, now)
+    if available.takes_work:
+        return
+    config = config_of(agent.project)
+    raise Attempt(project=agent.project, actor=agent, action=action, now=now).refuse(
+        AgentUnavailable(
+            available.reason,
+            {
+                "agent": agent.agent_id,
+                "availability": available.state,
+                "retry_after": available.retry_after(now, config.coder_poll_interval),
+            },
+        ),
+        task=task,
+    )

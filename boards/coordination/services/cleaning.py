@@ -1,0 +1,49 @@
+"""The text and the task keys a service is given, cleaned before it is stored (a 400 naming
+the field otherwise)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from boards.coordination.models.projects import Project
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.tasks import tasks_by_keys
+from boards.errors import ProtocolValidationError
+
+
+def clean_text(value: Any, field: str, *, required: bool = True, max_length: int = 10_000) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise ProtocolValidationError(field, "must be a string")
+    value = value.strip()
+    if required and not value:
+        raise ProtocolValidationError(field, "is required")
+    if len(value) > max_length:
+        raise ProtocolValidationError(field, f"must be at most {max_length} characters")
+    if "\x00" in value:
+        raise ProtocolValidationError(field, "null characters are not allowed")
+    return value
+
+
+def clean_string_list(
+    value: Any, field: str, *, min_items: int = 0, max_items: int = 100, max_length: int = 1000
+) -> list[str]:
+    if value is None:
+        value = []
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ProtocolValidationError(field, "must be a list of strings")
+    items = [clean_text(v, field, max_length=max_length) for v in value if v.strip()]
+    if not min_items <= len(items) <= max_items:
+        raise ProtocolValidationError(field, f"needs between {min_items} and {max_items} items")
+    return items
+
+
+def resolve_keys(project: Project, keys: Sequence[str], field: str) -> list[Task]:
+    """The tasks named by `keys`; an unknown key is a 400 naming `field`."""
+    keys = clean_string_list(list(keys), field, max_items=1000, max_length=64)
+    found, missing = tasks_by_keys(project=project, keys=keys)
+    if missing:
+        raise ProtocolValidationError(field, f"unknown task(s): {', '.join(missing)}")
+    return found
