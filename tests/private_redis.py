@@ -1,7 +1,7 @@
 """A Redis database of this test process's own, for the tests that flush it or read its keys
 (the websocket layer on Redis, two servers sharing a layer, the watcher reaching a board).
 
-The suite runs on two xdist workers, and tests of one module may run on both at once: on one
+The suite runs on several xdist workers, and tests of one module may run on two at once: on one
 shared database, a worker's `flushdb` would wipe the other's board sequence mid-test. Each
 worker gets its own number from the top (15, 14, ...), on the server of `REDIS_URL`; the suite's
 own `REDIS_URL` database (0 in CI) is left to everything else. `LIZA_TEST_REDIS_TOP` moves the
