@@ -4,8 +4,7 @@ cost."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC
 from decimal import Decimal
 
 from django.db.models import F, Sum
@@ -15,31 +14,11 @@ from agents.models import RunUsage
 from boards.coordination.models.projects import Project
 from boards.coordination.models.records import Event
 from boards.insights.selectors.figures import (
-    AgentFigures,
     Cost,
     CostFigures,
     Period,
-    Spread,
-    StateTimes,
 )
 from boards.protocol import TaskStatus
-
-
-@dataclass(frozen=True)
-class Insights:
-    period: Period
-    tasks: int
-    states: tuple[str, ...]
-    cfd: list[tuple[datetime, dict[str, int]]]
-    time_in_state: list[StateTimes]
-    throughput: list[tuple[date, int]]
-    lead_time: Spread
-    cycle_time: Spread
-    rounds_to_approval: dict[int, int]  # rounds → approvals that needed them
-    agents: list[AgentFigures]
-    alerts: list[tuple[date, dict[str, int]]]
-    cost: CostFigures = field(default_factory=lambda: CostFigures())
-
 
 _TOKENS = F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_write_tokens")
 
