@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from agents.models import Agent
-from boards.coordination.models.projects import Project
-from boards.coordination.models.tasks import Task
-from boards.coordination.services import reviews, tasks
+from boards.coordination.models.projects import Project, Sprint
+from boards.coordination.models.tasks import ChangeSummary, Task
+from boards.coordination.services import goals, reviews, sprints, tasks
 from tests.factories import T0, ProjectFactory, member, register
 
 
@@ -25,6 +25,29 @@ class World:
         self.reviewers = [register(self.project, f"code-reviewer-{i}", now=now) for i in (1, 2)]
         self.security_reviewer = register(
             self.project, "code-reviewer-3", now=now, security_reviewer=True
+        )
+
+    # -- the goal, its sprint, what a round changed ----------------------------------------------
+
+    def sprint_started(self, description: str = "G") -> Sprint:
+        """The planner's goal and its sprint, started (tasks join it with sprint_scope=…)."""
+        goal = goals.goal_create(
+            project=self.project, actor=self.planner, description=description, now=self.now
+        )
+        return sprints.sprint_create(
+            project=self.project, actor=self.planner, goal=goal, now=self.tick()
+        )
+
+    def change_summary(self, key: str, commit: str = "c0ffee01") -> ChangeSummary:
+        """A one-file change stored with `key`'s first round, as a submission leaves it."""
+        return ChangeSummary.objects.create(
+            project=self.project,
+            task=self.task(key),
+            review_commit=commit,
+            iteration=1,
+            files=[{"path": "app.py", "added": 1, "deleted": 1}],
+            diff="diff --git a/app.py b/app.py\n@@ -1 +1 @@\n-old\n+new\n",
+            created=self.now,
         )
 
     # -- clock and re-reads --------------------------------------------------------------------

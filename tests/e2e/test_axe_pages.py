@@ -7,9 +7,6 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from boards.coordination.models.tasks import ChangeSummary
-from boards.coordination.services.goals import goal_create
-from boards.coordination.services.sprints import sprint_create
 from tests.e2e.support import ROOT, open_board, sign_in
 from tests.lifecycle import World
 
@@ -31,22 +28,13 @@ PAGES = ["inbox", "insights/", "activity/", "graph/", "settings", "plan/", "agen
 @pytest.fixture
 def world():
     world = World(now=timezone.now())
-    goal = goal_create(project=world.project, actor=world.planner, description="G", now=world.now)
-    sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
+    world.sprint_started()
     scope = {"sprint_scope": "planned"}
     world.unclaimed("T-1", description="Parse the sprint file", **scope)
     world.unclaimed("T-2", description="Export the CSV", depends_on=["T-1"], **scope)
     world.claimed("T-3", description="Render the chart", **scope)
     world.blocked("T-4", coder="coder-2", description="Which timezone?", **scope)
-    ChangeSummary.objects.create(
-        project=world.project,
-        task=world.task("T-4"),
-        review_commit="c0ffee01",
-        iteration=1,
-        files=[{"path": "app.py", "added": 1, "deleted": 1}],
-        diff="diff --git a/app.py b/app.py\n@@ -1 +1 @@\n-old\n+new\n",
-        created=world.now,
-    )
+    world.change_summary("T-4")
     return world
 
 

@@ -7,9 +7,6 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from boards.coordination.models.tasks import ChangeSummary
-from boards.coordination.services.goals import goal_create
-from boards.coordination.services.sprints import sprint_create
 from tests.e2e.support import open_board, sign_in
 from tests.lifecycle import World
 
@@ -52,19 +49,10 @@ LIGHT_SURFACES = """() => {
 @pytest.fixture
 def world():
     world = World(now=timezone.now())
-    goal = goal_create(project=world.project, actor=world.planner, description="G", now=world.now)
-    sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
+    world.sprint_started()
     world.unclaimed("T-next", sprint_scope="planned", description="Parse the sprint file")
     world.blocked("T-blocked", sprint_scope="planned", description="Which timezone?")
-    ChangeSummary.objects.create(
-        project=world.project,
-        task=world.task("T-blocked"),
-        review_commit="c0ffee01",
-        iteration=1,
-        files=[{"path": "app.py", "added": 1, "deleted": 1}],
-        diff="diff --git a/app.py b/app.py\n@@ -1 +1 @@\n-old\n+new\n",
-        created=world.now,
-    )
+    world.change_summary("T-blocked")
     return world
 
 
