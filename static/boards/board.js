@@ -385,6 +385,7 @@
       return;
     }
     drawer.innerHTML = html;
+    if (!refresh) dockDrawer(drawer, key);
     drawer.hidden = false;
     showBackdrop(true);
     tick();
@@ -393,6 +394,16 @@
       drawer.setAttribute("tabindex", "-1");
       drawer.focus();
     }
+  }
+
+  // The drawer docks on the side away from the card it is for (issue 25: it never covers the
+  // card needed next): opened from the right half of the board — BLOCKED and the approvals,
+  // where the next card to decide waits — it opens on the left, so that column stays in view
+  // and its next card can be clicked without closing anything. A live refresh keeps the side.
+  function dockDrawer(drawer, key) {
+    const card = board.querySelector(`#columns .card[data-key="${CSS.escape(key)}"]`);
+    const rect = card ? card.getBoundingClientRect() : null;
+    drawer.classList.toggle("drawer-left", !!rect && rect.left + rect.width / 2 > window.innerWidth / 2);
   }
 
   // Someone typing in one of the drawer's forms keeps their text: a live change to the task

@@ -165,3 +165,44 @@ def test_a_one_line_header_and_the_filters_folded_into_one_control(browser, serv
         assert keys == ["T-blocked"]
     finally:
         context.close()
+
+
+def _drawer_opened(page, key: str) -> None:
+    page.click(f'#columns .card[data-key="{key}"]')
+    page.locator(f'#drawer .drawer-body[data-key="{key}"]').wait_for(timeout=3_000)
+
+
+_OVERLAP = """([key, status]) => {
+    const d = document.getElementById('drawer').getBoundingClientRect();
+    const box = (el) => el.getBoundingClientRect();
+    const apart = (r) => r.right <= d.left || r.left >= d.right;
+    return {
+        column: apart(box(document.querySelector(`.column[data-status="${status}"]`))),
+        card: apart(box(document.querySelector(`#columns .card[data-key="${key}"]`))),
+    };
+}"""
+
+
+def test_the_drawer_never_covers_the_next_card_to_decide(browser, server, busy_world):
+    """Issue 25: the drawer (a side panel) opened on a BLOCKED card leaves the BLOCKED column in
+    view, so the next blocked card is clicked straight from under the open drawer; a card of
+    the left half still gets the drawer on the right, beside it."""
+    busy_world.blocked("T-blocked-next", coder="coder-3", sprint_scope="planned")
+    context = browser.new_context(base_url=server.url, viewport={"width": 1440, "height": 900})
+    try:
+        page = context.new_page()
+        sign_in(page, busy_world.admin)
+        open_board(page, busy_world.project.slug)
+        _drawer_opened(page, "T-blocked")
+        assert page.evaluate(_OVERLAP, ["T-blocked-next", "BLOCKED"]) == {
+            "column": True,
+            "card": True,
+        }
+        _drawer_opened(page, "T-blocked-next")  # no close in between: it was under nothing
+        assert page.evaluate(_OVERLAP, ["T-blocked", "BLOCKED"])["column"]
+        page.keyboard.press("Escape")
+        page.locator("#drawer").wait_for(state="hidden", timeout=3_000)
+        _drawer_opened(page, "T-unclaimed")
+        assert page.evaluate(_OVERLAP, ["T-unclaimed", "UNCLAIMED"])["column"]
+    finally:
+        context.close()
