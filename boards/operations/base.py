@@ -1,0 +1,83 @@
+"""The `Operation` type: what an operation binds (service, target, input, principal, role, the
+words of its success) and how it runs; the kinds of row an operation acts on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rest_framework import serializers
+
+from boards.coordination.models.projects import Membership
+from boards.errors import validation_error
+
+# Planning (issue 25) is offered to members too: the service lets admins and members with the
+# planner right plan (boards.coordination.selectors.access.may_plan); a viewer is refused at the
+# page.
+PLANS = Membership.Role.MEMBER
+
+# What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
+# SITE: an operation on no project (site staff opening a new one).
+TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN, SITE = (
+    "task",
+    "sprint",
+    "goal",
+    "project",
+    "discovery",
+    "agent",
+    "key",
+    "alert",
+    "breaker",
+    "run",
+    "site",
+)
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    service: Callable[..., Any]
+    target: str
+    input: type[serializers.Serializer] | None = None
+    # The service's keyword for the acting principal: agents-only operations take `agent`.
+    principal: str = "actor"
+    # The human role the board offers it to (the service decides: this only picks the forms).
+    role: str = Membership.Role.ADMIN
+    # Validated input → the service's keyword arguments (default: as they are).
+    arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # The service's result → one line for a person (flash message, admin message).
+    done: Callable[[Any], str] = field(default=lambda result: "Done.")
+    # Board form field names that differ from the input's.
+    form_aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def validate(self, data: Any, *, partial: bool = False) -> dict[str, Any]:
+        """The operation's input, validated; a refusal is a 400 naming the field."""
+        if self.input is None:
+            return {}
+        serializer = self.input(data=data, partial=partial)
+        if not serializer.is_valid():
+            raise validation_error(serializer.errors)
+        return _plain(serializer.validated_data)
+
+    def run(self, *, target: Any, actor: Any, now: datetime, data: dict[str, Any]) -> Any:
+        kwargs = self.arguments(dict(data)) if self.arguments else dict(data)
+        on = {} if self.target == SITE else {self.target: target}
+        return self.service(**on, **{self.principal: actor, "now": now}, **kwargs)
+
+
+def _plain(value: Any) -> Any:
+    """Serializer output as plain dicts and lists (nested serializers give OrderedDicts)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def rename(**names: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def arguments(data: dict[str, Any]) -> dict[str, Any]:
+        return {names.get(k, k): v for k, v in data.items()}
+
+    return arguments
