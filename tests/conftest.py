@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.conf import settings
 
@@ -59,6 +61,18 @@ def pytest_collection_modifyitems(config, items):
         return rank, not long
 
     items.sort(key=key)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _key_counter_of_this_worker():
+    """This worker's own key counter (liza_site.key_generation): the workers share one Redis
+    database, and another worker's revoke or pause bumping the shared counter would empty this
+    one's cached keys mid-test — a test that needs a cached key (tests/boards/api/test_hot.py,
+    tests/agents/test_keycache.py) then failed now and then. Servers the tests start keep the
+    product's counter: within one server its bumps and reads agree."""
+    from liza_site import key_generation
+
+    key_generation.KEY = f"liza:keygen:{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
 @pytest.fixture
