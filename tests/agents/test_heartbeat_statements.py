@@ -49,3 +49,14 @@ def test_a_task_changed_since_the_read_is_locked_and_decided_on_again(world, mon
     monkeypatch.setattr(rows, "save_fields", stale_version)
     beat = agent_heartbeat(agent=coder, now=world.tick())
     assert beat.task is not None and beat.task.lease_expires > world.now
+
+
+@pytest.mark.django_db
+def test_a_reviewers_heartbeat_reads_its_review_leases_apart(world):
+    world.under_review("task-2")  # code-reviewer-1 holds its review lease
+    reviewer = world.reviewer  # its project and config loaded, as the key cache keeps them
+    agent_heartbeat(agent=reviewer, now=world.tick())
+    sql = statements(reviewer, world.tick())
+    # the one read, its review leases locked, the review lease, the agent
+    assert len(sql) == 4, "\n".join(sql)
+    assert sql[2].startswith('UPDATE "boards_review"')
