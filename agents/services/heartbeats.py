@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from agents.models import (
     Agent,
 )
 from boards.coordination import outbox, rows
-from boards.coordination.models.projects import Project
+from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.selectors.budgets import budget_refusal
+from boards.coordination.selectors.budgets import budget_exists_sql, budget_refusal
 from boards.coordination.selectors.leases import lease_alive
-from boards.coordination.selectors.work import Stop, stop_reason
+from boards.coordination.selectors.sprints import sprint_current_sql
+from boards.coordination.selectors.work import UNREAD, Stop, stop_reason
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
 from boards.coordination.services.locking import lock_agent
 from boards.errors import (
@@ -28,6 +30,7 @@ from boards.errors import (
 )
 from boards.protocol import (
     AGENT_ID_PREFIX,
+    OPEN_SPRINT_STATES,
     AgentStatus,
     TaskStatus,
     agent_id_matches_role,
@@ -137,14 +140,15 @@ def agent_heartbeat(
         progress_at = now  # a supervisor's clock ahead of ours: progress now, not later
     stale = progress_at is not None and progress_stale(progress_at, now, config)
     with transaction.atomic():
-        agent = lock_agent(agent)
+        read = _HeartbeatRead.of(agent)
+        agent = read.agent
         if not agent.enabled:
             raise Forbidden(f"agent {agent.agent_id} is disabled")
         _refuse_if_lost(agent, project, now)
         # Lock order (boards.coordination.services.locking): the agent, then its task, then its
         # reviews. A coder holds at most one task and no review, a reviewer review leases and no
         # task (seed 000): each asks only for its own rows.
-        task = _extend_task_lease(agent, project, now, config, stale=stale)
+        task = _extend_task_lease(agent, project, now, config, stale=stale, read=read)
         reviews = _extend_review_leases(agent, project, now, config)
         if agent.status == AgentStatus.STARTING:
             agent.ready()
@@ -167,9 +171,68 @@ def agent_heartbeat(
         if task is not None:
             outbox.changed(project.pk, outbox.TASK, task.pk)
     stop = _heartbeat_stop(
-        agent, project, config, task, reviews, progress_at=progress_at if stale else None
+        agent, project, config, task, reviews, progress_at=progress_at if stale else None, read=read
     )
     return HeartbeatResult(agent=agent, task=task, reviews=reviews, stop=stop)
+
+
+@dataclass(frozen=True)
+class _HeartbeatRead:
+    """What a heartbeat reads, in one statement on PostgreSQL: the agent row locked, its task
+    as it is (unlocked: its lease is written only if the row is unchanged since,
+    `rows.save_fields(version=...)`), the project's current sprint (`stop_reason`) and whether
+    the project has any budget (`budget_refusal`). Elsewhere, or when that statement's task is
+    not the locked agent's, the agent alone (`lock_agent`) and the rest read where it is used."""
+
+    agent: Agent
+    task: Task | None = None
+    version: str = ""
+    sprint: Sprint | object | None = UNREAD
+    has_budgets: bool | None = None
+
+    @classmethod
+    def of(cls, agent: Agent) -> _HeartbeatRead:
+        if connection.vendor != "postgresql":
+            return cls(lock_agent(agent))
+        with connection.cursor() as cursor:
+            cursor.execute(_read_sql(), [*OPEN_SPRINT_STATES, agent.pk])
+            row = cursor.fetchone()
+        if row is None:
+            return cls(lock_agent(agent))  # gone: DoesNotExist, as lock_agent says it
+        agent_end = rows.width(Agent)
+        task_end = agent_end + rows.width(Task)
+        sprint_end = task_end + 1 + rows.width(Sprint)
+        locked = rows.from_row(Agent, row[:agent_end])
+        task = rows.from_row(Task, row[agent_end:task_end]) if row[agent_end] is not None else None
+        if (task.pk if task is not None else None) != locked.current_task_id:
+            task = None  # its task changed while the lock was awaited: lock it as it is now
+        sprint = (
+            rows.from_row(Sprint, row[task_end + 1 : sprint_end])
+            if row[task_end + 1] is not None
+            else None
+        )
+        return cls(
+            locked,
+            task=task,
+            version=row[task_end] or "",
+            sprint=sprint,
+            has_budgets=row[sprint_end],
+        )
+
+
+@cache
+def _read_sql() -> str:
+    quote = connection.ops.quote_name
+    return (
+        f"SELECT {rows.select_list(Agent, 'a')}, {rows.select_list(Task, 't')}, "
+        f"t.{rows.VERSION}, {rows.select_list(Sprint, 's')}, "
+        f"{budget_exists_sql('a.' + quote('project_id'))} "
+        f"FROM {quote(Agent._meta.db_table)} a "
+        f"LEFT JOIN {quote(Task._meta.db_table)} t "
+        f"ON t.{quote('id')} = a.{quote('current_task_id')} "
+        f"LEFT JOIN LATERAL ({sprint_current_sql('a.' + quote('project_id'))}) s ON TRUE "
+        f"WHERE a.{quote('id')} = %s FOR UPDATE OF a"
+    )
 
 
 def _refuse_if_lost(agent: Agent, project: Project, now: datetime) -> None:
@@ -191,19 +254,31 @@ def _refuse_if_lost(agent: Agent, project: Project, now: datetime) -> None:
 
 
 def _extend_task_lease(
-    agent: Agent, project: Project, now: datetime, config, *, stale: bool
+    agent: Agent, project: Project, now: datetime, config, *, stale: bool, read: _HeartbeatRead
 ) -> Task | None:
     """The coder's task, locked, its lease extended (not when its progress is stale); a lease
-    it no longer holds is lease_lost."""
+    it no longer holds is lease_lost.
+
+    The common case — the task read with the agent, still its live claim, its progress not
+    stale — is one UPDATE, made only if the row is as read; any other case locks the row and
+    decides on it."""
     if agent.current_task_id is None:
         return None
+    task = read.task
+    if (
+        task is not None
+        and not stale
+        and task.status == TaskStatus.CLAIMED
+        and not _task_lost(task, agent, now, config)
+    ):
+        task.lease_expires = task.lease_until(now=now, config=config)
+        if rows.save_fields(task, ["lease_expires"], version=read.version):
+            agent.current_task = task  # the answer shows it: no second read
+            return task
     task = rows.get_locked(Task, agent.current_task_id)
     agent.current_task = task  # the answer shows it: no second read
     if task.status == TaskStatus.CLAIMED:
-        lost = task.assigned_to != agent.agent_id or not lease_alive(
-            task.lease_expires, now, config
-        )
-        if lost:
+        if _task_lost(task, agent, now, config):
             raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
                 LeaseLost(
                     f"{agent.agent_id} lost its lease on {task.key}; exit 42",
@@ -215,6 +290,11 @@ def _extend_task_lease(
             task.lease_expires = task.lease_until(now=now, config=config)
             rows.save_fields(task, ["lease_expires"])
     return task
+
+
+def _task_lost(task: Task, agent: Agent, now: datetime, config) -> bool:
+    """A CLAIMED task is no longer the agent's: taken over, or its lease dead."""
+    return task.assigned_to != agent.agent_id or not lease_alive(task.lease_expires, now, config)
 
 
 def _extend_review_leases(agent: Agent, project: Project, now: datetime, config) -> list[Review]:
@@ -249,15 +329,19 @@ def _heartbeat_stop(
     reviews: list[Review],
     *,
     progress_at: datetime | None,
+    read: _HeartbeatRead,
 ) -> Stop | None:
     """Whether the heartbeat says stop: the project's stop-work rule, a spent budget, or (with
     `progress_at`, stale) a stalled run."""
-    stop = stop_reason(project)
+    stop = stop_reason(project, sprint=read.sprint)
     if stop is None:
         # Issue 24: a spent budget stops the running agent through its heartbeat, whatever it
         # holds; its supervisor terminates it (the run ends with reason "budget").
         exhausted = budget_refusal(
-            project=project, agent=agent, tasks=[task, *(r.task for r in reviews)]
+            project=project,
+            agent=agent,
+            tasks=[task, *(r.task for r in reviews)],
+            has_budgets=read.has_budgets,
         )
         if exhausted is not None:
             stop = Stop("budget_exhausted", f"{exhausted.message}; stop the agent")

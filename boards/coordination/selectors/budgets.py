@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.db import connection
 from django.db.models import F, Q, Sum
 from django.db.models.functions import Coalesce
 
@@ -149,13 +150,21 @@ def _applies(budget: Budget, *, agent: Agent | None, tasks: list[Task], sprint, 
 
 
 def budget_refusal(
-    *, project: Project, agent: Agent | None, tasks: list[Task] = ()
+    *,
+    project: Project,
+    agent: Agent | None,
+    tasks: list[Task] = (),
+    has_budgets: bool | None = None,
 ) -> BudgetState | None:
     """The first exhausted budget that the next spend of `agent` (on `tasks`, or on nothing
     yet) would count against: the project's, the agent's, the open sprint's, the goal's (the
     tasks' goals, else the goal in progress) and the tasks' own. None: it may spend.
 
-    With no budget in the project this is one cheap query (every claim and heartbeat asks)."""
+    With no budget in the project this is one cheap query (every claim and heartbeat asks);
+    none at all when the caller knows it (`has_budgets` False: the heartbeat reads whether the
+    project has any in its agent row's statement, `budget_exists_sql`)."""
+    if has_budgets is False:
+        return None
     budgets = list(Budget.objects.filter(project=project))
     if not budgets:
         return None
@@ -172,6 +181,14 @@ def budget_refusal(
         if state.state == EXHAUSTED:
             return state
     return None
+
+
+def budget_exists_sql(project: str) -> str:
+    """Whether the project `project` (a column of an enclosing statement) has any budget, as an
+    SQL expression: `budget_refusal`'s `has_budgets`."""
+    quote = connection.ops.quote_name
+    table = quote(Budget._meta.db_table)
+    return f"EXISTS (SELECT 1 FROM {table} WHERE {quote('project_id')} = {project})"
 
 
 def exhausted_subjects(*, project: Project) -> Q:

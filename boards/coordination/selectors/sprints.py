@@ -33,13 +33,20 @@ def sprint_current(*, project: Project) -> Sprint | None:
 @cache
 def _current_sql() -> str:
     """`sprint_current`'s statement, written once (boards.coordination.rows: it runs on every claim
-    and
-    heartbeat). The ORM's `order_by(Case(When(status__in=open)), "-started", "-id")`."""
+    and heartbeat)."""
+    return sprint_current_sql("%s")
+
+
+def sprint_current_sql(project: str) -> str:
+    """THE current sprint as SQL, for the project `project` (a placeholder, or a column of an
+    enclosing statement: the heartbeat reads it beside its agent row); its parameters are
+    `OPEN_SPRINT_STATES`, after any of `project`. The ORM's
+    `order_by(Case(When(status__in=open)), "-started", "-id")`."""
     quote = connection.ops.quote_name
     states = ", ".join(["%s"] * len(p.OPEN_SPRINT_STATES))
     return rows.select_sql(
         Sprint,
-        f"{quote('project_id')} = %s",
+        f"{quote('project_id')} = {project}",
         tail=f"ORDER BY CASE WHEN {quote('status')} IN ({states}) THEN 0 ELSE 1 END, "
         f"{quote('started')} DESC, {quote('id')} DESC LIMIT 1",
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from agents.models import Agent
-from boards.coordination.models.projects import Goal, Project, ProjectConfig
+from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
 from boards.coordination.models.tasks import Discovery, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.availability import Availability, agent_availability
@@ -39,7 +39,10 @@ class Stop:
     message: str
 
 
-def stop_reason(project: Project) -> Stop | None:
+UNREAD = object()  # `stop_reason`: the caller has not read the sprint
+
+
+def stop_reason(project: Project, *, sprint: Sprint | object | None = UNREAD) -> Stop | None:
     """Seed 000's graceful-abort triggers that the board owns: PAUSE, CHECKPOINT and ABORT.
 
     - the project is paused (seed 000 PAUSE file);
@@ -48,10 +51,14 @@ def stop_reason(project: Project) -> Stop | None:
       work of an aborted sprint must not go on until a human or the planner opens the next one.
       (Aborting a goal aborts its open sprint and cancels its tasks; tasks of no goal are not
       its to stop, SPEC §13.)
+
+    `sprint`: the project's `sprint_current`, when the caller has read it already (the
+    heartbeat reads it in its agent row's statement).
     """
     if project.is_paused:
         return Stop("paused", f"project {project.slug} is paused; exit 42")
-    sprint = sprint_current(project=project)
+    if sprint is UNREAD:
+        sprint = sprint_current(project=project)
     if sprint is not None and sprint.status == SprintStatus.CHECKPOINT:
         return Stop("checkpoint", f"sprint {sprint.sprint_id} is at CHECKPOINT; exit 42")
     if sprint is not None and sprint.status == SprintStatus.ABORTED:
