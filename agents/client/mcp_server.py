@@ -103,13 +103,9 @@ def stop_in(operation: Operation, body: Any) -> LizaError | None:
     )
 
 
-def build_server(
-    client: Client, role: str, me: str = "", env: dict[str, str] | None = None
-) -> Server:
-    operations = {op.name: op for op in operations_for(role)}
-    aliases = {a.name: a for a in aliases_for(role)}
-    env = dict(os.environ if env is None else env)
-    tools = [
+def _tools(operations: dict[str, Any], aliases: dict[str, Any]) -> list[types.Tool]:
+    """The role's tools: its operations, then upstream Liza's names for some of them."""
+    return [
         types.Tool(name=op.name, description=op.help, input_schema=op.input_schema())
         for op in operations.values()
     ] + [
@@ -120,6 +116,46 @@ def build_server(
         )
         for a in aliases.values()
     ]
+
+
+def _answer(body: Any) -> types.CallToolResult:
+    """An operation's answer: its JSON as text, and as structured content (an object)."""
+    structured = body if isinstance(body, dict) else {"result": body}
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(body, indent=2, sort_keys=True))],
+        structured_content=structured,
+    )
+
+
+def _already(answer: dict[str, Any]) -> types.CallToolResult:
+    """An upstream alias's answer when what it asks is done already (no operation runs)."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(answer, sort_keys=True))],
+        structured_content=answer,
+    )
+
+
+def _resources() -> types.ListResourcesResult:
+    return types.ListResourcesResult(
+        resources=[
+            types.Resource(
+                name=uri.removeprefix("liza://"),
+                uri=uri,
+                description=f"{text} (read-only)",
+                mime_type="application/json",
+            )
+            for uri, text in RESOURCES.items()
+        ]
+    )
+
+
+def build_server(
+    client: Client, role: str, me: str = "", env: dict[str, str] | None = None
+) -> Server:
+    operations = {op.name: op for op in operations_for(role)}
+    aliases = {a.name: a for a in aliases_for(role)}
+    env = dict(os.environ if env is None else env)
+    tools = _tools(operations, aliases)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -138,10 +174,7 @@ def build_server(
                 if alias.already is not None:
                     answer = await anyio.to_thread.run_sync(alias.already, client, arguments, me)
                     if answer is not None:
-                        return types.CallToolResult(
-                            content=[types.TextContent(text=json.dumps(answer, sort_keys=True))],
-                            structured_content=answer,
-                        )
+                        return _already(answer)
             if operation is None:
                 known = params.name in BY_NAME or params.name in BY_ALIAS
                 hint = " (not this role's)" if known else ""
@@ -156,24 +189,10 @@ def build_server(
                 raise stop
         except LizaError as error:
             return error_result(error)
-        structured = body if isinstance(body, dict) else {"result": body}
-        return types.CallToolResult(
-            content=[types.TextContent(text=json.dumps(body, indent=2, sort_keys=True))],
-            structured_content=structured,
-        )
+        return _answer(body)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    name=uri.removeprefix("liza://"),
-                    uri=uri,
-                    description=f"{text} (read-only)",
-                    mime_type="application/json",
-                )
-                for uri, text in RESOURCES.items()
-            ]
-        )
+        return _resources()
 
     async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
