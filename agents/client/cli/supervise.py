@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from agents.client.cli.group import State, main
+from agents.client.cli.usage import usage
 from agents.client.errors import UsageError
 
 # -- the supervisor -------------------------------------------------------------------------------
@@ -106,6 +107,7 @@ def supervise(
         explain=explain,
         profile=agent,
         timing=timing,
+        usage=usage,
     )
     ctx.exit(Supervisor(options, client=state.client).run())
 

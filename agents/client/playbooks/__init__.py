@@ -11,6 +11,7 @@ offered is refused when rendering, so a prompt cannot ask for what the permissio
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -52,47 +53,32 @@ def source(role: str, repo: Path | None) -> tuple[str, str]:
     return shipped.read_text(), f"agents/client/playbooks/{role}.md"
 
 
-def cli_usage(name: str) -> str:
-    """`liza <subcommand> ARGS --required-option VALUE [--optional VALUE] …` of an operation,
-    from the command line itself (agents.client.cli), so the usage cannot drift from the
-    parser."""
-    import click
-
-    from agents.client.cli import main
-
-    operation = BY_NAME[name]
-    command: click.Command = main
-    for part in operation.cli:
-        assert isinstance(command, click.Group)
-        command = command.commands[part]
-    words = ["liza", *operation.cli]
-    for param in command.params:
-        if isinstance(param, click.Argument):
-            words.append(param.human_readable_name.upper())
-        elif isinstance(param, click.Option):
-            flag = param.opts[0]
-            word = flag if param.is_flag else f"{flag} {param.name.upper()}"
-            if param.multiple:
-                word += " …"
-            words.append(word if param.required else f"[{word}]")
-    return " ".join(words)
+# How a command-line agent is told to run an operation: `liza <subcommand> ARGS --option VALUE …`,
+# read from the command line's own parser (agents.client.cli.usage) and handed in by whoever
+# renders — the supervisor has it from `liza supervise` — so that the playbooks, which the
+# command line's `supervise` uses, do not import the command line back.
+Usage = Callable[[str], str]
 
 
-def reference(profile: Profile, role: str, name: str) -> str:
+def reference(profile: Profile, role: str, name: str, usage: Usage | None) -> str:
     if name not in BY_NAME:
         raise UsageError(f"the playbook names {name!r}, which is no operation")
     if name not in {op.name for op in operations_for(role)}:
         raise UsageError(f"the playbook names {name!r}, which a {role} is not offered")
     if profile.channel == MCP:
         return f"`{profile.tool_name(name)}`"
-    return f"`{cli_usage(name)}`"
+    if usage is None:
+        raise UsageError(f"a {profile.channel} agent's playbook needs the `liza` usage of {name}")
+    return f"`{usage(name)}`"
 
 
-def render(role: str, profile: Profile, repo: Path | None = None) -> str:
+def render(
+    role: str, profile: Profile, repo: Path | None = None, usage: Usage | None = None
+) -> str:
     """The role's playbook for `profile`'s agent: how it reaches the board, the playbook with
     each operation named in that form, and how a session ends."""
     text, _ = source(role, repo)
-    body = OP.sub(lambda m: reference(profile, role, m.group(1)), text)
+    body = OP.sub(lambda m: reference(profile, role, m.group(1), usage), text)
     return "\n\n".join([CHANNEL.get(profile.channel, CUSTOM_CHANNEL), body.strip(), ENDING])
 
 

@@ -3,6 +3,7 @@ supervisor's own exit codes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ class Options:
     explain: bool = False  # print the command, environment and prompt it would run; stop
     profile: Profile | None = None  # None: `custom`, running `command`
     timing: Timing = field(default_factory=Timing)
+    # How the playbook names a `liza` subcommand for a command-line agent: the command line's
+    # own parser, handed in by `liza supervise` (agents.client.cli.usage), not imported here.
+    usage: Callable[[str], str] | None = None
 
     @property
     def agent_profile(self) -> Profile:

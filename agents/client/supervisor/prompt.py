@@ -96,7 +96,7 @@ def build_prompt(s: Supervisor, a: Assignment) -> str:
         sections.append("")
     sections += [
         "=== PLAYBOOK ===",
-        playbooks.render(agent["role"], s.o.agent_profile, s.repo),
+        playbooks.render(agent["role"], s.o.agent_profile, s.repo, s.o.usage),
         "",
     ]
     return "\n".join(sections)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents.client import playbooks
+from agents.client.cli.usage import usage
 from agents.client.errors import UsageError
 from agents.client.operations import operations_for
 from agents.client.profiles import PROFILES, Session, profile
@@ -155,21 +156,19 @@ def test_the_mcp_profiles_configure_liza_mcp_where_their_cli_reads_it(tmp_path, 
 @pytest.mark.parametrize("name", [*CLIS, "custom"])
 def test_each_playbook_names_only_its_roles_operations_in_the_profiles_form(name, role):
     agent = profile(name, ["true"] if name == "custom" else None)
-    text = playbooks.render(role, agent)
+    text = playbooks.render(role, agent, usage=usage)
     offered = {op.name for op in operations_for(role)}
     named = playbooks.referenced(role)
     assert named <= offered and named
     for operation in named:
-        form = (
-            agent.tool_name(operation) if agent.channel == "mcp" else playbooks.cli_usage(operation)
-        )
+        form = agent.tool_name(operation) if agent.channel == "mcp" else usage(operation)
         assert f"`{form}" in text, (operation, form)
     assert "exit 42" not in text.lower().replace("exiting 42 is never needed", "")
 
 
 def test_the_planner_playbook_opens_a_sprint():
     assert "sprint_create" in playbooks.referenced("planner")
-    assert "liza sprint create" in playbooks.render("planner", profile("aider"))
+    assert "liza sprint create" in playbooks.render("planner", profile("aider"), usage=usage)
 
 
 def test_a_project_overrides_a_playbook(tmp_path):
