@@ -6,9 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.contrib.postgres.fields import ArrayField
 from django.db.models import (
     BooleanField,
+    CharField,
+    DateTimeField,
     F,
+    JSONField,
     Max,
     OuterRef,
     Prefetch,
@@ -261,6 +265,7 @@ class _TaskRow:
 
 
 _TASK_ROW_FIELDS = tuple(_TaskRow.__dataclass_fields__)
+_PROJECT = _TASK_ROW_FIELDS.index("project_id")
 
 
 def _among(model, column: str, ids: list[int]) -> RawSQL:
@@ -274,49 +279,185 @@ def _among(model, column: str, ids: list[int]) -> RawSQL:
     from django.db import connection
 
     table = connection.ops.quote_name(model._meta.db_table)
+    if not ids:
+        # Still a query (an empty one): the board costs the same queries whatever it shows.
+        return RawSQL("FALSE", [], output_field=BooleanField())
     listed = ",".join(str(int(i)) for i in ids)
     return RawSQL(f"{table}.{column} IN ({listed})", [], output_field=BooleanField())
 
 
-def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
-    """The cards of `queryset`'s tasks, in its order: five queries whatever their number."""
-    rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
-    waiting: dict[int, list[str]] = {}
-    reviews: dict[int, list[_ReviewRow]] = {}
-    alerts: dict[int, tuple[str, ...]] = {}
-    entered: dict[int, datetime] = {}
-    running: dict[int, datetime] = {}
-    if rows:
-        ids = [row.id for row in rows]
-        Edge = Task.depends_on.through
-        edges = Edge.objects.filter(_among(Edge, "from_task_id", ids)).exclude(
-            to_task__status=TaskStatus.MERGED
-        )
-        for task_id, key in edges.values_list("from_task_id", "to_task__key"):
-            waiting.setdefault(task_id, []).append(key)
-        open_reviews = Review.objects.filter(_among(Review, "task_id", ids), closed_at__isnull=True)
-        for task_id, *review in open_reviews.values_list(
-            "task_id", "reviewer", "verdict", "lease_expires"
-        ):
-            reviews.setdefault(task_id, []).append(_ReviewRow(*review))
-        alerts = _open_alert_levels(ids)
-        entered = _entered_states(ids)
-        running = _running_runs(ids)
-    security = security_reviewer_ids(rows[0].project_id) if rows else set()
-    return [
-        _card(
-            row,
-            waiting_on=waiting.get(row.id, ()),
-            open_reviews=reviews.get(row.id, []),
+def _inputs_sql() -> dict[str, RawSQL]:
+    """What a card shows besides its task's row, one correlated subquery each, on the shown
+    rows only (the ids just read): the dependencies not yet MERGED (their keys), the open
+    reviews (reviewer, verdict, lease, in claim order), the open alerts' levels, the start of a
+    still-running run. jsonb, not json: a filtered queryset may be DISTINCT."""
+    from django.db import connection
+
+    q = connection.ops.quote_name
+    task, edge = q(Task._meta.db_table), q(Task.depends_on.through._meta.db_table)
+    review, alert, run = (q(m._meta.db_table) for m in (Review, Alert, Run))
+    return {
+        "in_waiting": RawSQL(
+            f"ARRAY(SELECT d.{q('key')} FROM {edge} e JOIN {task} d ON d.id = e.to_task_id"
+            f" WHERE e.from_task_id = {task}.id AND d.status <> %s)",
+            [TaskStatus.MERGED],
+            output_field=ArrayField(CharField()),
+        ),
+        "in_reviews": RawSQL(
+            "(SELECT jsonb_agg(jsonb_build_array(r.reviewer, r.verdict, r.lease_expires)"
+            f" ORDER BY r.claimed_at, r.id) FROM {review} r"
+            f" WHERE r.task_id = {task}.id AND r.closed_at IS NULL)",
+            [],
+            output_field=JSONField(),
+        ),
+        "in_alerts": RawSQL(
+            f"ARRAY(SELECT a.level FROM {alert} a"
+            f" WHERE a.task_id = {task}.id AND a.resolved_at IS NULL)",
+            [],
+            output_field=ArrayField(CharField()),
+        ),
+        "in_running": RawSQL(
+            f"(SELECT max(r.started) FROM {run} r WHERE r.task_id = {task}.id AND r.ended IS NULL)",
+            [],
+            output_field=DateTimeField(),
+        ),
+        # The row's version: its transaction id changes with every write of the row (a heartbeat
+        # too, not a lock), the digest of its text with any change of a column even within one
+        # transaction. A card's age in its state is read from its last transition event, which
+        # the service that moved it writes in the transaction that saved the row.
+        "in_version": RawSQL(f"{task}.xmin::text || '.' || md5({task}::text)", []),
+    }
+
+
+def _entered_sql() -> RawSQL:
+    """When the task entered its state (`_entered_states`' rule, for one row)."""
+    from django.db import connection
+
+    q = connection.ops.quote_name
+    task, event = q(Task._meta.db_table), q(Event._meta.db_table)
+    return RawSQL(
+        f"(SELECT max(e.{q('timestamp')}) FROM {event} e WHERE e.task_id = {task}.id"
+        " AND e.outcome = %s AND e.to_status <> '' AND e.from_status <> e.to_status)",
+        [Event.Outcome.APPLIED],
+        output_field=DateTimeField(),
+    )
+
+
+_INPUTS = ("in_waiting", "in_reviews", "in_alerts", "in_running", "in_version")
+
+
+@dataclass(frozen=True, slots=True)
+class CardVersion:
+    """A shown task's identity and everything its card depends on, as of `now`, without its
+    wide row: the key of its rendered fragment (`boards.board.live.fragments`)."""
+
+    id: int
+    key: str
+    status: str
+    stamp: tuple
+
+
+def _version(task_id, key, status, waiting, reviews, alerts, running, version, *, config, now):
+    """(CardVersion, open reviews as rows) from one row of `_INPUTS`."""
+    open_reviews = [
+        _ReviewRow(reviewer, verdict, datetime.fromisoformat(lease) if lease else None)
+        for reviewer, verdict, lease in reviews or ()
+    ]
+    stamp = (
+        version,
+        tuple(sorted(waiting)),
+        # Whether each open review is still live moves with the clock, not with a write.
+        tuple(
+            (r.reviewer, r.verdict, r.lease_expires, review_live(r, now, config))
+            for r in open_reviews
+        ),
+        tuple(sorted(alerts)),
+        running,
+    )
+    return CardVersion(task_id, key, status, stamp), open_reviews
+
+
+def _ids(queryset: QuerySet) -> list[int]:
+    return list(queryset.values_list("id", flat=True))
+
+
+def card_versions(queryset: QuerySet, *, config, now) -> list[CardVersion]:
+    """The versions of `queryset`'s cards, in its order: two narrow queries whatever their
+    number (the ids, then each one's version and the inputs beside its row)."""
+    ids = _ids(queryset)
+    found = {
+        row[0]: _version(*row, config=config, now=now)[0]
+        for row in Task.objects.filter(_among(Task, "id", ids))
+        .annotate(**_inputs_sql())
+        .values_list("id", "key", "status", *_INPUTS)
+        .order_by()
+    }
+    return [found[i] for i in ids if i in found]
+
+
+def versioned_cards(
+    queryset: QuerySet, *, config, now, security_ids: set[str] | None = None
+) -> list[tuple[CardVersion, Card]]:
+    """The cards of `queryset`'s tasks with their versions, in its order: three queries (the
+    ids, the rows with what each card reads beside them, the project's security reviewers)
+    whatever their number; `security_ids` given saves the last."""
+    return cards_of_ids(_ids(queryset), config=config, now=now, security_ids=security_ids)
+
+
+def cards_of_ids(
+    ids: list[int], *, config, now, security_ids: set[str] | None = None
+) -> list[tuple[CardVersion, Card]]:
+    """`versioned_cards` of tasks already chosen, in the order of `ids` (one query, even for
+    none: the board's queries do not depend on how many cards it renders)."""
+    width = len(_TASK_ROW_FIELDS)
+    inputs = {**_inputs_sql(), "in_entered": _entered_sql()}
+    rows = {
+        values[0]: values
+        for values in Task.objects.filter(_among(Task, "id", ids))
+        .annotate(**inputs)
+        .values_list(*_TASK_ROW_FIELDS, *_INPUTS, "in_entered")
+        .order_by()
+    }
+    if security_ids is None:
+        first = next(iter(rows.values()), None)
+        security_ids = security_reviewer_ids(first[_PROJECT]) if first else set()
+    out = []
+    for task_id in ids:
+        if task_id not in rows:
+            continue  # gone since the ids were read
+        values = rows[task_id]
+        row = _TaskRow(*values[:width])
+        waiting, reviews, alerts, running, version, entered = values[width:]
+        card_version, open_reviews = _version(
+            row.id,
+            row.key,
+            row.status,
+            waiting,
+            reviews,
+            alerts,
+            running,
+            version,
             config=config,
             now=now,
-            security_ids=security,
-            alerts=alerts.get(row.id, ()),
-            entered=entered.get(row.id),
-            running_since=running.get(row.id),
         )
-        for row in rows
-    ]
+        card = _card(
+            row,
+            waiting_on=waiting,
+            open_reviews=open_reviews,
+            config=config,
+            now=now,
+            security_ids=security_ids,
+            alerts=tuple(sorted(alerts, key=ALERT_SEVERITY.__getitem__)),
+            entered=entered,
+            running_since=running,
+        )
+        out.append((card_version, card))
+    return out
+
+
+def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
+    """The cards of `queryset`'s tasks, in its order: three queries whatever their number."""
+    return [card for _, card in versioned_cards(queryset, config=config, now=now)]
 
 
 def card_tasks(queryset: QuerySet) -> QuerySet:
