@@ -32,6 +32,7 @@ from django.utils import translation
 from boards.board.selectors import cards as card_selectors
 from boards.board.selectors.cards import Card, CardVersion, card_versions, cards_of_ids
 from boards.coordination.selectors.reviews import security_reviewer_ids
+from liza_site.outages import REDIS
 
 # A day: a fragment nobody asked for since is dropped by the cache itself.
 FRAGMENT_TTL = 24 * 3600
@@ -98,12 +99,28 @@ def forget_local() -> None:
     _local.clear()
 
 
+def _shared(call, default):
+    """`call()` on the shared cache; `default` while its Redis is down (a board renders its
+    cards itself then, and the outage is logged once: `liza_site.outages.REDIS`)."""
+    if not settings.REDIS_URL:
+        return call()  # this process's own memory (the embedded default)
+    if not REDIS.allow():
+        return default
+    try:
+        value = call()
+    except Exception as exc:  # any Redis failure: the page does without the shared copies
+        REDIS.failed(exc)
+        return default
+    REDIS.succeeded()
+    return value
+
+
 def _fetch(keys: list[str]) -> dict[str, str]:
     """The fragments of `keys` this process has, then the others in one shared round trip."""
     found = {key: _local[key] for key in keys if key in _local}
     missing = [key for key in keys if key not in found]
     if missing:
-        fetched = shared.get_many(missing)
+        fetched = _shared(lambda: shared.get_many(missing), {})
         for key, html in fetched.items():
             _remember(key, html)
         found.update(fetched)
@@ -114,7 +131,7 @@ def _store(fragments: dict[str, str]) -> None:
     for key, html in fragments.items():
         _remember(key, html)
     if fragments:
-        shared.set_many(fragments, timeout=FRAGMENT_TTL)
+        _shared(lambda: shared.set_many(fragments, timeout=FRAGMENT_TTL), None)
 
 
 def page_fragments(queryset: QuerySet, *, project, config, now) -> list[CardFragment]:

@@ -6,13 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.postgres.fields import ArrayField
 from django.db.models import (
     BooleanField,
-    CharField,
-    DateTimeField,
     F,
-    JSONField,
     Max,
     OuterRef,
     Prefetch,
@@ -286,64 +282,66 @@ def _among(model, column: str, ids: list[int]) -> RawSQL:
     return RawSQL(f"{table}.{column} IN ({listed})", [], output_field=BooleanField())
 
 
-def _inputs_sql() -> dict[str, RawSQL]:
-    """What a card shows besides its task's row, one correlated subquery each, on the shown
-    rows only (the ids just read): the dependencies not yet MERGED (their keys), the open
-    reviews (reviewer, verdict, lease, in claim order), the open alerts' levels, the start of a
-    still-running run. jsonb, not json: a filtered queryset may be DISTINCT."""
+def _inputs_sql(ids: list[int], *, full: bool) -> tuple[str, list]:
+    """One statement for the tasks `ids`: their rows (all a card reads when `full`, else the
+    id, key and status) with each row's version, and beside them what a card shows from other
+    rows, each read once for all the ids (the ids written in, see `_among`): the dependencies
+    not yet MERGED (their keys), the open reviews (reviewer, verdict, lease, in claim order),
+    the open alerts' levels, the start of a still-running run, and when `full` the time it
+    entered its state (`_entered_states`' rule).
+
+    The version is the row's (xmin, ctid): a write of the row, even a heartbeat or a second
+    one in the same transaction, makes a new row version with a new pair; a lock does not. A
+    card's age in its state comes from its last transition event, which the service that
+    moved the task writes in the transaction that saved its row."""
     from django.db import connection
 
     q = connection.ops.quote_name
     task, edge = q(Task._meta.db_table), q(Task.depends_on.through._meta.db_table)
-    review, alert, run = (q(m._meta.db_table) for m in (Review, Alert, Run))
-    return {
-        "in_waiting": RawSQL(
-            f"ARRAY(SELECT d.{q('key')} FROM {edge} e JOIN {task} d ON d.id = e.to_task_id"
-            f" WHERE e.from_task_id = {task}.id AND d.status <> %s)",
-            [TaskStatus.MERGED],
-            output_field=ArrayField(CharField()),
-        ),
-        "in_reviews": RawSQL(
-            "(SELECT jsonb_agg(jsonb_build_array(r.reviewer, r.verdict, r.lease_expires)"
-            f" ORDER BY r.claimed_at, r.id) FROM {review} r"
-            f" WHERE r.task_id = {task}.id AND r.closed_at IS NULL)",
-            [],
-            output_field=JSONField(),
-        ),
-        "in_alerts": RawSQL(
-            f"ARRAY(SELECT a.level FROM {alert} a"
-            f" WHERE a.task_id = {task}.id AND a.resolved_at IS NULL)",
-            [],
-            output_field=ArrayField(CharField()),
-        ),
-        "in_running": RawSQL(
-            f"(SELECT max(r.started) FROM {run} r WHERE r.task_id = {task}.id AND r.ended IS NULL)",
-            [],
-            output_field=DateTimeField(),
-        ),
-        # The row's version: its transaction id changes with every write of the row (a heartbeat
-        # too, not a lock), the digest of its text with any change of a column even within one
-        # transaction. A card's age in its state is read from its last transition event, which
-        # the service that moved it writes in the transaction that saved the row.
-        "in_version": RawSQL(f"{task}.xmin::text || '.' || md5({task}::text)", []),
-    }
+    review, alert, run, event = (q(m._meta.db_table) for m in (Review, Alert, Run, Event))
+    listed = ",".join(str(int(i)) for i in ids) or "NULL"
+    names = _TASK_ROW_FIELDS if full else ("id", "key", "status")
+    columns = ", ".join(f"t.{q(Task._meta.get_field(name).column)}" for name in names)
+    params: list = [TaskStatus.MERGED]
+    entered_column, entered_join = "", ""
+    if full:
+        entered_column = ", en.at"
+        entered_join = (
+            f" LEFT JOIN (SELECT task_id, max({q('timestamp')}) AS at FROM {event}"
+            f" WHERE task_id IN ({listed}) AND outcome = %s AND to_status <> ''"
+            " AND from_status <> to_status GROUP BY task_id) en ON en.task_id = t.id"
+        )
+        params.append(Event.Outcome.APPLIED)
+    in_order = "ORDER BY claimed_at, id"
+    sql = (
+        f"SELECT {columns}, w.keys, rv.reviewers, rv.verdicts, rv.leases, al.levels,"
+        f" rn.started, t.xmin::text || ':' || t.ctid::text{entered_column} FROM {task} t"
+        f" LEFT JOIN (SELECT e.from_task_id AS task_id, array_agg(d.{q('key')}) AS keys"
+        f" FROM {edge} e JOIN {task} d ON d.id = e.to_task_id"
+        f" WHERE e.from_task_id IN ({listed}) AND d.status <> %s GROUP BY e.from_task_id) w"
+        " ON w.task_id = t.id"
+        f" LEFT JOIN (SELECT task_id, array_agg(reviewer {in_order}) AS reviewers,"
+        f" array_agg(verdict {in_order}) AS verdicts, array_agg(lease_expires {in_order})"
+        f" AS leases FROM {review} WHERE task_id IN ({listed}) AND closed_at IS NULL"
+        " GROUP BY task_id) rv ON rv.task_id = t.id"
+        f" LEFT JOIN (SELECT task_id, array_agg(level) AS levels FROM {alert}"
+        f" WHERE task_id IN ({listed}) AND resolved_at IS NULL GROUP BY task_id) al"
+        " ON al.task_id = t.id"
+        f" LEFT JOIN (SELECT task_id, max(started) AS started FROM {run}"
+        f" WHERE task_id IN ({listed}) AND ended IS NULL GROUP BY task_id) rn"
+        f" ON rn.task_id = t.id{entered_join}"
+        f" WHERE t.id IN ({listed})"
+    )
+    return sql, params
 
 
-def _entered_sql() -> RawSQL:
-    """When the task entered its state (`_entered_states`' rule, for one row)."""
+def _read(ids: list[int], *, full: bool) -> dict[int, tuple]:
     from django.db import connection
 
-    q = connection.ops.quote_name
-    task, event = q(Task._meta.db_table), q(Event._meta.db_table)
-    return RawSQL(
-        f"(SELECT max(e.{q('timestamp')}) FROM {event} e WHERE e.task_id = {task}.id"
-        " AND e.outcome = %s AND e.to_status <> '' AND e.from_status <> e.to_status)",
-        [Event.Outcome.APPLIED],
-        output_field=DateTimeField(),
-    )
-
-
-_INPUTS = ("in_waiting", "in_reviews", "in_alerts", "in_running", "in_version")
+    sql, params = _inputs_sql(ids, full=full)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0]: row for row in cursor.fetchall()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,15 +355,16 @@ class CardVersion:
     stamp: tuple
 
 
-def _version(task_id, key, status, waiting, reviews, alerts, running, version, *, config, now):
-    """(CardVersion, open reviews as rows) from one row of `_INPUTS`."""
+def _version(task_id, key, status, inputs: tuple, *, config, now):
+    """(CardVersion, waiting-on keys, open reviews as rows) from `_inputs_sql`'s columns."""
+    waiting, reviewers, verdicts, leases, alerts, running, version = inputs
     open_reviews = [
-        _ReviewRow(reviewer, verdict, datetime.fromisoformat(lease) if lease else None)
-        for reviewer, verdict, lease in reviews or ()
+        _ReviewRow(*r) for r in zip(reviewers or (), verdicts or (), leases or (), strict=True)
     ]
+    waiting, alerts = tuple(sorted(waiting or ())), tuple(alerts or ())
     stamp = (
         version,
-        tuple(sorted(waiting)),
+        waiting,
         # Whether each open review is still live moves with the clock, not with a write.
         tuple(
             (r.reviewer, r.verdict, r.lease_expires, review_live(r, now, config))
@@ -374,7 +373,7 @@ def _version(task_id, key, status, waiting, reviews, alerts, running, version, *
         tuple(sorted(alerts)),
         running,
     )
-    return CardVersion(task_id, key, status, stamp), open_reviews
+    return CardVersion(task_id, key, status, stamp), waiting, open_reviews
 
 
 def _ids(queryset: QuerySet) -> list[int]:
@@ -385,14 +384,10 @@ def card_versions(queryset: QuerySet, *, config, now) -> list[CardVersion]:
     """The versions of `queryset`'s cards, in its order: two narrow queries whatever their
     number (the ids, then each one's version and the inputs beside its row)."""
     ids = _ids(queryset)
-    found = {
-        row[0]: _version(*row, config=config, now=now)[0]
-        for row in Task.objects.filter(_among(Task, "id", ids))
-        .annotate(**_inputs_sql())
-        .values_list("id", "key", "status", *_INPUTS)
-        .order_by()
-    }
-    return [found[i] for i in ids if i in found]
+    rows = _read(ids, full=False)
+    return [
+        _version(*rows[i][:3], rows[i][3:], config=config, now=now)[0] for i in ids if i in rows
+    ]
 
 
 def versioned_cards(
@@ -410,14 +405,7 @@ def cards_of_ids(
     """`versioned_cards` of tasks already chosen, in the order of `ids` (one query, even for
     none: the board's queries do not depend on how many cards it renders)."""
     width = len(_TASK_ROW_FIELDS)
-    inputs = {**_inputs_sql(), "in_entered": _entered_sql()}
-    rows = {
-        values[0]: values
-        for values in Task.objects.filter(_among(Task, "id", ids))
-        .annotate(**inputs)
-        .values_list(*_TASK_ROW_FIELDS, *_INPUTS, "in_entered")
-        .order_by()
-    }
+    rows = _read(ids, full=True)
     if security_ids is None:
         first = next(iter(rows.values()), None)
         security_ids = security_reviewer_ids(first[_PROJECT]) if first else set()
@@ -427,19 +415,10 @@ def cards_of_ids(
             continue  # gone since the ids were read
         values = rows[task_id]
         row = _TaskRow(*values[:width])
-        waiting, reviews, alerts, running, version, entered = values[width:]
-        card_version, open_reviews = _version(
-            row.id,
-            row.key,
-            row.status,
-            waiting,
-            reviews,
-            alerts,
-            running,
-            version,
-            config=config,
-            now=now,
+        card_version, waiting, open_reviews = _version(
+            row.id, row.key, row.status, values[width:-1], config=config, now=now
         )
+        alerts = card_version.stamp[3]
         card = _card(
             row,
             waiting_on=waiting,
@@ -448,8 +427,8 @@ def cards_of_ids(
             now=now,
             security_ids=security_ids,
             alerts=tuple(sorted(alerts, key=ALERT_SEVERITY.__getitem__)),
-            entered=entered,
-            running_since=running,
+            entered=values[-1],
+            running_since=card_version.stamp[4],
         )
         out.append((card_version, card))
     return out
