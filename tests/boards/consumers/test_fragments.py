@@ -13,7 +13,9 @@ from datetime import timedelta
 
 import pytest
 from django.core.cache import caches
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from boards.board.live import fragments
@@ -157,3 +159,14 @@ def test_a_review_lease_running_out_changes_the_card_without_a_write(world):
     [expired] = card_versions(task, config=config, now=now + timedelta(days=1))
     assert same == live
     assert expired.stamp != live.stamp
+
+
+def test_the_page_costs_the_same_queries_with_its_cards_cached_or_not(client, world):
+    client.get(f"/p/{world.project.slug}/activity/")  # the session's first use, not the board's
+    with CaptureQueriesContext(connection) as cold:
+        _, rendered = _page(client, world)
+    assert rendered == 3
+    with CaptureQueriesContext(connection) as warm:
+        _, rendered = _page(client, world)
+    assert rendered == 0
+    assert len(warm.captured_queries) == len(cold.captured_queries)
