@@ -1,5 +1,5 @@
 """What the supervisor watches while one run of its agent runs (issue 24), behind the few hooks
-it has in `supervisor.py` (spawn, pump, heartbeat, and the pause before a claim): the live
+it has in `supervisor/` (spawn, pump, heartbeat, and the pause before a claim): the live
 output stream (`agents.client.runstream`), the progress watchdog (`agents.client.watchdog`),
 the provider's quota wall (`agents.client.quota`) and the usage the CLI prints
 (`agents.client.usage`), reported with each heartbeat and at the run's end so a budget can stop

@@ -5,10 +5,10 @@ it answers, its errors and its description.
 Django-free, so both sides read it: the server generates its routes from it (boards/api/urls.py
 binds each name to its declared operation or view), and the client its HTTP methods
 (agents/client/http.py), its MCP tools (agents/client/operations.py) and its `liza`
-subcommands (agents/client/cli.py). tests/contract/test_contract.py proves the server's OpenAPI
-schema says the same: every operation here with its method, path and parameters, every path
-there here. The server's serializers still validate (this table does not replace them: it says
-what they accept, and the test holds the two equal).
+subcommands (agents/client/cli/generated.py). tests/contract/test_contract.py proves the
+server's OpenAPI schema says the same: every operation here with its method, path and
+parameters, every path there here. The server's serializers still validate (this table does not
+replace them: it says what they accept, and the test holds the two equal).
 
 `roles` only chooses what an agent is shown (its MCP tools): the server decides
 (`require_role`), and tests/agents/client/test_operations.py drives every operation a role is

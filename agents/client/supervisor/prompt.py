@@ -1,0 +1,116 @@
+"""The prompt of one spawn (the original's prompt builder sections, §2.4)."""
+
+from __future__ import annotations
+
+import collections
+from typing import TYPE_CHECKING, Any
+
+from agents.client import gitops, playbooks, wire
+from agents.client.errors import LizaError
+from agents.client.supervisor.options import Assignment
+
+if TYPE_CHECKING:
+    from agents.client.supervisor.loop import Supervisor
+
+
+def _field(task: dict[str, Any], name: str) -> str:
+    value = task.get(name)
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    return str(value) if value not in (None, "") else "-"
+
+
+def build_prompt(s: Supervisor, a: Assignment) -> str:
+    agent = s.agent
+    try:
+        goal = s.client.goal().get("description", "-")
+    except LizaError:
+        goal = "no goal yet"
+    sections = [
+        "=== BOOTSTRAP CONTEXT ===",
+        f"Mode: Liza {agent['role']}",
+        f"Agent: {agent['agent_id']}",
+        f"Project: {s.o.project} on {s.o.url}",
+        f"Repository: {s.repo} (integration branch: {s.integration})",
+        f"Goal: {goal}",
+        "Rules: never claim, merge or create worktrees: the supervisor does. When the board "
+        "says stop (lease lost, paused, checkpoint, aborted), end the session. Work silently.",
+        "",
+    ]
+    task = a.task or {}
+    if agent["role"] == "coder" and task:
+        sections += [
+            "=== ASSIGNED TASK ===",
+            f"Task: {task['key']}",
+            f"Worktree: {a.worktree}",
+            f"Branch: {gitops.branch_of(task['key'])} (base commit {_field(task, 'base_commit')})",
+            f"Iteration: {task['iteration']}",
+            f"Description: {task['description']}",
+            f"DONE WHEN: {_field(task, 'done_when')}",
+            f"SCOPE: {_field(task, 'scope')}",
+            f"Spec: {_field(task, 'spec_ref')}",
+        ]
+        if task.get("integration_fix"):
+            sections.append(
+                f"INTEGRATION FIX: merge {f'{s.o.remote}/' if s.o.remote else ''}"
+                f"{s.integration} into this branch and resolve the conflicts only; the "
+                "implementation was already reviewed."
+            )
+        if task["iteration"] > 1 and task.get("rejection_reason"):
+            sections += [
+                "",
+                "=== PRIOR REJECTION FEEDBACK (MUST ADDRESS) ===",
+                task["rejection_reason"],
+            ]
+        if a.handoff:
+            sections += [
+                "",
+                "=== HANDOFF ===",
+                f"From: {a.handoff.get('agent')}",
+                f"Summary: {a.handoff.get('summary')}",
+                f"Next action: {a.handoff.get('next_action')}",
+            ]
+        sections.append("")
+    elif agent["role"] == "code_reviewer" and task:
+        sections += [
+            "=== REVIEW TASK ===",
+            f"Task: {task['key']}",
+            f"Worktree: {a.worktree}",
+            f"Base commit: {_field(task, 'base_commit')}",
+            f"Review commit: {_field(task, 'review_commit')}",
+            f"Author: {_field(task, 'assigned_to')}",
+            f"Iteration: {task['iteration']}",
+            f"Description: {task['description']}",
+            f"DONE WHEN: {_field(task, 'done_when')}",
+            f"Prior rejection: {_field(task, 'rejection_reason')}",
+            "",
+        ]
+    elif agent["role"] == "planner":
+        tasks = s.client.tasks()
+        sections += ["=== PLANNING CONTEXT ===", f"WAKE TRIGGER: {wake_trigger(tasks)}"]
+        counts = collections.Counter(t["status"] for t in tasks)
+        sections.append(
+            "SPRINT STATE: "
+            + (", ".join(f"{status} {n}" for status, n in sorted(counts.items())) or "no tasks")
+        )
+        sections.append("")
+    sections += [
+        "=== PLAYBOOK ===",
+        playbooks.render(agent["role"], s.o.agent_profile, s.repo),
+        "",
+    ]
+    return "\n".join(sections)
+
+
+def wake_trigger(tasks: list[dict[str, Any]]) -> str:
+    """The first trigger that applies, in the original's order."""
+    statuses = [t["status"] for t in tasks]
+    if not tasks:
+        return "INITIAL_PLANNING"
+    if wire.BLOCKED in statuses:
+        return "BLOCKED_TASKS"
+    if wire.INTEGRATION_FAILED in statuses:
+        return wire.INTEGRATION_FAILED  # the trigger has the state's name
+    if any(len(t.get("failed_by") or []) >= 2 for t in tasks):
+        return "HYPOTHESIS_EXHAUSTED"
+    return "UNKNOWN"
