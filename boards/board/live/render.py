@@ -1,12 +1,12 @@
 """What a live board message becomes on the wire: cards, agent rows and the header.
 
 Rendered once per websocket process per message (boards.board.live.consumers), whatever the number
-of open boards, and by the board page itself (`card_html`), so a card looks the same either way.
+of open boards. A task's card is its shared fragment (`boards.board.live.fragments`): rendered
+once per change, in whichever process needs it first, and reused by the board page.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -14,24 +14,48 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import Agent, Run
+from boards.board.live.fragments import card_fragment
 from boards.board.selectors import board as board_selectors
+from boards.board.selectors.cards import versioned_cards
 from boards.coordination.models.projects import Project
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.outbox import AGENT, EVENT, EVENT_TYPES, RUN, SPRINT, TASK
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.availability import agent_availability
+from boards.coordination.selectors.reviews import security_reviewer_ids
 
 
-@functools.lru_cache(maxsize=8192)
-def card_html(card: board_selectors.Card) -> str:
-    """A card's markup (`boards/_card.html`), for the page and for live events.
-
-    A card is an immutable value and the template reads nothing else, so each distinct card is
-    rendered once per process: a board view re-renders only the cards that changed since the
-    last one. The template engine costs ~0.1 ms a card, most of the page at 500 cards.
-    """
-    return render_to_string("boards/_card.html", {"card": card})
+def task_changed(project: Project, task_id: int, *, config, now) -> dict[str, Any] | None:
+    """A task's live message: its card as its shared fragment (rendered here only if no
+    process did yet, then reused by every browser and the next board page), and the goal and
+    sprints a board filters live cards by. A constant handful of queries."""
+    task = Task.objects.filter(pk=task_id, project=project)
+    security = security_reviewer_ids(project.pk)
+    cards = versioned_cards(task, config=config, now=now, security_ids=security)
+    if not cards:
+        return None
+    version, card = cards[0]
+    scope = list(
+        task.values_list("goal__goal_id", "planned_in__sprint_id", "stretch_in__sprint_id")
+    )
+    html = card_fragment(
+        project_id=project.pk, config=config, security_ids=security, version=version, card=card
+    )
+    return {
+        "type": EVENT_TYPES[TASK],
+        "task": {
+            "key": card.key,
+            "status": card.status,
+            "priority": card.priority,
+            "criticality": card.criticality,
+            "assigned_to": card.assigned_to,
+            "description": card.description,
+            "goal": scope[0][0] if scope else None,
+            "sprints": sorted({s for _, *ids in scope for s in ids if s}),
+        },
+        "html": html,
+    }
 
 
 def render_changes(project_id: int, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -47,34 +71,9 @@ def render_changes(project_id: int, changes: list[dict[str, Any]]) -> list[dict[
         if kind == EVENT:
             event_ids.append(object_id)
         elif kind == TASK:
-            # The board's own card path (plain rows), then the goal and sprints a board
-            # filters live cards by: a constant handful of queries.
-            task = Task.objects.filter(pk=object_id, project=project)
-            cards = board_selectors.board_cards(task, config=config, now=now)
-            if not cards:
-                continue
-            card = cards[0]
-            scope = list(
-                task.values_list("goal__goal_id", "planned_in__sprint_id", "stretch_in__sprint_id")
-            )
-            goal = scope[0][0] if scope else None
-            sprints = sorted({s for _, *ids in scope for s in ids if s})
-            out.append(
-                {
-                    "type": EVENT_TYPES[TASK],
-                    "task": {
-                        "key": card.key,
-                        "status": card.status,
-                        "priority": card.priority,
-                        "criticality": card.criticality,
-                        "assigned_to": card.assigned_to,
-                        "description": card.description,
-                        "goal": goal,
-                        "sprints": sprints,
-                    },
-                    "html": card_html(card),
-                }
-            )
+            message = task_changed(project, object_id, config=config, now=now)
+            if message is not None:
+                out.append(message)
         elif kind == AGENT:
             agent = (
                 Agent.objects.filter(pk=object_id, project=project)

@@ -26,7 +26,6 @@ from boards import protocol as p
 from boards.board.selectors.cards import (
     ALERT_SEVERITY,
     SPRINT_LANE,
-    Card,
     board_cards,
     card_for,
     card_tasks,
@@ -187,12 +186,10 @@ def archived_q(cutoff: datetime) -> Q:
 class Column:
     status: str
     count: int
-    cards: list[Card]
+    cards: list  # of Card, or of the page's card fragments (`board_state`'s `read_cards`)
     terminal: bool
     expanded: bool
-    cards_html: str = (
-        ""  # the cards' markup, filled in by the view (boards.board.live.render.card_html)
-    )
+    cards_html: str = ""  # the cards' markup, filled in by the view (boards.board.live.fragments)
     # The advisory WIP limit (ProjectConfig.wip_limits; None: none) and the card cap.
     limit: int | None = None
     cap: int = COLUMN_CARD_LIMIT
@@ -225,8 +222,14 @@ class Lane:
         return sum(c.count for c in self.columns)
 
 
-def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, object]:
-    """Everything the board page shows, in a constant number of queries."""
+def board_state(
+    *, project: Project, filters: BoardFilters, now, read_cards=None
+) -> dict[str, object]:
+    """Everything the board page shows, in a constant number of queries.
+
+    The shown cards are `Card`s (`board_cards`), or what `read_cards(queryset, config=, now=)`
+    makes of the shown tasks: the page passes its fragment reader
+    (`boards.board.live.fragments.page_fragments`), whose items have a key and a status too."""
     header = board_header(project=project)
     config = header["config"]
     # "Active sprint by default": the open sprint's tasks, or every task when none is open.
@@ -250,12 +253,12 @@ def board_state(*, project: Project, filters: BoardFilters, now) -> dict[str, ob
             order_by=[F("priority").asc(), F("created").asc(), F("id").asc()],
         )
     )
-    cards = board_cards(
+    cards = (read_cards or board_cards)(
         ranked.filter(rank__lte=COLUMN_CARD_LIMIT).order_by("priority", "created", "id"),
         config=config,
         now=now,
     )
-    by_status: dict[str, list[Card]] = {s: [] for s in p.TASK_STATES}
+    by_status: dict[str, list] = {s: [] for s in p.TASK_STATES}
     for card in cards:
         by_status[card.status].append(card)
     columns = [

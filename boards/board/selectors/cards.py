@@ -261,6 +261,7 @@ class _TaskRow:
 
 
 _TASK_ROW_FIELDS = tuple(_TaskRow.__dataclass_fields__)
+_PROJECT = _TASK_ROW_FIELDS.index("project_id")
 
 
 def _among(model, column: str, ids: list[int]) -> RawSQL:
@@ -274,49 +275,168 @@ def _among(model, column: str, ids: list[int]) -> RawSQL:
     from django.db import connection
 
     table = connection.ops.quote_name(model._meta.db_table)
+    if not ids:
+        # Still a query (an empty one): the board costs the same queries whatever it shows.
+        return RawSQL("FALSE", [], output_field=BooleanField())
     listed = ",".join(str(int(i)) for i in ids)
     return RawSQL(f"{table}.{column} IN ({listed})", [], output_field=BooleanField())
 
 
-def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
-    """The cards of `queryset`'s tasks, in its order: five queries whatever their number."""
-    rows = [_TaskRow(*values) for values in queryset.values_list(*_TASK_ROW_FIELDS)]
-    waiting: dict[int, list[str]] = {}
-    reviews: dict[int, list[_ReviewRow]] = {}
-    alerts: dict[int, tuple[str, ...]] = {}
-    entered: dict[int, datetime] = {}
-    running: dict[int, datetime] = {}
-    if rows:
-        ids = [row.id for row in rows]
-        Edge = Task.depends_on.through
-        edges = Edge.objects.filter(_among(Edge, "from_task_id", ids)).exclude(
-            to_task__status=TaskStatus.MERGED
+def _inputs_sql(ids: list[int], *, full: bool) -> tuple[str, list]:
+    """One statement for the tasks `ids`: their rows (all a card reads when `full`, else the
+    id, key and status) with each row's version, and beside them what a card shows from other
+    rows, each read once for all the ids (the ids written in, see `_among`): the dependencies
+    not yet MERGED (their keys), the open reviews (reviewer, verdict, lease, in claim order),
+    the open alerts' levels, the start of a still-running run, and when `full` the time it
+    entered its state (`_entered_states`' rule).
+
+    The version is the row's (xmin, ctid): a write of the row, even a heartbeat or a second
+    one in the same transaction, makes a new row version with a new pair; a lock does not. A
+    card's age in its state comes from its last transition event, which the service that
+    moved the task writes in the transaction that saved its row."""
+    from django.db import connection
+
+    q = connection.ops.quote_name
+    task, edge = q(Task._meta.db_table), q(Task.depends_on.through._meta.db_table)
+    review, alert, run, event = (q(m._meta.db_table) for m in (Review, Alert, Run, Event))
+    listed = ",".join(str(int(i)) for i in ids) or "NULL"
+    names = _TASK_ROW_FIELDS if full else ("id", "key", "status")
+    columns = ", ".join(f"t.{q(Task._meta.get_field(name).column)}" for name in names)
+    params: list = [TaskStatus.MERGED]
+    entered_column, entered_join = "", ""
+    if full:
+        entered_column = ", en.at"
+        entered_join = (
+            f" LEFT JOIN (SELECT task_id, max({q('timestamp')}) AS at FROM {event}"
+            f" WHERE task_id IN ({listed}) AND outcome = %s AND to_status <> ''"
+            " AND from_status <> to_status GROUP BY task_id) en ON en.task_id = t.id"
         )
-        for task_id, key in edges.values_list("from_task_id", "to_task__key"):
-            waiting.setdefault(task_id, []).append(key)
-        open_reviews = Review.objects.filter(_among(Review, "task_id", ids), closed_at__isnull=True)
-        for task_id, *review in open_reviews.values_list(
-            "task_id", "reviewer", "verdict", "lease_expires"
-        ):
-            reviews.setdefault(task_id, []).append(_ReviewRow(*review))
-        alerts = _open_alert_levels(ids)
-        entered = _entered_states(ids)
-        running = _running_runs(ids)
-    security = security_reviewer_ids(rows[0].project_id) if rows else set()
+        params.append(Event.Outcome.APPLIED)
+    in_order = "ORDER BY claimed_at, id"
+    sql = (
+        f"SELECT {columns}, w.keys, rv.reviewers, rv.verdicts, rv.leases, al.levels,"
+        f" rn.started, t.xmin::text || ':' || t.ctid::text{entered_column} FROM {task} t"
+        f" LEFT JOIN (SELECT e.from_task_id AS task_id, array_agg(d.{q('key')}) AS keys"
+        f" FROM {edge} e JOIN {task} d ON d.id = e.to_task_id"
+        f" WHERE e.from_task_id IN ({listed}) AND d.status <> %s GROUP BY e.from_task_id) w"
+        " ON w.task_id = t.id"
+        f" LEFT JOIN (SELECT task_id, array_agg(reviewer {in_order}) AS reviewers,"
+        f" array_agg(verdict {in_order}) AS verdicts, array_agg(lease_expires {in_order})"
+        f" AS leases FROM {review} WHERE task_id IN ({listed}) AND closed_at IS NULL"
+        " GROUP BY task_id) rv ON rv.task_id = t.id"
+        f" LEFT JOIN (SELECT task_id, array_agg(level) AS levels FROM {alert}"
+        f" WHERE task_id IN ({listed}) AND resolved_at IS NULL GROUP BY task_id) al"
+        " ON al.task_id = t.id"
+        f" LEFT JOIN (SELECT task_id, max(started) AS started FROM {run}"
+        f" WHERE task_id IN ({listed}) AND ended IS NULL GROUP BY task_id) rn"
+        f" ON rn.task_id = t.id{entered_join}"
+        f" WHERE t.id IN ({listed})"
+    )
+    return sql, params
+
+
+def _read(ids: list[int], *, full: bool) -> dict[int, tuple]:
+    from django.db import connection
+
+    sql, params = _inputs_sql(ids, full=full)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0]: row for row in cursor.fetchall()}
+
+
+@dataclass(frozen=True, slots=True)
+class CardVersion:
+    """A shown task's identity and everything its card depends on, as of `now`, without its
+    wide row: the key of its rendered fragment (`boards.board.live.fragments`)."""
+
+    id: int
+    key: str
+    status: str
+    stamp: tuple
+
+
+def _version(task_id, key, status, inputs: tuple, *, config, now):
+    """(CardVersion, waiting-on keys, open reviews as rows) from `_inputs_sql`'s columns."""
+    waiting, reviewers, verdicts, leases, alerts, running, version = inputs
+    open_reviews = [
+        _ReviewRow(*r) for r in zip(reviewers or (), verdicts or (), leases or (), strict=True)
+    ]
+    waiting, alerts = tuple(sorted(waiting or ())), tuple(alerts or ())
+    stamp = (
+        version,
+        waiting,
+        # Whether each open review is still live moves with the clock, not with a write.
+        tuple(
+            (r.reviewer, r.verdict, r.lease_expires, review_live(r, now, config))
+            for r in open_reviews
+        ),
+        tuple(sorted(alerts)),
+        running,
+    )
+    return CardVersion(task_id, key, status, stamp), waiting, open_reviews
+
+
+def _ids(queryset: QuerySet) -> list[int]:
+    return list(queryset.values_list("id", flat=True))
+
+
+def card_versions(queryset: QuerySet, *, config, now) -> list[CardVersion]:
+    """The versions of `queryset`'s cards, in its order: two narrow queries whatever their
+    number (the ids, then each one's version and the inputs beside its row)."""
+    ids = _ids(queryset)
+    rows = _read(ids, full=False)
     return [
-        _card(
+        _version(*rows[i][:3], rows[i][3:], config=config, now=now)[0] for i in ids if i in rows
+    ]
+
+
+def versioned_cards(
+    queryset: QuerySet, *, config, now, security_ids: set[str] | None = None
+) -> list[tuple[CardVersion, Card]]:
+    """The cards of `queryset`'s tasks with their versions, in its order: three queries (the
+    ids, the rows with what each card reads beside them, the project's security reviewers)
+    whatever their number; `security_ids` given saves the last."""
+    return cards_of_ids(_ids(queryset), config=config, now=now, security_ids=security_ids)
+
+
+def cards_of_ids(
+    ids: list[int], *, config, now, security_ids: set[str] | None = None
+) -> list[tuple[CardVersion, Card]]:
+    """`versioned_cards` of tasks already chosen, in the order of `ids` (one query, even for
+    none: the board's queries do not depend on how many cards it renders)."""
+    width = len(_TASK_ROW_FIELDS)
+    rows = _read(ids, full=True)
+    if security_ids is None:
+        first = next(iter(rows.values()), None)
+        security_ids = security_reviewer_ids(first[_PROJECT]) if first else set()
+    out = []
+    for task_id in ids:
+        if task_id not in rows:
+            continue  # gone since the ids were read
+        values = rows[task_id]
+        row = _TaskRow(*values[:width])
+        card_version, waiting, open_reviews = _version(
+            row.id, row.key, row.status, values[width:-1], config=config, now=now
+        )
+        alerts = card_version.stamp[3]
+        card = _card(
             row,
-            waiting_on=waiting.get(row.id, ()),
-            open_reviews=reviews.get(row.id, []),
+            waiting_on=waiting,
+            open_reviews=open_reviews,
             config=config,
             now=now,
-            security_ids=security,
-            alerts=alerts.get(row.id, ()),
-            entered=entered.get(row.id),
-            running_since=running.get(row.id),
+            security_ids=security_ids,
+            alerts=tuple(sorted(alerts, key=ALERT_SEVERITY.__getitem__)),
+            entered=values[-1],
+            running_since=card_version.stamp[4],
         )
-        for row in rows
-    ]
+        out.append((card_version, card))
+    return out
+
+
+def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
+    """The cards of `queryset`'s tasks, in its order: three queries whatever their number."""
+    return [card for _, card in versioned_cards(queryset, config=config, now=now)]
 
 
 def card_tasks(queryset: QuerySet) -> QuerySet:

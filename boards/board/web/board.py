@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +16,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.safestring import mark_safe
 
 from boards import protocol as p
-from boards.board.live.render import card_html
+from boards.board.live.fragments import page_fragments
 from boards.board.selectors.board import (
     BOARD_COLUMNS,
     LANES,
@@ -51,11 +52,13 @@ def _board_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     # Read the sequence before the rows: an event in between is applied twice, harmlessly
     # (cards are replaced by key), never lost.
     seq = current_sequence(project.pk)
-    state = board_state(project=project, filters=filters, now=now)
+    # The cards as their rendered fragments, shared by every process (issue #26).
+    read_cards = functools.partial(page_fragments, project=project)
+    state = board_state(project=project, filters=filters, now=now, read_cards=read_cards)
     lane_columns = [column for lane in state["lanes"] for column in lane.columns]
     for column in [*state["columns"], *lane_columns]:
         # Joined template output, escaped when each card was rendered.
-        column.cards_html = mark_safe("".join(card_html(card) for card in column.cards))
+        column.cards_html = mark_safe("".join(card.html for card in column.cards))
     return {
         **state,
         "seq": seq,
