@@ -10,6 +10,9 @@ project = "p/<slug:slug>"
 task = "p/<slug:slug>/tasks/<str:key>"
 sprint = "p/<slug:slug>/sprints/<str:sprint_id>"
 goal = "p/<slug:slug>/goals/<str:goal_id>"
+alert = "p/<slug:slug>/alerts/<int:alert_id>"
+discovery = "p/<slug:slug>/discoveries/<str:disc_id>"
+agent = "p/<slug:slug>/agents/<str:agent_id>"
 
 
 def actions_on(row: str, kind: str, verbs: str) -> list:
@@ -58,11 +61,7 @@ urlpatterns = [
     *actions_on(task, "task", "cancel suspend resume approve reject limits"),
     path(task + "/notes", actions.task_note, name="task-note"),
     path("p/<slug:slug>/notes", A["project_note"], name="project-note"),
-    path(
-        "p/<slug:slug>/alerts/<int:alert_id>/acknowledge",
-        A["alert_acknowledge"],
-        name="alert-acknowledge",
-    ),
+    *actions_on(alert, "alert", "acknowledge"),
     path("p/<slug:slug>/breaker", pages.breaker_page, name="breaker"),
     path("p/<slug:slug>/breaker/resolve", A["circuit_breaker_resolve"], name="breaker-resolve"),
     *actions_on(sprint, "sprint", "checkpoint resume abort deadline"),
@@ -70,21 +69,11 @@ urlpatterns = [
     path("p/<slug:slug>/budgets", A["budget_set"], name="budget-set"),
     path("p/<slug:slug>/pause", A["project_pause"], name="project-pause"),
     path("p/<slug:slug>/resume", A["project_resume"], name="project-resume"),
-    path(
-        "p/<slug:slug>/discoveries/<str:disc_id>/triage",
-        A["discovery_triage"],
-        name="discovery-triage",
-    ),
+    *actions_on(discovery, "discovery", "triage"),
     path("p/<slug:slug>/agents/new", pages.agent_create, name="agent-create"),
-    path(
-        "p/<slug:slug>/agents/<str:agent_id>/keys", actions.agent_key_issue, name="agent-key-issue"
-    ),
-    path("p/<slug:slug>/agents/<str:agent_id>/enabled", actions.agent_enable, name="agent-enable"),
-    path(
-        "p/<slug:slug>/agents/<str:agent_id>/availability",
-        actions.agent_availability,
-        name="agent-availability",
-    ),
+    path(agent + "/keys", actions.agent_key_issue, name="agent-key-issue"),
+    path(agent + "/enabled", actions.agent_enable, name="agent-enable"),
+    path(agent + "/availability", actions.agent_availability, name="agent-availability"),
     path(
         "p/<slug:slug>/keys/<str:prefix>/revoke", actions.agent_key_revoke, name="agent-key-revoke"
     ),
