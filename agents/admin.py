@@ -11,8 +11,6 @@ too, read-only.
 
 from __future__ import annotations
 
-from typing import Any
-
 from axes import admin as axes_admin
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin, messages
@@ -29,27 +27,21 @@ from agents.services import (
     agent_set_enabled,
     agent_set_security_reviewer,
 )
-from boards.admin.base import AppendOnlyAdmin, ServiceManagedAdmin, service_action
+from boards.admin.base import (
+    AppendOnlyAdmin,
+    NoAddOrChange,
+    ReadOnly,
+    ServiceManagedAdmin,
+    ViewOnlyInline,
+    service_action,
+)
 
 
-class AgentKeyInline(admin.TabularInline):
+class AgentKeyInline(ViewOnlyInline):
+    # View-only: keys are issued and revoked by the actions, never through a form.
     model = AgentKey
     fields = ("prefix", "label", "created", "last_used_at", "revoked_at")
     readonly_fields = fields
-    extra = 0
-    max_num = 0
-    can_delete = False
-    show_change_link = True
-
-    # View-only: keys are issued and revoked by the actions, never through a form.
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Agent)
@@ -189,29 +181,19 @@ class AgentKeyAdmin(ServiceManagedAdmin):
 # counter can be deleted, which is how a staff member unlocks an account or an address early.
 
 
-class _ViewOnly:
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(AccessAttempt)
-class AccessAttemptAdmin(_ViewOnly, axes_admin.AccessAttemptAdmin):
+class AccessAttemptAdmin(NoAddOrChange, axes_admin.AccessAttemptAdmin):
     pass
 
 
 @admin.register(AccessLog)
-class AccessLogAdmin(_ViewOnly, axes_admin.AccessLogAdmin):
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class AccessLogAdmin(ReadOnly, axes_admin.AccessLogAdmin):
+    pass
 
 
 @admin.register(AccessFailureLog)
-class AccessFailureLogAdmin(_ViewOnly, axes_admin.AccessFailureLogAdmin):
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class AccessFailureLogAdmin(ReadOnly, axes_admin.AccessFailureLogAdmin):
+    pass
 
 
 @admin.register(IdempotentRequest)

@@ -10,6 +10,19 @@ project = "p/<slug:slug>"
 task = "p/<slug:slug>/tasks/<str:key>"
 sprint = "p/<slug:slug>/sprints/<str:sprint_id>"
 goal = "p/<slug:slug>/goals/<str:goal_id>"
+alert = "p/<slug:slug>/alerts/<int:alert_id>"
+discovery = "p/<slug:slug>/discoveries/<str:disc_id>"
+agent = "p/<slug:slug>/agents/<str:agent_id>"
+
+
+def actions_on(row: str, kind: str, verbs: str) -> list:
+    """POST-only actions on one row, one a verb (`verbs` split on spaces): `<row>/<verb>` runs the
+    declared operation `<kind>_<verb>` (dashes as underscores) and is named `<kind>-<verb>`."""
+    return [
+        path(f"{row}/{verb}", A[f"{kind}_{verb.replace('-', '_')}"], name=f"{kind}-{verb}")
+        for verb in verbs.split()
+    ]
+
 
 urlpatterns = [
     path("", board.project_list, name="project-list"),
@@ -44,50 +57,23 @@ urlpatterns = [
     path("p/<slug:slug>/agents", pages.agent_list_page, name="agents"),
     path("p/<slug:slug>/members", pages.members_page, name="members"),
     path("p/<slug:slug>/members/invite", A["membership_invite"], name="member-invite"),
-    path(task + "/release", A["task_release"], name="task-release"),
-    path(task + "/rescope", A["task_rescope"], name="task-rescope"),
-    path(task + "/abandon", A["task_abandon"], name="task-abandon"),
-    path(task + "/override-block", A["task_override_block"], name="task-override-block"),
-    path(task + "/release-claim", A["task_release_claim"], name="task-release-claim"),
-    path(task + "/cancel", A["task_cancel"], name="task-cancel"),
-    path(task + "/suspend", A["task_suspend"], name="task-suspend"),
-    path(task + "/resume", A["task_resume"], name="task-resume"),
-    path(task + "/approve", A["task_approve"], name="task-approve"),
-    path(task + "/reject", A["task_reject"], name="task-reject"),
-    path(task + "/limits", A["task_limits"], name="task-limits"),
+    *actions_on(task, "task", "release rescope abandon override-block release-claim"),
+    *actions_on(task, "task", "cancel suspend resume approve reject limits"),
     path(task + "/notes", actions.task_note, name="task-note"),
     path("p/<slug:slug>/notes", A["project_note"], name="project-note"),
-    path(
-        "p/<slug:slug>/alerts/<int:alert_id>/acknowledge",
-        A["alert_acknowledge"],
-        name="alert-acknowledge",
-    ),
+    *actions_on(alert, "alert", "acknowledge"),
     path("p/<slug:slug>/breaker", pages.breaker_page, name="breaker"),
     path("p/<slug:slug>/breaker/resolve", A["circuit_breaker_resolve"], name="breaker-resolve"),
-    path(sprint + "/checkpoint", A["sprint_checkpoint"], name="sprint-checkpoint"),
-    path(sprint + "/resume", A["sprint_resume"], name="sprint-resume"),
-    path(sprint + "/abort", A["sprint_abort"], name="sprint-abort"),
-    path(sprint + "/deadline", A["sprint_deadline"], name="sprint-deadline"),
-    path(goal + "/complete", A["goal_complete"], name="goal-complete"),
-    path(goal + "/abort", A["goal_abort"], name="goal-abort"),
+    *actions_on(sprint, "sprint", "checkpoint resume abort deadline"),
+    *actions_on(goal, "goal", "complete abort"),
     path("p/<slug:slug>/budgets", A["budget_set"], name="budget-set"),
     path("p/<slug:slug>/pause", A["project_pause"], name="project-pause"),
     path("p/<slug:slug>/resume", A["project_resume"], name="project-resume"),
-    path(
-        "p/<slug:slug>/discoveries/<str:disc_id>/triage",
-        A["discovery_triage"],
-        name="discovery-triage",
-    ),
+    *actions_on(discovery, "discovery", "triage"),
     path("p/<slug:slug>/agents/new", pages.agent_create, name="agent-create"),
-    path(
-        "p/<slug:slug>/agents/<str:agent_id>/keys", actions.agent_key_issue, name="agent-key-issue"
-    ),
-    path("p/<slug:slug>/agents/<str:agent_id>/enabled", actions.agent_enable, name="agent-enable"),
-    path(
-        "p/<slug:slug>/agents/<str:agent_id>/availability",
-        actions.agent_availability,
-        name="agent-availability",
-    ),
+    path(agent + "/keys", actions.agent_key_issue, name="agent-key-issue"),
+    path(agent + "/enabled", actions.agent_enable, name="agent-enable"),
+    path(agent + "/availability", actions.agent_availability, name="agent-availability"),
     path(
         "p/<slug:slug>/keys/<str:prefix>/revoke", actions.agent_key_revoke, name="agent-key-revoke"
     ),

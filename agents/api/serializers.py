@@ -5,9 +5,10 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from agents.models import Agent, AgentKey, Run, RunUsage
+from boards.api.serializers.base import ReadOnlyModelSerializer
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(ReadOnlyModelSerializer):
     """One spawn of an agent command by `liza supervise`."""
 
     agent = serializers.SlugRelatedField(slug_field="agent_id", read_only=True)
@@ -37,13 +38,12 @@ class RunSerializer(serializers.ModelSerializer):
             "command",
             "output",
         ]
-        read_only_fields = fields
 
     def get_duration(self, run: Run) -> float | None:
         return run.duration().total_seconds() if run.ended else None
 
 
-class AgentSerializer(serializers.ModelSerializer):
+class AgentSerializer(ReadOnlyModelSerializer):
     current_task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
 
     class Meta:
@@ -64,16 +64,14 @@ class AgentSerializer(serializers.ModelSerializer):
             "overloaded",
             "error_cleared_at",
         ]
-        read_only_fields = fields
 
 
-class AgentKeySerializer(serializers.ModelSerializer):
+class AgentKeySerializer(ReadOnlyModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="agent_id", read_only=True)
 
     class Meta:
         model = AgentKey
         fields = ["prefix", "agent", "label", "created", "last_used_at", "revoked_at"]
-        read_only_fields = fields
 
 
 class IssuedKeySerializer(AgentKeySerializer):
@@ -81,7 +79,6 @@ class IssuedKeySerializer(AgentKeySerializer):
 
     class Meta(AgentKeySerializer.Meta):
         fields = [*AgentKeySerializer.Meta.fields, "key"]
-        read_only_fields = fields
 
 
 class HeartbeatSerializer(serializers.Serializer):
@@ -100,7 +97,7 @@ class AgentCreatedSerializer(serializers.Serializer):
     key = IssuedKeySerializer()
 
 
-class RunUsageSerializer(serializers.ModelSerializer):
+class RunUsageSerializer(ReadOnlyModelSerializer):
     """A run's usage for one model so far (issue 24)."""
 
     agent = serializers.SlugRelatedField(slug_field="agent_id", read_only=True)
@@ -123,7 +120,6 @@ class RunUsageSerializer(serializers.ModelSerializer):
             "cost_usd",
             "recorded_at",
         ]
-        read_only_fields = fields
 
 
 class BudgetStateSerializer(serializers.Serializer):

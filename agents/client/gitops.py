@@ -199,14 +199,8 @@ def prepare_review_worktree(repo: Path, key: str, *, remote: str, commit: str) -
     if commit_of(repo, commit) is None or pushed is None or not _is_ancestor(repo, commit, pushed):
         return None
     path = repo / ".worktrees" / f"{key}.review"
-    path.parent.mkdir(exist_ok=True)
-    if path.resolve() in {p.resolve() for p in _registered_worktrees(repo)} and path.is_dir():
+    if _reuse_worktree(repo, path, commit):
         git(path, "checkout", "--quiet", "--force", "--detach", commit)
-        return path
-    git(repo, "worktree", "prune")
-    if path.exists():
-        shutil.rmtree(path)
-    git(repo, "worktree", "add", "--detach", str(path), commit)
     return path
 
 
@@ -356,17 +350,25 @@ def merge_task_remote(
 def _merge_checkout(repo: Path, start: str) -> Path:
     """`.worktrees/.merge`, detached at `start`, clean."""
     path = repo / ".worktrees" / ".merge"
-    path.parent.mkdir(exist_ok=True)
-    if path.resolve() in {p.resolve() for p in _registered_worktrees(repo)} and path.is_dir():
+    if _reuse_worktree(repo, path, start):
         git(path, "merge", "--abort", check=False)
         git(path, "checkout", "--quiet", "--force", "--detach", start)
         git(path, "clean", "-fdxq")
-        return path
+    return path
+
+
+def _reuse_worktree(repo: Path, path: Path, commit: str) -> bool:
+    """True when `path` is already a registered worktree of `repo` (the caller moves it to
+    `commit`); otherwise a new one is added there, detached at `commit`, over whatever was
+    left at `path` (pruned from git's list, removed from disk), and False."""
+    path.parent.mkdir(exist_ok=True)
+    if path.resolve() in {p.resolve() for p in _registered_worktrees(repo)} and path.is_dir():
+        return True
     git(repo, "worktree", "prune")
     if path.exists():
         shutil.rmtree(path)
-    git(repo, "worktree", "add", "--detach", str(path), start)
-    return path
+    git(repo, "worktree", "add", "--detach", str(path), commit)
+    return False
 
 
 def delete_remote_branch(repo: Path, remote: str, branch: str) -> None:

@@ -43,6 +43,30 @@ def _event(line: str) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
+# Where each report puts its token counts: input, output, cache read, cache write ("": none).
+CLAUDE_PER_MODEL = (
+    "inputTokens",
+    "outputTokens",
+    "cacheReadInputTokens",
+    "cacheCreationInputTokens",
+)
+CLAUDE_TOTAL = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+CODEX_TURN = ("input_tokens", "output_tokens", "cached_input_tokens", "")
+
+
+def _usage(model: object, counts: dict, names: tuple[str, str, str, str], cost: object) -> Usage:
+    """One Usage from a map of token counts kept under the CLI's own `names`."""
+    tokens = [_int(counts.get(name)) for name in names]
+    return Usage(
+        str(model or ""), *tokens, cost_usd=float(cost) if isinstance(cost, int | float) else None
+    )
+
+
 def parse_claude(line: str) -> list[Usage] | None:
     event = _event(line)
     if event is None or event.get("type") != "result":
@@ -50,29 +74,12 @@ def parse_claude(line: str) -> list[Usage] | None:
     per_model = event.get("modelUsage")
     if isinstance(per_model, dict) and per_model:
         return [
-            Usage(
-                model=str(model),
-                input_tokens=_int(u.get("inputTokens")),
-                output_tokens=_int(u.get("outputTokens")),
-                cache_read_tokens=_int(u.get("cacheReadInputTokens")),
-                cache_write_tokens=_int(u.get("cacheCreationInputTokens")),
-                cost_usd=float(u["costUSD"]) if isinstance(u.get("costUSD"), int | float) else None,
-            )
+            _usage(model, u, CLAUDE_PER_MODEL, u.get("costUSD"))
             for model, u in per_model.items()
             if isinstance(u, dict)
         ]
     usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
-    cost = event.get("total_cost_usd")
-    return [
-        Usage(
-            model=str(event.get("model") or ""),
-            input_tokens=_int(usage.get("input_tokens")),
-            output_tokens=_int(usage.get("output_tokens")),
-            cache_read_tokens=_int(usage.get("cache_read_input_tokens")),
-            cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
-            cost_usd=float(cost) if isinstance(cost, int | float) else None,
-        )
-    ]
+    return [_usage(event.get("model"), usage, CLAUDE_TOTAL, event.get("total_cost_usd"))]
 
 
 def parse_codex(line: str) -> list[Usage] | None:
@@ -82,14 +89,7 @@ def parse_codex(line: str) -> list[Usage] | None:
     usage = event.get("usage")
     if not isinstance(usage, dict):
         return None
-    return [
-        Usage(
-            model=str(event.get("model") or ""),
-            input_tokens=_int(usage.get("input_tokens")),
-            output_tokens=_int(usage.get("output_tokens")),
-            cache_read_tokens=_int(usage.get("cached_input_tokens")),
-        )
-    ]
+    return [_usage(event.get("model"), usage, CODEX_TURN, None)]
 
 
 USAGE_PARSERS: dict[str, Callable[[str], list[Usage] | None]] = {

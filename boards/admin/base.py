@@ -40,8 +40,8 @@ def excerpt(text: str, length: int = 80) -> str:
     return Truncator(text).chars(length)
 
 
-class AppendOnlyAdmin(admin.ModelAdmin):
-    """The log: visible, never written from the admin, by anybody (superusers included)."""
+class NoAddOrChange:
+    """A mixin for an admin (or inline) that shows rows and never adds nor edits one."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -49,8 +49,26 @@ class AppendOnlyAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+
+class ReadOnly(NoAddOrChange):
+    """A mixin: shown, never added, edited nor deleted, by anybody (superusers included)."""
+
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class AppendOnlyAdmin(ReadOnly, admin.ModelAdmin):
+    """The log: visible, never written from the admin, by anybody (superusers included)."""
+
+
+class ViewOnlyInline(ReadOnly, admin.TabularInline):
+    """Rows listed under their parent: Django never validates nor saves a view-only inline's
+    forms, so nothing is written through it; each row links to its own page."""
+
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = True
 
 
 class ServiceManagedAdmin(admin.ModelAdmin):

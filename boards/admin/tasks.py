@@ -16,6 +16,7 @@ from boards.admin.base import (
     AppendOnlyAdmin,
     ServiceManagedAdmin,
     TaskKeyColumn,
+    ViewOnlyInline,
     excerpt,
     service_action,
 )
@@ -35,8 +36,9 @@ from boards.coordination.models.tasks import (
 from boards.coordination.services.records import human_note_create
 
 
-class EventInline(admin.TabularInline):
-    """The task's timeline (SPEC §4.1: task history is a view of the event log)."""
+class EventInline(ViewOnlyInline):
+    """The task's timeline (SPEC §4.1: task history is a view of the event log); view-only, so
+    no Event is written through it."""
 
     model = Event
     fields = (
@@ -51,21 +53,7 @@ class EventInline(admin.TabularInline):
     )
     readonly_fields = fields
     ordering = ("timestamp", "id")
-    extra = 0
-    max_num = 0
-    can_delete = False
-    show_change_link = True
     verbose_name_plural = "timeline"
-
-    # View-only inline: Django never validates nor saves its forms, so no Event is written.
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class ReviewInline(EventInline):

@@ -3,12 +3,9 @@ people's notification preferences and notifications (read-only)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
-from boards.admin.base import AppendOnlyAdmin
+from boards.admin.base import AppendOnlyAdmin, ViewOnlyInline
 from boards.watch.models import (
     Notification,
     NotificationPreference,
@@ -17,19 +14,12 @@ from boards.watch.models import (
 )
 
 
-class WebhookAttemptInline(admin.TabularInline):
+class WebhookAttemptInline(ViewOnlyInline):
     model = WebhookAttempt
     fields = ("at", "url", "status_code", "error", "duration_ms")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
     ordering = ("-at", "-id")
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    show_change_link = False
 
 
 @admin.register(WebhookAttempt)

@@ -76,8 +76,11 @@ def _ordered(value: Any, first: tuple[str, ...]) -> Any:
     }
 
 
-def _put_data(entry: dict[str, Any], data: dict[str, Any], reserved: frozenset[str]) -> None:
-    """Event data beside the entry's own keys; a name the schema reserves goes under `data:`."""
+def _put_data(
+    entry: dict[str, Any], data: dict[str, Any], reserved: frozenset[str], under: str = "data"
+) -> None:
+    """Event data (or a check's details) beside the entry's own keys; a name the schema reserves
+    goes under `under` (`data:`, `details:`)."""
     nested = {}
     for name, value in data.items():
         if name in reserved:
@@ -85,7 +88,7 @@ def _put_data(entry: dict[str, Any], data: dict[str, Any], reserved: frozenset[s
         else:
             entry[name] = value
     if nested:
-        entry["data"] = nested
+        entry[under] = nested
 
 
 def _goal(project: Project) -> dict[str, Any] | None:
@@ -392,14 +395,7 @@ def _check(check: CircuitBreakerCheck) -> dict[str, Any]:
         "pattern": check.pattern or None,
         "result": check.result,
     }
-    nested = {}
-    for name, value in (check.details or {}).items():
-        if name in BREAKER_CHECK_RESERVED:
-            nested[name] = value
-        else:
-            entry[name] = value
-    if nested:
-        entry["details"] = nested
+    _put_data(entry, check.details or {}, BREAKER_CHECK_RESERVED, under="details")
     return entry
 
 

@@ -7,6 +7,7 @@ timestamp in another format are problems (or, with `--lenient`, gaps read with a
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
@@ -183,6 +184,16 @@ class FieldReader:
         expected = "a mapping" if shape is dict else "a list"
         self.problem(f"{STATE_FILE}: {name}", f"must be {expected}, found {describe(raw)}")
         return None
+
+    def mappings(self, items: Iterable, label: str) -> Iterator[tuple[str, dict]]:
+        """(where, item) for each mapping in `items`, `where` being "<label> #<position>"; any
+        other item is a problem there, reported as the loop reaches it."""
+        for position, item in enumerate(items, start=1):
+            where = f"{label} #{position}"
+            if isinstance(item, dict):
+                yield where, item
+            else:
+                self.problem(where, f"must be a mapping, found {describe(item)}")
 
     def entries(self, raw: list | None, label: str) -> list[tuple[str, dict]]:
         """(where, entry) for each mapping of a list section; other items are problems."""

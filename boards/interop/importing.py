@@ -152,12 +152,7 @@ def _store_records(plan: ImportPlan, project: Project, tasks: dict[str, Task]) -
     for discovery in plan.discoveries:
         discovery.project = project
     Discovery.objects.bulk_create(plan.discoveries)
-    handoffs = []
-    for key, handoff in plan.handoffs:
-        handoff.project = project
-        handoff.task = tasks[key]
-        handoffs.append(handoff)
-    Handoff.objects.bulk_create(handoffs)
+    Handoff.objects.bulk_create(_on_tasks(plan.handoffs, project, tasks))
     users = get_user_model().objects
     notes = []
     for key, note, author in plan.notes:
@@ -172,12 +167,18 @@ def _store_records(plan: ImportPlan, project: Project, tasks: dict[str, Task]) -
     for change in plan.spec_changes:
         change.project = project
     SpecChange.objects.bulk_create(plan.spec_changes)
-    anomalies = []
-    for key, anomaly in plan.anomalies:
-        anomaly.project = project
-        anomaly.task = tasks[key] if key else None
-        anomalies.append(anomaly)
-    Anomaly.objects.bulk_create(anomalies)
+    Anomaly.objects.bulk_create(_on_tasks(plan.anomalies, project, tasks))
+
+
+def _on_tasks(pairs: list[tuple[Any, Any]], project: Project, tasks: dict[str, Task]) -> list:
+    """The rows of (task key, row) pairs, each set on the project and on its task (none for a
+    row of the project's, whose key is empty)."""
+    rows = []
+    for key, row in pairs:
+        row.project = project
+        row.task = tasks[key] if key else None
+        rows.append(row)
+    return rows
 
 
 def _store_sprint(

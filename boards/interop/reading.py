@@ -240,11 +240,7 @@ class _Reader(RecordReader):
             self.problem(f"{where}: alignment_history", f"must be a list, found {describe(raw)}")
             return []
         history = []
-        for position, entry in enumerate(raw, start=1):
-            here = f"{where}: alignment_history #{position}"
-            if not isinstance(entry, dict):
-                self.problem(here, f"must be a mapping, found {describe(entry)}")
-                continue
+        for here, entry in self.mappings(raw, f"{where}: alignment_history"):
             when = self.convert(
                 entry.get("timestamp"), Kind.TIME_REQUIRED, f"{here}: timestamp", None
             )
@@ -352,11 +348,7 @@ class _Reader(RecordReader):
             self.problem(where, f"must be a list, found {describe(raw)}")
             return []
         items: list[dict[str, Any]] = []
-        for position, entry in enumerate(raw, start=1):
-            here = f"{where} #{position}"
-            if not isinstance(entry, dict):
-                self.problem(here, f"must be a mapping, found {describe(entry)}")
-                continue
+        for here, entry in self.mappings(raw, where):
             values = self.fields(entry, REVIEW_FIELDS, Review, here)
             if not values["reviewer"]:
                 self.problem(f"{here}: reviewer", "missing")

@@ -163,11 +163,7 @@ class RecordReader(FieldReader):
         if history is not None and not isinstance(history, list):
             self.problem(f"{where}: history", f"must be a list, found {describe(history)}")
             history = None
-        for position, entry in enumerate(history or [], start=1):
-            here = f"{where}: history #{position}"
-            if not isinstance(entry, dict):
-                self.problem(here, f"must be a mapping, found {describe(entry)}")
-                continue
+        for here, entry in self.mappings(history or [], f"{where}: history"):
             nested = entry.get("details")
             details = jsonable(nested) if isinstance(nested, dict) else {}
             details.update(
@@ -186,11 +182,7 @@ class RecordReader(FieldReader):
 
     def log_events(self, log: list) -> list[PlannedEvent]:
         found = []
-        for position, entry in enumerate(log, start=1):
-            where = f"{LOG_FILE}: entry #{position}"
-            if not isinstance(entry, dict):
-                self.problem(where, f"must be a mapping, found {describe(entry)}")
-                continue
+        for where, entry in self.mappings(log, f"{LOG_FILE}: entry"):
             data = self.event_data(entry, LOG_RESERVED, where)
             task_ref = self.key(entry.get("task"), f"{where}: task")
             task_key = task_ref if task_ref in self.task_keys else None
@@ -215,11 +207,7 @@ class RecordReader(FieldReader):
             if not isinstance(history, list):
                 self.problem(f"{task_where}: history", f"must be a list, found {describe(history)}")
                 continue
-            for position, entry in enumerate(history, start=1):
-                where = f"{task_where}: history #{position}"
-                if not isinstance(entry, dict):
-                    self.problem(where, f"must be a mapping, found {describe(entry)}")
-                    continue
+            for where, entry in self.mappings(history, f"{task_where}: history"):
                 data = self.event_data(entry, HISTORY_RESERVED, where)
                 action = self.text(entry.get("event"), f"{where}: event")
                 detail = history_summary(action, data)

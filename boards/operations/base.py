@@ -67,6 +67,17 @@ class Operation:
         return self.service(**on, **{self.principal: actor, "now": now}, **kwargs)
 
 
+def op(
+    service: Callable[..., Any],
+    target: str,
+    input: type[serializers.Serializer] | None = None,
+    **options: Any,
+) -> Operation:
+    """An operation named as its service (`tasks.task_claim` is `task_claim`), as they all are
+    but where one service serves two operations (agent_enable, agent_disable)."""
+    return Operation(service.__name__, service, target, input, **options)
+
+
 def _plain(value: Any) -> Any:
     """Serializer output as plain dicts and lists (nested serializers give OrderedDicts)."""
     if isinstance(value, Mapping):

@@ -23,6 +23,19 @@ from boards.operations.base import (
 )
 from boards.watch.services import notifications
 
+
+def _agent_switch(*, enabled: bool) -> Operation:
+    """agent_disable or agent_enable: one service (agent_set_enabled), its switch set."""
+    verb = "enable" if enabled else "disable"
+    return Operation(
+        f"agent_{verb}",
+        agent_services.agent_set_enabled,
+        AGENT,
+        arguments=lambda data: {"enabled": enabled},
+        done=lambda a: f"{a.agent_id} {verb}d.",
+    )
+
+
 PROJECT_OPERATIONS: list[Operation] = [
     # -- sprints, goals, the project ------------------------------------------------------
     Operation(
@@ -119,20 +132,8 @@ PROJECT_OPERATIONS: list[Operation] = [
         ),
     ),
     # -- agents and keys (project admins) --------------------------------------------------
-    Operation(
-        "agent_disable",
-        agent_services.agent_set_enabled,
-        AGENT,
-        arguments=lambda data: {"enabled": False},
-        done=lambda a: f"{a.agent_id} disabled.",
-    ),
-    Operation(
-        "agent_enable",
-        agent_services.agent_set_enabled,
-        AGENT,
-        arguments=lambda data: {"enabled": True},
-        done=lambda a: f"{a.agent_id} enabled.",
-    ),
+    _agent_switch(enabled=False),
+    _agent_switch(enabled=True),
     Operation(
         "agent_set_availability",
         agent_services.agent_set_availability,

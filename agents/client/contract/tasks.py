@@ -6,6 +6,12 @@ from __future__ import annotations
 
 from agents.client.contract.base import CODER_ONLY, EVERY_ROLE, KEY, PLANNER_ONLY, E, Endpoint, P
 
+# What a coder says when it claims, by key or the next one.
+CLAIM = (
+    P("base_commit", "string", max_length=64, help="integration HEAD when claiming"),
+    P("worktree", "string", max_length=500, help="the git worktree the coder works in"),
+)
+
 # One entry a row, its fields packed: `ruff format` would put each field on a line of its
 # own (the table twice as long, no longer read as rows); so not formatted, here only.
 # fmt: off
@@ -51,10 +57,7 @@ TASKS: tuple[Endpoint, ...] = (
     ),
     E("task_claim_next", "POST", "tasks/claim-next", "api-claim-next", "tasks_claim_next",
         result="task",
-        params=(
-            P("base_commit", "string", max_length=64, help="integration HEAD when claiming"),
-            P("worktree", "string", max_length=500, help="the git worktree the coder works in"),
-        ),
+        params=CLAIM,
         client="claim_next", roles=CODER_ONLY, cli=("claim-next",), tool_requires=("base_commit",),
         description=(
             "Claim the best claimable task (own REJECTED, INTEGRATION_FAILED, UNCLAIMED with "
@@ -86,11 +89,7 @@ TASKS: tuple[Endpoint, ...] = (
         help="Edit a task: its contract while DRAFT or UNCLAIMED, its priority until it ends.",
     ),
     E("task_claim", "POST", "tasks/{key}/claim", "api-claim", "tasks_claim", result="task",
-        params=(
-            KEY,
-            P("base_commit", "string", max_length=64, help="integration HEAD when claiming"),
-            P("worktree", "string", max_length=500, help="the git worktree the coder works in"),
-        ),
+        params=(KEY, *CLAIM),
         client="claim", roles=CODER_ONLY, cli=("claim",), tool_requires=("base_commit",),
         help=(
             "Claim one task (UNCLAIMED with its dependencies MERGED, your REJECTED one, an "

@@ -20,42 +20,18 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.client.operations import operations_for
-from agents.client.profiles.base import (
-    CODER,
-    REPLY,
-    Flag,
-    FlagTable,
-    Invocation,
-    Profile,
-    Session,
-)
+from agents.client.profiles.base import CODER, REPLY, FlagTable, Invocation, Profile, Session
 
 FLAGS = FlagTable(
     cli="aider",
     version="0.86",
     source="https://aider.chat/docs/config/options.html and https://aider.chat/docs/scripting.html",
-    flags=(
-        Flag("--message-file", True, "send the file's text as one message, then exit"),
-        Flag("-f", True),
-        Flag("--message", True),
-        Flag("-m", True),
-        Flag("--yes-always", False, "yes to every confirmation (never to shell commands)"),
-        Flag("--no-stream", False),
-        Flag("--no-pretty", False),
-        Flag("--no-fancy-input", False),
-        Flag("--no-check-update", False),
-        Flag("--no-show-model-warnings", False),
-        Flag("--no-suggest-shell-commands", False),
-        Flag("--auto-commits", False),
-        Flag("--no-auto-commits", False),
-        Flag("--dry-run", False),
-        Flag("--chat-mode", True, "code | ask | architect | help"),
-        Flag("--edit-format", True),
-        Flag("--read", True),
-        Flag("--model", True),
-        Flag("--no-analytics", False),
-        Flag("--version", False),
-    ),
+    # --message-file: send the file's text as one message, then exit; --yes-always: yes to every
+    # confirmation (never to shell commands); --chat-mode: code | ask | architect | help
+    values="--message-file -f --message -m --chat-mode --edit-format --read --model",
+    switches="--yes-always --no-stream --no-pretty --no-fancy-input --no-check-update"
+    " --no-show-model-warnings --no-suggest-shell-commands --auto-commits --no-auto-commits"
+    " --dry-run --no-analytics --version",
 )
 
 BLOCK = re.compile(r"^```liza[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)

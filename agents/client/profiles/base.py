@@ -33,18 +33,27 @@ MCP, REPLY, CUSTOM = "mcp", "reply", "custom"  # how a profile's agent reaches t
 class Flag:
     name: str  # as typed: "--print", "-p", "--config"
     value: bool  # takes a value
-    doc: str = ""
 
 
 @dataclass(frozen=True)
 class FlagTable:
-    """The documented flags of one CLI's non-interactive mode."""
+    """The documented flags of one CLI's non-interactive mode, written as its help lists them:
+    `values` the options that take a value, `switches` those that do not (names split on
+    white space)."""
 
     cli: str
     version: str  # the version the table was checked against
     source: str  # the documentation (URL) it was read from
-    flags: tuple[Flag, ...]
+    values: str = ""
+    switches: str = ""
     subcommand: tuple[str, ...] = ()  # e.g. ("exec",) for codex, ("run",) for opencode
+
+    @property
+    def flags(self) -> tuple[Flag, ...]:
+        return tuple(
+            [Flag(name, True) for name in self.values.split()]
+            + [Flag(name, False) for name in self.switches.split()]
+        )
 
     def by_name(self) -> dict[str, Flag]:
         return {f.name: f for f in self.flags}
@@ -128,6 +137,7 @@ class Profile:
     channel: str = MCP
     flags: FlagTable
     title: str = ""  # one line for `liza agents`
+    tool_prefix: str = ""  # how this CLI names the `liza` MCP server's tools: prefix + operation
     version_args: tuple[str, ...] = ("--version",)
 
     def invocation(self, session: Session) -> Invocation:
@@ -145,7 +155,7 @@ class Profile:
 
     def tool_name(self, operation: str) -> str:
         """How this CLI shows the agent the `liza` MCP server's tool `operation`."""
-        return operation
+        return f"{self.tool_prefix}{operation}"
 
     def operations(self, role: str) -> list[str]:
         return [op.name for op in operations_for(role)]

@@ -10,7 +10,6 @@ from agents.client.profiles.base import (
     CODER,
     PLANNER,
     REVIEWER,
-    Flag,
     FlagTable,
     Invocation,
     Profile,
@@ -21,24 +20,14 @@ FLAGS = FlagTable(
     cli="claude",
     version="2.1",
     source="https://docs.anthropic.com/en/docs/claude-code/cli-reference",
-    flags=(
-        Flag("-p", False, "print mode: answer the prompt, then exit"),
-        Flag("--print", False),
-        Flag("--output-format", True, "text | json | stream-json (print mode)"),
-        Flag("--input-format", True),
-        Flag("--verbose", False, "required with stream-json in print mode"),
-        Flag("--mcp-config", True, "a JSON file (or string) of MCP servers"),
-        Flag("--strict-mcp-config", False, "only the servers of --mcp-config"),
-        Flag("--allowedTools", True, "tools allowed without asking"),
-        Flag("--disallowedTools", True, "tools refused"),
-        Flag("--permission-mode", True, "default | acceptEdits | plan | bypassPermissions"),
-        Flag("--append-system-prompt", True),
-        Flag("--max-turns", True),
-        Flag("--model", True),
-        Flag("--add-dir", True),
-        Flag("--version", False),
-        Flag("-v", False),
-    ),
+    # -p: print mode, answer the prompt, then exit; --output-format: text | json | stream-json
+    # (print mode), --verbose required with stream-json; --mcp-config: a JSON file (or string) of
+    # MCP servers, --strict-mcp-config only those; --allowedTools: allowed without asking,
+    # --disallowedTools: refused; --permission-mode: default | acceptEdits | plan |
+    # bypassPermissions
+    values="--output-format --input-format --mcp-config --allowedTools --disallowedTools"
+    " --permission-mode --append-system-prompt --max-turns --model --add-dir",
+    switches="-p --print --verbose --strict-mcp-config --version -v",
 )
 
 READ = ("Read", "Grep", "Glob", "LS")
@@ -50,9 +39,7 @@ class Claude(Profile):
     binary = "claude"
     title = "Claude Code, `claude -p` (MCP)"
     flags = FLAGS
-
-    def tool_name(self, operation: str) -> str:
-        return f"mcp__liza__{operation}"
+    tool_prefix = "mcp__liza__"
 
     def tools(self, role: str) -> tuple[list[str], list[str]]:
         """(allowed, disallowed) for `role` (base.PERMISSIONS in Claude Code's words)."""

@@ -8,15 +8,7 @@ from __future__ import annotations
 
 import json
 
-from agents.client.profiles.base import (
-    CODER,
-    PLANNER,
-    Flag,
-    FlagTable,
-    Invocation,
-    Profile,
-    Session,
-)
+from agents.client.profiles.base import CODER, PLANNER, FlagTable, Invocation, Profile, Session
 
 FLAGS = FlagTable(
     cli="codex",
@@ -24,23 +16,11 @@ FLAGS = FlagTable(
     source="https://github.com/openai/codex/blob/main/docs/exec.md "
     "(and docs/config.md: mcp_servers, default_tools_approval_mode, features.shell_tool)",
     subcommand=("exec",),
-    flags=(
-        Flag("--json", False, "JSONL events on stdout"),
-        Flag("-s", True, "sandbox: read-only | workspace-write | danger-full-access"),
-        Flag("--sandbox", True),
-        Flag("-c", True, "a config override key=value (value in TOML)"),
-        Flag("--config", True),
-        Flag("--skip-git-repo-check", False),
-        Flag("-C", True, "working directory"),
-        Flag("--cd", True),
-        Flag("-m", True),
-        Flag("--model", True),
-        Flag("--full-auto", False),
-        Flag("-o", True, "write the last message to a file"),
-        Flag("--output-last-message", True),
-        Flag("--color", True),
-        Flag("--version", False),
-    ),
+    # --json: JSONL events on stdout; -s: read-only | workspace-write | danger-full-access;
+    # -c: a config override key=value (value in TOML); -C: working directory; -o: write the last
+    # message to a file
+    values="-s --sandbox -c --config -C --cd -m --model -o --output-last-message --color",
+    switches="--json --skip-git-repo-check --full-auto --version",
 )
 
 
@@ -56,9 +36,7 @@ class Codex(Profile):
     binary = "codex"
     title = "OpenAI Codex CLI, `codex exec` (MCP)"
     flags = FLAGS
-
-    def tool_name(self, operation: str) -> str:
-        return f"liza.{operation}"
+    tool_prefix = "liza."
 
     def invocation(self, session: Session) -> Invocation:
         command, args, env = session.mcp_server()

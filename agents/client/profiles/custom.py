@@ -11,7 +11,7 @@ class Custom(Profile):
     binary = ""
     channel = CUSTOM
     title = "any command after `--` (reads LIZA_PROMPT_FILE; `liza` or `liza mcp`)"
-    flags = FlagTable(cli="custom", version="-", source='README "Supervisor"', flags=())
+    flags = FlagTable(cli="custom", version="-", source='README "Supervisor"')
 
     def __init__(self, command: list[str] | None = None) -> None:
         self.command = list(command or [])

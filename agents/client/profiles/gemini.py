@@ -8,38 +8,18 @@ from __future__ import annotations
 
 import json
 
-from agents.client.profiles.base import (
-    CODER,
-    REVIEWER,
-    Flag,
-    FlagTable,
-    Invocation,
-    Profile,
-    Session,
-)
+from agents.client.profiles.base import CODER, REVIEWER, FlagTable, Invocation, Profile, Session
 
 FLAGS = FlagTable(
     cli="gemini",
     version="0.40",
     source="https://geminicli.com/docs/cli/headless/ and "
     "https://geminicli.com/docs/get-started/configuration/ (mcpServers, tools.core, tools.exclude)",
-    flags=(
-        Flag("-p", True, "the prompt: non-interactive (headless) mode"),
-        Flag("--prompt", True),
-        Flag("--output-format", True, "text | json | stream-json"),
-        Flag("--approval-mode", True, "default | auto_edit | yolo"),
-        Flag("-y", False),
-        Flag("--yolo", False),
-        Flag("--allowed-mcp-server-names", True),
-        Flag("--allowed-tools", True),
-        Flag("-m", True),
-        Flag("--model", True),
-        Flag("--include-directories", True),
-        Flag("-s", False),
-        Flag("--sandbox", False),
-        Flag("--version", False),
-        Flag("-v", False),
-    ),
+    # -p: the prompt, non-interactive (headless) mode; --output-format: text | json | stream-json;
+    # --approval-mode: default | auto_edit | yolo
+    values="-p --prompt --output-format --approval-mode --allowed-mcp-server-names"
+    " --allowed-tools -m --model --include-directories",
+    switches="-y --yolo -s --sandbox --version -v",
 )
 
 READ = ["read_file", "read_many_files", "list_directory", "glob", "search_file_content"]

@@ -6,15 +6,7 @@ from __future__ import annotations
 
 import json
 
-from agents.client.profiles.base import (
-    CODER,
-    REVIEWER,
-    Flag,
-    FlagTable,
-    Invocation,
-    Profile,
-    Session,
-)
+from agents.client.profiles.base import CODER, REVIEWER, FlagTable, Invocation, Profile, Session
 
 FLAGS = FlagTable(
     cli="opencode",
@@ -22,19 +14,8 @@ FLAGS = FlagTable(
     source="https://opencode.ai/docs/cli/ (run), https://opencode.ai/docs/config/ "
     "(OPENCODE_CONFIG), https://opencode.ai/docs/mcp-servers/, https://opencode.ai/docs/permissions/",
     subcommand=("run",),
-    flags=(
-        Flag("--format", True, "default | json"),
-        Flag("-m", True),
-        Flag("--model", True),
-        Flag("--agent", True),
-        Flag("-c", False),
-        Flag("--continue", False),
-        Flag("-s", True),
-        Flag("--session", True),
-        Flag("--file", True),
-        Flag("-f", True),
-        Flag("--version", False),
-    ),
+    values="--format -m --model --agent -s --session --file -f",  # --format: default | json
+    switches="-c --continue --version",
 )
 
 
@@ -43,9 +24,7 @@ class OpenCode(Profile):
     binary = "opencode"
     title = "opencode, `opencode run` (MCP)"
     flags = FLAGS
-
-    def tool_name(self, operation: str) -> str:
-        return f"liza_{operation}"
+    tool_prefix = "liza_"
 
     def permission(self, role: str) -> dict[str, object]:
         """opencode's `permission` rules for `role` (last match wins)."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from boards.api.serializers.base import ReadOnlyModelSerializer
 from boards.coordination.models.records import Alert
 
 
-class AlertSerializer(serializers.ModelSerializer):
+class AlertSerializer(ReadOnlyModelSerializer):
     """A watcher alert (SPEC §9); `severity` is its level, `first_seen` when it was raised."""
 
     severity = serializers.CharField(source="level", read_only=True)
@@ -35,7 +36,6 @@ class AlertSerializer(serializers.ModelSerializer):
             "acknowledged_by",
             "acknowledged_at",
         ]
-        read_only_fields = fields
 
     def get_open(self, alert: Alert) -> bool:
         return alert.resolved_at is None

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from boards.api.serializers.base import ReadOnlyModelSerializer
 from boards.coordination.models.projects import ProjectConfig
 from boards.watch.models import NotificationPreference
 
 
-class NotificationsSerializer(serializers.ModelSerializer):
+class NotificationsSerializer(ReadOnlyModelSerializer):
     """A member's notification preferences (issue 24). The chat webhook's URL is its secret:
     only whether one is set, never the URL."""
 
@@ -20,7 +21,6 @@ class NotificationsSerializer(serializers.ModelSerializer):
     class Meta:
         model = NotificationPreference
         fields = ["user", "events", "email", "digest_minutes", "chat_format", "chat_url_set"]
-        read_only_fields = fields
 
     def get_chat_url_set(self, pref: NotificationPreference) -> bool:
         return bool(pref.chat_url)

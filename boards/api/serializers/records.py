@@ -5,11 +5,12 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from boards.api.serializers.base import ReadOnlyModelSerializer
 from boards.coordination.models.records import Anomaly, Event
 from boards.coordination.models.tasks import Discovery, Handoff, HumanNote
 
 
-class EventSerializer(serializers.ModelSerializer):
+class EventSerializer(ReadOnlyModelSerializer):
     """An event; a config change of the escalation webhook reads "changed" unless the context
     says the reader is an admin (`admin`: True), who sees its URLs redacted (docs/security.md)."""
 
@@ -36,20 +37,18 @@ class EventSerializer(serializers.ModelSerializer):
             "detail",
             "data",
         ]
-        read_only_fields = fields
 
 
-class HumanNoteSerializer(serializers.ModelSerializer):
+class HumanNoteSerializer(ReadOnlyModelSerializer):
     task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
     author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = HumanNote
         fields = ["timestamp", "task", "message", "author"]
-        read_only_fields = fields
 
 
-class HandoffSerializer(serializers.ModelSerializer):
+class HandoffSerializer(ReadOnlyModelSerializer):
     class Meta:
         model = Handoff
         fields = [
@@ -63,19 +62,17 @@ class HandoffSerializer(serializers.ModelSerializer):
             "files_modified",
             "next_steps",
         ]
-        read_only_fields = fields
 
 
-class AnomalySerializer(serializers.ModelSerializer):
+class AnomalySerializer(ReadOnlyModelSerializer):
     task = serializers.SlugRelatedField(slug_field="key", read_only=True, allow_null=True)
 
     class Meta:
         model = Anomaly
         fields = ["id", "timestamp", "task", "reporter", "type", "details"]
-        read_only_fields = fields
 
 
-class DiscoverySerializer(serializers.ModelSerializer):
+class DiscoverySerializer(ReadOnlyModelSerializer):
     id = serializers.CharField(source="disc_id", read_only=True)
 
     class Meta:
@@ -93,4 +90,3 @@ class DiscoverySerializer(serializers.ModelSerializer):
             "triage",
             "triage_note",
         ]
-        read_only_fields = fields

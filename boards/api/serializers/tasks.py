@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from boards import protocol as p
+from boards.api.serializers.base import ReadOnlyModelSerializer
 from boards.api.serializers.records import (
     AnomalySerializer,
     EventSerializer,
@@ -22,7 +23,7 @@ from boards.coordination.selectors.reviews import awaiting_human_approval, revie
 from boards.protocol import TaskStatus
 
 
-class TaskSerializer(serializers.ModelSerializer):
+class TaskSerializer(ReadOnlyModelSerializer):
     depends_on = serializers.SerializerMethodField()
     waiting_on = serializers.SerializerMethodField()
     reviewing_by = serializers.SerializerMethodField()
@@ -81,7 +82,6 @@ class TaskSerializer(serializers.ModelSerializer):
             "suspended_reason",
             "allowed_transitions",
         ]
-        read_only_fields = fields
 
     def get_depends_on(self, task: Task) -> list[str]:
         return sorted(d.key for d in task.depends_on.all())
@@ -110,7 +110,7 @@ class TaskSerializer(serializers.ModelSerializer):
         return awaiting_human_approval(task)
 
 
-class ReviewSerializer(serializers.ModelSerializer):
+class ReviewSerializer(ReadOnlyModelSerializer):
     task = serializers.SlugRelatedField(slug_field="key", read_only=True)
     # Blank until the reviewer gives its verdict.
     verdict = serializers.ChoiceField(
@@ -131,7 +131,6 @@ class ReviewSerializer(serializers.ModelSerializer):
             "verdict_at",
             "closed_at",
         ]
-        read_only_fields = fields
 
 
 class TaskDetailSerializer(TaskSerializer):
@@ -150,7 +149,6 @@ class TaskDetailSerializer(TaskSerializer):
             "anomalies",
             "reviews",
         ]
-        read_only_fields = fields
 
     @extend_schema_field(EventSerializer(many=True))
     def get_history(self, task: Task) -> list[dict]:

@@ -118,6 +118,11 @@ class StateTimes:
     slowest: list[Stay]
 
 
+def _percent(part: int, whole: int) -> float | None:
+    """`part` as a percentage of `whole`; None when there is no whole to speak of."""
+    return 100 * part / whole if whole else None
+
+
 @dataclass
 class AgentFigures:
     agent_id: str
@@ -138,13 +143,11 @@ class AgentFigures:
     @property
     def approval_rate(self) -> float | None:
         """Percentage of the verdicts on its work that approved it."""
-        n = self.verdicts_received
-        return 100 * self.approvals_received / n if n else None
+        return _percent(self.approvals_received, self.verdicts_received)
 
     @property
     def rejection_rate(self) -> float | None:
-        n = self.verdicts_received
-        return 100 * self.rejections_received / n if n else None
+        return _percent(self.rejections_received, self.verdicts_received)
 
     @property
     def mean_rounds_to_approval(self) -> float | None:
@@ -157,8 +160,7 @@ class AgentFigures:
 
     @property
     def given_approval_rate(self) -> float | None:
-        n = self.verdicts_given
-        return 100 * self.approvals_given / n if n else None
+        return _percent(self.approvals_given, self.verdicts_given)
 
     @property
     def rubber_stamp(self) -> bool:

@@ -252,7 +252,7 @@ def svgs(data: Insights, t: dict[str, Table]) -> dict[str, Any]:
     day_labels = [day.isoformat()[5:] for day in data.period.days]
     states = t["time_in_state"].rows
     lead = t["lead_cycle"].rows
-    rounds = t["review_rounds"].rows
+    rounds = [str(row[0]) for row in t["review_rounds"].rows]  # the labels: rounds needed
     alerts = t["alerts"].rows
     return {
         "cfd": charts.stacked_area(
@@ -261,40 +261,16 @@ def svgs(data: Insights, t: dict[str, Table]) -> dict[str, Any]:
             day_labels,
             [charts.Series(heading, [row[i] for row in cfd.rows]) for i, heading in drawn],
         ),
-        "time_in_state": charts.bars(
-            "time_in_state",
-            "Time in each state, p50 and p90",
-            [row[0] for row in states],
-            _p50_p90(states),
-            durations=True,
+        "time_in_state": _p50_p90("time_in_state", "Time in each state, p50 and p90", states),
+        "throughput": _per_label(
+            t, "throughput", "Tasks merged per day", day_labels, "merged", "tasks"
         ),
-        "throughput": charts.bars(
-            "throughput",
-            "Tasks merged per day",
-            day_labels,
-            [charts.Series("merged", [row[1] for row in t["throughput"].rows])],
-            unit="tasks",
+        "lead_cycle": _p50_p90("lead_cycle", "Lead and cycle time, p50 and p90", lead),
+        "review_rounds": _per_label(
+            t, "review_rounds", "Approvals by review rounds needed", rounds, "approvals", "tasks"
         ),
-        "lead_cycle": charts.bars(
-            "lead_cycle",
-            "Lead and cycle time, p50 and p90",
-            [row[0] for row in lead],
-            _p50_p90(lead),
-            durations=True,
-        ),
-        "review_rounds": charts.bars(
-            "review_rounds",
-            "Approvals by review rounds needed",
-            [str(row[0]) for row in rounds],
-            [charts.Series("approvals", [row[1] for row in rounds])],
-            unit="tasks",
-        ),
-        "cost_per_day": charts.bars(
-            "cost_per_day",
-            "Cost per day (USD)",
-            day_labels,
-            [charts.Series("usd", [row[1] for row in t["cost_per_day"].rows])],
-            unit="USD",
+        "cost_per_day": _per_label(
+            t, "cost_per_day", "Cost per day (USD)", day_labels, "usd", "USD"
         ),
         "alerts": charts.bars(
             "alerts",
@@ -430,12 +406,20 @@ def insights_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "boards/insights.html", context, status=400 if errors else 200)
 
 
-def _p50_p90(rows) -> list[charts.Series]:
-    """The p50 and p90 bars of a percentile table (name, count, p50, p90, …; none drawn as 0)."""
-    return [
+def _p50_p90(chart_id: str, title: str, rows):
+    """The p50 and p90 bars of a percentile table (name, count, p50, p90, …; none drawn as 0),
+    a group per row."""
+    series = [
         charts.Series("p50", [row[2] or 0 for row in rows]),
         charts.Series("p90", [row[3] or 0 for row in rows]),
     ]
+    return charts.bars(chart_id, title, [row[0] for row in rows], series, durations=True)
+
+
+def _per_label(t, chart_id: str, title: str, labels: list[str], name: str, unit: str):
+    """One bar per label: the second column of the chart's table (`t[chart_id]`)."""
+    values = [row[1] for row in t[chart_id].rows]
+    return charts.bars(chart_id, title, labels, [charts.Series(name, values)], unit=unit)
 
 
 AGENT_PAGE_RUNS = 20  # the agent page lists its latest runs, as the drawer does

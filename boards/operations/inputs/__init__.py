@@ -54,9 +54,8 @@ from boards.operations.inputs.planning import (
 )
 from boards.operations.inputs.settings import (
     ConfigInput,
-    MaxConcurrentField,
+    LimitsField,
     NotificationsInput,
-    WipLimitsField,
     config_number,
 )
 from boards.operations.inputs.usage import (
@@ -109,9 +108,9 @@ __all__ = [
     "InputSerializerSchema",
     "InviteInput",
     "KeyInput",
+    "LimitsField",
     "LimitsInput",
     "LogInput",
-    "MaxConcurrentField",
     "MergeInput",
     "ModelUsageInput",
     "NewTaskInput",
@@ -133,7 +132,6 @@ __all__ = [
     "TriageInput",
     "UsageInput",
     "VerdictInput",
-    "WipLimitsField",
     "config_number",
     "limit_field",
 ]

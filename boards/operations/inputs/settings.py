@@ -4,6 +4,9 @@ person's notification preferences.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -12,35 +15,27 @@ from boards.operations.inputs.base import InputSerializer
 
 
 # Described to the OpenAPI schema (drf-spectacular cannot see inside a custom field): the API
-# takes the map; the settings form's "CLAIMED=3" spelling is the board's.
+# takes the map; the settings form's "NAME=3" spelling is the board's.
 @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}})
-class WipLimitsField(serializers.Field):
-    """The board's advisory WIP limits: {"CLAIMED": 3} from the API, "CLAIMED=3, BLOCKED=2"
-    from the settings form; one rule (protocol.wip_limits_error) for both."""
+class LimitsField(serializers.Field):
+    """A map of caps by name: {"CLAIMED": 3} from the API, "CLAIMED=3, BLOCKED=2" from the
+    settings form (read by `parse`); one rule (`error`, from protocol) for both."""
 
     default_error_messages = {"invalid": "{message}"}
 
-    def to_internal_value(self, data):
-        limits = p.wip_limits_parse(data) if isinstance(data, str) else data
-        message = p.wip_limits_error(limits)
-        if message:
-            self.fail("invalid", message=message)
-        return limits
-
-    def to_representation(self, value):
-        return value
-
-
-@extend_schema_field({"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}})
-class MaxConcurrentField(serializers.Field):
-    """Issue 24's concurrency caps: {"coder": 3, "project": 5} from the API, "coder=3,
-    project=5" from the settings form; one rule (protocol.max_concurrent_error) for both."""
-
-    default_error_messages = {"invalid": "{message}"}
+    def __init__(
+        self,
+        *,
+        parse: Callable[[str], dict[str, object]],
+        error: Callable[[object], str],
+        **kwargs: Any,
+    ) -> None:
+        self.parse, self.error = parse, error
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        limits = p.max_concurrent_parse(data) if isinstance(data, str) else data
-        message = p.max_concurrent_error(limits)
+        limits = self.parse(data) if isinstance(data, str) else data
+        message = self.error(limits)
         if message:
             self.fail("invalid", message=message)
         return limits
@@ -115,7 +110,10 @@ class ConfigInput(InputSerializer):
     state_timeouts = serializers.JSONField(
         required=False, help_text='{"CLAIMED": {"seconds": 3600, "action": "alert|block"}}'
     )
-    wip_limits = WipLimitsField(
+    # The board's advisory WIP limits.
+    wip_limits = LimitsField(
+        parse=p.wip_limits_parse,
+        error=p.wip_limits_error,
         required=False,
         help_text="per column, e.g. CLAIMED=3, READY_FOR_REVIEW=4 (empty: none); CLAIMED's is "
         "enforced at claim, the others are shown on the board",
@@ -133,7 +131,10 @@ class ConfigInput(InputSerializer):
         max_value=86_400,
         help_text="seconds without output or commit before a supervised run is stalled",
     )
-    max_concurrent = MaxConcurrentField(
+    # Issue 24's concurrency caps.
+    max_concurrent = LimitsField(
+        parse=p.max_concurrent_parse,
+        error=p.max_concurrent_error,
         required=False,
         help_text="agents at work at once (each with a live claim or review lease), enforced "
         "at claim, per role and for the project: e.g. coder=3, code_reviewer=2, project=5 (API: "

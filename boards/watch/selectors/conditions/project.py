@@ -34,18 +34,16 @@ def stale_checkpoint(project: Project, now: datetime, config) -> list[AlertCondi
     sprint = Sprint.objects.filter(
         project=project, status=SprintStatus.CHECKPOINT, checkpoint_at__isnull=False
     ).first()
-    if sprint is None or not (age := aged(STALE_CHECKPOINT_LEVELS, sprint.checkpoint_at, now)):
+    if sprint is None:
         return []
-    level, label, _ = age
-    return [
-        AlertCondition(
-            Alert.Type.STALE_CHECKPOINT,
-            sprint.sprint_id,
-            level,
-            f"{label}: {sprint.sprint_id} at CHECKPOINT",
-            since=sprint.checkpoint_at,
-        )
-    ]
+    return _stale(
+        Alert.Type.STALE_CHECKPOINT,
+        STALE_CHECKPOINT_LEVELS,
+        sprint.sprint_id,
+        f"{sprint.sprint_id} at CHECKPOINT",
+        since=sprint.checkpoint_at,
+        now=now,
+    )
 
 
 def breaker_triggered(project: Project, now: datetime, config) -> list[AlertCondition]:
@@ -56,18 +54,28 @@ def breaker_triggered(project: Project, now: datetime, config) -> list[AlertCond
 
 
 def stale_pause(project: Project, now: datetime, config) -> list[AlertCondition]:
-    if project.paused_at is None or not (age := aged(STALE_PAUSE_LEVELS, project.paused_at, now)):
+    if project.paused_at is None:
+        return []
+    return _stale(
+        Alert.Type.STALE_PAUSE,
+        STALE_PAUSE_LEVELS,
+        project.slug,
+        "project paused",
+        since=project.paused_at,
+        now=now,
+    )
+
+
+def _stale(
+    alert_type: str, levels, subject: str, what: str, *, since: datetime, now: datetime
+) -> list[AlertCondition]:
+    """A stop (a checkpoint, a pause) that has lasted: the alert of the level its age reached,
+    labelled by that level ("CHECKPOINT STUCK: S2 at CHECKPOINT"); none before the first."""
+    age = aged(levels, since, now)
+    if not age:
         return []
     level, label, _ = age
-    return [
-        AlertCondition(
-            Alert.Type.STALE_PAUSE,
-            project.slug,
-            level,
-            f"{label}: project paused",
-            since=project.paused_at,
-        )
-    ]
+    return [AlertCondition(alert_type, subject, level, f"{label}: {what}", since=since)]
 
 
 def quota(project: Project, now: datetime, config) -> list[AlertCondition]:
