@@ -24,7 +24,8 @@ from boards.coordination.services.projects import project_create
 from boards.interop.invariants import Violation
 from boards.interop.validation import validate_state
 
-from .reading import ImportPlan, plan_import
+from .plan import ImportPlan
+from .reading import plan_import
 from .yaml_io import LizaImportError
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import graphlib
 from collections import defaultdict
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +22,15 @@ from django.core.exceptions import ValidationError
 
 from agents.models import Agent
 from boards import protocol as p
-from boards.coordination.models.projects import Goal, ProjectConfig, Sprint
-from boards.coordination.models.records import (
-    Anomaly,
-    CircuitBreaker,
-    CircuitBreakerCheck,
-    SpecChange,
-)
-from boards.coordination.models.tasks import Discovery, Handoff, HumanNote, Review, Task
+from boards.coordination.models.projects import Goal, ProjectConfig
+from boards.coordination.models.tasks import Review, Task
 from boards.interop.invariants import reference_time, worktree_problem
 
 from .events import (
-    PlannedEvent,
     merge_events,
 )
 from .fields import describe, jsonable
+from .plan import ImportPlan
 from .records import RecordReader
 from .schema import (
     AGENT_FIELDS,
@@ -95,29 +87,6 @@ def with_paths(messages: list[str], directory: Path) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # the plan: unsaved rows, joined by task key
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ImportPlan:
-    reference: datetime  # the file's own "now" (validation.reference_time)
-    config: dict[str, Any] = field(default_factory=dict)
-    goal: Goal | None = None
-    tasks: list[Task] = field(default_factory=list)
-    depends_on: dict[str, list[str]] = field(default_factory=dict)
-    reviews: dict[str, list[Review]] = field(default_factory=dict)  # open round, by task key
-    agents: list[tuple[Agent, str | None]] = field(default_factory=list)
-    discoveries: list[Discovery] = field(default_factory=list)
-    handoffs: list[tuple[str, Handoff]] = field(default_factory=list)
-    notes: list[tuple[str | None, HumanNote, str]] = field(default_factory=list)  # +author
-    spec_changes: list[SpecChange] = field(default_factory=list)
-    anomalies: list[tuple[str | None, Anomaly]] = field(default_factory=list)
-    sprint: Sprint | None = None
-    sprint_scope: dict[str, list[str]] = field(default_factory=dict)  # planned / stretch
-    breaker: CircuitBreaker | None = None
-    breaker_checks: list[CircuitBreakerCheck] = field(default_factory=list)
-    events: list[PlannedEvent] = field(default_factory=list)
-    # What a lenient import read differently from the file, one line per item.
-    warnings: list[str] = field(default_factory=list)
 
 
 def plan_import(state: Any, log: Any, *, lenient: bool = False) -> ImportPlan:

@@ -5,7 +5,7 @@ task's history, into unsaved rows (`RecordReader`, the base of `reading._Reader`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from boards import protocol as p
 from boards.coordination.models.projects import Sprint
@@ -26,6 +26,7 @@ from .events import (
     history_summary,
 )
 from .fields import FieldReader, describe, jsonable
+from .plan import ImportPlan
 from .schema import (
     ANOMALY_FIELDS,
     BREAKER_CHECK_RESERVED,
@@ -41,9 +42,6 @@ from .schema import (
     STATE_FILE,
     Kind,
 )
-
-if TYPE_CHECKING:
-    from .reading import ImportPlan
 
 
 class RecordReader(FieldReader):
