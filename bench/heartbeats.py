@@ -211,6 +211,56 @@ def measure(mode: str, args, env: dict[str, str], counter: list[int]) -> dict[st
     return row
 
 
+def profile(requests: int, agents: int, top: int) -> dict[str, Any]:
+    """Python function calls and CPU per heartbeat request, in-process: the whole Django
+    request through the test client (so through boards/api/hot.py), `requests` of them over
+    `agents` seeded agents (half coders holding a task, half reviewers holding a review).
+
+    Calls per request are the same on a busy machine as on an idle one; CPU per request is
+    measured without the profiler (its own overhead would dominate it), as claims.py does.
+    """
+    import cProfile
+    import io
+    import pstats
+
+    from django.test import Client
+
+    seeded = seed("hb-profile", agents)
+    client = Client(HTTP_HOST=HOST)
+    path = "/api/v1/projects/hb-profile/agents/heartbeat"
+
+    def beat(i: int) -> None:
+        response = client.post(
+            path,
+            {"context_percent": 40},
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {seeded[i % len(seeded)]['key']}",
+        )
+        assert response.status_code == 200, response.content
+
+    for i in range(2 * len(seeded)):  # warm: imports, the key cache, prepared plans
+        beat(i)
+    cpu0 = time.process_time()
+    for i in range(requests):
+        beat(i)
+    cpu = (time.process_time() - cpu0) / requests * 1000
+    prof = cProfile.Profile()
+    prof.enable()
+    for i in range(requests):
+        beat(i)
+    prof.disable()
+    stats = pstats.Stats(prof)
+    calls = sum(v[1] for v in stats.stats.values())  # type: ignore[attr-defined]
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(top)
+    return {
+        "requests": requests,
+        "python_calls_per_request": round(calls / requests),
+        "cpu_ms_per_request": round(cpu, 3),
+        "top": out.getvalue(),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1.5 s a mode instead of 5 s")
@@ -223,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-redis", action="store_true", help="in-memory channel layer")
     parser.add_argument("--keep-db", action="store_true")
     parser.add_argument("--db-name", default="liza_bench_hb")
+    parser.add_argument("--profile", type=int, metavar="N", help="profile N requests instead")
+    parser.add_argument("--top", type=int, default=30, help="profile rows to print")
     args = parser.parse_args(argv)
     args.duration = args.duration or (1.5 if args.quick else 5.0)
     if not server_available(args.server):
@@ -240,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         call_command("migrate", verbosity=0)
+        if args.profile:
+            found = profile(args.profile, args.agents, args.top)
+            print(json.dumps(found, indent=2) if args.json else found.pop("top") + str(found))
+            return 0
         counter = [0]
         rows = [measure(m, args, env, counter) for m in args.modes.split(",") if m]
     finally:

@@ -14,12 +14,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 from django.db.models import prefetch_related_objects
+from django.http import HttpRequest
 from django.utils import timezone
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -132,12 +134,26 @@ class ProjectView(APIView):
 
     def dispatch(self, request, *args: Any, **kwargs: Any):
         self._idempotent: IdempotentRequest | None = None
-        if request.method in WRITE_METHODS and IDEMPOTENCY_HEADER in request.headers:
-            # The key's record and what the write does commit together (or not at all), and a
-            # concurrent retry waits on the record's unique index until this transaction ends.
-            with transaction.atomic():
-                return super().dispatch(request, *args, **kwargs)
-        return super().dispatch(request, *args, **kwargs)
+        try:
+            if request.method in WRITE_METHODS and IDEMPOTENCY_HEADER in request.headers:
+                # The key's record and what the write does commit together (or not at all), and
+                # a concurrent retry waits on the record's unique index until this transaction
+                # ends.
+                with transaction.atomic():
+                    return super().dispatch(request, *args, **kwargs)
+            return super().dispatch(request, *args, **kwargs)
+        except ObjectDoesNotExist:
+            # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
+            # agent may have been deleted since authentication. Then the answer is the one its
+            # key gets now (401, 403 or 404), as on the hot path (boards.api.hot), else the
+            # failure stands. Caught outside the transaction: the Idempotency-Key's record
+            # rolled back with it, so a retry is applied anew.
+            refused = key_refusal(request, kwargs.get("slug", ""))
+            if refused is None:
+                raise
+            self._idempotent = None
+            response = self.handle_exception(refused)
+            return self.finalize_response(self.request, response, *args, **kwargs)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -273,6 +289,26 @@ class ProjectView(APIView):
         return Response(
             {"task": s.TaskSerializer(task, context={"now": self.now}).data}, status=status
         )
+
+
+def key_refusal(request: HttpRequest, slug: str) -> exceptions.APIException | None:
+    """What authentication and tenancy refuse the request's agent key with, looked up now in
+    the database: a key gone with its agent (401), its agent disabled (403) or of another
+    project (404); None when the key still stands for an agent of `slug`, or the request has
+    no agent key (a person's: their failures are not this)."""
+    authentication = AgentKeyAuthentication()
+    try:
+        authenticated = authentication.authenticate(request)
+    except exceptions.AuthenticationFailed as exc:
+        exc.auth_header = authentication.authenticate_header(request)  # as APIView does
+        return exc
+    except exceptions.APIException as exc:
+        return exc
+    if authenticated is None:
+        return None
+    if authenticated[0].agent.project.slug != slug:
+        return NotFound()
+    return None
 
 
 def _refuse_null_characters(request: Request, kwargs: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ but
   dropped at once on revoke, disable, project changes and deleted rows through
   `liza_site.key_generation`), whose counter is read in the same Redis round trip as the
   per-address rate limit; a key whose rows are gone by the time the service runs gets DRF's
-  answer to it (`_reauthenticated`), not a 500;
+  answer to it (`boards.api.base.key_refusal`, as ProjectView.dispatch does), not a 500;
 * nothing else of DRF's `dispatch` runs: the request is a small stand-in (`_AgentRequest`)
   carrying what the handlers read.
 
@@ -42,12 +42,18 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from agents import keycache
-from agents.authentication import AgentKeyAuthentication, AgentPrincipal
+from agents.authentication import AgentPrincipal
 from agents.models import AgentKey
 from agents.services import agent_key_used
-from boards.api.base import IDEMPOTENCY_HEADER, WRITE_METHODS, ProjectView, _Replay
+from boards.api.base import (
+    IDEMPOTENCY_HEADER,
+    WRITE_METHODS,
+    ProjectView,
+    _Replay,
+    key_refusal,
+)
 from boards.api.parsers import JSONParser
-from boards.errors import NotFound, database_unavailable
+from boards.errors import database_unavailable
 from boards.protocol import AgentStatus
 from liza_site import key_generation, redis_client
 from liza_site.exceptions import api_exception_handler
@@ -216,7 +222,7 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
             # cached key may no longer stand for what it did, its rows deleted since the lookup
             # (a delete whose count has not reached this process yet). Then the answer is
             # DRF's to the key as it is now, else the failure stands.
-            refused = _reauthenticated(request, slug)
+            refused = key_refusal(request, slug)
             if refused is None:
                 raise
             return _refused(request, view_class, initkwargs, slug, refused)
@@ -226,23 +232,6 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
     hot.__dict__.update(drf_view.__dict__)
     hot.drf_view = drf_view  # type: ignore[attr-defined]
     return hot
-
-
-def _reauthenticated(request: HttpRequest, slug: str) -> exceptions.APIException | None:
-    """What DRF's authentication and tenancy (ProjectView) refuse the request's key with, looked
-    up now in the database: a key gone (401), its agent disabled (403) or of another project
-    (404); None when the key still stands for an agent of `slug`."""
-    authentication = AgentKeyAuthentication()
-    try:
-        authenticated = authentication.authenticate(request)
-    except exceptions.AuthenticationFailed as exc:
-        exc.auth_header = authentication.authenticate_header(request)  # as APIView does
-        return exc
-    except exceptions.APIException as exc:
-        return exc
-    if authenticated is None or authenticated[0].agent.project.slug != slug:
-        return NotFound()
-    return None
 
 
 def _throttled(

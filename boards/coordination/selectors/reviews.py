@@ -8,9 +8,13 @@ only copy: `review_claim` enforces them, `/work` and the board read them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+
+from django.db.models import CharField
+from django.db.models.expressions import RawSQL
 
 from agents.models import Agent
 from boards import protocol as p
@@ -18,7 +22,7 @@ from boards.coordination.models.projects import Project, ProjectConfig
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.budgets import exhausted_subjects
 from boards.coordination.selectors.leases import lease_alive
-from boards.protocol import AgentStatus, TaskStatus
+from boards.protocol import TaskStatus
 
 
 def open_reviews(task: Task) -> list[Review]:
@@ -91,96 +95,97 @@ class SlotRefusal:
     details: dict
 
 
-def review_slot_refusal(
-    task: Task,
-    reviewer: Agent,
-    *,
-    reviews: list[Review],
-    now: datetime,
-    config: ProjectConfig,
-    security_ids: set[str],
-) -> SlotRefusal | None:
-    """The one review-slot rule: None when `reviewer` may claim a review of `task` now.
+# The slot rule is SQL, written once in a migration (boards 0026, `liza_review_slot_v1`): the
+# task row and the reviewer → NULL when its slot is open, else why not (the migration lists the
+# codes). tests/boards/selectors/test_review_slot_sql.py holds it equal to a reference model.
+def review_slot(
+    reviewer: Agent, now: datetime, config: ProjectConfig, *, project_id: int
+) -> RawSQL:
+    """The expression `liza_review_slot_v1(task row, ...)` for `reviewer` at `now`: NULL when
+    it may claim a review of the task, else the refusal's code. The project's security-flagged
+    reviewers are a subquery of the same statement."""
+    return RawSQL(
+        f"liza_review_slot_v1({Task._meta.db_table}.*, %s, %s, %s, "
+        f"ARRAY(SELECT a.agent_id FROM {Agent._meta.db_table} a "
+        "WHERE a.project_id = %s AND a.security_reviewer), %s::jsonb, %s, %s)",
+        (
+            reviewer.agent_id,
+            reviewer.status,
+            reviewer.security_reviewer,
+            project_id,
+            json.dumps(p.REQUIRED_APPROVALS),
+            now,
+            config.lease_grace,
+        ),
+        output_field=CharField(),
+    )
 
-    `reviews` is the task's open round; a review whose lease is dead (grace included) counts as
-    a free slot, exactly as `review_claim` then reclaims it.
+
+def review_slot_refusal(
+    task: Task, reviewer: Agent, *, reviews: list[Review], now: datetime, config: ProjectConfig
+) -> SlotRefusal | None:
+    """The one review-slot rule (`liza_review_slot_v1`, asked of the task's row): None when
+    `reviewer` may claim a review of `task` now, else the refusal in words.
+
+    `reviews` is the task's open round as the caller read it (a claim: locked), only to name
+    who holds the slots; a review whose lease is dead (grace included) counts as a free slot,
+    exactly as `review_claim` then reclaims it.
     """
+    code = (
+        Task.objects.filter(pk=task.pk)
+        .annotate(slot=review_slot(reviewer, now, config, project_id=task.project_id))
+        .values_list("slot", flat=True)
+        .first()
+    )
+    if code is None:
+        return None
 
     def conflict(message: str, **details) -> SlotRefusal:
         return SlotRefusal("conflict", message, {"task": task.key, **details})
 
-    if task.status != TaskStatus.READY_FOR_REVIEW:
+    if code == "status":
         return conflict(f"{task.key} is {task.status}, not READY_FOR_REVIEW")
-    if task.is_suspended:
+    if code == "suspended":
         return conflict(f"{task.key} is suspended: {task.suspended_reason}", suspended=True)
-    if task.goal_id is not None and task.goal.status in p.TERMINAL_GOAL_STATES:
+    if code == "goal":
         return conflict(f"{task.key} belongs to a goal that is {task.goal.status}")
-    if reviewer.agent_id == task.assigned_to or reviewer.agent_id in task.failed_by:
+    if code == "coded":
         # Seed 001: nobody reviews their own work.
         return SlotRefusal(
             "forbidden", f"{reviewer.agent_id} coded {task.key} and cannot review it", {}
         )
-    if reviewer.status not in (AgentStatus.STARTING, AgentStatus.IDLE):
+    if code == "busy":
         return conflict(
             f"{reviewer.agent_id} is {reviewer.status}; finish the current review first"
         )
-    held = [r for r in reviews if r.verdict or review_live(r, now, config)]
-    if any(r.reviewer == reviewer.agent_id for r in held):
+    if code == "held":
         return conflict(f"{reviewer.agent_id} already reviewed or is reviewing this round")
-    approving = approvers(held)
-    active = [r.reviewer for r in held if not r.verdict]
-    free = task.required_approvals - len(approving) - len(active)
-    if free <= 0:
+    if code == "full":
+        active = [r.reviewer for r in reviews if review_live(r, now, config)]
         return conflict(
             f"{task.key} is already under review by {', '.join(active) or 'its approvers'}",
             reviewing_by=active,
         )
-    if (
-        task.criticality == Task.Criticality.SECURITY_SENSITIVE
-        and free == 1
-        and not reviewer.security_reviewer
-        and not (set(approving) | set(active)) & security_ids
-    ):
-        return conflict(
-            f"{task.key} is security-sensitive: its last review slot needs a "
-            "security-flagged reviewer"
-        )
-    return None
+    return conflict(
+        f"{task.key} is security-sensitive: its last review slot needs a security-flagged reviewer"
+    )
 
 
 def reviewable_tasks(
     *, project: Project, reviewer: Agent, now: datetime, config: ProjectConfig
 ) -> list[Task]:
-    """The READY_FOR_REVIEW tasks `reviewer` could claim a review of now (two queries, and
-    one per task or goal budget)."""
-    from django.db.models import Prefetch
-
+    """The READY_FOR_REVIEW tasks `reviewer` could claim a review of now, by priority then age:
+    the ones whose slot `liza_review_slot_v1` opens to it (one statement, after the spent
+    budgets' read)."""
     ready = Task.objects.filter(project=project, status=TaskStatus.READY_FOR_REVIEW)
     if spent := exhausted_subjects(project=project):  # issue 24: a spent task or goal budget
         ready = ready.exclude(spent)
-    ready = list(
-        ready.select_related("goal")
-        .prefetch_related(
-            Prefetch("reviews", queryset=Review.objects.filter(closed_at__isnull=True))
-        )
+    return list(
+        ready.alias(slot=review_slot(reviewer, now, config, project_id=project.pk))
+        .filter(slot__isnull=True)
+        .select_related("goal")
         .order_by("priority", "created", "id")
     )
-    if not ready:
-        return []
-    security = security_reviewer_ids(project.pk)
-    return [
-        task
-        for task in ready
-        if review_slot_refusal(
-            task,
-            reviewer,
-            reviews=open_reviews(task),
-            now=now,
-            config=config,
-            security_ids=security,
-        )
-        is None
-    ]
 
 
 def held_review(

@@ -25,7 +25,6 @@ from boards.coordination.selectors.reviews import (
     review_slot_refusal,
     reviewable_tasks,
     round_approvals,
-    security_reviewer_ids,
 )
 from boards.coordination.selectors.tasks import limit_reached
 from boards.coordination.services.actors import REVIEWER, SYSTEM, Actor, actor_ref, is_agent
@@ -68,7 +67,6 @@ def _open_slot(task: Task, agent: Agent, *, now: datetime, config) -> list[Revie
         reviews=reviews,
         now=now,
         config=config,
-        security_ids=security_reviewer_ids(task.project_id),
     )
     if refused is not None:
         error = (

@@ -8,16 +8,22 @@ sends a request to the DRF view, so each case is asked both ways and the answers
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 from rest_framework.views import APIView
 
-from agents import keycache
-from agents.models import Agent
+from agents import authentication, keycache
+from agents.models import Agent, AgentKey, IdempotentRequest
+from agents.services import agent_key_used
+from boards.api import hot
 from boards.api.base import ProjectView
+from boards.coordination.models.tasks import Task
 from boards.coordination.services.projects import project_pause
+from boards.protocol import TaskStatus
 from liza_site import key_generation, throttling
 from tests.boards.api.helpers import api_base, bearer, http_start, key_for
 from tests.lifecycle import World
@@ -214,3 +220,60 @@ def test_an_agent_deleted_behind_the_cached_key_answers_as_drf_does(
     monkeypatch.setattr(ProjectView, "dispatch", None)  # the thin path answers it alone
     fast = client.post(url, body, format="json", **extra)
     assert fast["WWW-Authenticate"] == 'Bearer realm="liza"'
+
+
+def _deleted_elsewhere(pk: int) -> None:
+    """Delete an agent through another connection (another request, an admin), committed."""
+
+    def delete() -> None:
+        try:
+            Agent.objects.filter(pk=pk).delete()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=delete)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "the delete waited on a lock of the request"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("route", ["agents/heartbeat", "tasks/claim-next"])
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_an_agent_deleted_after_authentication_answers_as_the_thin_path_does(
+    monkeypatch, route, idempotent
+):
+    """The agent deleted (through another connection, committed) after its key authenticated
+    the request and before the service locks it: both paths answer the 401 of a key that is
+    gone, not a 500 (DRF's used to: Agent.DoesNotExist escaped the service). The window is where
+    each path notes its key used (`agent_key_used`), once authenticated."""
+    keycache.clear()
+    world = World(now=http_start())
+    world.unclaimed("T-1")
+    fast_coder, drf_coder = world.coders[0], world.coders[1]
+    doomed = {fast_coder.pk, drf_coder.pk}
+
+    def used_then_deleted(*, key, now):
+        agent_key_used(key=key, now=now)
+        if key.agent_id in doomed:
+            doomed.discard(key.agent_id)
+            _deleted_elsewhere(key.agent_id)
+
+    monkeypatch.setattr(authentication, "agent_key_used", used_then_deleted)
+    monkeypatch.setattr(hot, "agent_key_used", used_then_deleted)
+    plain = {coder.pk: key_for(coder) for coder in (fast_coder, drf_coder)}
+    # Noted used a moment ago, so that noting it again writes nothing: the delete then waits on
+    # no lock the request holds.
+    AgentKey.objects.filter(agent__in=doomed).update(last_used_at=timezone.now())
+    url = f"{api_base(world.project.slug)}/{route}"
+    body = CLAIM if route == "tasks/claim-next" else {}
+    extra = {"HTTP_IDEMPOTENCY_KEY": uuid.uuid4().hex} if idempotent else {}
+    fast = bearer(plain[fast_coder.pk]).post(url, body, format="json", **extra)
+    drf = bearer(plain[drf_coder.pk]).post(url + "?via=drf", body, format="json", **extra)
+    assert _answer(fast) == _answer(drf)
+    assert (fast.status_code, fast.json()["error"]["code"]) == (401, "authentication_failed")
+    assert fast["WWW-Authenticate"] == drf["WWW-Authenticate"] == 'Bearer realm="liza"'
+    assert not doomed  # both deletes happened in the window
+    assert not Agent.objects.filter(pk__in=[fast_coder.pk, drf_coder.pk]).exists()
+    assert not IdempotentRequest.objects.exists()  # nothing recorded to replay
+    assert Task.objects.get(project=world.project, key="T-1").status == TaskStatus.UNCLAIMED
