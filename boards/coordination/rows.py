@@ -35,13 +35,11 @@ def _columns(model: type[Model]) -> tuple[list[str], str]:
 
 
 def select_sql(model: type[Model], where: str, *, lock: bool = False, tail: str = "") -> str:
-    """`SELECT <every column> FROM <table> WHERE <where> <tail>`, locked with FOR UPDATE where
-    the database has row locks (SQLite serializes writers instead, as the ORM's
-    `select_for_update` does there)."""
+    """`SELECT <every column> FROM <table> WHERE <where> <tail>`, with `lock` FOR UPDATE."""
     _, columns = _columns(model)
     table = connection.ops.quote_name(model._meta.db_table)
     sql = f"SELECT {columns} FROM {table} WHERE {where} {tail}".rstrip()
-    if lock and connection.features.has_select_for_update:
+    if lock:
         sql += " FOR UPDATE"
     return sql
 
@@ -123,8 +121,8 @@ VERSION = "xmin::text"
 
 
 def _converted(model: type[Model], row: tuple) -> tuple:
-    """The row's values as the ORM would give them: a backend's converters (SQLite's datetimes
-    and decimals, JSON text) and each field's `from_db_value`."""
+    """The row's values as the ORM would give them: the backend's converters (JSON text) and
+    each field's `from_db_value`."""
     converters = _converters(model)
     if not converters:
         return row

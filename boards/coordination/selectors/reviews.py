@@ -213,11 +213,10 @@ def merges_awaiting(*, project: Project, reviewer_id: str) -> list[str]:
     T10: the approving reviewer's supervisor merges): its work before any new review."""
     if not reviewer_id:
         return []
-    # Filtered here, not with `approved_by__contains`: SQLite (the embedded default) has no
-    # JSON containment lookup, and a project's APPROVED tasks are few.
-    approved = (
-        Task.objects.filter(project=project, status=TaskStatus.APPROVED)
+    return list(
+        Task.objects.filter(
+            project=project, status=TaskStatus.APPROVED, approved_by__contains=[reviewer_id]
+        )
         .order_by("priority", "created", "id")
-        .values_list("key", "approved_by")
+        .values_list("key", flat=True)
     )
-    return [key for key, approvers in approved if reviewer_id in (approvers or [])]
