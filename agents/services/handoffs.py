@@ -11,7 +11,7 @@ from agents.models import (
 )
 from boards.coordination.models.tasks import Handoff, Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
 from boards.coordination.services.locking import lock_own_claim
@@ -37,7 +37,9 @@ def agent_handoff(
 ) -> Handoff:
     """Context exhaustion: write the handoff, set handoff_pending, agent → HANDOFF (seed 000)."""
     project = task.project
-    require_role(agent, project, agent_roles=("coder",), human=None)
+    require_role(
+        Attempt(project, agent, "agent_handoff", now), agent_roles=("coder",), human=None, task=task
+    )
     summary = clean_text(summary, "summary", max_length=500)
     next_action = clean_text(next_action, "next_action", max_length=500)
     config = config_of(project)
@@ -84,7 +86,12 @@ def agent_handoff(
 def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff | None:
     """The next session reads the handoff and clears handoff_pending (seed 000)."""
     project = task.project
-    require_role(agent, project, agent_roles=("coder",), human=None)
+    require_role(
+        Attempt(project, agent, "agent_handoff_pickup", now),
+        agent_roles=("coder",),
+        human=None,
+        task=task,
+    )
     config = config_of(project)
     with transaction.atomic():
         agent, task = lock_own_claim(

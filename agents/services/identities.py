@@ -42,7 +42,7 @@ def agent_set_security_reviewer(
 ) -> Agent:
     """Seed 001: whether the agent counts as a security reviewer (an admin's decision)."""
     project = agent.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "agent_set_security_reviewer", now), agent_roles=())
     if not isinstance(security_reviewer, bool):
         raise ProtocolValidationError("security_reviewer", "true or false")
     with transaction.atomic():
@@ -73,7 +73,7 @@ def agent_create(
     security_reviewer: bool = False,
 ) -> Agent:
     """A new identity (not yet registered); the id is the next free `<role-prefix>-N`."""
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "agent_create", now), agent_roles=())
     if role not in Agent.Role.values:
         raise ProtocolValidationError("role", f"one of {', '.join(Agent.Role.values)}")
     with transaction.atomic():
@@ -116,7 +116,7 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
     pending review claims close, and the agent is told at its next request that it lost them.
     """
     project = agent.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "agent_set_enabled", now), agent_roles=())
     if not isinstance(enabled, bool):
         raise ProtocolValidationError("enabled", "true or false")
     action = "agent_enabled" if enabled else "agent_disabled"
@@ -179,7 +179,7 @@ def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) ->
     or available again, which also clears an error state: only lease expiries after `now` count
     towards a new one (`boards.coordination.selectors.availability`, seed 003 ERROR → IDLE)."""
     project = agent.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "agent_set_availability", now), agent_roles=())
     if state not in AVAILABILITY_CHOICES:
         raise ProtocolValidationError("state", f"one of {', '.join(AVAILABILITY_CHOICES)}")
     with transaction.atomic():

@@ -13,7 +13,7 @@ from agents.models import (
 )
 from boards.coordination import outbox, rows
 from boards.coordination.services.actors import Actor
-from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.protocol import (
@@ -29,7 +29,7 @@ def agent_key_issue(
 ) -> tuple[AgentKey, str]:
     """Generate a key for `agent`; the plain key is returned once and never stored."""
     project = agent.project
-    require_role(actor, project, agent_roles=(), system=True)
+    require_role(Attempt(project, actor, "agent_key_issue", now), agent_roles=(), system=True)
     label = clean_text(label, "label", required=False, max_length=100)
     prefix = secrets.token_hex(AgentKey.PREFIX_LEN // 2)
     plain = f"liza_{prefix}_{secrets.token_urlsafe(32)}"
@@ -83,7 +83,7 @@ def agent_ready(*, agent: Agent) -> None:
 def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
     """Revoke a key: its next request is a 401. Revoking a revoked key changes nothing."""
     project = key.project
-    require_role(actor, project, agent_roles=(), system=True)
+    require_role(Attempt(project, actor, "agent_key_revoke", now), agent_roles=(), system=True)
     with transaction.atomic():
         key = AgentKey.objects.select_for_update().select_related("agent").get(pk=key.pk)
         if key.revoked_at is None:
@@ -105,7 +105,7 @@ def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
 def agent_key_label(*, key: AgentKey, actor: Actor, label: str, now: datetime) -> AgentKey:
     """A human's note on a key (what it is for); nothing the protocol reads."""
     project = key.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "agent_key_label", now), agent_roles=())
     label = clean_text(label, "label", required=False, max_length=100)
     with transaction.atomic():
         key = AgentKey.objects.select_for_update().select_related("agent").get(pk=key.pk)

@@ -89,7 +89,7 @@ def budget_set(
     """Set (raise, lower) a budget, or remove it when neither limit is given. Project admins
     only; audited as a `budget_set` event naming who changed what, from and to. Returns the
     budget (None once removed). Work stopped by the budget resumes at its next claim."""
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "budget_set", now), agent_roles=())
     if scope not in Budget.Scope.values:
         raise ProtocolValidationError("scope", f"one of {', '.join(Budget.Scope.values)}")
     subject = (subject or "").strip()

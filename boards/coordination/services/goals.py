@@ -38,7 +38,7 @@ def goal_create(
     spec_ref: str = "",
 ) -> Goal:
     """A new IN_PROGRESS goal; a project has at most one at a time (SPEC §4)."""
-    require_role(actor, project, agent_roles=("planner",), human=PLAN)
+    require_role(Attempt(project, actor, "goal_create", now), agent_roles=("planner",), human=PLAN)
     description = (description or "").strip()
     if not description:
         raise ProtocolValidationError("description", "is required")
@@ -88,7 +88,7 @@ def goal_edit(
     """The planner restates the goal IN_PROGRESS; the new statement joins its
     alignment_history (seed 002: the record of how the goal drifted)."""
     project = goal.project
-    require_role(actor, project, agent_roles=("planner",), human=PLAN)
+    require_role(Attempt(project, actor, "goal_edit", now), agent_roles=("planner",), human=PLAN)
     changes: dict[str, str] = {}
     if description is not None:
         changes["description"] = clean_text(description, "description")
@@ -133,13 +133,17 @@ def _goal_transition(
     goal: Goal, method: str, *, actor: Actor, reason: str, now: datetime, action: str
 ) -> Goal:
     project = goal.project
-    require_role(actor, project, agent_roles=("planner",) if method == "complete" else ())
+    require_role(
+        Attempt(project, actor, f"goal_{method}", now),
+        agent_roles=("planner",) if method == "complete" else (),
+    )
+    attempt = Attempt(project, actor, action, now)  # the move's: goal_completed, goal_aborted
     reason = clean_text(reason, "reason", max_length=2000)
     target = {"complete": GoalStatus.COMPLETED, "abort": GoalStatus.ABORTED}[method]
     with transaction.atomic():
         goal = Goal.objects.select_for_update().get(pk=goal.pk)
         if goal.status != GoalStatus.IN_PROGRESS:
-            raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
+            raise attempt.refuse(
                 InvalidTransition(
                     from_status=goal.status,
                     to_status=target,
@@ -158,7 +162,7 @@ def _goal_transition(
         open_sprint = Sprint.objects.filter(goal=goal, status__in=p.OPEN_SPRINT_STATES).first()
         if method == "complete" and (open_tasks or open_sprint is not None):
             # SPEC §13: a goal is done when all its work is, and no sprint of it is open.
-            raise Attempt(project=project, actor=actor, action=action, now=now).conflict(
+            raise attempt.conflict(
                 f"goal {goal.goal_id} still has work: "
                 + "; ".join(
                     part
@@ -183,11 +187,7 @@ def _goal_transition(
             {"timestamp": p.format_timestamp(now), "event": action, "summary": reason},
         ]
         goal.save()
-        record_event(
-            project=project,
-            actor=actor,
-            action=action,
-            now=now,
+        attempt.record(
             from_status=GoalStatus.IN_PROGRESS,
             to_status=target,
             detail=reason,

@@ -62,7 +62,7 @@ def project_open(*, actor: Actor, slug: str, name: str, now: datetime) -> Projec
 @records_refusals
 def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) -> Project:
     """A new display name (the slug is fixed: it is in every URL, key and export)."""
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "project_rename", now), agent_roles=())
     name = clean_text(name, "name", max_length=200)
     with transaction.atomic():
         locked = lock_project(project)
@@ -93,7 +93,7 @@ def membership_set(
 ) -> Membership:
     """Give `user` a role in `project` (SPEC §3) and, for a member, the planner right (issue 25;
     None keeps it as it is, and a role other than member drops it), audited."""
-    require_role(actor, project, agent_roles=(), system=True)
+    require_role(Attempt(project, actor, "membership_set", now), agent_roles=(), system=True)
     if role not in Membership.Role.values:
         raise ProtocolValidationError("role", f"one of {', '.join(Membership.Role.values)}")
     if can_plan is not None and not isinstance(can_plan, bool):
@@ -141,7 +141,7 @@ def membership_invite(
 ) -> Membership:
     """A project admin gives an existing account (named by username or e-mail) a role in the
     project, or changes it (issue 25). Accounts themselves are made by site staff."""
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "membership_invite", now), agent_roles=())
     who = clean_text(who, "who", max_length=254)
     user = user_by_name_or_email(who)
     if user is None:
@@ -157,7 +157,7 @@ def membership_invite(
 def membership_remove(*, membership: Membership, actor: Actor, now: datetime) -> None:
     """Take a user's access to a project away (SPEC §3), audited."""
     project = membership.project
-    require_role(actor, project, agent_roles=(), system=True)
+    require_role(Attempt(project, actor, "membership_remove", now), agent_roles=(), system=True)
     with transaction.atomic():
         username = membership.user.get_username()
         old = membership.role
@@ -175,7 +175,7 @@ def membership_remove(*, membership: Membership, actor: Actor, now: datetime) ->
 @records_refusals
 def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime) -> Project:
     """Seed 000 PAUSE: claims are refused (`paused`), heartbeats answer stop / exit 42."""
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "project_pause", now), agent_roles=())
     reason = clean_text(reason, "reason", max_length=500)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
@@ -197,7 +197,7 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
 @records_refusals
 def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
     """Lift the pause: agents may claim again."""
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "project_resume", now), agent_roles=())
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         if not locked.is_paused:
@@ -228,7 +228,7 @@ CONFIG_FIELDS: tuple[str, ...] = tuple(
 @records_refusals
 def config_update(*, project: Project, actor: Actor, now: datetime, **fields: Any) -> ProjectConfig:
     """Edit the project's configuration; the model's own rules decide (400 naming the field)."""
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "config_update", now), agent_roles=())
     unknown = sorted(set(fields) - set(CONFIG_FIELDS))
     if unknown:
         raise ProtocolValidationError(

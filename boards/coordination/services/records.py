@@ -49,7 +49,11 @@ def discovery_create(
     recommendation: str = "",
 ) -> Discovery:
     """Log a finding instead of scope-creeping (seed 002 `discovered`)."""
-    require_role(actor, project, agent_roles=ANY_AGENT, human=Membership.Role.MEMBER)
+    require_role(
+        Attempt(project, actor, "discovery_create", now),
+        agent_roles=ANY_AGENT,
+        human=Membership.Role.MEMBER,
+    )
     description = clean_text(description, "description", max_length=5000)
     if severity not in p.DISCOVERY_SEVERITIES:
         raise ProtocolValidationError("severity", f"one of {', '.join(p.DISCOVERY_SEVERITIES)}")
@@ -96,7 +100,11 @@ def anomaly_create(
     task: str | None = None,
 ) -> Anomaly:
     """Record an anomaly; unknown type or a missing required details field → 400."""
-    require_role(actor, project, agent_roles=ANY_AGENT, human=Membership.Role.MEMBER)
+    require_role(
+        Attempt(project, actor, "anomaly_create", now),
+        agent_roles=ANY_AGENT,
+        human=Membership.Role.MEMBER,
+    )
     if not isinstance(anomaly_type, str) or anomaly_type not in p.ANOMALY_REQUIRED_FIELDS:
         raise ProtocolValidationError("type", f"one of {', '.join(p.ANOMALY_TYPES)}")
     errors = anomaly_details_errors(anomaly_type, details)
@@ -145,7 +153,11 @@ def human_note_create(
     *, project: Project, actor: Actor, message: str, now: datetime, task: str | None = None
 ) -> HumanNote:
     """A note from a human, for a task or the whole project (seed 002 `human_notes`)."""
-    require_role(actor, project, agent_roles=(), human=Membership.Role.MEMBER)
+    require_role(
+        Attempt(project, actor, "human_note_create", now),
+        agent_roles=(),
+        human=Membership.Role.MEMBER,
+    )
     message = clean_text(message, "message", max_length=5000)
     task_row = _task_of(project, task, "task")
     with transaction.atomic():
@@ -174,7 +186,7 @@ def spec_change_record(
     triggered_by: str = "",
 ) -> SpecChange:
     """Append to the spec history (seed 002 `spec_changes`, append-only)."""
-    require_role(actor, project, agent_roles=("planner",))
+    require_role(Attempt(project, actor, "spec_change_record", now), agent_roles=("planner",))
     with transaction.atomic():
         record = SpecChange.objects.create(
             project=project,
@@ -204,7 +216,7 @@ def activity_log(
     task: str | None = None,
 ) -> Event:
     """Seed 002 "Log activity": an agent appends a line to the log."""
-    require_role(actor, project, agent_roles=ANY_AGENT, human=None)
+    require_role(Attempt(project, actor, "activity_log", now), agent_roles=ANY_AGENT, human=None)
     action = clean_text(action, "action", max_length=64)
     if not p.TASK_KEY_RE.match(action):
         raise ProtocolValidationError("action", "a short word: letters, digits, '_', '-', '.'")
@@ -249,7 +261,7 @@ def discovery_triage(
     if decision not in TRIAGE_DECISIONS:
         raise ProtocolValidationError("decision", f"one of {', '.join(TRIAGE_DECISIONS)}")
     role = Membership.Role.ADMIN if decision == "convert" else Membership.Role.MEMBER
-    require_role(actor, project, agent_roles=(), human=role)
+    require_role(Attempt(project, actor, "discovery_triage", now), agent_roles=(), human=role)
     note = clean_text(note, "note", required=False, max_length=2000)
     spec: dict[str, Any] = {}
     if decision == "convert":

@@ -89,7 +89,9 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     (seed 000 "Stale review lease allows supervisor to reassign").
     """
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "review_claim", now), agent_roles=REVIEWER, human=None, task=task
+    )
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now, task=task)
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, task=task)
     config = config_of(project)
@@ -159,7 +161,9 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
     A candidate another reviewer takes between the read and the claim is skipped (`Conflict`
     inside its own savepoint); the next one is tried.
     """
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "review_claim_next", now), agent_roles=REVIEWER, human=None
+    )
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now)
     config = config_of(project)
@@ -223,7 +227,9 @@ def _own_open_review(task: Task, agent: Agent, *, now: datetime, action: str, co
 def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
     """The reviewer extends its own review lease during a long review."""
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "review_extend", now), agent_roles=REVIEWER, human=None, task=task
+    )
     config = config_of(project)
     with transaction.atomic():
         agent = lock_agent(agent)  # agent rows before task rows (locking)
@@ -257,7 +263,9 @@ def review_verdict(
 ) -> Task:
     """Record a reviewer's verdict; the round closes on one rejection or enough approvals."""
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "review_verdict", now), agent_roles=REVIEWER, human=None, task=task
+    )
     if verdict not in Review.Verdict.values:
         raise ProtocolValidationError("verdict", "APPROVED or REJECTED")
     review_commit = clean_text(review_commit, "review_commit", max_length=64)
@@ -441,7 +449,7 @@ def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "
     names the human.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_human_approve", now), agent_roles=(), task=task)
     note = clean_text(note, "note", required=False, max_length=2000)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
@@ -466,7 +474,7 @@ def task_human_reject(*, task: Task, actor: Actor, reason: str, now: datetime) -
     """READY_FOR_REVIEW → REJECTED by a human: one review cycle, and the limits apply exactly as
     after a reviewer's rejection (review_deadlock, max iterations)."""
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_human_reject", now), agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=5000)
     config = config_of(project)
     with transaction.atomic():

@@ -173,7 +173,7 @@ def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) 
     nothing changes, nothing is written.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_set_limits", now), agent_roles=(), task=task)
     unknown = sorted(set(changes) - set(LIMIT_FIELDS))
     if unknown:
         raise ProtocolValidationError(

@@ -25,7 +25,12 @@ from boards.protocol import TaskStatus
 def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datetime) -> Task:
     """APPROVED → MERGED, by an approving reviewer; the worktree is cleaned up (seed 000)."""
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "task_report_merge", now),
+        agent_roles=REVIEWER,
+        human=None,
+        task=task,
+    )
     merge_commit = clean_text(merge_commit, "merge_commit", max_length=64)
     with transaction.atomic():
         task = lock_task(task)
@@ -57,7 +62,12 @@ def task_report_integration_failure(
 ) -> Task:
     """APPROVED → INTEGRATION_FAILED: merge conflict or failing integration tests."""
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "task_report_integration_failure", now),
+        agent_roles=REVIEWER,
+        human=None,
+        task=task,
+    )
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
         task = lock_task(task)

@@ -55,7 +55,9 @@ def task_override_block(
             task=task,
             to_status=TaskStatus.BLOCKED,
         )
-    require_role(actor, project, agent_roles=(), system=True)
+    require_role(
+        Attempt(project, actor, "task_override_block", now), agent_roles=(), system=True, task=task
+    )
     reason = clean_text(reason, "reason", max_length=2000)
     questions = clean_string_list(
         list(questions or []), "questions", max_items=p.MAX_BLOCKED_QUESTIONS
@@ -139,7 +141,7 @@ def task_release_claim(*, task: Task, actor: Actor, reason: str, now: datetime) 
     no claim: 409 conflict.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_release_claim", now), agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     who = _who(actor)
     with transaction.atomic():
@@ -182,7 +184,7 @@ def task_cancel(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task
     A BLOCKED task is simply abandoned; a terminal one cannot be cancelled (409).
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_cancel", now), agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
@@ -228,7 +230,7 @@ def task_suspend(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     claims. Suspending a terminal or an already suspended task: 409.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_suspend", now), agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     who = _who(actor)
     with transaction.atomic():
@@ -285,7 +287,7 @@ def task_resume(*, task: Task, actor: Actor, now: datetime) -> Task:
     `resume → PENDING`.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_resume", now), agent_roles=(), task=task)
     who = _who(actor)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)

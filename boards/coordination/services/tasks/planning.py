@@ -145,7 +145,7 @@ def task_create(
     **fields: Any,
 ) -> Task:
     """The planner writes a new DRAFT task (coders must ignore it until it is finalized)."""
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    require_role(Attempt(project, actor, "task_create", now), agent_roles=PLANNER, human=PLAN)
     if sprint_scope not in (None, "planned", "stretch"):
         raise ProtocolValidationError("sprint_scope", "planned, stretch or null")
     with transaction.atomic():
@@ -189,7 +189,12 @@ def task_set_dependencies(
 ) -> Task:
     """Replace depends_on; cycles and unknown keys are refused with 400 naming the field."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    require_role(
+        Attempt(project, actor, "task_set_dependencies", now),
+        agent_roles=PLANNER,
+        human=PLAN,
+        task=task,
+    )
     with transaction.atomic():
         Project.objects.select_for_update().get(pk=project.pk)
         task = lock_task(task)
@@ -252,7 +257,9 @@ def task_edit(
     after the task left UNCLAIMED is refused (409) and the whole edit with it.
     """
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    require_role(
+        Attempt(project, actor, "task_edit", now), agent_roles=PLANNER, human=PLAN, task=task
+    )
     cleaned = _cleaned_edit(changes)
     with transaction.atomic():
         if depends_on is not None:
@@ -313,7 +320,9 @@ def task_edit(
 def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
     """DRAFT → UNCLAIMED: needs done_when and spec_ref (seed 002)."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    require_role(
+        Attempt(project, actor, "task_finalize", now), agent_roles=PLANNER, human=PLAN, task=task
+    )
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(

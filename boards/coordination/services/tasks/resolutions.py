@@ -43,7 +43,7 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     A task blocked by a limit returns only by a human's written release (SPEC §5.1).
     """
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(Attempt(project, actor, "task_release", now), agent_roles=PLANNER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     config = config_of(project)
     with transaction.atomic():
@@ -95,7 +95,7 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
 def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
     """BLOCKED → ABANDONED with a rationale."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(Attempt(project, actor, "task_abandon", now), agent_roles=PLANNER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
         task = lock_task(task)
@@ -133,7 +133,7 @@ def task_rescope(
     goal's alignment_history records the change.
     """
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(Attempt(project, actor, "task_rescope", now), agent_roles=PLANNER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     if not isinstance(new_tasks, list | tuple) or not new_tasks:
         raise ProtocolValidationError("new_tasks", "at least one replacement task is required")
