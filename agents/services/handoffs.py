@@ -11,7 +11,7 @@ from agents.models import (
 )
 from boards.coordination.models.tasks import Handoff, Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
 from boards.coordination.services.locking import lock_own_claim
@@ -37,15 +37,18 @@ def agent_handoff(
 ) -> Handoff:
     """Context exhaustion: write the handoff, set handoff_pending, agent → HANDOFF (seed 000)."""
     project = task.project
-    require_role(
-        Attempt(project, agent, "agent_handoff", now), agent_roles=("coder",), human=None, task=task
-    )
+    attempt = Attempt(project, agent, "agent_handoff", now)
+    require_role(attempt, agent_roles=("coder",), human=None, task=task)
     summary = clean_text(summary, "summary", max_length=500)
     next_action = clean_text(next_action, "next_action", max_length=500)
     config = config_of(project)
     with transaction.atomic():
         agent, task = lock_own_claim(
-            agent, task, action="handoff", to=TaskStatus.CLAIMED, now=now, config=config
+            agent,
+            task,
+            attempt=Attempt(project, agent, "handoff", now),
+            to=TaskStatus.CLAIMED,
+            config=config,
         )
         handoff, _ = Handoff.objects.update_or_create(
             task=task,
@@ -71,14 +74,7 @@ def agent_handoff(
         if agent.status in (AgentStatus.WORKING, AgentStatus.REVIEWING):
             agent.hand_off()
             agent.save()
-        record_event(
-            project=project,
-            actor=agent,
-            action="handoff",
-            task=task,
-            now=now,
-            detail=f"{summary} → next: {next_action}",
-        )
+        attempt.record(action="handoff", task=task, detail=f"{summary} → next: {next_action}")
     return handoff
 
 
@@ -86,27 +82,24 @@ def agent_handoff(
 def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff | None:
     """The next session reads the handoff and clears handoff_pending (seed 000)."""
     project = task.project
-    require_role(
-        Attempt(project, agent, "agent_handoff_pickup", now),
-        agent_roles=("coder",),
-        human=None,
-        task=task,
-    )
+    attempt = Attempt(project, agent, "agent_handoff_pickup", now)
+    require_role(attempt, agent_roles=("coder",), human=None, task=task)
     config = config_of(project)
     with transaction.atomic():
         agent, task = lock_own_claim(
-            agent, task, action="handoff_pickup", to=TaskStatus.CLAIMED, now=now, config=config
+            agent,
+            task,
+            attempt=Attempt(project, agent, "handoff_pickup", now),
+            to=TaskStatus.CLAIMED,
+            config=config,
         )
         handoff = Handoff.objects.filter(task=task).first()
         if task.handoff_pending:
             task.handoff_pending = False
             task.save(update_fields=["handoff_pending"])
-            record_event(
-                project=project,
-                actor=agent,
+            attempt.record(
                 action="handoff_read",
                 task=task,
-                now=now,
                 detail=f"{agent.agent_id} resumed from the handoff",
             )
     return handoff

@@ -166,17 +166,19 @@ class Attempt:
         self,
         *,
         detail: str,
+        action: str | None = None,
         task: Task | None = None,
         from_status: str = "",
         to_status: str = "",
         data: dict[str, Any] | None = None,
         outcome: str = Event.Outcome.APPLIED,
     ) -> Event:
-        """This attempt's event (`record_event`)."""
+        """This attempt's event (`record_event`), named by `action` when what happened has its
+        own name (`goal_create` records `goal_created`), else by the attempt's."""
         return record_event(
             project=self.project,
             actor=self.actor,
-            action=self.action,
+            action=action or self.action,
             detail=detail,
             now=self.now,
             task=task,

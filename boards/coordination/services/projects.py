@@ -93,7 +93,8 @@ def membership_set(
 ) -> Membership:
     """Give `user` a role in `project` (SPEC §3) and, for a member, the planner right (issue 25;
     None keeps it as it is, and a role other than member drops it), audited."""
-    require_role(Attempt(project, actor, "membership_set", now), agent_roles=(), system=True)
+    attempt = Attempt(project, actor, "membership_set", now)
+    require_role(attempt, agent_roles=(), system=True)
     if role not in Membership.Role.values:
         raise ProtocolValidationError("role", f"one of {', '.join(Membership.Role.values)}")
     if can_plan is not None and not isinstance(can_plan, bool):
@@ -119,11 +120,8 @@ def membership_set(
         if (old, old_plan) != (role, plans):
             shown = f"{role} (planner)" if plans else role
             was = f"{old} (planner)" if old_plan else (old or "no role")
-            record_event(
-                project=project,
-                actor=actor,
+            attempt.record(
                 action=Action.MEMBERSHIP_SET,
-                now=now,
                 detail=f"{user.get_username()}: {was} → {shown}",
                 data={
                     "user": user.get_username(),
@@ -157,16 +155,14 @@ def membership_invite(
 def membership_remove(*, membership: Membership, actor: Actor, now: datetime) -> None:
     """Take a user's access to a project away (SPEC §3), audited."""
     project = membership.project
-    require_role(Attempt(project, actor, "membership_remove", now), agent_roles=(), system=True)
+    attempt = Attempt(project, actor, "membership_remove", now)
+    require_role(attempt, agent_roles=(), system=True)
     with transaction.atomic():
         username = membership.user.get_username()
         old = membership.role
         Membership.objects.filter(pk=membership.pk).delete()
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action=Action.MEMBERSHIP_SET,
-            now=now,
             detail=f"{username}: {old} → no role",
             data={"user": username, "old": old, "role": None},
         )
@@ -228,7 +224,8 @@ CONFIG_FIELDS: tuple[str, ...] = tuple(
 @records_refusals
 def config_update(*, project: Project, actor: Actor, now: datetime, **fields: Any) -> ProjectConfig:
     """Edit the project's configuration; the model's own rules decide (400 naming the field)."""
-    require_role(Attempt(project, actor, "config_update", now), agent_roles=())
+    attempt = Attempt(project, actor, "config_update", now)
+    require_role(attempt, agent_roles=())
     unknown = sorted(set(fields) - set(CONFIG_FIELDS))
     if unknown:
         raise ProtocolValidationError(
@@ -274,11 +271,8 @@ def config_update(*, project: Project, actor: Actor, now: datetime, **fields: An
                 )
                 for n, (o, v) in diff.items()
             }
-            record_event(
-                project=project,
-                actor=actor,
+            attempt.record(
                 action="config_updated",
-                now=now,
                 detail=p.config_change_detail(changes),
                 data={"changes": changes},
             )

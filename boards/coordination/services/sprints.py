@@ -37,9 +37,8 @@ def sprint_create(
     sprint_id: str = "",
 ) -> Sprint:
     """Open a sprint for `goal`; at most one sprint is open per project (SPEC §4)."""
-    require_role(
-        Attempt(project, actor, "sprint_create", now), agent_roles=("planner",), human=PLAN
-    )
+    attempt = Attempt(project, actor, "sprint_create", now)
+    require_role(attempt, agent_roles=("planner",), human=PLAN)
     if goal is None:
         goal = goal_in_progress(project=project)
         if goal is None:
@@ -64,11 +63,8 @@ def sprint_create(
         )
         sprint.planned.set(planned_tasks)
         sprint.stretch.set(stretch_tasks)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="sprint_started",
-            now=now,
             to_status=SprintStatus.IN_PROGRESS,
             detail=f"{sprint_id}: {len(planned_tasks)} planned, {len(stretch_tasks)} stretch",
             data={"sprint": sprint_id},
@@ -211,7 +207,8 @@ def sprint_set_deadline(
     does not lift a checkpoint already reached: that stays the human's decision to continue.
     """
     project = sprint.project
-    require_role(Attempt(project, actor, "sprint_set_deadline", now), agent_roles=())
+    attempt = Attempt(project, actor, "sprint_set_deadline", now)
+    require_role(attempt, agent_roles=())
     if deadline is not None:
         if not isinstance(deadline, datetime) or deadline.tzinfo is None:
             raise ProtocolValidationError("deadline", "an ISO 8601 timestamp with a time zone")
@@ -234,11 +231,8 @@ def sprint_set_deadline(
         sprint.save(update_fields=["deadline"])
         shown_old = p.format_timestamp(old) or "none"
         shown_new = p.format_timestamp(deadline) or "none"
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="sprint_deadline_set",
-            now=now,
             detail=f"{sprint.sprint_id} deadline {shown_old} → {shown_new}",
             data={"sprint": sprint.sprint_id, "previous": shown_old, "deadline": shown_new},
         )

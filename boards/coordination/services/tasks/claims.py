@@ -345,9 +345,7 @@ def _refuse_unclaimable(
             task,
             [TaskStatus.UNCLAIMED, TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED],
             to=TaskStatus.CLAIMED,
-            action="claim",
-            actor=agent,
-            now=now,
+            attempt=Attempt(task.project, agent, "claim", now),
         )
     if task.status in (TaskStatus.UNCLAIMED, TaskStatus.CLAIMED):
         waiting = waiting_on(task)

@@ -35,7 +35,10 @@ def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datet
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(
-            task, [TaskStatus.APPROVED], to=TaskStatus.MERGED, action="merge", actor=agent, now=now
+            task,
+            [TaskStatus.APPROVED],
+            to=TaskStatus.MERGED,
+            attempt=Attempt(project, agent, "merge", now),
         )
         _require_approver(task, agent, now=now, action="merge")
         task.merge_commit = merge_commit
@@ -75,9 +78,7 @@ def task_report_integration_failure(
             task,
             [TaskStatus.APPROVED],
             to=TaskStatus.INTEGRATION_FAILED,
-            action="integration_failure",
-            actor=agent,
-            now=now,
+            attempt=Attempt(project, agent, "integration_failure", now),
         )
         _require_approver(task, agent, now=now, action="integration_failure")
         move_task(

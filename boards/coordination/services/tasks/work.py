@@ -60,9 +60,8 @@ def task_submit_for_review(
         agent, task = lock_own_claim(
             agent,
             task,
-            action="submit_for_review",
+            attempt=Attempt(project, agent, "submit_for_review", now),
             to=TaskStatus.READY_FOR_REVIEW,
-            now=now,
             config=config,
         )
         task.review_commit = review_commit
@@ -121,7 +120,11 @@ def task_block(
     config = config_of(project)
     with transaction.atomic():
         agent, task = lock_own_claim(
-            agent, task, action="block", to=TaskStatus.BLOCKED, now=now, config=config
+            agent,
+            task,
+            attempt=Attempt(project, agent, "block", now),
+            to=TaskStatus.BLOCKED,
+            config=config,
         )
         task.blocked_reason = reason
         task.blocked_questions = questions
