@@ -43,13 +43,8 @@ def agent_handoff(
     next_action = clean_text(next_action, "next_action", max_length=500)
     config = config_of(project)
     with transaction.atomic():
-        agent, task = lock_own_claim(
-            agent,
-            task,
-            attempt=Attempt(project, agent, "handoff", now),
-            to=TaskStatus.CLAIMED,
-            config=config,
-        )
+        hand_off = Attempt(project, agent, "handoff", now)
+        agent, task = lock_own_claim(hand_off, agent, task, to=TaskStatus.CLAIMED, config=config)
         handoff, _ = Handoff.objects.update_or_create(
             task=task,
             defaults={
@@ -86,13 +81,8 @@ def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff 
     require_role(attempt, agent_roles=("coder",), human=None, task=task)
     config = config_of(project)
     with transaction.atomic():
-        agent, task = lock_own_claim(
-            agent,
-            task,
-            attempt=Attempt(project, agent, "handoff_pickup", now),
-            to=TaskStatus.CLAIMED,
-            config=config,
-        )
+        pickup = Attempt(project, agent, "handoff_pickup", now)
+        agent, task = lock_own_claim(pickup, agent, task, to=TaskStatus.CLAIMED, config=config)
         handoff = Handoff.objects.filter(task=task).first()
         if task.handoff_pending:
             task.handoff_pending = False

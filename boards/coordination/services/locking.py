@@ -48,7 +48,7 @@ def config_for_update(project: Project) -> ProjectConfig:
 
 
 def lock_own_claim(
-    agent: Agent, task: Task, *, attempt: Attempt, to: str, config: ProjectConfig
+    attempt: Attempt, agent: Agent, task: Task, *, to: str, config: ProjectConfig
 ) -> tuple[Agent, Task]:
     """A coder's operation on the task it works on (submit, block, handoff, pickup): both rows
     locked (the agent first, the lock order), and `task` must still be its live claim — not

@@ -62,18 +62,16 @@ def project_open(*, actor: Actor, slug: str, name: str, now: datetime) -> Projec
 @records_refusals
 def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) -> Project:
     """A new display name (the slug is fixed: it is in every URL, key and export)."""
-    require_role(Attempt(project, actor, "project_rename", now), agent_roles=())
+    attempt = Attempt(project, actor, "project_rename", now)
+    require_role(attempt, agent_roles=())
     name = clean_text(name, "name", max_length=200)
     with transaction.atomic():
         locked = lock_project(project)
         if locked.name != name:
             old, locked.name = locked.name, name
             locked.save(update_fields=["name"])
-            record_event(
-                project=locked,
-                actor=actor,
+            attempt.record(
                 action=Action.CONFIG_UPDATED,
-                now=now,
                 detail=f"project name {old} → {name}",
                 data={"changes": {"name": {"old": old, "new": name}}},
             )
@@ -171,12 +169,13 @@ def membership_remove(*, membership: Membership, actor: Actor, now: datetime) ->
 @records_refusals
 def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime) -> Project:
     """Seed 000 PAUSE: claims are refused (`paused`), heartbeats answer stop / exit 42."""
-    require_role(Attempt(project, actor, "project_pause", now), agent_roles=())
+    attempt = Attempt(project, actor, "project_pause", now)
+    require_role(attempt, agent_roles=())
     reason = clean_text(reason, "reason", max_length=500)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         if locked.is_paused:
-            raise Attempt(project=project, actor=actor, action="project_pause", now=now).conflict(
+            raise attempt.conflict(
                 f"project {project.slug} is already paused since "
                 f"{p.format_timestamp(locked.paused_at)}: {locked.paused_reason}",
                 details={"paused": True},
@@ -185,7 +184,7 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
         locked.paused_reason = reason
         locked.save(update_fields=["paused_at", "paused_reason"])
         key_generation.bump()  # the hot path's cached project row (agents.keycache)
-        record_event(project=locked, actor=actor, action="project_paused", now=now, detail=reason)
+        attempt.record(action="project_paused", detail=reason)
     project.paused_at, project.paused_reason = locked.paused_at, locked.paused_reason
     return locked
 
@@ -193,11 +192,12 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
 @records_refusals
 def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
     """Lift the pause: agents may claim again."""
-    require_role(Attempt(project, actor, "project_resume", now), agent_roles=())
+    attempt = Attempt(project, actor, "project_resume", now)
+    require_role(attempt, agent_roles=())
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         if not locked.is_paused:
-            raise Attempt(project=project, actor=actor, action="project_resume", now=now).conflict(
+            raise attempt.conflict(
                 f"project {project.slug} is not paused", details={"paused": False}
             )
         since, reason = locked.paused_at, locked.paused_reason
@@ -205,11 +205,8 @@ def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
         locked.paused_reason = ""
         locked.save(update_fields=["paused_at", "paused_reason"])
         key_generation.bump()  # the hot path's cached project row (agents.keycache)
-        record_event(
-            project=locked,
-            actor=actor,
+        attempt.record(
             action="project_resumed",
-            now=now,
             detail=f"resumed after pause since {p.format_timestamp(since)} ({reason})",
         )
     project.paused_at, project.paused_reason = None, ""

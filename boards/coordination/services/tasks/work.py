@@ -57,12 +57,9 @@ def task_submit_for_review(
         raise ProtocolValidationError("pr_url", problem)
     config = config_of(project)
     with transaction.atomic():
+        submit = Attempt(project, agent, "submit_for_review", now)
         agent, task = lock_own_claim(
-            agent,
-            task,
-            attempt=Attempt(project, agent, "submit_for_review", now),
-            to=TaskStatus.READY_FOR_REVIEW,
-            config=config,
+            submit, agent, task, to=TaskStatus.READY_FOR_REVIEW, config=config
         )
         task.review_commit = review_commit
         if pr_url:
@@ -119,13 +116,8 @@ def task_block(
     attempted = clean_string_list(list(attempted or []), "attempted")
     config = config_of(project)
     with transaction.atomic():
-        agent, task = lock_own_claim(
-            agent,
-            task,
-            attempt=Attempt(project, agent, "block", now),
-            to=TaskStatus.BLOCKED,
-            config=config,
-        )
+        block = Attempt(project, agent, "block", now)
+        agent, task = lock_own_claim(block, agent, task, to=TaskStatus.BLOCKED, config=config)
         task.blocked_reason = reason
         task.blocked_questions = questions
         task.attempted = [*task.attempted, *attempted]
