@@ -11,7 +11,7 @@ from agents.models import (
 )
 from boards.coordination.models.tasks import Handoff, Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
 from boards.coordination.services.locking import lock_own_claim
@@ -37,14 +37,14 @@ def agent_handoff(
 ) -> Handoff:
     """Context exhaustion: write the handoff, set handoff_pending, agent → HANDOFF (seed 000)."""
     project = task.project
-    require_role(agent, project, agent_roles=("coder",), human=None)
+    attempt = Attempt(project, agent, "agent_handoff", now)
+    require_role(attempt, agent_roles=("coder",), human=None, task=task)
     summary = clean_text(summary, "summary", max_length=500)
     next_action = clean_text(next_action, "next_action", max_length=500)
     config = config_of(project)
     with transaction.atomic():
-        agent, task = lock_own_claim(
-            agent, task, action="handoff", to=TaskStatus.CLAIMED, now=now, config=config
-        )
+        hand_off = Attempt(project, agent, "handoff", now)
+        agent, task = lock_own_claim(hand_off, agent, task, to=TaskStatus.CLAIMED, config=config)
         handoff, _ = Handoff.objects.update_or_create(
             task=task,
             defaults={
@@ -69,14 +69,7 @@ def agent_handoff(
         if agent.status in (AgentStatus.WORKING, AgentStatus.REVIEWING):
             agent.hand_off()
             agent.save()
-        record_event(
-            project=project,
-            actor=agent,
-            action="handoff",
-            task=task,
-            now=now,
-            detail=f"{summary} → next: {next_action}",
-        )
+        attempt.record(action="handoff", task=task, detail=f"{summary} → next: {next_action}")
     return handoff
 
 
@@ -84,22 +77,19 @@ def agent_handoff(
 def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff | None:
     """The next session reads the handoff and clears handoff_pending (seed 000)."""
     project = task.project
-    require_role(agent, project, agent_roles=("coder",), human=None)
+    attempt = Attempt(project, agent, "agent_handoff_pickup", now)
+    require_role(attempt, agent_roles=("coder",), human=None, task=task)
     config = config_of(project)
     with transaction.atomic():
-        agent, task = lock_own_claim(
-            agent, task, action="handoff_pickup", to=TaskStatus.CLAIMED, now=now, config=config
-        )
+        pickup = Attempt(project, agent, "handoff_pickup", now)
+        agent, task = lock_own_claim(pickup, agent, task, to=TaskStatus.CLAIMED, config=config)
         handoff = Handoff.objects.filter(task=task).first()
         if task.handoff_pending:
             task.handoff_pending = False
             task.save(update_fields=["handoff_pending"])
-            record_event(
-                project=project,
-                actor=agent,
+            attempt.record(
                 action="handoff_read",
                 task=task,
-                now=now,
                 detail=f"{agent.agent_id} resumed from the handoff",
             )
     return handoff

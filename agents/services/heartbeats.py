@@ -143,7 +143,9 @@ def agent_heartbeat(
         read = _HeartbeatRead.of(agent)
         agent = read.agent
         if not agent.enabled:
-            raise Forbidden(f"agent {agent.agent_id} is disabled")
+            raise Attempt(project, agent, "agent_heartbeat", now).refuse(
+                Forbidden(f"agent {agent.agent_id} is disabled")
+            )
         _refuse_if_lost(agent, project, now)
         # Lock order (boards.coordination.services.locking): the agent, then its task, then its
         # reviews. A coder holds at most one task and no review, a reviewer review leases and no

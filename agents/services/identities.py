@@ -17,7 +17,7 @@ from boards.coordination.models.projects import Project
 from boards.coordination.models.tasks import Review
 from boards.coordination.selectors.availability import ERROR, OVERLOADED, agent_availability
 from boards.coordination.services.actors import Actor
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.locking import lock_agent, lock_task
 from boards.coordination.services.tasks.holders import release_holder, release_reviewers
@@ -42,7 +42,8 @@ def agent_set_security_reviewer(
 ) -> Agent:
     """Seed 001: whether the agent counts as a security reviewer (an admin's decision)."""
     project = agent.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "agent_set_security_reviewer", now)
+    require_role(attempt, agent_roles=())
     if not isinstance(security_reviewer, bool):
         raise ProtocolValidationError("security_reviewer", "true or false")
     with transaction.atomic():
@@ -51,11 +52,8 @@ def agent_set_security_reviewer(
             agent.security_reviewer = security_reviewer
             agent.save(update_fields=["security_reviewer"])
             outbox.changed(project.pk, outbox.AGENT, agent.pk)
-            record_event(
-                project=project,
-                actor=actor,
+            attempt.record(
                 action=Action.AGENT_UPDATED,
-                now=now,
                 detail=f"{agent.agent_id}: security_reviewer → {security_reviewer}",
                 data={"agent_id": agent.agent_id, "security_reviewer": security_reviewer},
             )
@@ -73,7 +71,8 @@ def agent_create(
     security_reviewer: bool = False,
 ) -> Agent:
     """A new identity (not yet registered); the id is the next free `<role-prefix>-N`."""
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "agent_create", now)
+    require_role(attempt, agent_roles=())
     if role not in Agent.Role.values:
         raise ProtocolValidationError("role", f"one of {', '.join(Agent.Role.values)}")
     with transaction.atomic():
@@ -96,13 +95,8 @@ def agent_create(
         agent = Agent.objects.create(
             project=project, agent_id=agent_id, role=role, security_reviewer=security_reviewer
         )
-        record_event(
-            project=project,
-            actor=actor,
-            action="agent_created",
-            now=now,
-            detail=f"{agent_id} created ({role})",
-            data={"agent": agent_id},
+        attempt.record(
+            action="agent_created", detail=f"{agent_id} created ({role})", data={"agent": agent_id}
         )
     return agent
 
@@ -116,7 +110,8 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
     pending review claims close, and the agent is told at its next request that it lost them.
     """
     project = agent.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "agent_set_enabled", now)
+    require_role(attempt, agent_roles=())
     if not isinstance(enabled, bool):
         raise ProtocolValidationError("enabled", "true or false")
     action = "agent_enabled" if enabled else "agent_disabled"
@@ -158,11 +153,8 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
         agent.save()
         key_generation.bump()  # its keys' cached lookups (agents.keycache)
         outbox.changed(project.pk, outbox.AGENT, agent.pk)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action=action,
-            now=now,
             detail=f"{agent.agent_id} {'enabled' if enabled else 'disabled'}"
             + (f"; released {', '.join(released)}" if released else ""),
             data={"agent": agent.agent_id, **({"released": released} if released else {})},
@@ -179,7 +171,8 @@ def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) ->
     or available again, which also clears an error state: only lease expiries after `now` count
     towards a new one (`boards.coordination.selectors.availability`, seed 003 ERROR → IDLE)."""
     project = agent.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "agent_set_availability", now)
+    require_role(attempt, agent_roles=())
     if state not in AVAILABILITY_CHOICES:
         raise ProtocolValidationError("state", f"one of {', '.join(AVAILABILITY_CHOICES)}")
     with transaction.atomic():
@@ -203,11 +196,8 @@ def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) ->
             agent.error_cleared_at = now
             agent.save(update_fields=["overloaded", "error_cleared_at"])
         outbox.changed(project.pk, outbox.AGENT, agent.pk)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="agent_availability_set",
-            now=now,
             detail=f"{agent.agent_id}: {before.state} → {state}",
             data={"agent": agent.agent_id, "from": before.state, "to": state},
         )

@@ -13,7 +13,7 @@ from agents.models import (
 )
 from boards.coordination import outbox, rows
 from boards.coordination.services.actors import Actor
-from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.protocol import (
@@ -29,7 +29,8 @@ def agent_key_issue(
 ) -> tuple[AgentKey, str]:
     """Generate a key for `agent`; the plain key is returned once and never stored."""
     project = agent.project
-    require_role(actor, project, agent_roles=(), system=True)
+    attempt = Attempt(project, actor, "agent_key_issue", now)
+    require_role(attempt, agent_roles=(), system=True)
     label = clean_text(label, "label", required=False, max_length=100)
     prefix = secrets.token_hex(AgentKey.PREFIX_LEN // 2)
     plain = f"liza_{prefix}_{secrets.token_urlsafe(32)}"
@@ -42,11 +43,8 @@ def agent_key_issue(
             label=label,
             created=now,
         )
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action=Action.KEY_ISSUED,
-            now=now,
             detail=f"key {prefix}… issued for {agent.agent_id}" + (f" ({label})" if label else ""),
             data={"agent": agent.agent_id, "prefix": prefix},
         )
@@ -83,18 +81,16 @@ def agent_ready(*, agent: Agent) -> None:
 def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
     """Revoke a key: its next request is a 401. Revoking a revoked key changes nothing."""
     project = key.project
-    require_role(actor, project, agent_roles=(), system=True)
+    attempt = Attempt(project, actor, "agent_key_revoke", now)
+    require_role(attempt, agent_roles=(), system=True)
     with transaction.atomic():
         key = AgentKey.objects.select_for_update().select_related("agent").get(pk=key.pk)
         if key.revoked_at is None:
             key.revoked_at = now
             key.save(update_fields=["revoked_at"])
             key_generation.bump()  # its cached lookups too (agents.keycache)
-            record_event(
-                project=project,
-                actor=actor,
+            attempt.record(
                 action=Action.KEY_REVOKED,
-                now=now,
                 detail=f"key {key.prefix}… of {key.agent.agent_id} revoked",
                 data={"agent": key.agent.agent_id, "prefix": key.prefix},
             )
@@ -105,18 +101,16 @@ def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
 def agent_key_label(*, key: AgentKey, actor: Actor, label: str, now: datetime) -> AgentKey:
     """A human's note on a key (what it is for); nothing the protocol reads."""
     project = key.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "agent_key_label", now)
+    require_role(attempt, agent_roles=())
     label = clean_text(label, "label", required=False, max_length=100)
     with transaction.atomic():
         key = AgentKey.objects.select_for_update().select_related("agent").get(pk=key.pk)
         if key.label != label:
             old, key.label = key.label, label
             key.save(update_fields=["label"])
-            record_event(
-                project=project,
-                actor=actor,
+            attempt.record(
                 action=Action.KEY_LABELLED,
-                now=now,
                 detail=f"key {key.prefix}… label {old or 'none'} → {label or 'none'}",
                 data={"agent": key.agent.agent_id, "prefix": key.prefix},
             )

@@ -18,7 +18,7 @@ from boards.coordination import outbox
 from boards.coordination.models.projects import Project
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.actors import ANY_AGENT
-from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.budgets import refuse_if_over_budget
 from boards.coordination.services.cleaning import clean_text
@@ -62,7 +62,7 @@ def run_start(
     command: str = "",
 ) -> Run:
     """A supervisor spawned its agent command (on `task`, a key of this project, or none)."""
-    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
+    require_role(Attempt(project, agent, "run_start", now), agent_roles=ANY_AGENT, human=None)
     restart_reason = clean_text(restart_reason, "restart_reason", required=False, max_length=100)
     command = redact_output(clean_text(command, "command", required=False, max_length=500))
     row = None
@@ -86,6 +86,16 @@ def run_start(
         return run
 
 
+def _require_own_run(attempt: Attempt, run: Run) -> None:
+    """Only the run's own agent reports on it; another's refusal is logged as its attempt."""
+    require_role(attempt, agent_roles=ANY_AGENT, human=None)
+    agent = attempt.actor
+    if run.agent_id != agent.pk:
+        raise attempt.refuse(
+            Forbidden(f"run {run.pk} is {run.agent.agent_id}'s, not {agent.agent_id}'s")
+        )
+
+
 @records_refusals
 def run_finish(
     *,
@@ -99,9 +109,7 @@ def run_finish(
     """The spawn ended: its exit code, whether the supervisor stopped it, its last lines. A
     crash (neither 0 nor 42, not stopped) is logged for the board and the watcher."""
     project = run.project
-    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
-    if run.agent_id != agent.pk:
-        raise Forbidden(f"run {run.pk} is {run.agent.agent_id}'s, not {agent.agent_id}'s")
+    _require_own_run(Attempt(project, agent, "run_finish", now), run)
     stopped_by = clean_text(stopped_by, "stopped_by", required=False, max_length=100)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
@@ -150,9 +158,7 @@ def run_output_append(*, run: Run, agent: Agent, now: datetime, text: str) -> Ru
     strings redacted, the whole kept to its last RUN_OUTPUT_LINES lines; open drawers of the
     project see it live (the run's task changes). Only the run's own agent, only while it runs."""
     project = run.project
-    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
-    if run.agent_id != agent.pk:
-        raise Forbidden(f"run {run.pk} is {run.agent.agent_id}'s, not {agent.agent_id}'s")
+    _require_own_run(Attempt(project, agent, "run_output_append", now), run)
     if not isinstance(text, str) or len(text) > RUN_CHUNK_CHARS:
         raise ProtocolValidationError("text", f"text of at most {RUN_CHUNK_CHARS} characters")
     with transaction.atomic():

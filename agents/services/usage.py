@@ -18,7 +18,7 @@ from boards.coordination import outbox
 from boards.coordination.models.projects import Project
 from boards.coordination.selectors.budgets import usage_attribution
 from boards.coordination.services.actors import ANY_AGENT
-from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.locking import lock_agent
@@ -50,7 +50,8 @@ def usage_record(
     larger of what it had and what came, so a retried or repeated report counts once and a
     supervisor and its agent reporting the same session do not add up. Input is validated by
     `inputs.UsageInput` (bounds in `protocol`); the entries' models are unique."""
-    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
+    attempt = Attempt(project, agent, "usage_record", now)
+    require_role(attempt, agent_roles=ANY_AGENT, human=None)
     models = [entry.get("model", "") for entry in usage]
     if len(set(models)) != len(models):
         raise ProtocolValidationError("usage", "one entry per model")
@@ -61,7 +62,7 @@ def usage_record(
             if found is None:
                 raise ProtocolValidationError("run", f"no run {run} in this project")
             if found.agent_id != agent.pk:
-                raise Forbidden(f"run {run} is not {agent.agent_id}'s")
+                raise attempt.refuse(Forbidden(f"run {run} is not {agent.agent_id}'s"))
         else:
             found = (
                 rows_of.filter(project=project, agent=agent, ended__isnull=True)
@@ -114,7 +115,8 @@ def agent_quota_pause(
     """Its supervisor met the provider's quota or rate-limit wall (issue 24): it spawns nothing
     before `until`. Recorded on the agent (the board says "quota: resumes at HH:MM", the watcher
     raises a QUOTA alert while it stands) and in the log."""
-    require_role(agent, project, agent_roles=ANY_AGENT, human=None)
+    attempt = Attempt(project, agent, "agent_quota_pause", now)
+    require_role(attempt, agent_roles=ANY_AGENT, human=None)
     provider = clean_text(provider, "provider", max_length=64)
     message = redact_output(clean_text(message, "message", required=False, max_length=300))
     if until <= now or until > now + QUOTA_PAUSE_MAX:
@@ -123,11 +125,8 @@ def agent_quota_pause(
         agent = lock_agent(agent)
         agent.quota_until, agent.quota_provider, agent.quota_message = until, provider, message
         agent.save(update_fields=["quota_until", "quota_provider", "quota_message"])
-        record_event(
-            project=project,
-            actor=agent,
+        attempt.record(
             action=Action.QUOTA_PAUSED,
-            now=now,
             detail=f"{agent.agent_id}: {provider}'s quota wall; no spawn before "
             f"{format_timestamp(until)}" + (f" ({message})" if message else ""),
             data={"until": format_timestamp(until), "provider": provider},

@@ -31,7 +31,7 @@ from boards.coordination.selectors.filters import TaskFilter, filter_errors
 from boards.coordination.selectors.sprints import goal_current, sprint_current
 from boards.coordination.selectors.tasks import task_list
 from boards.coordination.selectors.work import work_for_role
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import require_reader
 from boards.errors import NotFound, ProtocolValidationError
 from boards.operations import inputs as i
 from boards.protocol import TaskStatus
@@ -218,7 +218,7 @@ class InboxView(ProjectView):
         responses={200: s.InboxSerializer, **errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str) -> Response:
-        require_role(self.actor, self.project, agent_roles=())
+        require_reader(self.actor, self.project)
         return Response(s.InboxSerializer(inbox(project=self.project, now=self.now)).data)
 
 
@@ -240,7 +240,7 @@ class NotificationsView(ProjectView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """The signed-in member's own notification preferences (people only, not agents)."""
-        require_role(self.actor, self.project, agent_roles=(), human=Membership.Role.VIEWER)
+        require_reader(self.actor, self.project, human=Membership.Role.VIEWER)
         pref = notification_preferences(project=self.project, user=self.actor)
         return Response(s.NotificationsSerializer(pref).data)
 
@@ -384,7 +384,7 @@ class AgentKeysView(ProjectView):
         responses={200: agent_s.AgentKeySerializer(many=True), **errors(401, 403, 404)},
     )
     def get(self, request: Request, slug: str, agent_id: str) -> Response:
-        require_role(self.actor, self.project, agent_roles=())
+        require_reader(self.actor, self.project)
         agent = agent_get(project=self.project, agent_id=agent_id)
         return Response(agent_s.AgentKeySerializer(agent.keys.all(), many=True).data)
 

@@ -2,8 +2,9 @@
 
 - `record_event` writes the one Event of the change and notes what open boards must redraw
   (boards.live publishes it once the transaction commits);
-- an `Attempt` (project, actor, action, now) is one operation tried: `attempt.record(...)`
-  writes its event, `attempt.refuse(exc, ...)` names the attempt on the refusal it raises;
+- an `Attempt` (project, actor, action, now) is one operation tried, named by the service from
+  its own arguments: `attempt.record(...)` writes its event, `attempt.refuse(exc, ...)` names
+  the attempt on the refusal it raises (`authority.require_role(attempt, ...)` for a role);
 - `records_refusals` writes the rejected-attempt Event of a refused operation after the
   service's own transaction rolled back, so a refusal is logged while the row stays as it was
   (SPEC §4.1).
@@ -28,7 +29,7 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.alerts import task_alerts_ended_by
 from boards.coordination.selectors.snapshots import task_snapshot
 from boards.coordination.services.actors import Actor, actor_ref
-from boards.errors import Conflict, Forbidden, ProtocolError
+from boards.errors import Conflict, ProtocolError
 from liza_site import metrics
 
 # Actions whose event changes what the board header shows (sprint, goal, pause, config): only
@@ -165,17 +166,19 @@ class Attempt:
         self,
         *,
         detail: str,
+        action: str | None = None,
         task: Task | None = None,
         from_status: str = "",
         to_status: str = "",
         data: dict[str, Any] | None = None,
         outcome: str = Event.Outcome.APPLIED,
     ) -> Event:
-        """This attempt's event (`record_event`)."""
+        """This attempt's event (`record_event`), named by `action` when what happened has its
+        own name (`goal_create` records `goal_created`), else by the attempt's."""
         return record_event(
             project=self.project,
             actor=self.actor,
-            action=self.action,
+            action=action or self.action,
             detail=detail,
             now=self.now,
             task=task,
@@ -214,30 +217,6 @@ class Refusal:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _service_attempt(func: Callable[..., Any], kwargs: dict[str, Any]) -> Refusal | None:
-    """The attempt of a permission refusal raised without one (`require_role`): the service's
-    own keyword arguments — its actor (`actor` or `agent`), `now`, and its `project` or that
-    of the row it acts on — with the service's name as the action.
-
-    Only permission refusals get it (a 403 is a protocol refusal like any other and must show
-    in the log); input validation errors are the caller's typing mistakes, not attempts.
-    """
-    actor = kwargs.get("actor") or kwargs.get("agent")
-    now = kwargs.get("now")
-    task = kwargs.get("task") if isinstance(kwargs.get("task"), Task) else None
-    project = kwargs.get("project")
-    if project is None:
-        for name in ("task", "sprint", "goal", "discovery", "agent", "key", "alert", "breaker"):
-            row = kwargs.get(name)
-            if row is not None and hasattr(row, "project"):
-                project = row.project
-                break
-    if actor is None or now is None or not isinstance(project, Project):
-        return None
-    attempt = Attempt(project=project, actor=actor, action=func.__name__, now=now)
-    return Refusal(attempt, task, task.status if task is not None else "", "")
-
-
 def records_refusals(func: F) -> F:
     """Write the rejected-attempt Event for a refused operation, outside its rolled-back work."""
 
@@ -246,9 +225,10 @@ def records_refusals(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except ProtocolError as exc:
+            # Only a refusal that names its attempt is logged (a role refusal names it too:
+            # `authority.require_role`); input validation errors are the caller's typing
+            # mistakes, not attempts.
             refused = getattr(exc, "refused", None)
-            if refused is None and isinstance(exc, Forbidden):
-                refused = _service_attempt(func, kwargs)
             if refused is not None and not getattr(exc, "audit_written", False):
                 exc.audit_written = True  # type: ignore[attr-defined]
                 with transaction.atomic():

@@ -1,6 +1,7 @@
 """Who may do what, and when the protocol refuses an actor: roles, a lost task, a lease not
 held, a stopped project, an unavailable agent. Every check refuses with a `ProtocolError`
-(boards.errors) that names its attempt, so the refusal is logged (`audit.records_refusals`)."""
+(boards.errors) that names its attempt (`audit.Attempt`: the service's project, actor, action
+and `now`, given, never guessed), so the refusal is logged (`audit.records_refusals`)."""
 
 from __future__ import annotations
 
@@ -18,43 +19,65 @@ from boards.coordination.services.audit import Attempt
 from boards.errors import AgentUnavailable, Forbidden, LeaseLost, NotFound, StopWork
 
 
-def require_agent_of(agent: Agent, project: Project) -> None:
-    if agent.project_id != project.pk:
-        # The same answer as for a missing object: another tenant's rows do not exist.
-        raise NotFound()
-    if not agent.enabled:
-        raise Forbidden(f"agent {agent.agent_id} is disabled")
-
-
-def require_role(
+def role_refusal(
     actor: Actor,
     project: Project,
     *,
     agent_roles: tuple[str, ...],
     human: str | None = Membership.Role.ADMIN,
     system: bool = False,
-) -> None:
-    """Authority: which agent roles, which human role (and above), whether the system."""
+) -> Forbidden | None:
+    """Authority: which agent roles, which human role (and above), whether the system. The
+    refusal, or None when `actor` may; an agent of another project is not found (raised)."""
     if isinstance(actor, Agent):
-        require_agent_of(actor, project)
+        if actor.project_id != project.pk:
+            # The same answer as for a missing object: another tenant's rows do not exist.
+            raise NotFound()
+        if not actor.enabled:
+            return Forbidden(f"agent {actor.agent_id} is disabled")
         if actor.role not in agent_roles:
             allowed = ", ".join(agent_roles) or "no agent"
-            raise Forbidden(f"{actor.agent_id} ({actor.role}) may not do this; {allowed}")
-    elif isinstance(actor, SystemActor):
-        if not system:
-            raise Forbidden("the system does not perform this action")
-    else:
-        if human is None:
-            raise Forbidden("this action is for agents only")
-        if human == PLAN:
-            if not may_plan(actor, project):
-                raise Forbidden(
-                    f"planning needs the admin role, or a member's planner right, in project "
-                    f"{project.slug}"
-                )
-            return
-        if not role_allows(human_role(actor, project), human):
-            raise Forbidden(f"this action needs the {human} role in project {project.slug}")
+            return Forbidden(f"{actor.agent_id} ({actor.role}) may not do this; {allowed}")
+        return None
+    if isinstance(actor, SystemActor):
+        return None if system else Forbidden("the system does not perform this action")
+    if human is None:
+        return Forbidden("this action is for agents only")
+    if human == PLAN:
+        if may_plan(actor, project):
+            return None
+        return Forbidden(
+            f"planning needs the admin role, or a member's planner right, in project {project.slug}"
+        )
+    if not role_allows(human_role(actor, project), human):
+        return Forbidden(f"this action needs the {human} role in project {project.slug}")
+    return None
+
+
+def require_role(
+    attempt: Attempt,
+    *,
+    agent_roles: tuple[str, ...],
+    human: str | None = Membership.Role.ADMIN,
+    system: bool = False,
+    task: Task | None = None,
+) -> None:
+    """The attempt's actor may do it in the attempt's project (`role_refusal`), else the refusal
+    names the attempt (and `task`, the row it was tried on), so it is logged like any other."""
+    refusal = role_refusal(
+        attempt.actor, attempt.project, agent_roles=agent_roles, human=human, system=system
+    )
+    if refusal is not None:
+        raise attempt.refuse(refusal, task=task)
+
+
+def require_reader(
+    actor: Actor, project: Project, *, human: str | None = Membership.Role.ADMIN
+) -> None:
+    """A read for people only (the inbox, keys, one's notifications): no attempt, nothing to log."""
+    refusal = role_refusal(actor, project, agent_roles=(), human=human)
+    if refusal is not None:
+        raise refusal
 
 
 def require_not_lost(task: Task, agent: Actor, *, action: str, now: datetime) -> None:

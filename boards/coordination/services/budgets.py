@@ -16,7 +16,7 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import in_project
 from boards.coordination.selectors.budgets import budget_refusal, budget_state
 from boards.coordination.services.actors import Actor
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.locking import lock_project
 from boards.errors import BudgetExhausted, ProtocolValidationError
@@ -89,7 +89,8 @@ def budget_set(
     """Set (raise, lower) a budget, or remove it when neither limit is given. Project admins
     only; audited as a `budget_set` event naming who changed what, from and to. Returns the
     budget (None once removed). Work stopped by the budget resumes at its next claim."""
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "budget_set", now)
+    require_role(attempt, agent_roles=())
     if scope not in Budget.Scope.values:
         raise ProtocolValidationError("scope", f"one of {', '.join(Budget.Scope.values)}")
     subject = (subject or "").strip()
@@ -117,11 +118,8 @@ def budget_set(
             budget.save()
         after = limit_text(limit_usd, limit_tokens)
         state = budget_state(budget) if budget is not None else None
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action=Action.BUDGET_SET,
-            now=now,
             task=keys.get("task"),
             detail=f"budget of {label}: {before} → {after}"
             + (f" ({state.percent} % spent)" if state is not None else ""),

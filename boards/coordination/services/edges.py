@@ -102,14 +102,13 @@ def move_task(
     )
 
 
-def require_task_status(
-    task: Task, expected: Iterable[str], *, to: str, action: str, actor: Actor, now: datetime
-) -> None:
-    """`task` must be in one of the `expected` states for `action`, else `invalid_transition`
+def require_task_status(task: Task, expected: Iterable[str], *, to: str, attempt: Attempt) -> None:
+    """`task` must be in one of the `expected` states for the attempt, else `invalid_transition`
     towards `to`."""
     expected = tuple(expected)
     if task.status not in expected:
-        raise Attempt.on(task, actor=actor, action=action, now=now).refuse(
+        action = attempt.action
+        raise attempt.refuse(
             InvalidTransition(
                 from_status=task.status,
                 to_status=to,

@@ -11,7 +11,7 @@ from boards.coordination.models.projects import Goal, Project, Sprint
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import PLAN
 from boards.coordination.services.actors import Actor
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.stops import sprint_abort_within
@@ -38,7 +38,8 @@ def goal_create(
     spec_ref: str = "",
 ) -> Goal:
     """A new IN_PROGRESS goal; a project has at most one at a time (SPEC §4)."""
-    require_role(actor, project, agent_roles=("planner",), human=PLAN)
+    attempt = Attempt(project, actor, "goal_create", now)
+    require_role(attempt, agent_roles=("planner",), human=PLAN)
     description = (description or "").strip()
     if not description:
         raise ProtocolValidationError("description", "is required")
@@ -65,14 +66,7 @@ def goal_create(
                 }
             ],
         )
-        record_event(
-            project=project,
-            actor=actor,
-            action="goal_created",
-            now=now,
-            detail=description,
-            data={"goal": goal.goal_id},
-        )
+        attempt.record(action="goal_created", detail=description, data={"goal": goal.goal_id})
     return goal
 
 
@@ -88,7 +82,8 @@ def goal_edit(
     """The planner restates the goal IN_PROGRESS; the new statement joins its
     alignment_history (seed 002: the record of how the goal drifted)."""
     project = goal.project
-    require_role(actor, project, agent_roles=("planner",), human=PLAN)
+    attempt = Attempt(project, actor, "goal_edit", now)
+    require_role(attempt, agent_roles=("planner",), human=PLAN)
     changes: dict[str, str] = {}
     if description is not None:
         changes["description"] = clean_text(description, "description")
@@ -115,11 +110,8 @@ def goal_edit(
             },
         ]
         goal.save(update_fields=[*diff, "alignment_history"])
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action=p.Action.GOAL_EDITED,
-            now=now,
             detail=f"{goal.goal_id}: {', '.join(diff)} edited",
             data={
                 "goal": goal.goal_id,
@@ -133,13 +125,17 @@ def _goal_transition(
     goal: Goal, method: str, *, actor: Actor, reason: str, now: datetime, action: str
 ) -> Goal:
     project = goal.project
-    require_role(actor, project, agent_roles=("planner",) if method == "complete" else ())
+    require_role(
+        Attempt(project, actor, f"goal_{method}", now),
+        agent_roles=("planner",) if method == "complete" else (),
+    )
+    attempt = Attempt(project, actor, action, now)  # the move's: goal_completed, goal_aborted
     reason = clean_text(reason, "reason", max_length=2000)
     target = {"complete": GoalStatus.COMPLETED, "abort": GoalStatus.ABORTED}[method]
     with transaction.atomic():
         goal = Goal.objects.select_for_update().get(pk=goal.pk)
         if goal.status != GoalStatus.IN_PROGRESS:
-            raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
+            raise attempt.refuse(
                 InvalidTransition(
                     from_status=goal.status,
                     to_status=target,
@@ -158,7 +154,7 @@ def _goal_transition(
         open_sprint = Sprint.objects.filter(goal=goal, status__in=p.OPEN_SPRINT_STATES).first()
         if method == "complete" and (open_tasks or open_sprint is not None):
             # SPEC §13: a goal is done when all its work is, and no sprint of it is open.
-            raise Attempt(project=project, actor=actor, action=action, now=now).conflict(
+            raise attempt.conflict(
                 f"goal {goal.goal_id} still has work: "
                 + "; ".join(
                     part
@@ -183,11 +179,7 @@ def _goal_transition(
             {"timestamp": p.format_timestamp(now), "event": action, "summary": reason},
         ]
         goal.save()
-        record_event(
-            project=project,
-            actor=actor,
-            action=action,
-            now=now,
+        attempt.record(
             from_status=GoalStatus.IN_PROGRESS,
             to_status=target,
             detail=reason,

@@ -5,14 +5,13 @@ NOWAIT and treats "busy" as a conflict to retry (docs/architecture.md "Lock orde
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from agents.models import Agent
 from boards import protocol as p
 from boards.coordination import rows
 from boards.coordination.models.projects import Project, ProjectConfig
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
+from boards.coordination.services.audit import Attempt
 from boards.coordination.services.authority import require_lease_holder, require_not_lost
 from boards.coordination.services.edges import require_task_status
 
@@ -49,15 +48,16 @@ def config_for_update(project: Project) -> ProjectConfig:
 
 
 def lock_own_claim(
-    agent: Agent, task: Task, *, action: str, to: str, now: datetime, config: ProjectConfig
+    attempt: Attempt, agent: Agent, task: Task, *, to: str, config: ProjectConfig
 ) -> tuple[Agent, Task]:
     """A coder's operation on the task it works on (submit, block, handoff, pickup): both rows
     locked (the agent first, the lock order), and `task` must still be its live claim — not
     taken from it (`lease_lost`), CLAIMED (else `invalid_transition` towards `to`), under its own
-    live lease (`lease_lost`). That order is the answers' precedence."""
+    live lease (`lease_lost`). That order is the answers' precedence; each names `attempt`."""
     agent = lock_agent(agent)
     task = lock_task(task)
+    action, now = attempt.action, attempt.now
     require_not_lost(task, agent, action=action, now=now)
-    require_task_status(task, [p.TaskStatus.CLAIMED], to=to, action=action, actor=agent, now=now)
+    require_task_status(task, [p.TaskStatus.CLAIMED], to=to, attempt=attempt)
     require_lease_holder(task, agent, action=action, now=now, config=config)
     return agent, task

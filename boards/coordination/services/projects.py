@@ -62,18 +62,16 @@ def project_open(*, actor: Actor, slug: str, name: str, now: datetime) -> Projec
 @records_refusals
 def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) -> Project:
     """A new display name (the slug is fixed: it is in every URL, key and export)."""
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "project_rename", now)
+    require_role(attempt, agent_roles=())
     name = clean_text(name, "name", max_length=200)
     with transaction.atomic():
         locked = lock_project(project)
         if locked.name != name:
             old, locked.name = locked.name, name
             locked.save(update_fields=["name"])
-            record_event(
-                project=locked,
-                actor=actor,
+            attempt.record(
                 action=Action.CONFIG_UPDATED,
-                now=now,
                 detail=f"project name {old} → {name}",
                 data={"changes": {"name": {"old": old, "new": name}}},
             )
@@ -93,7 +91,8 @@ def membership_set(
 ) -> Membership:
     """Give `user` a role in `project` (SPEC §3) and, for a member, the planner right (issue 25;
     None keeps it as it is, and a role other than member drops it), audited."""
-    require_role(actor, project, agent_roles=(), system=True)
+    attempt = Attempt(project, actor, "membership_set", now)
+    require_role(attempt, agent_roles=(), system=True)
     if role not in Membership.Role.values:
         raise ProtocolValidationError("role", f"one of {', '.join(Membership.Role.values)}")
     if can_plan is not None and not isinstance(can_plan, bool):
@@ -119,11 +118,8 @@ def membership_set(
         if (old, old_plan) != (role, plans):
             shown = f"{role} (planner)" if plans else role
             was = f"{old} (planner)" if old_plan else (old or "no role")
-            record_event(
-                project=project,
-                actor=actor,
+            attempt.record(
                 action=Action.MEMBERSHIP_SET,
-                now=now,
                 detail=f"{user.get_username()}: {was} → {shown}",
                 data={
                     "user": user.get_username(),
@@ -141,7 +137,7 @@ def membership_invite(
 ) -> Membership:
     """A project admin gives an existing account (named by username or e-mail) a role in the
     project, or changes it (issue 25). Accounts themselves are made by site staff."""
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "membership_invite", now), agent_roles=())
     who = clean_text(who, "who", max_length=254)
     user = user_by_name_or_email(who)
     if user is None:
@@ -157,16 +153,14 @@ def membership_invite(
 def membership_remove(*, membership: Membership, actor: Actor, now: datetime) -> None:
     """Take a user's access to a project away (SPEC §3), audited."""
     project = membership.project
-    require_role(actor, project, agent_roles=(), system=True)
+    attempt = Attempt(project, actor, "membership_remove", now)
+    require_role(attempt, agent_roles=(), system=True)
     with transaction.atomic():
         username = membership.user.get_username()
         old = membership.role
         Membership.objects.filter(pk=membership.pk).delete()
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action=Action.MEMBERSHIP_SET,
-            now=now,
             detail=f"{username}: {old} → no role",
             data={"user": username, "old": old, "role": None},
         )
@@ -175,12 +169,13 @@ def membership_remove(*, membership: Membership, actor: Actor, now: datetime) ->
 @records_refusals
 def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime) -> Project:
     """Seed 000 PAUSE: claims are refused (`paused`), heartbeats answer stop / exit 42."""
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "project_pause", now)
+    require_role(attempt, agent_roles=())
     reason = clean_text(reason, "reason", max_length=500)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         if locked.is_paused:
-            raise Attempt(project=project, actor=actor, action="project_pause", now=now).conflict(
+            raise attempt.conflict(
                 f"project {project.slug} is already paused since "
                 f"{p.format_timestamp(locked.paused_at)}: {locked.paused_reason}",
                 details={"paused": True},
@@ -189,7 +184,7 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
         locked.paused_reason = reason
         locked.save(update_fields=["paused_at", "paused_reason"])
         key_generation.bump()  # the hot path's cached project row (agents.keycache)
-        record_event(project=locked, actor=actor, action="project_paused", now=now, detail=reason)
+        attempt.record(action="project_paused", detail=reason)
     project.paused_at, project.paused_reason = locked.paused_at, locked.paused_reason
     return locked
 
@@ -197,11 +192,12 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
 @records_refusals
 def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
     """Lift the pause: agents may claim again."""
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "project_resume", now)
+    require_role(attempt, agent_roles=())
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         if not locked.is_paused:
-            raise Attempt(project=project, actor=actor, action="project_resume", now=now).conflict(
+            raise attempt.conflict(
                 f"project {project.slug} is not paused", details={"paused": False}
             )
         since, reason = locked.paused_at, locked.paused_reason
@@ -209,11 +205,8 @@ def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
         locked.paused_reason = ""
         locked.save(update_fields=["paused_at", "paused_reason"])
         key_generation.bump()  # the hot path's cached project row (agents.keycache)
-        record_event(
-            project=locked,
-            actor=actor,
+        attempt.record(
             action="project_resumed",
-            now=now,
             detail=f"resumed after pause since {p.format_timestamp(since)} ({reason})",
         )
     project.paused_at, project.paused_reason = None, ""
@@ -228,7 +221,8 @@ CONFIG_FIELDS: tuple[str, ...] = tuple(
 @records_refusals
 def config_update(*, project: Project, actor: Actor, now: datetime, **fields: Any) -> ProjectConfig:
     """Edit the project's configuration; the model's own rules decide (400 naming the field)."""
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "config_update", now)
+    require_role(attempt, agent_roles=())
     unknown = sorted(set(fields) - set(CONFIG_FIELDS))
     if unknown:
         raise ProtocolValidationError(
@@ -274,11 +268,8 @@ def config_update(*, project: Project, actor: Actor, now: datetime, **fields: An
                 )
                 for n, (o, v) in diff.items()
             }
-            record_event(
-                project=project,
-                actor=actor,
+            attempt.record(
                 action="config_updated",
-                now=now,
                 detail=p.config_change_detail(changes),
                 data={"changes": changes},
             )

@@ -13,7 +13,7 @@ from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.records import Anomaly, Event, SpecChange, anomaly_details_errors
 from boards.coordination.models.tasks import Discovery, HumanNote, Task
 from boards.coordination.services.actors import Actor, actor_ref
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, task_create
@@ -49,7 +49,8 @@ def discovery_create(
     recommendation: str = "",
 ) -> Discovery:
     """Log a finding instead of scope-creeping (seed 002 `discovered`)."""
-    require_role(actor, project, agent_roles=ANY_AGENT, human=Membership.Role.MEMBER)
+    attempt = Attempt(project, actor, "discovery_create", now)
+    require_role(attempt, agent_roles=ANY_AGENT, human=Membership.Role.MEMBER)
     description = clean_text(description, "description", max_length=5000)
     if severity not in p.DISCOVERY_SEVERITIES:
         raise ProtocolValidationError("severity", f"one of {', '.join(p.DISCOVERY_SEVERITIES)}")
@@ -73,12 +74,9 @@ def discovery_create(
             recommendation=clean_text(recommendation, "recommendation", required=False),
             created=now,
         )
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="discovered",
             task=task,
-            now=now,
             detail=f"{discovery.disc_id} ({severity}, {urgency}): {description}",
             data={"discovery": discovery.disc_id},
         )
@@ -96,7 +94,8 @@ def anomaly_create(
     task: str | None = None,
 ) -> Anomaly:
     """Record an anomaly; unknown type or a missing required details field → 400."""
-    require_role(actor, project, agent_roles=ANY_AGENT, human=Membership.Role.MEMBER)
+    attempt = Attempt(project, actor, "anomaly_create", now)
+    require_role(attempt, agent_roles=ANY_AGENT, human=Membership.Role.MEMBER)
     if not isinstance(anomaly_type, str) or anomaly_type not in p.ANOMALY_REQUIRED_FIELDS:
         raise ProtocolValidationError("type", f"one of {', '.join(p.ANOMALY_TYPES)}")
     errors = anomaly_details_errors(anomaly_type, details)
@@ -115,12 +114,9 @@ def anomaly_create(
             type=anomaly_type,
             details=details,
         )
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="anomaly",
             task=task_row,
-            now=now,
             detail=f"{anomaly_type}: " + ", ".join(f"{k}={v}" for k, v in details.items())[:400],
             data={"type": anomaly_type},
         )
@@ -145,21 +141,15 @@ def human_note_create(
     *, project: Project, actor: Actor, message: str, now: datetime, task: str | None = None
 ) -> HumanNote:
     """A note from a human, for a task or the whole project (seed 002 `human_notes`)."""
-    require_role(actor, project, agent_roles=(), human=Membership.Role.MEMBER)
+    attempt = Attempt(project, actor, "human_note_create", now)
+    require_role(attempt, agent_roles=(), human=Membership.Role.MEMBER)
     message = clean_text(message, "message", max_length=5000)
     task_row = _task_of(project, task, "task")
     with transaction.atomic():
         note = HumanNote.objects.create(
             project=project, task=task_row, timestamp=now, message=message, author=actor
         )
-        record_event(
-            project=project,
-            actor=actor,
-            action="human_note",
-            task=task_row,
-            now=now,
-            detail=message,
-        )
+        attempt.record(action="human_note", task=task_row, detail=message)
     return note
 
 
@@ -174,7 +164,8 @@ def spec_change_record(
     triggered_by: str = "",
 ) -> SpecChange:
     """Append to the spec history (seed 002 `spec_changes`, append-only)."""
-    require_role(actor, project, agent_roles=("planner",))
+    attempt = Attempt(project, actor, "spec_change_record", now)
+    require_role(attempt, agent_roles=("planner",))
     with transaction.atomic():
         record = SpecChange.objects.create(
             project=project,
@@ -183,13 +174,7 @@ def spec_change_record(
             change=clean_text(change, "change", max_length=5000),
             triggered_by=clean_text(triggered_by, "triggered_by", required=False, max_length=200),
         )
-        record_event(
-            project=project,
-            actor=actor,
-            action="spec_changed",
-            now=now,
-            detail=f"{record.spec}: {record.change}",
-        )
+        attempt.record(action="spec_changed", detail=f"{record.spec}: {record.change}")
     return record
 
 
@@ -204,7 +189,8 @@ def activity_log(
     task: str | None = None,
 ) -> Event:
     """Seed 002 "Log activity": an agent appends a line to the log."""
-    require_role(actor, project, agent_roles=ANY_AGENT, human=None)
+    attempt = Attempt(project, actor, "activity_log", now)
+    require_role(attempt, agent_roles=ANY_AGENT, human=None)
     action = clean_text(action, "action", max_length=64)
     if not p.TASK_KEY_RE.match(action):
         raise ProtocolValidationError("action", "a short word: letters, digits, '_', '-', '.'")
@@ -213,9 +199,7 @@ def activity_log(
         raise ProtocolValidationError("detail", "one line (seed 002: one-line detail)")
     task_row = _task_of(project, task, "task")
     with transaction.atomic():
-        return record_event(
-            project=project, actor=actor, action=action, task=task_row, now=now, detail=detail
-        )
+        return attempt.record(action=action, task=task_row, detail=detail)
 
 
 TRIAGE_DECISIONS: dict[str, str] = {
@@ -249,7 +233,8 @@ def discovery_triage(
     if decision not in TRIAGE_DECISIONS:
         raise ProtocolValidationError("decision", f"one of {', '.join(TRIAGE_DECISIONS)}")
     role = Membership.Role.ADMIN if decision == "convert" else Membership.Role.MEMBER
-    require_role(actor, project, agent_roles=(), human=role)
+    attempt = Attempt(project, actor, "discovery_triage", now)
+    require_role(attempt, agent_roles=(), human=role)
     note = clean_text(note, "note", required=False, max_length=2000)
     spec: dict[str, Any] = {}
     if decision == "convert":
@@ -284,12 +269,9 @@ def discovery_triage(
         discovery.triage_note = note
         discovery.save(update_fields=["triage", "triage_note", "converted_to_task"])
         outcome = f"converted into {created.key}" if created else TRIAGE_DECISIONS[decision]
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action=f"discovery_{TRIAGE_DECISIONS[decision]}",
             task=created,
-            now=now,
             detail=f"{discovery.disc_id} {outcome}" + (f": {note}" if note else ""),
             data={"discovery": discovery.disc_id},
         )

@@ -87,7 +87,8 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     (seed 000 "Stale review lease allows supervisor to reassign").
     """
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    attempt = Attempt(project, agent, "review_claim", now)
+    require_role(attempt, agent_roles=REVIEWER, human=None, task=task)
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now, task=task)
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, task=task)
     config = config_of(project)
@@ -112,9 +113,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
             task,
             [TaskStatus.READY_FOR_REVIEW],
             to=TaskStatus.READY_FOR_REVIEW,
-            action="claim_review",
-            actor=agent,
-            now=now,
+            attempt=Attempt(project, agent, "claim_review", now),
         )
         reviews = _open_slot(task, agent, now=now, config=config)
         for stale in [r for r in reviews if not r.verdict and not review_live(r, now, config)]:
@@ -135,12 +134,9 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
         agent.heartbeat = now
         agent.lease_expires = max(filter(None, [agent.lease_expires, review.lease_expires]))
         agent.save()
-        record_event(
-            project=project,
-            actor=agent,
+        attempt.record(
             action=Action.REVIEW_CLAIMED,
             task=task,
-            now=now,
             detail=f"reviewing {task.key} at {task.review_commit}",
             data={"commit": task.review_commit},
         )
@@ -157,7 +153,9 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
     A candidate another reviewer takes between the read and the claim is skipped (`Conflict`
     inside its own savepoint); the next one is tried.
     """
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "review_claim_next", now), agent_roles=REVIEWER, human=None
+    )
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now)
     config = config_of(project)
@@ -221,7 +219,8 @@ def _own_open_review(task: Task, agent: Agent, *, now: datetime, action: str, co
 def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
     """The reviewer extends its own review lease during a long review."""
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    attempt = Attempt(project, agent, "review_extend", now)
+    require_role(attempt, agent_roles=REVIEWER, human=None, task=task)
     config = config_of(project)
     with transaction.atomic():
         agent = lock_agent(agent)  # agent rows before task rows (locking)
@@ -231,19 +230,14 @@ def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
             task,
             [TaskStatus.READY_FOR_REVIEW],
             to=TaskStatus.READY_FOR_REVIEW,
-            action="extend_review",
-            actor=agent,
-            now=now,
+            attempt=Attempt(project, agent, "extend_review", now),
         )
         review = _own_open_review(task, agent, now=now, action="extend_review", config=config)
         review.lease_expires = now + timedelta(seconds=task.lease_seconds(config))
         review.save()
-        record_event(
-            project=project,
-            actor=agent,
+        attempt.record(
             action="review_extended",
             task=task,
-            now=now,
             detail=f"review lease until {review.lease_expires:%H:%M:%SZ}",
         )
     return review
@@ -255,7 +249,9 @@ def review_verdict(
 ) -> Task:
     """Record a reviewer's verdict; the round closes on one rejection or enough approvals."""
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "review_verdict", now), agent_roles=REVIEWER, human=None, task=task
+    )
     if verdict not in Review.Verdict.values:
         raise ProtocolValidationError("verdict", "APPROVED or REJECTED")
     review_commit = clean_text(review_commit, "review_commit", max_length=64)
@@ -269,13 +265,11 @@ def review_verdict(
         task = lock_task_and_its_agents(task)
         agent = lock_agent(agent)
         require_not_lost(task, agent, action="verdict", now=now)
-        target = verdict
-        require_task_status(
-            task, [TaskStatus.READY_FOR_REVIEW], to=target, action="verdict", actor=agent, now=now
-        )
+        attempt = Attempt(project, agent, "verdict", now)
+        require_task_status(task, [TaskStatus.READY_FOR_REVIEW], to=verdict, attempt=attempt)
         review = _own_open_review(task, agent, now=now, action="verdict", config=config)
         if review_commit != task.review_commit:
-            raise Attempt(project=project, actor=agent, action="verdict", now=now).refuse(
+            raise attempt.refuse(
                 Conflict(
                     f"verdict names {review_commit} but {task.key} is under review at "
                     f"{task.review_commit}",
@@ -439,7 +433,7 @@ def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "
     names the human.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_human_approve", now), agent_roles=(), task=task)
     note = clean_text(note, "note", required=False, max_length=2000)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
@@ -464,7 +458,7 @@ def task_human_reject(*, task: Task, actor: Actor, reason: str, now: datetime) -
     """READY_FOR_REVIEW → REJECTED by a human: one review cycle, and the limits apply exactly as
     after a reviewer's rejection (review_deadlock, max iterations)."""
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_human_reject", now), agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=5000)
     config = config_of(project)
     with transaction.atomic():

@@ -37,7 +37,8 @@ def sprint_create(
     sprint_id: str = "",
 ) -> Sprint:
     """Open a sprint for `goal`; at most one sprint is open per project (SPEC §4)."""
-    require_role(actor, project, agent_roles=("planner",), human=PLAN)
+    attempt = Attempt(project, actor, "sprint_create", now)
+    require_role(attempt, agent_roles=("planner",), human=PLAN)
     if goal is None:
         goal = goal_in_progress(project=project)
         if goal is None:
@@ -62,11 +63,8 @@ def sprint_create(
         )
         sprint.planned.set(planned_tasks)
         sprint.stretch.set(stretch_tasks)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="sprint_started",
-            now=now,
             to_status=SprintStatus.IN_PROGRESS,
             detail=f"{sprint_id}: {len(planned_tasks)} planned, {len(stretch_tasks)} stretch",
             data={"sprint": sprint_id},
@@ -137,7 +135,9 @@ def _sprint_move(
 @records_refusals
 def sprint_checkpoint(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) -> Sprint:
     """Human request, deadline or circuit breaker: work stops until a human decides."""
-    require_role(actor, sprint.project, agent_roles=(), system=True)
+    require_role(
+        Attempt(sprint.project, actor, "sprint_checkpoint", now), agent_roles=(), system=True
+    )
     reason = (reason or "").strip()
     if not reason:
         raise ProtocolValidationError("reason", "is required")
@@ -150,7 +150,7 @@ def sprint_checkpoint(*, sprint: Sprint, actor: Actor, reason: str, now: datetim
 @records_refusals
 def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime) -> Sprint:
     """CHECKPOINT → IN_PROGRESS; the decision goes into the retrospective."""
-    require_role(actor, sprint.project, agent_roles=())
+    require_role(Attempt(sprint.project, actor, "sprint_resume", now), agent_roles=())
     decision = clean_text(decision, "decision", max_length=2000)
     with transaction.atomic():
         locked = Sprint.objects.select_for_update().get(pk=sprint.pk)
@@ -183,7 +183,7 @@ def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime)
 @records_refusals
 def sprint_abort(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) -> Sprint:
     """A human (or the circuit breaker) stops the sprint."""
-    require_role(actor, sprint.project, agent_roles=(), system=True)
+    require_role(Attempt(sprint.project, actor, "sprint_abort", now), agent_roles=(), system=True)
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
         return _sprint_move(
@@ -207,7 +207,8 @@ def sprint_set_deadline(
     does not lift a checkpoint already reached: that stays the human's decision to continue.
     """
     project = sprint.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "sprint_set_deadline", now)
+    require_role(attempt, agent_roles=())
     if deadline is not None:
         if not isinstance(deadline, datetime) or deadline.tzinfo is None:
             raise ProtocolValidationError("deadline", "an ISO 8601 timestamp with a time zone")
@@ -230,11 +231,8 @@ def sprint_set_deadline(
         sprint.save(update_fields=["deadline"])
         shown_old = p.format_timestamp(old) or "none"
         shown_new = p.format_timestamp(deadline) or "none"
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="sprint_deadline_set",
-            now=now,
             detail=f"{sprint.sprint_id} deadline {shown_old} → {shown_new}",
             data={"sprint": sprint.sprint_id, "previous": shown_old, "deadline": shown_new},
         )
@@ -244,7 +242,12 @@ def sprint_set_deadline(
 @records_refusals
 def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
     """IN_PROGRESS → COMPLETED, only once every planned task is terminal."""
-    require_role(actor, sprint.project, agent_roles=("planner",), human=PLAN, system=True)
+    require_role(
+        Attempt(sprint.project, actor, "sprint_complete", now),
+        agent_roles=("planner",),
+        human=PLAN,
+        system=True,
+    )
     with transaction.atomic():
         sprint = Sprint.objects.select_for_update().get(pk=sprint.pk)
         open_keys = list(

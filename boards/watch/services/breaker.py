@@ -126,7 +126,7 @@ def circuit_breaker_resolve(
     `resolution` and `resolved_at` to the trip's history entry); the breaker is OK again.
     Continuing the sprint stays its own decision (`sprint_resume`)."""
     project = breaker.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "circuit_breaker_resolve", now), agent_roles=())
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
         breaker = _lock_breaker(project)

@@ -26,7 +26,7 @@ from boards import protocol as p
 from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.records import Alert
 from boards.coordination.services.actors import Actor
-from boards.coordination.services.audit import record_event, records_refusals
+from boards.coordination.services.audit import Attempt, record_event, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.webhook_address import check_webhook_url
 from boards.errors import NotFound, ProtocolValidationError
@@ -193,13 +193,19 @@ def notifications_set(
     """Set what a member hears of `project` and where: their own events, e-mail and digest
     (any member); another member's, or a chat webhook URL, only as a project admin. The URL
     must be a public address (SSRF), as the escalation webhook's."""
-    require_role(actor, project, agent_roles=(), human=Membership.Role.VIEWER)
+    require_role(
+        Attempt(project, actor, "notifications_set", now),
+        agent_roles=(),
+        human=Membership.Role.VIEWER,
+    )
     unknown = sorted(set(fields) - set(SETTINGS))
     if unknown:
         raise ProtocolValidationError(unknown[0], f"not a setting; one of {', '.join(SETTINGS)}")
     person = actor if not user or user == actor.get_username() else _person(project, user)
     if person != actor or any(name in fields for name in ADMIN_SETTINGS):
-        require_role(actor, project, agent_roles=())  # admins only
+        require_role(
+            Attempt(project, actor, "notifications_set", now), agent_roles=()
+        )  # admins only
     if "events" in fields:
         wrong = sorted(set(fields["events"]) - {str(e) for e in NotifyEvent})
         if wrong:

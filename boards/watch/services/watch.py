@@ -359,7 +359,7 @@ def alert_acknowledge(*, alert: Alert, actor: Actor, now: datetime) -> Alert:
     """A project admin says they have seen the alert; it stays open until its condition
     clears (the watcher resolves it), but it no longer asks for attention."""
     project = alert.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "alert_acknowledge", now), agent_roles=())
     with transaction.atomic():
         alert = Alert.objects.select_for_update().get(pk=alert.pk)
         if alert.acknowledged_at is not None:

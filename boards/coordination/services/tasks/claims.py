@@ -288,12 +288,19 @@ def _claim_locked(
 
 
 def _check_claimer(
-    project: Project, agent: Agent, now: datetime, *, task: Task | None, config: ProjectConfig
+    project: Project,
+    agent: Agent,
+    now: datetime,
+    *,
+    task: Task | None,
+    config: ProjectConfig,
+    service: str,
 ) -> Task | None:
     """Who may claim now (`claimer_refusal`, the rule `/work` reads). For claim-next (`task`
     None), returns what the coder already holds and goes on with: its own REJECTED task, or its
-    own live CLAIMED task."""
-    require_role(agent, project, agent_roles=CODER, human=None)
+    own live CLAIMED task. `service` names the attempt of a role refusal (the claim's service:
+    its locked agent is the one checked)."""
+    require_role(Attempt(project, agent, service, now), agent_roles=CODER, human=None, task=task)
     refuse_if_stopped(project, actor=agent, action="claim", now=now, task=task)
     held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
     # Issue 24: a spent budget (project, agent, sprint, goal, the task's) refuses the claim.
@@ -338,9 +345,7 @@ def _refuse_unclaimable(
             task,
             [TaskStatus.UNCLAIMED, TaskStatus.REJECTED, TaskStatus.INTEGRATION_FAILED],
             to=TaskStatus.CLAIMED,
-            action="claim",
-            actor=agent,
-            now=now,
+            attempt=Attempt(task.project, agent, "claim", now),
         )
     if task.status in (TaskStatus.UNCLAIMED, TaskStatus.CLAIMED):
         waiting = waiting_on(task)
@@ -373,7 +378,7 @@ def task_claim(
         # The agent row first: a second claim by the same coder waits here, then sees the
         # task the first one took (one task at a time, seed 000).
         agent = lock_agent(agent)
-        _check_claimer(project, agent, now, task=task, config=config)
+        _check_claimer(project, agent, now, task=task, config=config, service="task_claim")
         if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
             # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
             # "Retries and agent in error".
@@ -423,7 +428,9 @@ def task_claim_next(
     with transaction.atomic():
         admission_lock(project=project, config=config)  # as in task_claim
         agent = lock_agent(agent)  # before the holder check, as in task_claim
-        held = _check_claimer(project, agent, now, task=None, config=config)
+        held = _check_claimer(
+            project, agent, now, task=None, config=config, service="task_claim_next"
+        )
         querysets = claim_candidates(project, agent.agent_id, now, config)
         if (
             held is not None

@@ -18,7 +18,7 @@ from boards.coordination.models.records import Anomaly
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.reviews import round_approvals
 from boards.coordination.services.actors import SYSTEM, Actor
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.edges import move_task, save_task
 from boards.coordination.services.locking import lock_task
@@ -173,7 +173,8 @@ def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) 
     nothing changes, nothing is written.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "task_set_limits", now)
+    require_role(attempt, agent_roles=(), task=task)
     unknown = sorted(set(changes) - set(LIMIT_FIELDS))
     if unknown:
         raise ProtocolValidationError(
@@ -202,12 +203,9 @@ def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) 
         for name, (_, new) in diff.items():
             setattr(task, name, new)
         save_task(task, now)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="limits_set",
             task=task,
-            now=now,
             detail=f"{task.key}: "
             + ", ".join(
                 f"{name} {_shown(old)} → {_shown(new)}" for name, (old, new) in diff.items()

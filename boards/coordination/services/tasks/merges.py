@@ -25,14 +25,15 @@ from boards.protocol import TaskStatus
 def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datetime) -> Task:
     """APPROVED → MERGED, by an approving reviewer; the worktree is cleaned up (seed 000)."""
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "task_report_merge", now),
+        agent_roles=REVIEWER,
+        human=None,
+        task=task,
+    )
     merge_commit = clean_text(merge_commit, "merge_commit", max_length=64)
     with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
-            task, [TaskStatus.APPROVED], to=TaskStatus.MERGED, action="merge", actor=agent, now=now
-        )
-        _require_approver(task, agent, now=now, action="merge")
+        task = _lock_approved(task, Attempt(project, agent, "merge", now), to=TaskStatus.MERGED)
         task.merge_commit = merge_commit
         task.worktree = ""
         task.lease_expires = None
@@ -57,19 +58,16 @@ def task_report_integration_failure(
 ) -> Task:
     """APPROVED → INTEGRATION_FAILED: merge conflict or failing integration tests."""
     project = task.project
-    require_role(agent, project, agent_roles=REVIEWER, human=None)
+    require_role(
+        Attempt(project, agent, "task_report_integration_failure", now),
+        agent_roles=REVIEWER,
+        human=None,
+        task=task,
+    )
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
-            task,
-            [TaskStatus.APPROVED],
-            to=TaskStatus.INTEGRATION_FAILED,
-            action="integration_failure",
-            actor=agent,
-            now=now,
-        )
-        _require_approver(task, agent, now=now, action="integration_failure")
+        failure = Attempt(project, agent, "integration_failure", now)
+        task = _lock_approved(task, failure, to=TaskStatus.INTEGRATION_FAILED)
         move_task(
             task,
             "fail_integration",
@@ -82,8 +80,13 @@ def task_report_integration_failure(
     return task
 
 
-def _require_approver(task: Task, agent: Agent, *, now: datetime, action: str) -> None:
-    if agent.agent_id not in (task.approved_by or []):
-        raise Attempt(project=task.project, actor=agent, action=action, now=now).refuse(
+def _lock_approved(task: Task, attempt: Attempt, *, to: str) -> Task:
+    """`task` locked, APPROVED, and reported on (merged or failed) by one of its approving
+    reviewers, the attempt's actor: else the attempt is refused."""
+    task = lock_task(task)
+    require_task_status(task, [TaskStatus.APPROVED], to=to, attempt=attempt)
+    if attempt.actor.agent_id not in (task.approved_by or []):
+        raise attempt.refuse(
             Forbidden(f"only an approving reviewer of {task.key} may report its merge"), task=task
         )
+    return task

@@ -16,7 +16,7 @@ from django.db import transaction
 from boards import protocol as p
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.actors import Actor, actor_ref, is_agent
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
 from boards.coordination.services.edges import move_task, require_task_status, save_task
@@ -55,7 +55,9 @@ def task_override_block(
             task=task,
             to_status=TaskStatus.BLOCKED,
         )
-    require_role(actor, project, agent_roles=(), system=True)
+    require_role(
+        Attempt(project, actor, "task_override_block", now), agent_roles=(), system=True, task=task
+    )
     reason = clean_text(reason, "reason", max_length=2000)
     questions = clean_string_list(
         list(questions or []), "questions", max_items=p.MAX_BLOCKED_QUESTIONS
@@ -66,9 +68,7 @@ def task_override_block(
             task,
             p.OVERRIDE_BLOCK_SOURCES,
             to=TaskStatus.BLOCKED,
-            action="override_block",
-            actor=actor,
-            now=now,
+            attempt=Attempt(project, actor, "override_block", now),
         )
         from_status = task.status
         task.blocked_reason = reason
@@ -139,7 +139,8 @@ def task_release_claim(*, task: Task, actor: Actor, reason: str, now: datetime) 
     no claim: 409 conflict.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "task_release_claim", now)
+    require_role(attempt, agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     who = _who(actor)
     with transaction.atomic():
@@ -158,12 +159,9 @@ def task_release_claim(*, task: Task, actor: Actor, reason: str, now: datetime) 
             released = release_reviewers(task, now=now, lost=f"review released by {who}: {reason}")
             if released:
                 save_task(task, now)
-                record_event(
-                    project=project,
-                    actor=actor,
+                attempt.record(
                     action="review_claim_released",
                     task=task,
-                    now=now,
                     detail=f"review of {', '.join(released)} released: {reason}",
                     data={"reviewers": released},
                 )
@@ -182,7 +180,7 @@ def task_cancel(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task
     A BLOCKED task is simply abandoned; a terminal one cannot be cancelled (409).
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    require_role(Attempt(project, actor, "task_cancel", now), agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
@@ -228,20 +226,22 @@ def task_suspend(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     claims. Suspending a terminal or an already suspended task: 409.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "task_suspend", now)
+    require_role(attempt, agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     who = _who(actor)
+    suspend = Attempt(project, actor, "suspend", now)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
         if task.is_suspended:
-            raise Attempt(project=project, actor=actor, action="suspend", now=now).conflict(
+            raise suspend.conflict(
                 f"{task.key} is already suspended (by {task.suspended_by}: "
                 f"{task.suspended_reason})",
                 task=task,
                 details={"suspended": True},
             )
         if task.is_terminal:
-            raise Attempt(project=project, actor=actor, action="suspend", now=now).conflict(
+            raise suspend.conflict(
                 f"{task.key} is {task.status}; a terminal task cannot be suspended",
                 task=task,
                 details={"status": task.status},
@@ -264,12 +264,9 @@ def task_suspend(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
         task.suspended_by = who
         task.suspended_reason = reason
         save_task(task, now)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="suspended",
             task=task,
-            now=now,
             detail=reason,
             data={"status": task.status, **({"released": released} if released else {})},
         )
@@ -285,7 +282,8 @@ def task_resume(*, task: Task, actor: Actor, now: datetime) -> Task:
     `resume → PENDING`.
     """
     project = task.project
-    require_role(actor, project, agent_roles=())
+    attempt = Attempt(project, actor, "task_resume", now)
+    require_role(attempt, agent_roles=(), task=task)
     who = _who(actor)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
@@ -305,12 +303,9 @@ def task_resume(*, task: Task, actor: Actor, now: datetime) -> Task:
                 block_reason=f"Resumed by {who} after suspension ({reason})",
                 answer=f"Resumed by {who}: back to the queue",
             )
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="resumed",
             task=task,
-            now=now,
             detail=f"{task.key} resumed ({task.status}); it was suspended: {reason}",
             data={"status": task.status},
         )

@@ -17,7 +17,7 @@ from boards.coordination.selectors.access import PLAN
 from boards.coordination.selectors.sprints import sprint_open
 from boards.coordination.selectors.tasks import dependency_cycle
 from boards.coordination.services.actors import PLANNER, Actor
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.coordination.services.edges import (
@@ -145,7 +145,8 @@ def task_create(
     **fields: Any,
 ) -> Task:
     """The planner writes a new DRAFT task (coders must ignore it until it is finalized)."""
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    attempt = Attempt(project, actor, "task_create", now)
+    require_role(attempt, agent_roles=PLANNER, human=PLAN)
     if sprint_scope not in (None, "planned", "stretch"):
         raise ProtocolValidationError("sprint_scope", "planned, stretch or null")
     with transaction.atomic():
@@ -159,12 +160,9 @@ def task_create(
             if sprint is None:
                 raise ProtocolValidationError("sprint_scope", "the project has no open sprint")
             getattr(sprint, sprint_scope).add(task)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="created",
             task=task,
-            now=now,
             to_status=task.status,
             detail=f"{task.key}: {task.description}",
         )
@@ -189,18 +187,16 @@ def task_set_dependencies(
 ) -> Task:
     """Replace depends_on; cycles and unknown keys are refused with 400 naming the field."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    attempt = Attempt(project, actor, "task_set_dependencies", now)
+    require_role(attempt, agent_roles=PLANNER, human=PLAN, task=task)
     with transaction.atomic():
         Project.objects.select_for_update().get(pk=project.pk)
         task = lock_task(task)
         deps = _replace_dependencies(task, depends_on)
         save_task(task, now)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="dependencies_set",
             task=task,
-            now=now,
             detail=f"{task.key} depends on {', '.join(d.key for d in deps) or 'nothing'}",
             data={"depends_on": [d.key for d in deps]},
         )
@@ -252,8 +248,10 @@ def task_edit(
     after the task left UNCLAIMED is refused (409) and the whole edit with it.
     """
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    attempt = Attempt(project, actor, "task_edit", now)
+    require_role(attempt, agent_roles=PLANNER, human=PLAN, task=task)
     cleaned = _cleaned_edit(changes)
+    edit = Attempt(project, actor, "edit", now)
     with transaction.atomic():
         if depends_on is not None:
             Project.objects.select_for_update().get(pk=project.pk)
@@ -264,14 +262,14 @@ def task_edit(
             if getattr(task, name) != value
         }
         if task.is_terminal and (diff or depends_on is not None):
-            raise Attempt(project=project, actor=actor, action="edit", now=now).conflict(
+            raise edit.conflict(
                 f"{task.key} is {task.status}: a finished task is not edited",
                 task=task,
                 details={"status": task.status},
             )
         contract = sorted(set(diff) & set(CONTRACT_FIELDS))
         if contract and task.status not in EDITABLE_CONTRACT:
-            raise Attempt(project=project, actor=actor, action="edit", now=now).conflict(
+            raise edit.conflict(
                 f"{task.key} is {task.status}: its {', '.join(contract)} can change only before "
                 "it is claimed; rescope it instead",
                 task=task,
@@ -297,12 +295,9 @@ def task_edit(
             if name != "depends_on":
                 setattr(task, name, new)
         save_task(task, now)
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action=p.Action.EDITED,
             task=task,
-            now=now,
             detail=f"{task.key}: {', '.join(diff)} edited",
             data={"changes": {name: {"old": old, "new": new} for name, (old, new) in diff.items()}},
         )
@@ -313,16 +308,16 @@ def task_edit(
 def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
     """DRAFT → UNCLAIMED: needs done_when and spec_ref (seed 002)."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER, human=PLAN)
+    require_role(
+        Attempt(project, actor, "task_finalize", now), agent_roles=PLANNER, human=PLAN, task=task
+    )
     with transaction.atomic():
         task = lock_task(task)
         require_task_status(
             task,
             [TaskStatus.DRAFT],
             to=TaskStatus.UNCLAIMED,
-            action="finalize",
-            actor=actor,
-            now=now,
+            attempt=Attempt(project, actor, "finalize", now),
         )
         for field in ("done_when", "spec_ref"):
             if not getattr(task, field):

@@ -43,21 +43,15 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     A task blocked by a limit returns only by a human's written release (SPEC §5.1).
     """
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(Attempt(project, actor, "task_release", now), agent_roles=PLANNER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     config = config_of(project)
+    release = Attempt(project, actor, "release", now)
     with transaction.atomic():
         task = lock_task(task)
-        require_task_status(
-            task,
-            [TaskStatus.BLOCKED],
-            to=TaskStatus.UNCLAIMED,
-            action="release",
-            actor=actor,
-            now=now,
-        )
+        require_task_status(task, [TaskStatus.BLOCKED], to=TaskStatus.UNCLAIMED, attempt=release)
         if is_limit_blocked(task, config) and not is_human(actor):
-            raise Attempt(project=project, actor=actor, action="release", now=now).refuse(
+            raise release.refuse(
                 Forbidden(
                     f"{task.key} reached a limit ({task.blocked_reason}); only rescope, "
                     "abandon or a human's written release can move it"
@@ -95,7 +89,7 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
 def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
     """BLOCKED → ABANDONED with a rationale."""
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    require_role(Attempt(project, actor, "task_abandon", now), agent_roles=PLANNER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
         task = lock_task(task)
@@ -103,9 +97,7 @@ def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
             task,
             [TaskStatus.BLOCKED],
             to=TaskStatus.ABANDONED,
-            action="abandon",
-            actor=actor,
-            now=now,
+            attempt=Attempt(project, actor, "abandon", now),
         )
         task.worktree = ""
         task.lease_expires = None
@@ -133,7 +125,8 @@ def task_rescope(
     goal's alignment_history records the change.
     """
     project = task.project
-    require_role(actor, project, agent_roles=PLANNER)
+    attempt = Attempt(project, actor, "task_rescope", now)
+    require_role(attempt, agent_roles=PLANNER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     if not isinstance(new_tasks, list | tuple) or not new_tasks:
         raise ProtocolValidationError("new_tasks", "at least one replacement task is required")
@@ -143,9 +136,7 @@ def task_rescope(
             task,
             [TaskStatus.BLOCKED],
             to=TaskStatus.SUPERSEDED,
-            action="rescope",
-            actor=actor,
-            now=now,
+            attempt=Attempt(project, actor, "rescope", now),
         )
         old_deps = list(task.depends_on.all())
         created: list[Task] = []
@@ -171,12 +162,9 @@ def task_rescope(
                 summary=f"{task.key} split into {keys}: {reason}",
                 now=now,
             )
-        record_event(
-            project=project,
-            actor=actor,
+        attempt.record(
             action="rescoped",
             task=task,
-            now=now,
             from_status=TaskStatus.BLOCKED,
             to_status=TaskStatus.SUPERSEDED,
             detail=f"SUPERSEDED → {keys} ({reason})",

@@ -13,7 +13,7 @@ from boards.coordination.models.tasks import ChangeSummary, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.tasks import hypothesis_exhausted
 from boards.coordination.services.actors import CODER
-from boards.coordination.services.audit import records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
 from boards.coordination.services.edges import move_task
@@ -41,7 +41,12 @@ def task_submit_for_review(
     it changed when the coder's side computed it (issue 25: the drawer's "what changed"), and
     the pull request it reported (kept across rounds until another is reported)."""
     project = task.project
-    require_role(agent, project, agent_roles=CODER, human=None)
+    require_role(
+        Attempt(project, agent, "task_submit_for_review", now),
+        agent_roles=CODER,
+        human=None,
+        task=task,
+    )
     review_commit = clean_text(review_commit, "review_commit", max_length=64)
     if tree_clean is not True:
         raise ProtocolValidationError(
@@ -52,13 +57,9 @@ def task_submit_for_review(
         raise ProtocolValidationError("pr_url", problem)
     config = config_of(project)
     with transaction.atomic():
+        submit = Attempt(project, agent, "submit_for_review", now)
         agent, task = lock_own_claim(
-            agent,
-            task,
-            action="submit_for_review",
-            to=TaskStatus.READY_FOR_REVIEW,
-            now=now,
-            config=config,
+            submit, agent, task, to=TaskStatus.READY_FOR_REVIEW, config=config
         )
         task.review_commit = review_commit
         if pr_url:
@@ -105,7 +106,9 @@ def task_block(
 ) -> Task:
     """The coder cannot proceed: CLAIMED → BLOCKED with a diagnosis (seed 002 Mark blocked)."""
     project = task.project
-    require_role(agent, project, agent_roles=CODER, human=None)
+    require_role(
+        Attempt(project, agent, "task_block", now), agent_roles=CODER, human=None, task=task
+    )
     reason = clean_text(reason, "reason", max_length=2000)
     questions = clean_string_list(
         list(questions or []), "questions", min_items=1, max_items=p.MAX_BLOCKED_QUESTIONS
@@ -113,9 +116,8 @@ def task_block(
     attempted = clean_string_list(list(attempted or []), "attempted")
     config = config_of(project)
     with transaction.atomic():
-        agent, task = lock_own_claim(
-            agent, task, action="block", to=TaskStatus.BLOCKED, now=now, config=config
-        )
+        block = Attempt(project, agent, "block", now)
+        agent, task = lock_own_claim(block, agent, task, to=TaskStatus.BLOCKED, config=config)
         task.blocked_reason = reason
         task.blocked_questions = questions
         task.attempted = [*task.attempted, *attempted]
