@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from agents.client import gitops, playbooks, wire
 from agents.client.errors import LizaError
-from agents.client.supervisor.options import Assignment
+from agents.client.http import Client
+from agents.client.supervisor.options import Assignment, Options
 
-if TYPE_CHECKING:
-    from agents.client.supervisor.loop import Supervisor
+
+class Prompted(Protocol):
+    """What the prompt reads of the supervisor (agents.client.supervisor.loop), named here so
+    that the loop imports the prompt and not the other way round."""
+
+    o: Options
+    client: Client
+    agent: dict[str, Any]
+    repo: Path | None
+    integration: str
 
 
 def _field(task: dict[str, Any], name: str) -> str:
@@ -20,7 +30,7 @@ def _field(task: dict[str, Any], name: str) -> str:
     return str(value) if value not in (None, "") else "-"
 
 
-def build_prompt(s: Supervisor, a: Assignment) -> str:
+def build_prompt(s: Prompted, a: Assignment) -> str:
     agent = s.agent
     try:
         goal = s.client.goal().get("description", "-")
