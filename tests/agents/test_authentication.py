@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from agents.services import agent_set_enabled
-from tests.boards.api.helpers import agent_client, assert_envelope, domain_snapshot
-from tests.boards.api.test_role_matrix import ENDPOINTS, Endpoint, Tenant
+from tests.api.helpers import agent_client, assert_envelope, domain_snapshot
+from tests.api.test_role_matrix import ENDPOINTS, Endpoint, Tenant
 
 pytestmark = pytest.mark.django_db
 

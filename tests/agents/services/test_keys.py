@@ -8,7 +8,7 @@ import pytest
 from agents.models import Agent
 from boards.coordination import outbox
 from boards.protocol import AgentStatus
-from tests.boards.api.helpers import api_base, bearer, http_start, key_for
+from tests.api.helpers import api_base, bearer, http_start, key_for
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

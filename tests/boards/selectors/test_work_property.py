@@ -38,7 +38,7 @@ from boards.coordination.services.sprints import sprint_checkpoint, sprint_creat
 from boards.errors import ProtocolError
 from boards.protocol import AgentStatus
 from boards.watch.services.watch import watch_sweep
-from tests.boards.api.helpers import agent_client, api_base
+from tests.api.helpers import agent_client, api_base
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

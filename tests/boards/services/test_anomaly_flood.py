@@ -21,7 +21,7 @@ from boards.coordination.services.records import anomaly_create
 from boards.coordination.services.sprints import sprint_create
 from boards.protocol import SprintStatus
 from boards.watch.services.watch import watch_sweep
-from tests.boards.api.helpers import agent_client, api_base, assert_envelope, http_start
+from tests.api.helpers import agent_client, api_base, assert_envelope, http_start
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

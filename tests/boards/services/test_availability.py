@@ -19,7 +19,7 @@ from boards.coordination.selectors.work import work_for_role
 from boards.coordination.services import reviews, tasks
 from boards.errors import AgentUnavailable, Conflict, ProtocolError
 from boards.watch.services.watch import watch_sweep
-from tests.boards.api.helpers import agent_client, api_base, assert_envelope
+from tests.api.helpers import agent_client, api_base, assert_envelope
 
 pytestmark = pytest.mark.django_db
 

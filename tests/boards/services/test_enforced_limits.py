@@ -12,7 +12,7 @@ from boards.coordination.selectors.work import work_for_role
 from boards.coordination.services import reviews, tasks
 from boards.coordination.services.projects import config_update
 from boards.errors import LimitReached, ProtocolValidationError
-from tests.boards.api.helpers import agent_client, api_base, assert_envelope
+from tests.api.helpers import agent_client, api_base, assert_envelope
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from boards.coordination.models.records import CircuitBreaker
-from tests.boards.api.helpers import key_for
+from tests.api.helpers import key_for
 from tests.boards.breaker_fixtures import trip
 from tests.factories import ProjectFactory, member, register
 

@@ -12,7 +12,7 @@ from boards.coordination.models.records import Alert
 from boards.coordination.selectors.access import config_of
 from boards.coordination.services.projects import config_update
 from boards.watch.models import WebhookAttempt, WebhookDelivery
-from tests.boards.api.helpers import key_for
+from tests.api.helpers import key_for
 from tests.boards.views.test_oversight_views import (
     ADMIN,
     ANONYMOUS,

@@ -18,13 +18,13 @@ from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.errors import EXIT_CODES
 from boards.protocol import TASK_STATES, TERMINAL_TASK_STATES, TaskStatus
-from tests.boards.api.helpers import agent_client, api_base, http_start, session_client
+from tests.api.helpers import agent_client, api_base, http_start, session_client
 from tests.lifecycle import World
 from tests.module_rows import shared_rows
 
 pytestmark = pytest.mark.django_db
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "api-answers.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "api-answers.md"
 T = TaskStatus
 NON_TERMINAL = {s for s in TASK_STATES if s not in TERMINAL_TASK_STATES}
 
@@ -201,7 +201,7 @@ def render() -> str:
     lines = [
         "# What the API answers: every task operation in every state",
         "",
-        "Generated from `tests/boards/api/test_protocol_answers.py`, which checks every cell",
+        "Generated from `tests/api/test_protocol_answers.py`, which checks every cell",
         "against the running API; edit the table there, never here. Each operation is",
         "`POST /api/v1/projects/<slug>/tasks/<key>/<path>`. A cell is the HTTP status and, for a",
         "refusal, the error code and the exit code an agent takes (`details.exit`). A refusal",

@@ -17,7 +17,7 @@ from django.utils import timezone
 from agents.models import IdempotentRequest
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Discovery
-from tests.boards.api.helpers import agent_client, api_base, assert_envelope, session_client
+from tests.api.helpers import agent_client, api_base, assert_envelope, session_client
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

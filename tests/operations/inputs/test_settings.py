@@ -12,14 +12,14 @@ import pytest
 from boards import protocol as p
 from boards.coordination.models.projects import Project
 from boards.coordination.selectors.access import config_of
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     agent_client,
     api_base,
     assert_field_error,
     domain_snapshot,
     session_client,
 )
-from tests.boards.api.test_role_matrix import Tenant
+from tests.api.test_role_matrix import Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.records import discovery_create
 from boards.coordination.services.tasks import task_claim
 from boards.errors import ProtocolError
-from tests.boards.admin.helpers import build_board, changelist_url, result_pks
+from tests.admin.helpers import build_board, changelist_url, result_pks
 from tests.lifecycle import World
 
 # (model, query string, which rows must match)

@@ -19,7 +19,7 @@ from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.services import records, sprints, tasks
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     agent_client,
     api_base,
     assert_envelope,
@@ -29,7 +29,7 @@ from tests.boards.api.helpers import (
     domain_snapshot,
     session_client,
 )
-from tests.boards.api.test_role_matrix import Tenant, sprint_open
+from tests.api.test_role_matrix import Tenant, sprint_open
 
 pytestmark = pytest.mark.django_db
 
@@ -62,7 +62,7 @@ REASON = {"reason": "Stuck for an hour"}
 def test_the_role_matrix_holds_every_oversight_endpoint_and_refuses_agents_there():
     """The matrix rows of these endpoints (test_role_matrix.py) say what the issue asks: only
     humans act — an agent key of the project gets 403 — and the config is readable by all."""
-    from tests.boards.api.test_role_matrix import ENDPOINTS
+    from tests.api.test_role_matrix import ENDPOINTS
 
     rows = {(e.name, e.method): e for e in ENDPOINTS}
     oversight = {

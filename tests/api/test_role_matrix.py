@@ -50,7 +50,7 @@ from boards.coordination.services.records import discovery_create
 from boards.coordination.services.sprints import sprint_checkpoint, sprint_create
 from boards.watch.models import NotificationPreference
 from boards.watch.services.watch import watch_sweep
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     agent_client,
     api_base,
     assert_envelope,

@@ -32,7 +32,7 @@ from boards.watch.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
-from tests.boards.admin.helpers import admin_url, build_board, changelist_url, result_pks
+from tests.admin.helpers import admin_url, build_board, changelist_url, result_pks
 from tests.factories import UserFactory
 from tests.lifecycle import World
 

@@ -16,7 +16,7 @@ from django.conf import settings
 
 from liza_site import redis_client, throttling
 from liza_site.outages import REDIS
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     agent_client,
     api_base,
     assert_envelope,

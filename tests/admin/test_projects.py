@@ -8,7 +8,7 @@ from boards.coordination.models.records import CircuitBreaker, Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.sprints import sprint_abort
 from boards.coordination.services.tasks import task_cancel
-from tests.boards.admin.helpers import page_messages, run_action
+from tests.admin.helpers import page_messages, run_action
 from tests.boards.breaker_fixtures import trip
 
 

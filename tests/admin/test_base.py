@@ -17,7 +17,7 @@ from boards.coordination.models.records import (
 )
 from boards.coordination.models.tasks import Discovery, Handoff, Review, Task
 from boards.watch.models import WebhookDelivery
-from tests.boards.admin.helpers import add_url, admin_url, changelist_url
+from tests.admin.helpers import add_url, admin_url, changelist_url
 
 APPEND_ONLY = [Event, SpecChange, WebhookDelivery]
 # Created and moved only by services: no add, no delete, and (but Agent) no change form.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from boards.coordination.models.projects import ProjectConfig
-from tests.boards.api.helpers import agent_client, api_base, http_start, session_client
+from tests.api.helpers import agent_client, api_base, http_start, session_client
 from tests.factories import UserFactory, member
 from tests.lifecycle import World
 

@@ -19,8 +19,8 @@ from boards.coordination.services.projects import config_update
 from boards.watch.models import WebhookAttempt
 from boards.watch.services.watch import watch_sweep
 from boards.watch.services.webhooks import webhook_deliver_due
-from tests.boards.api.helpers import agent_client, api_base, session_client
-from tests.boards.api.test_role_matrix import Tenant
+from tests.api.helpers import agent_client, api_base, session_client
+from tests.api.test_role_matrix import Tenant
 from tests.webhook_receiver import webhook_receiver
 
 pytestmark = pytest.mark.django_db

@@ -24,7 +24,7 @@ from boards.coordination.selectors.access import config_of
 from boards.coordination.services import stops, tasks
 from boards.coordination.services.goals import goal_abort, goal_complete, goal_create
 from boards.coordination.services.sprints import sprint_abort, sprint_create
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     agent_client,
     api_base,
     assert_envelope,

@@ -12,7 +12,7 @@ from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import ChangeSummary
 from boards.coordination.services.tasks.work import task_submit_for_review
 from boards.errors import ProtocolValidationError
-from tests.boards.api.helpers import agent_client, api_base, http_start
+from tests.api.helpers import agent_client, api_base, http_start
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

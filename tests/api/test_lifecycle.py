@@ -22,7 +22,7 @@ from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sp
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.goals import goal_create
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     agent_client,
     api_base,
     assert_envelope,

@@ -19,7 +19,7 @@ from agents.models import Agent
 from boards.api.base import ProjectView
 from boards.coordination.services.projects import project_pause
 from liza_site import key_generation, throttling
-from tests.boards.api.helpers import api_base, bearer, http_start, key_for
+from tests.api.helpers import api_base, bearer, http_start, key_for
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.forms.models import model_to_dict
 from boards.coordination.models.projects import Membership, Project, ProjectConfig
 from boards.coordination.models.records import CircuitBreaker, Event
 from boards.coordination.models.tasks import HumanNote
-from tests.boards.admin.helpers import add_url, admin_url
+from tests.admin.helpers import add_url, admin_url
 from tests.factories import ProjectFactory, UserFactory
 
 

@@ -13,7 +13,7 @@ import pytest
 from boards.coordination.models.projects import Project
 from boards.coordination.models.records import Anomaly
 from boards.coordination.selectors.access import config_of
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     agent_client,
     api_base,
     assert_envelope,

@@ -11,7 +11,7 @@ import pytest
 from agents.models import Budget, RunUsage
 from agents.services import run_start, usage_record
 from boards.coordination.services.budgets import budget_set
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     agent_client,
     api_base,
     assert_envelope,

@@ -11,7 +11,7 @@ from boards.coordination.models.records import Event
 from boards.coordination.services.goals import goal_create
 from boards.coordination.services.sprints import sprint_create
 from boards.interop.exporting import write_liza_dir
-from tests.boards.api.helpers import agent_client, api_base, http_start, session_client
+from tests.api.helpers import agent_client, api_base, http_start, session_client
 from tests.factories import UserFactory, member
 from tests.lifecycle import World
 

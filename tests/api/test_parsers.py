@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from boards.coordination.models.records import Anomaly
-from tests.boards.api.helpers import agent_client, api_base, assert_envelope, http_start
+from tests.api.helpers import agent_client, api_base, assert_envelope, http_start
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

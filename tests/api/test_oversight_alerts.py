@@ -7,13 +7,13 @@ import pytest
 from boards.coordination.models.records import Alert, Event
 from boards.protocol import Action
 from boards.watch.services.watch import watch_sweep
-from tests.boards.api.helpers import (
+from tests.api.helpers import (
     api_base,
     assert_envelope,
     assert_field_error,
     session_client,
 )
-from tests.boards.api.test_role_matrix import Tenant
+from tests.api.test_role_matrix import Tenant
 
 pytestmark = pytest.mark.django_db
 

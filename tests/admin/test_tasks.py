@@ -7,7 +7,7 @@ from django.contrib.auth.models import Permission
 
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import HumanNote, Task
-from tests.boards.admin.helpers import page_messages, run_action
+from tests.admin.helpers import page_messages, run_action
 from tests.factories import UserFactory
 
 
