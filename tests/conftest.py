@@ -34,7 +34,7 @@ LONG = (
     "tests/agents/client/",
     "tests/contract/",
     "tests/boards/compat/",
-    "tests/boards/selectors/test_work_property.py",
+    "tests/coordination/selectors/test_work.py",
 )
 
 

@@ -9,7 +9,7 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.services.sprints import sprint_abort
 from boards.coordination.services.tasks import task_cancel
 from tests.admin.helpers import page_messages, run_action
-from tests.boards.breaker_fixtures import trip
+from tests.watch.breaker_fixtures import trip
 
 
 def _log(project, action):

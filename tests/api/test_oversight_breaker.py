@@ -8,7 +8,7 @@ import pytest
 from boards.coordination.models.records import CircuitBreaker
 from tests.api.helpers import api_base, assert_envelope, assert_field_error, session_client
 from tests.api.test_role_matrix import Tenant
-from tests.boards.breaker_fixtures import trip
+from tests.watch.breaker_fixtures import trip
 
 pytestmark = pytest.mark.django_db
 

@@ -62,9 +62,9 @@ from tests.api.helpers import (
     key_for,
     session_client,
 )
-from tests.boards.breaker_fixtures import trip
 from tests.factories import T0, ProjectFactory, UserFactory, member, register
 from tests.lifecycle import World
+from tests.watch.breaker_fixtures import trip
 
 pytestmark = pytest.mark.django_db
 

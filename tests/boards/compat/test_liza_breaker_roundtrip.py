@@ -14,8 +14,8 @@ from boards.interop.validation import validate_state
 from boards.interop.yaml_io import dump_yaml
 from boards.protocol import format_timestamp
 from boards.watch.services.breaker import circuit_breaker_resolve
-from tests.boards.breaker_fixtures import trip
 from tests.factories import member
+from tests.watch.breaker_fixtures import trip
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ from django.test import Client
 
 from boards.coordination.models.records import CircuitBreaker
 from tests.api.helpers import key_for
-from tests.boards.breaker_fixtures import trip
 from tests.factories import ProjectFactory, member, register
+from tests.watch.breaker_fixtures import trip
 
 pytestmark = pytest.mark.django_db
 

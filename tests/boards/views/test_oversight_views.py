@@ -34,11 +34,11 @@ from boards.coordination.services.records import discovery_create
 from boards.coordination.services.sprints import sprint_abort, sprint_checkpoint
 from boards.errors import LimitReached
 from boards.watch.models import NotificationPreference
-from tests.boards.breaker_fixtures import trip
 from tests.boards.views.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 from tests.module_rows import shared_rows
+from tests.watch.breaker_fixtures import trip
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from boards.coordination.services import goals as goal_services
 from boards.coordination.services import sprints as sprint_services
 from boards.coordination.services.actors import SYSTEM
 from boards.errors import InvalidTransition
-from tests.boards.services.helpers import (
+from tests.coordination.services.helpers import (
     applied_events,
     assert_refused_unchanged,
     assert_valid,

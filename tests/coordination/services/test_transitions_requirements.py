@@ -13,7 +13,7 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.services import tasks as task_services
 from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, new_task
 from boards.errors import Conflict, InvalidTransition, ProtocolValidationError
-from tests.boards.services.helpers import (
+from tests.coordination.services.helpers import (
     applied_events,
     assert_refused_unchanged,
     assert_valid,

@@ -23,7 +23,7 @@ from boards.coordination.services import tasks as task_services
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.transitions import task_transition
 from boards.errors import InvalidTransition, ProtocolValidationError
-from tests.boards.services.helpers import (
+from tests.coordination.services.helpers import (
     applied_events,
     assert_refused_unchanged,
     assert_valid,

@@ -29,7 +29,7 @@ from boards.errors import (
     ProtocolValidationError,
     StopWork,
 )
-from tests.boards.services.helpers import (
+from tests.coordination.services.helpers import (
     applied_events,
     assert_refused_unchanged,
     assert_valid,
@@ -416,8 +416,8 @@ def test_complex_task_needs_two_distinct_reviewers(world):
 
 def test_security_sensitive_needs_a_security_reviewer(world):
     assert world.security_reviewer.agent_id == "code-reviewer-3"
-    # Without the human approval gate (on by default here; tests/boards/services/test_oversight.py)
-    # the reviewers' approvals alone approve.
+    # Without the human approval gate (on by default here;
+    # tests/coordination/services/test_oversight.py) the reviewers' approvals alone approve.
     world.ready_for_review("task-1", criticality="security-sensitive", needs_human_approval=False)
     world.claim_review("task-1", "code-reviewer-1")
     # The last slot is kept for a security-flagged reviewer.

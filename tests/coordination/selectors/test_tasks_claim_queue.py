@@ -22,7 +22,7 @@ from hypothesis.errors import NoSuchExample
 from boards.coordination.models.projects import Goal, ProjectConfig
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.tasks import claim_candidates, retry_waits
-from tests.boards.selectors.claim_queue_oracle import Card, queues
+from tests.coordination.selectors.claim_queue_oracle import Card, queues
 from tests.factories import T0, ProjectFactory
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,8 @@ from boards.protocol import Action, SprintStatus
 from boards.watch.services import watch as watch_services
 from boards.watch.services.breaker import circuit_breaker_resolve
 from boards.watch.services.watch import watch_sweep
-from tests.boards.breaker_fixtures import (
+from tests.factories import member
+from tests.watch.breaker_fixtures import (
     ambiguity,
     assumption,
     blocker,
@@ -32,7 +33,6 @@ from tests.boards.breaker_fixtures import (
     trip,
     workaround,
 )
-from tests.factories import member
 
 # (pattern, anomalies that trip it): each row matches its pattern and no other.
 FIRES = [

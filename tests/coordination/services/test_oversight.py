@@ -34,7 +34,7 @@ from boards.errors import (
     ProtocolValidationError,
     StopWork,
 )
-from tests.boards.services.helpers import (
+from tests.coordination.services.helpers import (
     applied_events,
     assert_refused_unchanged,
     assert_valid,

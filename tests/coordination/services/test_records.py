@@ -9,7 +9,7 @@ from boards import protocol as p
 from boards.coordination.models.records import Anomaly
 from boards.coordination.services.records import anomaly_create
 from boards.errors import ProtocolValidationError
-from tests.boards.services.helpers import applied_events, assert_valid
+from tests.coordination.services.helpers import applied_events, assert_valid
 
 pytestmark = pytest.mark.django_db
 
