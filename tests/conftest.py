@@ -33,7 +33,7 @@ LONG = (
     "tests/e2e/",
     "tests/agents/client/",
     "tests/contract/",
-    "tests/boards/compat/",
+    "tests/interop/",
     "tests/coordination/selectors/test_work.py",
 )
 

@@ -16,10 +16,10 @@ from django.core.management import CommandError, call_command
 from tests.ci import unavailable
 
 # The `shared` directory sits beside the repository root: <repo>/../shared/fixtures;
-# LIZA_SEED_FIXTURES points elsewhere if moved (as in tests/boards/validation).
+# LIZA_SEED_FIXTURES points elsewhere if moved (as in tests/interop/test_validation.py).
 SHARED_FIXTURES = Path(
     os.environ.get(
-        "LIZA_SEED_FIXTURES", Path(__file__).resolve().parents[3].parent / "shared" / "fixtures"
+        "LIZA_SEED_FIXTURES", Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
     )
 )
 
@@ -151,7 +151,7 @@ def original_liza(tmp_path_factory) -> OriginalLiza:
 def flow_demo_skipped(db) -> None:
     """`liza_demo` keeps an existing project as it is: with the flow project's slug taken by an
     empty project, tests about the other demo skip the two weeks' walk (seconds each). The
-    walk has its own tests (test_liza_demo.py)."""
+    walk has its own tests (test_demo.py)."""
     from boards.coordination.services.projects import project_create
     from boards.demo.flow import FLOW_SLUG
     from tests.factories import T0

@@ -13,8 +13,8 @@ from boards.interop.reading import read_liza_dir
 from boards.interop.validation import validate_state
 from boards.interop.yaml_io import dump_yaml
 from boards.protocol import parse_timestamp
-from tests.boards.compat.test_liza_import import base_state, write_liza
-from tests.boards.compat.test_liza_import import task as task_entry
+from tests.interop.test_importing import base_state, write_liza
+from tests.interop.test_importing import task as task_entry
 
 pytestmark = pytest.mark.django_db
 

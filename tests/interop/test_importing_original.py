@@ -17,7 +17,7 @@ import yaml
 from agents.models import Agent
 from boards.coordination.models.projects import Goal
 from boards.coordination.models.tasks import Task
-from tests.boards.compat.test_liza_import import row_counts
+from tests.interop.test_importing import row_counts
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from boards.interop.side_files import export_breaker_report
 from boards.interop.yaml_io import dump_yaml
 from boards.watch.services.breaker import circuit_breaker_resolve
 from boards.watch.services.watch import watch_sweep
-from tests.boards.compat.test_liza_hostile_files import NOT_REGULAR, _timed
+from tests.interop.test_reading_hostile import NOT_REGULAR, _timed
 from tests.watch.breaker_fixtures import blocker, log, trip
 
 pytestmark = pytest.mark.django_db

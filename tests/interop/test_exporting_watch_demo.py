@@ -10,7 +10,7 @@ import pytest
 from boards.coordination.models.projects import Project
 from boards.coordination.models.records import Alert, Event
 from boards.protocol import format_timestamp
-from tests.boards.compat.test_original_liza_judges_exports import _export
+from tests.interop.test_exporting_original_judge import _export
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from boards.interop.invariants import INVARIANTS, Violation, reference_time
 from boards.interop.validation import validate_state
 from boards.protocol import ANOMALY_REQUIRED_FIELDS, LEASE_GRACE_SECONDS, MAX_BLOCKED_QUESTIONS
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # The seed fixtures are shared by every engineer; LIZA_SEED_FIXTURES points elsewhere if moved.
 FIXTURES = Path(os.environ.get("LIZA_SEED_FIXTURES", PROJECT_ROOT.parent / "shared" / "fixtures"))
 

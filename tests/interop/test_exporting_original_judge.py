@@ -19,8 +19,8 @@ from boards.coordination.services import sprints, tasks
 from boards.coordination.services.goals import goal_complete, goal_create
 from boards.interop.exporting import write_liza_dir
 from boards.protocol import TASK_STATES
-from tests.boards.compat.test_liza_lifecycle_roundtrip import build_board
 from tests.factories import register
+from tests.interop.test_exporting_lifecycle import build_board
 
 pytestmark = pytest.mark.django_db
 

@@ -24,8 +24,8 @@ from boards.insights.selectors.figures import insights_period
 from boards.insights.selectors.insights import _flow_sql, insights
 from boards.interop.invariants import reference_time
 from boards.protocol import GoalStatus
-from tests.boards.compat.test_original_liza_judges_exports import _export
-from tests.boards.selectors.insights_oracle import flow_reference
+from tests.insights.selectors.insights_oracle import flow_reference
+from tests.interop.test_exporting_original_judge import _export
 
 
 def test_shift_timestamps_moves_every_timestamp_and_nothing_else():

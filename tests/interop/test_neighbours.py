@@ -16,7 +16,7 @@ import pytest
 
 from boards.coordination.models.tasks import Task
 from boards.interop.neighbours import CODEAGENT_STATES, LOGIST_DEPRECATED, LOGIST_STATES
-from tests.boards.compat.test_liza_import import row_counts
+from tests.interop.test_importing import row_counts
 
 pytestmark = pytest.mark.django_db
 

@@ -29,11 +29,11 @@ from boards.interop.yaml_io import (
     MAX_NODES,
     MAX_SCALAR_CHARS,
 )
-from tests.boards.compat.test_liza_import import base_state, row_counts, task
+from tests.interop.test_importing import base_state, row_counts, task
 
 pytestmark = pytest.mark.django_db
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 2.0
 PEAK_BYTES = 64 * 1024 * 1024
 
