@@ -1429,7 +1429,7 @@ def test_reads_answer_every_agent_and_member_of_the_project(endpoint: Endpoint):
         answers[principal] = response.json()
     assert domain_snapshot(t.project) == before
     # Who reads does not change what the board says (the work answer is per role: ?role=coder;
-    # the config's escalation webhook is for project admins only: test_config_visibility.py).
+    # the config's escalation webhook is for project admins only: test_project_config.py).
     if endpoint.name == "api-config":
         for answer in answers.values():
             answer.pop("escalation_webhook", None)

@@ -21,7 +21,7 @@ from boards.coordination.outbox import TASK
 from boards.coordination.services.goals import goal_create
 from boards.coordination.services.sprints import sprint_abort, sprint_create
 from boards.protocol import SprintStatus
-from tests.boards.consumers.helpers import in_memory_layer_settings
+from tests.board.live.helpers import in_memory_layer_settings
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ implementation of the rule; this holds it equal to the Python reference model
 
 Boards are written row by row here, not walked through the services: the predicate reads rows,
 and every combination of the fields it reads must get the reference model's answer (reachable
-boards through the services are test_work_property.py's). Leases sit on, just before and just
-after each grace and backoff boundary, where a `<` written as `<=` would differ; the last test
-plants exactly that difference and shows the property finds it.
+boards through the services are tests/coordination/selectors/test_work.py's). Leases sit on,
+just before and just after each grace and backoff boundary, where a `<` written as `<=` would
+differ; the last test plants exactly that difference and shows the property finds it.
 """
 
 from __future__ import annotations

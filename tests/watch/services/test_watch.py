@@ -27,7 +27,7 @@ from boards.errors import Conflict, LeaseLost, ProtocolValidationError
 from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
 from boards.watch.selectors.watch import watcher_seen
 from boards.watch.services.watch import watch_sweep
-from tests.boards.consumers.helpers import in_memory_layer_settings
+from tests.board.live.helpers import in_memory_layer_settings
 from tests.coordination.services.helpers import applied_events, assert_refused_unchanged
 from tests.lifecycle import World
 

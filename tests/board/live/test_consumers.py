@@ -18,7 +18,7 @@ from agents.services import agent_key_issue
 from boards.board.live.consumers import CLOSE_NOT_FOUND
 from boards.coordination import outbox as events
 from boards.coordination.services.actors import SYSTEM
-from tests.boards.consumers.helpers import (
+from tests.board.live.helpers import (
     board_socket,
     changes_of,
     next_changes,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.boards.consumers.helpers import in_memory_layer_settings, redis_layer_settings
+from tests.board.live.helpers import in_memory_layer_settings, redis_layer_settings
 from tests.private_redis import private_redis_url
 
 

@@ -34,7 +34,7 @@ from boards.coordination.services.records import discovery_create
 from boards.coordination.services.sprints import sprint_abort, sprint_checkpoint
 from boards.errors import LimitReached
 from boards.watch.models import NotificationPreference
-from tests.boards.views.helpers import read_columns, sprint_world
+from tests.board.web.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 from tests.module_rows import shared_rows

@@ -1,6 +1,6 @@
 """The insights and agent pages (issue #13): who may read them, what they draw, the CSVs, and
 the links that lead to them. The figures themselves are tested in
-tests/boards/selectors/test_insights.py; here, that page, table, chart and CSV agree."""
+tests/insights/selectors/test_insights.py; here, that page, table, chart and CSV agree."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from django.utils import timezone
 from agents.services import agent_key_issue, run_finish, run_start
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.goals import goal_create
-from tests.boards.views.helpers import MEMBER_PAGE_MATRIX
+from tests.board.web.helpers import MEMBER_PAGE_MATRIX
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 

@@ -1,5 +1,5 @@
 """The insights selector's one SQL statement (`_flow_sql`) gives the figures of the reference
-walk of the state history (tests/boards/selectors/insights_oracle.py), on the hand-computed
+walk of the state history (tests/insights/selectors/insights_oracle.py), on the hand-computed
 history and over periods that cut stays at both ends, leave stays ongoing, or scope to a
 sprint."""
 
@@ -12,7 +12,7 @@ import pytest
 from boards.coordination.services.sprints import sprint_create
 from boards.insights.selectors.figures import insights_period
 from boards.insights.selectors.insights import Period, _flow_sql
-from tests.boards.selectors.insights_oracle import flow_reference
+from tests.insights.selectors.insights_oracle import flow_reference
 from tests.insights_history import build_history, moment
 
 pytestmark = pytest.mark.django_db

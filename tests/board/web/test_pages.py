@@ -18,7 +18,7 @@ from boards.coordination.models.records import Alert
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.records import human_note_create
 from boards.watch.services.watch import watch_sweep
-from tests.boards.views.helpers import read_columns, sprint_world
+from tests.board.web.helpers import read_columns, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 
 pytestmark = pytest.mark.django_db

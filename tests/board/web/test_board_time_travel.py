@@ -13,7 +13,7 @@ from django.test import Client
 
 from boards import protocol as p
 from boards.coordination.services.goals import goal_create
-from tests.boards.views.helpers import read_columns
+from tests.board.web.helpers import read_columns
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.boards.consumers.helpers import board_socket, run, sprint_world
+from tests.board.live.helpers import board_socket, run, sprint_world
 from tests.factories import member
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_memory_layer")]

@@ -25,7 +25,7 @@ from boards.coordination.selectors.history import time_in_states
 from boards.coordination.services import tasks
 from boards.coordination.services.goals import goal_create
 from boards.coordination.services.sprints import sprint_abort, sprint_create
-from tests.boards.consumers.helpers import sprint_world
+from tests.board.live.helpers import sprint_world
 from tests.factories import register
 from tests.lifecycle import World
 
@@ -326,7 +326,7 @@ def _queries_of(world) -> list[str]:
 @pytest.mark.parametrize("lanes", ["", "goal", "sprint", "assignee"])
 def test_the_board_state_is_constant_in_queries(world, lanes, django_assert_max_num_queries):
     """Five tasks or fifty: the same number of queries, swimlanes or not."""
-    from tests.boards.views.helpers import bulk_tasks
+    from tests.board.web.helpers import bulk_tasks
 
     bulk_tasks(world, 5, list(p.TASK_STATES), prefix="few")
     filters = BoardFilters(lanes=lanes, expanded=tuple(p.TERMINAL_TASK_STATES))

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.boards.consumers.helpers import in_memory_layer_settings
+from tests.board.live.helpers import in_memory_layer_settings
 
 
 @pytest.fixture(autouse=True)
@@ -13,6 +13,6 @@ def _in_memory_layer(settings):
 
 @pytest.fixture
 def world(db):
-    from tests.boards.views.helpers import sprint_world
+    from tests.board.web.helpers import sprint_world
 
     return sprint_world()

@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.sprints import sprint_open
-from tests.boards.consumers.helpers import sprint_world
+from tests.board.live.helpers import sprint_world
 from tests.lifecycle import World
 
 __all__ = ["ColumnView", "bulk_tasks", "read_columns", "sprint_world"]

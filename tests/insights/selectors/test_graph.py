@@ -9,7 +9,7 @@ import pytest
 
 from boards import protocol as p
 from boards.insights.selectors.graph import GraphTask, dependency_graph, layout
-from tests.boards.views.helpers import bulk_tasks
+from tests.board.web.helpers import bulk_tasks
 from tests.lifecycle import World
 
 S = p.TaskStatus

@@ -16,7 +16,7 @@ from boards.coordination.services import tasks
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.audit import record_event
 from boards.insights.selectors.activity import PAGE_SIZE
-from tests.boards.views.helpers import MEMBER_PAGE_MATRIX, bulk_tasks, sprint_world
+from tests.board.web.helpers import MEMBER_PAGE_MATRIX, bulk_tasks, sprint_world
 from tests.factories import ProjectFactory, UserFactory, member, register
 
 pytestmark = pytest.mark.django_db
@@ -324,7 +324,7 @@ def test_the_live_message_carries_each_new_event_as_a_feed_row(world):
 def test_each_parameter_alone_with_hostile_values_never_500(world, name):
     """test_html_fuzz sets every parameter at once (the graph then stops at "goal and sprint");
     here each one is hostile alone, so it reaches the lookups behind it."""
-    from tests.boards.views.test_html_fuzz import HOSTILE, quote
+    from tests.board.web.test_html_fuzz import HOSTILE, quote
 
     client = client_for(world.admin)
     slug = world.project.slug

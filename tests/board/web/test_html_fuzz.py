@@ -20,7 +20,7 @@ from django.urls import URLPattern, get_resolver
 
 from boards.coordination.models.records import Alert
 from boards.operations import OPERATIONS
-from tests.boards.views.helpers import sprint_world
+from tests.board.web.helpers import sprint_world
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def _form_names() -> set[str]:
 
 def _routes() -> list[URLPattern]:
     """Every page route of the site, the admin and the API excepted (their own suites fuzz
-    them: tests/boards/admin, tests/contract)."""
+    them: tests/admin, tests/contract)."""
     found = []
 
     def walk(patterns, prefix=""):

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from boards import protocol as p
 from boards.board.selectors.board import COLUMN_CARD_LIMIT
-from tests.boards.views.helpers import bulk_tasks, read_columns, sprint_world
+from tests.board.web.helpers import bulk_tasks, read_columns, sprint_world
 from tests.factories import ProjectFactory
 from tests.module_rows import shared_rows
 

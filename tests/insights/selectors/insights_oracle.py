@@ -3,7 +3,7 @@ each task's state history, by the definitions of boards/insights/selectors/insig
 
 The product computes them in one SQL statement (`_flow_sql`); this walk was its second path
 while SQLite was the embedded default. It stays here as the oracle the SQL is held equal to
-(test_insights_paths.py, compat/test_liza_demo.py), small enough to check by reading.
+(test_insights_paths.py, tests/interop/test_demo.py), small enough to check by reading.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from boards.coordination.selectors.sprints import sprint_open
 from boards.coordination.services import tasks
 from boards.coordination.services.sprints import sprint_checkpoint
 from boards.errors import ProtocolError
-from tests.boards.consumers.helpers import sprint_world
+from tests.board.live.helpers import sprint_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_memory_layer")]
 

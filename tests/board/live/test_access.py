@@ -18,7 +18,7 @@ from boards.board.live.consumers import CLOSE_ACCESS_ENDED
 from boards.coordination.models.projects import Membership
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import membership_set
-from tests.boards.consumers.helpers import board_socket, next_changes, run, sprint_world
+from tests.board.live.helpers import board_socket, next_changes, run, sprint_world
 from tests.factories import member
 
 pytestmark = pytest.mark.django_db(transaction=True)
