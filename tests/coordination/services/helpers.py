@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from django.db import models
 
 from agents.models import Agent
-from boards.coordination.models.projects import Project
+from agents.services import agent_heartbeat
+from boards.coordination.models.projects import Goal, Project
 from boards.coordination.models.records import Anomaly, Event
-from boards.coordination.models.tasks import HumanNote, Review, Task
+from boards.coordination.models.tasks import Discovery, HumanNote, Review, Task
+from boards.coordination.selectors.reviews import awaiting_human_approval
+from boards.coordination.services import records, sprints
+from boards.coordination.services import tasks as task_services
 from boards.coordination.services.goals import goal_create
-from boards.errors import ProtocolError
+from boards.errors import LeaseLost, ProtocolError
 from tests.lifecycle import World
 
 
@@ -125,3 +130,67 @@ def assert_valid(project: Project, *, now: datetime) -> None:
     # A project with no goal or sprint yet is not exportable yet, not invalid (SPEC §13).
     violations, _ = project_violations(project, now=now)
     assert not violations, "\n".join(str(v) for v in violations)
+
+
+# -- shared by the human-oversight tests (split from test_oversight.py by module) --------------
+
+
+def _actions(world, key: str, since: int = 0) -> list[tuple[str, str, str, str]]:
+    """(action, actor kind, from, to) of the task's applied events after event id `since`."""
+    return [
+        (e.action, e.actor_kind, e.from_status, e.to_status)
+        for e in applied_events(world.project, task=world.task(key))
+        if e.pk > since
+    ]
+
+
+def _last_event_id(world) -> int:
+    return (
+        Event.objects.filter(project=world.project).order_by("-pk").values_list("pk", flat=True)[0]
+    )
+
+
+def _claim_next(world, coder: str) -> Task | None:
+    return task_services.task_claim_next(
+        project=world.project, agent=world.agent(coder), now=world.tick(), base_commit="base0002"
+    )
+
+
+def _heartbeat_refusal(world, agent_id: str) -> LeaseLost:
+    with pytest.raises(LeaseLost) as caught:
+        agent_heartbeat(agent=world.agent(agent_id), now=world.tick())
+    assert caught.value.details["exit"] == 42
+    return caught.value
+
+
+def _awaiting(world, key: str, **fields) -> Task:
+    """A task whose reviewers approved and which now waits for a human."""
+    fields.setdefault("needs_human_approval", True)
+    world.under_review(key, **fields)
+    task = world.verdict(key, "APPROVED")
+    assert task.status == "READY_FOR_REVIEW"
+    assert awaiting_human_approval(task)
+    return task
+
+
+def _immediate(world) -> Discovery:
+    return records.discovery_create(
+        project=world.project,
+        actor=world.coder,
+        description="OrderAPI has no idempotency keys",
+        severity="high",
+        urgency="immediate",
+        now=world.tick(),
+    )
+
+
+def _sprint(world):
+    world.unclaimed("t1")
+    return sprints.sprint_create(
+        project=world.project,
+        actor=world.planner,
+        goal=Goal.objects.get(project=world.project),
+        planned=["t1"],
+        deadline=world.now + timedelta(days=1),
+        now=world.tick(),
+    )

@@ -417,7 +417,8 @@ def test_complex_task_needs_two_distinct_reviewers(world):
 def test_security_sensitive_needs_a_security_reviewer(world):
     assert world.security_reviewer.agent_id == "code-reviewer-3"
     # Without the human approval gate (on by default here;
-    # tests/coordination/services/test_oversight.py) the reviewers' approvals alone approve.
+    # tests/coordination/services/test_reviews_human_gate.py) the reviewers' approvals alone
+    # approve.
     world.ready_for_review("task-1", criticality="security-sensitive", needs_human_approval=False)
     world.claim_review("task-1", "code-reviewer-1")
     # The last slot is kept for a security-flagged reviewer.
