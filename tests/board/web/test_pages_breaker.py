@@ -1,6 +1,6 @@
 """The circuit breaker on the board: the banner in the header while TRIGGERED, the report page
 (any member reads it), its resolution form (admins), what agents' keys get there. The role
-matrix of the page and the form is in test_oversight_views.py."""
+matrix of the page and the form is in test_actions.py and test_pages_roles.py."""
 
 from __future__ import annotations
 

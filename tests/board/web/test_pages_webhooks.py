@@ -13,7 +13,7 @@ from boards.coordination.selectors.access import config_of
 from boards.coordination.services.projects import config_update
 from boards.watch.models import WebhookAttempt, WebhookDelivery
 from tests.api.helpers import key_for
-from tests.board.web.test_oversight_views import (
+from tests.board.web.test_actions import (
     ADMIN,
     ANONYMOUS,
     MEMBER,

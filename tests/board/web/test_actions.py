@@ -1,11 +1,12 @@
-"""Human oversight on the board (SPEC §7): every page and action, per role, and what it did.
+"""The board's POST forms (boards/board/web/actions.py, SPEC §7): every action, per role, and
+what it did.
 
-The role matrix runs every oversight view (GET pages and POST actions) as an anonymous
-visitor, a viewer, a member and an admin of the project, an admin of another project, and site
-staff; it asserts the status and the database outcome, and a refused request leaves the rows
-exactly as they were. The happy path of each action is the admin's (and staff's) row of the
-matrix; the refusals a person can meet (a protocol refusal, bad input, a missing CSRF token)
-follow, then the role-aware pages themselves.
+The role matrix runs every action as an anonymous visitor, a viewer, a member and an admin of
+the project, an admin of another project, and site staff; it asserts the status and the
+database outcome, and a refused request leaves the rows exactly as they were. The happy path of
+each action is the admin's (and staff's) row of the matrix; the refusals a person can meet (a
+protocol refusal, bad input, a missing CSRF token) follow. The pages' own tests are in
+test_pages_*.py and the board's forms in test_board_forms.py; the helpers here are theirs too.
 """
 
 from __future__ import annotations
@@ -32,9 +33,8 @@ from boards.coordination.services import projects, tasks
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.records import discovery_create
 from boards.coordination.services.sprints import sprint_abort, sprint_checkpoint
-from boards.errors import LimitReached
 from boards.watch.models import NotificationPreference
-from tests.board.web.helpers import read_columns, sprint_world
+from tests.board.web.helpers import sprint_world
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
 from tests.module_rows import shared_rows
@@ -527,35 +527,6 @@ def test_actions_refuse_get(world, action):
     assert not action.applied(world)
 
 
-PAGES = [
-    ("/p/{slug}/inbox", Membership.Role.ADMIN),
-    ("/p/{slug}/settings", Membership.Role.ADMIN),
-    ("/p/{slug}/agents", Membership.Role.ADMIN),
-    ("/p/{slug}/controls", Membership.Role.MEMBER),
-    ("/p/{slug}/breaker", Membership.Role.VIEWER),
-    ("/p/{slug}/notifications", Membership.Role.VIEWER),
-]
-
-
-@pytest.mark.parametrize("who", ROLES)
-@pytest.mark.parametrize(("path", "needs"), PAGES)
-def test_page_role_matrix(world, path, needs, who):
-    world.blocked("T-1", sprint_scope="planned")
-    response = client_for(world, who).get(path.format(slug=world.project.slug))
-    assert response.status_code == expected_status(who, needs, 200)
-    if response.status_code != 200:
-        assert "T-1" not in response.content.decode()
-
-
-@pytest.mark.parametrize("who", ROLES)
-def test_the_cross_project_inbox_is_for_staff(world, who):
-    world.blocked("T-1")
-    response = client_for(world, who).get("/inbox")
-    expected = {ANONYMOUS: 302, STAFF: 200}.get(who, 403)
-    assert response.status_code == expected
-    assert ("T-1" in response.content.decode()) == (who == STAFF)
-
-
 def test_missing_objects_are_404_not_500(world):
     client = client_for(world, ADMIN)
     slug = world.project.slug
@@ -668,60 +639,6 @@ def test_limits_blank_means_the_project_setting(world):
     assert task.needs_human_approval is False
 
 
-def test_a_new_agent_and_its_key_are_shown_once(world):
-    client = client_for(world, ADMIN)
-    response = client.post(
-        f"/p/{world.project.slug}/agents/new", {"role": "code_reviewer", "security_reviewer": "on"}
-    )
-    assert response.status_code == 201
-    assert response["Cache-Control"] == "no-store"
-    html = response.content.decode()
-    plain = re.search(r'id="plain-key">([^<]+)<', html).group(1)
-    agent = Agent.objects.get(project=world.project, agent_id="code-reviewer-4")  # next free
-    assert agent.security_reviewer
-    key = AgentKey.objects.get(agent=agent)
-    assert key.key_hash == AgentKey.hash(plain) and plain.startswith(f"liza_{key.prefix}_")
-    # Never again: the agents page lists the key by its prefix only.
-    page = client.get(f"/p/{world.project.slug}/agents").content.decode()
-    assert key.prefix in page and plain not in page
-
-    again = client.post(f"/p/{world.project.slug}/agents/code-reviewer-4/keys", {"label": "ci"})
-    assert again.status_code == 201
-    second = re.search(r'id="plain-key">([^<]+)<', again.content.decode()).group(1)
-    assert second != plain and agent.keys.count() == 2
-
-
-def test_revoke_and_disable_from_the_agents_page(world):
-    key = _key(world)
-    client = client_for(world, ADMIN)
-    response = client.post(f"/p/{world.project.slug}/keys/{key.prefix}/revoke", {"next": "agents"})
-    assert response["Location"] == f"/p/{world.project.slug}/agents"
-    key.refresh_from_db()
-    assert key.revoked_at is not None
-    client.post(f"/p/{world.project.slug}/agents/coder-1/enabled", {"enabled": "0"})
-    assert not world.coder.enabled
-    page = client.get(f"/p/{world.project.slug}/agents").content.decode()
-    assert "coder-1 disabled." in page
-    client.post(f"/p/{world.project.slug}/agents/coder-1/enabled", {"enabled": "1"})
-    assert world.coder.enabled
-
-
-def test_the_agents_page_shows_availability_and_sets_it(world):
-    client = client_for(world, ADMIN)
-    page = client.get(f"/p/{world.project.slug}/agents").content.decode()
-    assert "Set overloaded" in page
-    client.post(
-        f"/p/{world.project.slug}/agents/coder-1/availability",
-        {"state": "overloaded", "next": "agents"},
-    )
-    assert world.coder.overloaded
-    page = client.get(f"/p/{world.project.slug}/agents").content.decode()
-    assert "availability-overloaded" in page
-    assert "Set available" in page
-    client.post(f"/p/{world.project.slug}/agents/coder-1/availability", {"state": "available"})
-    assert not world.coder.overloaded
-
-
 def test_discovery_convert_needs_an_admin_but_a_member_may_reject(world):
     _discovery(world)
     member_client = client_for(world, MEMBER)
@@ -737,19 +654,6 @@ def test_discovery_convert_needs_an_admin_but_a_member_may_reject(world):
     assert rejected.status_code == 302
     disc = world.project.discoveries.get()
     assert (disc.triage, disc.triage_note) == ("rejected", "Duplicate")
-
-
-def test_settings_are_saved_through_the_service_and_audited(world):
-    client = client_for(world, ADMIN)
-    page = client.get(f"/p/{world.project.slug}/settings")
-    assert 'name="lease_duration" value="300"' in page.content.decode()
-    data = {**ACTIONS[-1].data, "lease_duration": "600", "integration_branch": "main"}
-    response = client.post(f"/p/{world.project.slug}/settings", data)
-    assert response.status_code == 302
-    config = config_of(Project.objects.get(pk=world.project.pk))
-    assert (config.lease_duration, config.integration_branch) == (600, "main")
-    event = Event.objects.get(project=world.project, action="config_updated")
-    assert "lease_duration 300 → 600" in event.detail
 
 
 # -- refusals: the page again, the error, the right status; never a 500 -------------------------
@@ -831,50 +735,6 @@ def test_bad_input_is_a_4xx_and_changes_nothing(world, path, data, setup):
     assert list(Task.objects.filter(project=world.project).values()) == tasks_before
 
 
-def test_wip_limits_are_edited_on_the_settings_page(world):
-    client = client_for(world, ADMIN)
-    data = {**ACTIONS[-1].data, "wip_limits": "claimed=2, READY_FOR_REVIEW=4"}
-    response = client.post(f"/p/{world.project.slug}/settings", data)
-    assert response.status_code == 302
-    config = config_of(Project.objects.get(pk=world.project.pk))
-    assert config.wip_limits == {"CLAIMED": 2, "READY_FOR_REVIEW": 4}
-    page = client.get(f"/p/{world.project.slug}/settings").content.decode()
-    assert 'name="wip_limits" value="CLAIMED=2, READY_FOR_REVIEW=4"' in page
-    # Saving the same text again changes nothing.
-    client.post(
-        f"/p/{world.project.slug}/settings", {**data, "wip_limits": "CLAIMED=2, READY_FOR_REVIEW=4"}
-    )
-    assert Event.objects.filter(project=world.project, action="config_updated").count() == 1
-    refused = client.post(f"/p/{world.project.slug}/settings", {**data, "wip_limits": "MERGED=1"})
-    assert refused.status_code == 400
-    assert 'data-field="wip_limits"' in refused.content.decode()
-    assert "MERGED=1" in refused.content.decode()  # what they typed, kept
-    assert config_of(Project.objects.get(pk=world.project.pk)).wip_limits["CLAIMED"] == 2
-    # CLAIMED's limit is enforced at claim (issue 24): the third claim is refused.
-    world.claimed("c1", coder="coder-1")
-    world.claimed("c2", coder="coder-2")
-    world.unclaimed("c3")
-    with pytest.raises(LimitReached):
-        world.claim("c3", "coder-3")
-    # Lowered below what the column holds, the board marks it over its limit, in words.
-    client.post(f"/p/{world.project.slug}/settings", {**data, "wip_limits": "CLAIMED=1"})
-    board = client.get(f"/p/{world.project.slug}/?sprint=all").content.decode()
-    assert "▲ over limit 1" in board and "over its WIP limit of 1" in board
-
-
-def test_invalid_settings_show_the_field_error(world):
-    client = client_for(world, ADMIN)
-    data = {**ACTIONS[-1].data, "heartbeat_interval": "600", "lease_duration": "300"}
-    response = client.post(f"/p/{world.project.slug}/settings", data)
-    assert response.status_code == 400
-    html = response.content.decode()
-    assert 'data-field="lease_duration"' in html
-    assert config_of(Project.objects.get(pk=world.project.pk)).heartbeat_interval == 60
-    response = client.post(f"/p/{world.project.slug}/settings", {**data, "lease_grace": "soon"})
-    assert response.status_code == 400
-    assert 'data-field="lease_grace"' in response.content.decode()
-
-
 def test_actions_need_the_csrf_token(world):
     world.blocked("T-1")
     client = Client(enforce_csrf_checks=True)
@@ -898,140 +758,6 @@ def test_next_cannot_redirect_elsewhere(world):
     assert response["Location"] == f"/p/{world.project.slug}/?task=T-1"
 
 
-# -- role-aware pages --------------------------------------------------------------------------
-
-
-def post_forms(html: str) -> list[str]:
-    """The actions of the page's POST forms, sign-out excepted."""
-    actions = re.findall(r'<form method="post" action="([^"]+)"', html)
-    return [a for a in actions if a != "/logout/"]
-
-
-def test_the_board_offers_forms_by_role(world):
-    world.blocked("T-1", sprint_scope="planned")
-    slug = world.project.slug
-    pages = {
-        who: client_for(world, who).get(f"/p/{slug}/").content.decode()
-        for who in (VIEWER, MEMBER, ADMIN)
-    }
-    assert post_forms(pages[VIEWER]) == []
-    assert post_forms(pages[MEMBER]) == [f"/p/{slug}/notes"]
-    admin = post_forms(pages[ADMIN])
-    for path in (
-        "sprints/sprint-1/checkpoint",
-        "sprints/sprint-1/abort",
-        "pause",
-        "goals/goal-1/complete",
-        "goals/goal-1/abort",
-        "sprints/sprint-1/deadline",
-    ):
-        assert f"/p/{slug}/{path}" in admin
-    assert f"/p/{slug}/sprints/sprint-1/resume" not in admin  # not at a checkpoint
-    assert f'href="/p/{slug}/inbox"' in pages[ADMIN]
-    assert f'href="/p/{slug}/inbox"' not in pages[MEMBER]
-
-
-def test_board_controls_follow_the_sprint_and_pause_state(world):
-    _checkpoint(world)
-    _pause(world)
-    slug = world.project.slug
-    html = client_for(world, ADMIN).get(f"/p/{slug}/controls").content.decode()
-    forms = post_forms(html)
-    assert f"/p/{slug}/sprints/sprint-1/resume" in forms
-    assert f"/p/{slug}/sprints/sprint-1/checkpoint" not in forms
-    assert f"/p/{slug}/resume" in forms and f"/p/{slug}/pause" not in forms
-
-
-def test_the_drawer_offers_forms_by_role_and_status(world):
-    world.blocked("T-1", sprint_scope="planned")
-    world.claimed("T-2", coder="coder-2", sprint_scope="planned")
-    slug = world.project.slug
-
-    def drawer(who, key):
-        return post_forms(client_for(world, who).get(f"/p/{slug}/tasks/{key}/").content.decode())
-
-    assert drawer(VIEWER, "T-1") == []
-    assert drawer(MEMBER, "T-1") == [f"/p/{slug}/tasks/T-1/notes"]
-    blocked = drawer(ADMIN, "T-1")
-    for action in ("release", "rescope", "abandon", "cancel", "suspend", "limits", "notes"):
-        assert f"/p/{slug}/tasks/T-1/{action}" in blocked, action
-    assert f"/p/{slug}/tasks/T-1/override-block" not in blocked  # already BLOCKED
-    claimed = drawer(ADMIN, "T-2")
-    for action in ("override-block", "release-claim", "cancel", "suspend", "limits"):
-        assert f"/p/{slug}/tasks/T-2/{action}" in claimed, action
-    assert f"/p/{slug}/tasks/T-2/release" not in claimed
-
-
-def test_suspended_and_awaiting_cards_carry_a_badge(world):
-    _suspended(world, "T-1")
-    _awaiting(world, "T-2")
-    html = client_for(world, VIEWER).get(f"/p/{world.project.slug}/").content.decode()
-    columns = read_columns(html)
-    assert "suspended" in columns["UNCLAIMED"].text
-    assert "awaiting human approval" in columns["READY_FOR_REVIEW"].text
-    drawer = client_for(world, ADMIN).get(f"/p/{world.project.slug}/tasks/T-2/").content
-    assert f"/p/{world.project.slug}/tasks/T-2/approve".encode() in drawer
-
-
-def test_the_inbox_lists_what_waits_for_a_human(world):
-    slug = world.project.slug
-    world.blocked("T-1")
-    # Two distinct coders failed T-2: it is limit-blocked (hypothesis exhaustion).
-    world.blocked("T-2", coder="coder-2")
-    client_for(world, ADMIN).post(f"/p/{slug}/tasks/T-2/release", {"answer": "Try again"})
-    world.claim("T-2", coder="coder-3")
-    world.block("T-2", reason="Still stuck")
-    world.integration_failed("T-3")
-    _awaiting(world, "T-4")
-    _suspended(world, "T-5")
-    _discovery(world)
-    _checkpoint(world)
-
-    html = client_for(world, ADMIN).get(f"/p/{slug}/inbox").content.decode()
-    blocked = html[html.index('id="blocked"') : html.index('id="awaiting-approval"')]
-    assert 'data-task="T-1"' in blocked and 'data-task="T-2"' in blocked
-    assert "Spec is silent on errors" in blocked and "What should happen on error?" in blocked
-    assert "Read the spec" in blocked  # attempted
-    t2 = blocked[blocked.index('data-task="T-2"') :]
-    assert "limit reached" in t2 and "coder-2, coder-3" in t2
-    assert "limit reached" not in blocked[: blocked.index('data-task="T-2"')]
-    for section, marker in (
-        ("integration-failed", 'data-task="T-3"'),
-        ("awaiting-approval", 'data-task="T-4"'),
-        ("suspended", 'data-task="T-5"'),
-        ("discoveries", 'data-discovery="disc-1"'),
-        ("checkpoints", 'data-sprint="sprint-1"'),
-    ):
-        assert f'id="{section}"' in html and marker in html, section
-    for path in (
-        "tasks/T-1/release",
-        "tasks/T-1/rescope",
-        "tasks/T-1/abandon",
-        "tasks/T-4/approve",
-        "tasks/T-4/reject",
-        "tasks/T-5/resume",
-        "discoveries/disc-1/triage",
-        "sprints/sprint-1/resume",
-        "sprints/sprint-1/abort",
-    ):
-        assert f'action="/p/{slug}/{path}"' in html, path
-
-
-def test_the_staff_inbox_spans_projects_and_links_to_each(world):
-    other = sprint_world()
-    world.blocked("A-1")
-    other.blocked("B-1")
-    client = client_for(world, STAFF)
-    html = client.get("/inbox").content.decode()
-    assert f'href="/p/{world.project.slug}/"' in html and f'href="/p/{other.project.slug}/"' in html
-    assert f'action="/p/{other.project.slug}/tasks/B-1/release"' in html
-    response = client.post(
-        f"/p/{other.project.slug}/tasks/B-1/release", {"answer": "Go", "next": "inbox-all"}
-    )
-    assert response["Location"] == "/inbox"
-    assert other.task("B-1").status == "UNCLAIMED"
-
-
 def test_a_new_task_for_the_next_claim_after_release(world):
     """The answered task is what the next claim gets, and the note travels with it."""
     world.blocked("T-1", sprint_scope="planned")
@@ -1048,95 +774,3 @@ def test_a_new_task_for_the_next_claim_after_release(world):
     )
     assert task.key == "T-1"
     assert [n.message for n in task.human_notes.all()] == ["Use the v2 endpoint"]
-
-
-def test_the_inbox_lists_open_alerts_most_severe_first_and_acknowledging_one_keeps_it_listed(
-    world,
-):
-    made = _alert(world)  # critical, on T-7 (itself BLOCKED: one inbox item already)
-    Alert.objects.create(
-        project=world.project, type=Alert.Type.STALE_PAUSE, level=Alert.Level.WARNING,
-        message="paused for 3 h", created=world.tick(),
-    )  # fmt: skip
-    client = client_for(world, ADMIN)
-    page = client.get(f"/p/{world.project.slug}/inbox").content.decode()
-    section = page[page.index('id="alerts"') : page.index("</section>", page.index('id="alerts"'))]
-    assert re.findall(r'data-alert="\d+"', section) == [
-        f'data-alert="{made.prefix}"',
-        f'data-alert="{Alert.objects.get(type=Alert.Type.STALE_PAUSE).pk}"',
-    ]
-    assert section.count(">Acknowledge</button>") == 2
-    assert re.search(r'id="inbox-count">3<', page)  # the blocked task and two alerts
-
-    response = client.post(f"/p/{world.project.slug}/alerts/{made.prefix}/acknowledge", {})
-    assert response.status_code == 302
-    page = client.get(f"/p/{world.project.slug}/inbox").content.decode()
-    assert re.search(r'id="inbox-count">2<', page)  # no longer waiting
-    assert "acknowledged by" in page and page.count(">Acknowledge</button>") == 1
-    # Again: a conflict, said on the page, nothing changed.
-    again = client.post(f"/p/{world.project.slug}/alerts/{made.prefix}/acknowledge", {})
-    assert again.status_code in (302, 409)
-    assert Event.objects.filter(action="alert_acknowledged", outcome="applied").count() == 1
-
-
-def test_another_projects_alert_is_404_for_this_projects_admin(world):
-    foreign = _alert(sprint_world())
-    response = client_for(world, ADMIN).post(
-        f"/p/{world.project.slug}/alerts/{foreign.prefix}/acknowledge", {}
-    )
-    assert response.status_code == 404
-    assert Alert.objects.get(pk=foreign.prefix).acknowledged_at is None
-
-
-def test_max_concurrent_is_edited_with_units_and_shown_on_the_board(world):
-    client = client_for(world, ADMIN)
-    data = {**ACTIONS[-1].data, "max_concurrent": "coder=2, project=3"}
-    assert client.post(f"/p/{world.project.slug}/settings", data).status_code == 302
-    config = config_of(Project.objects.get(pk=world.project.pk))
-    assert config.max_concurrent == {"coder": 2, "project": 3}
-    page = client.get(f"/p/{world.project.slug}/settings").content.decode()
-    assert 'name="max_concurrent" value="coder=2, project=3"' in page
-    assert 'data-unit="max_concurrent">agents at work at once<' in page
-    assert 'data-unit="stall_timeout">seconds<' in page
-    refused = client.post(f"/p/{world.project.slug}/settings", {**data, "max_concurrent": "dog=1"})
-    assert refused.status_code == 400 and 'data-field="max_concurrent"' in refused.content.decode()
-    world.claimed("c1", coder="coder-1")
-    board = client.get(f"/p/{world.project.slug}/?sprint=all").content.decode()
-    assert 'data-cap="coder">coder 1/2 agents<' in board
-    assert 'data-cap="project">project 1/3 agents<' in board
-
-
-def test_a_budget_is_raised_from_the_settings_page_audited_and_work_resumes(world):
-    from decimal import Decimal
-
-    from agents.services import run_start, usage_record
-    from boards.errors import BudgetExhausted
-
-    client = client_for(world, ADMIN)
-    path = f"/p/{world.project.slug}/budgets"
-    form = {
-        "scope": "project",
-        "subject": "",
-        "limit_usd": "1",
-        "limit_tokens": "",
-        "next": "settings",
-    }
-    assert client.post(path, form).status_code == 302
-    run = run_start(project=world.project, agent=world.planner, now=world.tick())
-    usage_record(
-        project=world.project, agent=world.planner, now=world.tick(), run=run.pk,
-        usage=[{"model": "m", "cost_usd": Decimal("1.25")}],
-    )  # fmt: skip
-    page = client.get(f"/p/{world.project.slug}/settings").content.decode()
-    assert "$1.25 · 0 tokens (125 %)" in page and 'class="budget-state">exhausted<' in page
-    world.unclaimed("c1")
-    with pytest.raises(BudgetExhausted):
-        world.claim("c1")
-    refused = client.post(path, {**form, "limit_usd": "-3"})
-    assert refused.status_code == 400 and "limit_usd" in refused.content.decode()
-    raised = client.post(path, {**form, "limit_usd": "5"}, follow=True)
-    assert "Budget of project set: $5.00." in raised.content.decode()
-    event = Event.objects.filter(project=world.project, action="budget_set").latest("pk")
-    assert event.actor_id == world.admin.username
-    assert event.detail == "budget of project: $1.00 → $5.00 (25 % spent)"
-    assert world.claim("c1").status == "CLAIMED"
