@@ -33,8 +33,8 @@ LONG = (
     "tests/e2e/",
     "tests/agents/client/",
     "tests/contract/",
-    "tests/boards/compat/",
-    "tests/boards/selectors/test_work_property.py",
+    "tests/interop/",
+    "tests/coordination/selectors/test_work.py",
 )
 
 
@@ -67,7 +67,7 @@ def pytest_collection_modifyitems(config, items):
 def _key_counter_of_this_worker():
     """This worker's own key counter (liza_site.key_generation): the workers share one Redis
     database, and another worker's revoke or pause bumping the shared counter would empty this
-    one's cached keys mid-test — a test that needs a cached key (tests/boards/api/test_hot.py,
+    one's cached keys mid-test — a test that needs a cached key (tests/api/test_hot.py,
     tests/agents/test_keycache.py) then failed now and then. Servers the tests start keep the
     product's counter: within one server its bumps and reads agree."""
     from liza_site import key_generation

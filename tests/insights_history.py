@@ -1,5 +1,5 @@
 """A small history walked through the services at fixed moments over three days (January 4–7,
-2026), from which the insights figures were computed by hand (tests/boards/selectors/
+2026), from which the insights figures were computed by hand (tests/insights/selectors/
 test_insights.py lists them; the e2e test checks the charts draw the same numbers)."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ _prefix = os.environ.get("LIZA_TEST_CHANNEL_PREFIX")
 if _prefix and "CONFIG" in CHANNEL_LAYERS["default"]:
     CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = _prefix
 
-# The tests' webhook receivers listen on 127.0.0.1 (tests/boards/services/test_webhooks.py
+# The tests' webhook receivers listen on 127.0.0.1 (tests/watch/services/test_webhooks.py
 # turns this off to prove the refusal).
 LIZA_WEBHOOK_ALLOW_PRIVATE = True
 LIZA_WEBHOOK_TIMEOUT = 1.0

@@ -307,7 +307,7 @@ class HeartbeatView(ProjectView):
 # The heartbeat's answer is a few columns of rows the service has in hand: written out here
 # rather than through HeartbeatSerializer (a ModelSerializer builds its fields for every
 # instance: ~1,800 Python calls a heartbeat). The serializer stays the schema, and
-# tests/boards/api/test_heartbeat_answer.py holds the two answers equal.
+# tests/api/test_views_heartbeat_answer.py holds the two answers equal.
 _TIME = serializers.DateTimeField()
 
 

@@ -11,7 +11,7 @@ services and selectors; these only move rows.
 
 Writes skip the `pre_save`/`post_save` signals, as `QuerySet.update` does: the models written
 here (tasks, agents, reviews, events) have no receivers, and
-tests/boards/models/test_rows.py checks that, and that every read and write here equals the
+tests/coordination/test_rows.py checks that, and that every read and write here equals the
 ORM's.
 """
 

@@ -13,7 +13,7 @@ the grace included), so a dead claim is a free slot, exactly as `review_claim` r
 `boards.coordination.selectors.reviews` asks it for the queue (`reviewable_tasks`: review
 claim-next's pick and `/work`, one statement) and for one task (`review_slot_refusal`: a named
 review claim, which words the refusal); nothing else in the product writes this rule.
-tests/boards/selectors/test_review_slot_sql.py holds it equal to a Python reference model.
+tests/coordination/selectors/test_reviews_slot.py holds it equal to a Python reference model.
 
 The approvals each criticality needs (`protocol.REQUIRED_APPROVALS`) and the project's
 security-flagged reviewers come in as arguments, so that their tables stay where they are.

@@ -25,7 +25,7 @@ from boards.coordination.models.projects import Project, ProjectConfig
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import config_update, project_pause
 from liza_site import key_generation
-from tests.boards.api.helpers import api_base, assert_envelope, bearer, http_start, key_for
+from tests.api.helpers import api_base, assert_envelope, bearer, http_start, key_for
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db

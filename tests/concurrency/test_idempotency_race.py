@@ -15,7 +15,7 @@ from django.utils import timezone
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Discovery
 from boards.protocol import Action
-from tests.boards.api.helpers import api_base, bearer, key_for
+from tests.api.helpers import api_base, bearer, key_for
 from tests.concurrency.conftest import run_together
 from tests.lifecycle import World
 

@@ -37,7 +37,7 @@ from boards.coordination.services.projects import config_update
 from boards.coordination.services.records import anomaly_create, discovery_create
 from boards.coordination.services.sprints import sprint_create
 from liza_site.wsgi import application
-from tests.boards.api.helpers import csrf_pair
+from tests.api.helpers import csrf_pair
 from tests.factories import ProjectFactory, register
 from tests.lifecycle import World
 

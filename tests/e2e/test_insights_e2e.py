@@ -1,6 +1,6 @@
 """Insights in a real browser at 1440 × 900 (issue #13): the charts are drawn, inside the
 screen's width, with the numbers computed by hand for tests/insights_history.py (the same ones
-tests/boards/selectors/test_insights.py asserts), and each equals its table."""
+tests/insights/selectors/test_insights.py asserts), and each equals its table."""
 
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ from websockets.asyncio.client import connect
 
 from agents.services import agent_key_issue
 from boards.coordination.services.actors import SYSTEM
-from tests.boards.consumers.helpers import session_cookie, sprint_world
-from tests.boards.views.helpers import read_columns
+from tests.board.live.helpers import session_cookie, sprint_world
+from tests.board.web.helpers import read_columns
 from tests.ci import unavailable
 from tests.live_server import free_port, live_server, suite_database_url
 

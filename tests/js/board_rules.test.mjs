@@ -1,7 +1,7 @@
 // static/boards/board_rules.js under `node --test` (run by .ci/test): loaded as the browser
 // loads it, a classic script, then its rules checked (linted by ESLint; the file under test is
 // type-checked strictly by jsconfig.pure.json). The task filter runs the cases of
-// tests/data/task_filter_cases.json, which tests/boards/selectors/test_filters.py runs through
+// tests/data/task_filter_cases.json, which tests/coordination/selectors/test_filters.py runs through
 // the server's TaskFilter on PostgreSQL.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";

@@ -27,8 +27,8 @@ from boards.board.live.consumers import CLOSE_ACCESS_ENDED
 from boards.coordination.models.projects import Membership
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.projects import membership_set
-from tests.boards.api.helpers import csrf_pair
-from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
+from tests.api.helpers import csrf_pair
+from tests.board.live.helpers import redis_layer_settings, session_cookie, sprint_world
 from tests.factories import UserFactory, member
 from tests.realtime.test_two_processes import REDIS_URL, _http, two_servers
 

@@ -29,8 +29,8 @@ from websockets.asyncio.client import connect
 from agents.services import agent_key_issue
 from boards.coordination import outbox as events
 from boards.coordination.services.actors import SYSTEM
-from tests.boards.consumers.helpers import redis_layer_settings, session_cookie, sprint_world
-from tests.boards.views.helpers import read_columns
+from tests.board.live.helpers import redis_layer_settings, session_cookie, sprint_world
+from tests.board.web.helpers import read_columns
 from tests.live_server import LiveServer, live_servers, suite_database_url
 from tests.private_redis import private_redis_url
 

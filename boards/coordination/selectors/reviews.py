@@ -97,7 +97,7 @@ class SlotRefusal:
 
 # The slot rule is SQL, written once in a migration (boards 0026, `liza_review_slot_v1`): the
 # task row and the reviewer → NULL when its slot is open, else why not (the migration lists the
-# codes). tests/boards/selectors/test_review_slot_sql.py holds it equal to a reference model.
+# codes). tests/coordination/selectors/test_reviews_slot.py holds it equal to a reference model.
 def review_slot(
     reviewer: Agent, now: datetime, config: ProjectConfig, *, project_id: int
 ) -> RawSQL:

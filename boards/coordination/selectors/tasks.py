@@ -76,7 +76,7 @@ def retry_waits(task: Task, now: datetime, config: ProjectConfig) -> bool:
 # The queue's predicate is SQL, written once in a migration (boards 0021,
 # `liza_claim_queue_v1`): the task row → its queue (1 the coder's own REJECTED, 2
 # INTEGRATION_FAILED, 3 UNCLAIMED with its dependencies MERGED, 4 CLAIMED with a dead lease past
-# its backoff) or NULL. tests/boards/selectors/test_claim_queue_sql.py holds it equal to a
+# its backoff) or NULL. tests/coordination/selectors/test_tasks_claim_queue.py holds it equal to a
 # Python reference model of the rule, and `retry_at` above to its backoff bound.
 CLAIM_QUEUES = (
     TaskStatus.REJECTED,

@@ -118,7 +118,7 @@ def insights(*, project: Project, period: Period) -> Insights:
 
     The per-stay work runs in one SQL statement (`_flow_sql`: window functions over each
     task's transitions) and Python reads a few hundred rows. The tests hold it equal to a plain
-    reference walk of the state history (tests/boards/selectors/insights_oracle.py).
+    reference walk of the state history (tests/insights/selectors/insights_oracle.py).
     """
     tasks = _task_rows(project, period).count()
     flow = _flow_sql(project, period)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.boards.admin.helpers import build_board
+from tests.admin.helpers import build_board
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from agents import keycache
 from agents.models import Agent, AgentKey
 from agents.selectors import agent_key_lookup
 from boards.coordination.models.records import Event
-from tests.boards.admin.helpers import (
+from tests.admin.helpers import (
     KEY_RE,
     add_url,
     admin_url,
@@ -16,7 +16,7 @@ from tests.boards.admin.helpers import (
     page_messages,
     run_action,
 )
-from tests.boards.api.helpers import api_base, bearer
+from tests.api.helpers import api_base, bearer
 
 
 def _agent_form(agent, **changes):

@@ -29,7 +29,7 @@ from boards.coordination.models.tasks import Discovery, Handoff, Task
 from boards.coordination.services.projects import project_pause
 from boards.coordination.services.tasks import task_cancel, task_finalize, task_release_claim
 from boards.protocol import Action, GoalStatus, TaskStatus
-from tests.boards.api.helpers import key_for
+from tests.api.helpers import key_for
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -22,7 +22,7 @@ from boards.coordination.models.projects import Goal, Sprint
 from boards.coordination.models.records import Event
 from boards.coordination.services.tasks import task_cancel, task_release_claim
 from boards.protocol import Action, GoalStatus, SprintStatus, TaskStatus
-from tests.boards.api.helpers import assert_valid, key_for
+from tests.api.helpers import assert_valid, key_for
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from boards.coordination.services.projects import project_pause
 from boards.coordination.services.tasks import task_release_claim
 from boards.protocol import TaskStatus
-from tests.boards.api.helpers import key_for
+from tests.api.helpers import key_for
 from tests.lifecycle import World
 from tests.live_server import free_port
 

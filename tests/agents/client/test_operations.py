@@ -16,7 +16,7 @@ from agents.client.cli import main
 from agents.client.operations import OPERATIONS, ROLES, operations_for
 from boards.coordination.services.goals import goal_create
 from boards.coordination.services.sprints import sprint_create
-from tests.boards.api.helpers import key_for
+from tests.api.helpers import key_for
 from tests.lifecycle import World
 
 AGENT_OF_ROLE = {"planner": "planner-1", "coder": "coder-1", "code_reviewer": "code-reviewer-1"}

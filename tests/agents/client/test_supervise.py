@@ -24,7 +24,7 @@ from agents.selectors import recent_crashes
 from boards.coordination.models.records import Event
 from boards.protocol import TaskStatus
 from tests.agents.client.gitrepo import git, new_repo
-from tests.boards.api.helpers import key_for
+from tests.api.helpers import key_for
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db(transaction=True)

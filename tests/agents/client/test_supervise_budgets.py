@@ -24,7 +24,7 @@ from boards.coordination.services.budgets import budget_set
 from boards.watch.services.watch import watch_sweep
 from tests.agents.client import test_supervise as base
 from tests.agents.client.test_supervise import wait_for, write_agent
-from tests.boards.api.helpers import key_for
+from tests.api.helpers import key_for
 from tests.factories import UserFactory
 
 repo, world, supervisors = base.repo, base.world, base.supervisors

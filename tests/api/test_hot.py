@@ -1,0 +1,279 @@
+"""The agents' hot path (boards/api/hot.py): heartbeat and claim-next without DRF's dispatch.
+
+An agent's request is served by the view's own handler without DRF's `dispatch` (proven by
+making `dispatch` fail), and answers what the DRF view answers the same request: a query string
+sends a request to the DRF view, so each case is asked both ways and the answers compared
+(status, the headers DRF sets, the body with its times blanked).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from rest_framework.views import APIView
+
+from agents import authentication, keycache
+from agents.models import Agent, AgentKey, IdempotentRequest
+from agents.services import agent_key_used
+from boards.api import hot
+from boards.api.base import ProjectView
+from boards.coordination.models.tasks import Task
+from boards.coordination.services.projects import project_pause
+from boards.protocol import TaskStatus
+from liza_site import key_generation, throttling
+from tests.api.helpers import api_base, bearer, http_start, key_for
+from tests.lifecycle import World
+
+pytestmark = pytest.mark.django_db
+
+CLAIM = {"base_commit": "c0ffee01"}
+HEADERS = ("Content-Type", "Allow", "Vary", "Retry-After", "Idempotent-Replayed")
+
+
+@pytest.fixture
+def world():
+    keycache.clear()
+    return World(now=http_start())
+
+
+@pytest.fixture
+def no_drf_dispatch(monkeypatch):
+    def refuse(self, request, *args, **kwargs):
+        raise AssertionError("DRF's dispatch ran")
+
+    monkeypatch.setattr(APIView, "dispatch", refuse)
+    monkeypatch.setattr(ProjectView, "dispatch", refuse)
+
+
+def _blank_times(value):
+    if isinstance(value, dict):
+        return {k: _blank_times(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blank_times(v) for v in value]
+    if isinstance(value, str) and len(value) >= 20 and value[4:5] == "-" and value[10:11] == "T":
+        return "<time>"
+    return value
+
+
+def _answer(response):
+    return (
+        response.status_code,
+        {h: response.get(h) for h in HEADERS},
+        _blank_times(response.json()),
+    )
+
+
+def test_heartbeat_and_claim_next_skip_drf_dispatch(world, no_drf_dispatch):
+    world.unclaimed("T-1")
+    client = bearer(key_for(world.coder))
+    base = api_base(world.project.slug)
+    claimed = client.post(f"{base}/tasks/claim-next", CLAIM, format="json")
+    assert claimed.status_code == 200, claimed.content
+    assert claimed.json()["task"]["key"] == "T-1"
+    beat = client.post(f"{base}/agents/heartbeat", {"context_percent": 40}, format="json")
+    assert beat.status_code == 200, beat.content
+    assert beat.json()["task"] == "T-1"
+
+
+def _both_ways(client, url, body, **extra):
+    fast = client.post(url, body, format="json", **extra)
+    drf = client.post(url + "?via=drf", body, format="json", **extra)
+    return _answer(fast), _answer(drf)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"context_percent": 50}, {"context_percent": 101}, {"context_percent": "x"}, [1]],
+)
+def test_a_heartbeat_answers_as_drf_does(world, body):
+    client = bearer(key_for(world.coder))
+    fast, drf = _both_ways(client, f"{api_base(world.project.slug)}/agents/heartbeat", body)
+    assert fast == drf
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"{not json", 400),
+        (b"", 200),
+        (b'{"context_percent": 1e400}', 400),
+        (b'{"note": "\\u0000"}', 400),
+        (b"[" * 5000, 400),
+    ],
+)
+def test_a_raw_body_answers_as_drf_does(world, raw, status):
+    client = bearer(key_for(world.coder))
+    url = f"{api_base(world.project.slug)}/agents/heartbeat"
+    fast = client.post(url, raw, content_type="application/json")
+    drf = client.post(url + "?via=drf", raw, content_type="application/json")
+    assert _answer(fast) == _answer(drf)
+    assert fast.status_code == status
+
+
+def test_a_paused_project_answers_as_drf_does(world):
+    world.unclaimed("T-1")
+    project_pause(project=world.project, actor=world.admin, reason="lunch", now=timezone.now())
+    client = bearer(key_for(world.coder))
+    base = api_base(world.project.slug)
+    fast, drf = _both_ways(client, f"{base}/agents/heartbeat", {})
+    assert fast == drf
+    assert fast[2]["stop"] == "paused"
+    fast, drf = _both_ways(client, f"{base}/tasks/claim-next", {})
+    assert fast == drf
+    assert (fast[0], fast[2]["error"]["code"]) == (409, "paused")
+
+
+def test_claim_next_answers_as_drf_does_with_an_empty_queue_and_a_held_task(world):
+    client = bearer(key_for(world.coder))
+    url = f"{api_base(world.project.slug)}/tasks/claim-next"
+    fast, drf = _both_ways(client, url, {})
+    assert fast == drf
+    assert fast[2] == {"task": None}
+    world.unclaimed("T-1")
+    first = client.post(url, CLAIM, format="json")
+    assert first.status_code == 200
+    fast, drf = _both_ways(client, url, CLAIM)  # its own live claim, given back both ways
+    assert fast == drf
+    assert fast[2]["task"]["key"] == "T-1"
+
+
+def test_an_idempotency_key_replays_the_first_answer(world, no_drf_dispatch):
+    world.unclaimed("T-1")
+    client = bearer(key_for(world.coder))
+    url = f"{api_base(world.project.slug)}/tasks/claim-next"
+    key = uuid.uuid4().hex
+    first = client.post(url, CLAIM, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    again = client.post(url, CLAIM, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    assert first.status_code == again.status_code == 200
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    other = client.post(url, {**CLAIM, "worktree": "/x"}, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    assert other.status_code == 422
+    assert other.json()["error"]["code"] == "idempotency_key_reused"
+
+
+def test_the_rate_limits_answer_as_drf_does(world, monkeypatch):
+    monkeypatch.setattr(throttling._FixedWindow, "prefix", f"liza-test:{uuid.uuid4().hex}")
+    monkeypatch.setattr(throttling._FixedWindow, "timer", staticmethod(lambda: 86_400.0 * 5 + 10))
+    monkeypatch.setattr(
+        throttling._FixedWindow, "THROTTLE_RATES", {"principal": "2/min", "address": "1000/min"}
+    )
+    client = bearer(key_for(world.coder))
+    url = f"{api_base(world.project.slug)}/agents/heartbeat"
+    assert client.post(url, {}, format="json").status_code == 200
+    assert client.post(url, {}, format="json").status_code == 200
+    fast, drf = _both_ways(client, url, {})
+    assert fast == drf
+    assert fast[0] == 429
+    assert fast[1]["Retry-After"] == "50"
+
+
+def test_the_schema_describes_both_paths_as_their_drf_views():
+    """drf-spectacular documents the thin routes exactly as the DRF views they replace."""
+    from django.urls import URLPattern, path
+    from drf_spectacular.generators import SchemaGenerator
+
+    from boards.api import urls
+
+    def schema(patterns):
+        mounted = [path("api/v1/projects/<slug:slug>/", (patterns, None, None))]
+        return SchemaGenerator(patterns=mounted).get_schema(request=None, public=True)
+
+    thin = [p for p in urls.urlpatterns if hasattr(p.callback, "drf_view")]
+    assert sorted(p.name for p in thin) == ["api-claim-next", "api-heartbeat"]
+    as_drf = [
+        URLPattern(p.pattern, p.callback.drf_view, p.default_args, p.name)
+        if hasattr(p.callback, "drf_view")
+        else p
+        for p in urls.urlpatterns
+    ]
+    served, drf = schema(urls.urlpatterns), schema(as_drf)
+    assert served == drf
+    paths = served["paths"]
+    assert "post" in paths["/api/v1/projects/{slug}/agents/heartbeat"]
+    assert "post" in paths["/api/v1/projects/{slug}/tasks/claim-next"]
+
+
+@pytest.mark.parametrize("route", ["agents/heartbeat", "tasks/claim-next"])
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_an_agent_deleted_behind_the_cached_key_answers_as_drf_does(
+    world, monkeypatch, route, idempotent
+):
+    """The agent deleted between the cached lookup and the service (here: a delete whose
+    counter bump is lost) is DRF's 401 for a key that is gone, not a 500. (Its project cannot
+    be deleted: tests/agents/test_keycache.py.)"""
+    world.unclaimed("T-1")
+    client = bearer(key_for(world.coder))
+    url = f"{api_base(world.project.slug)}/{route}"
+    body = CLAIM if route == "tasks/claim-next" else {}
+    assert client.post(url, body, format="json").status_code == 200  # the key is cached
+    monkeypatch.setattr(key_generation, "bump", lambda: None)
+    Agent.objects.get(pk=world.coder.pk).delete()
+    extra = {"HTTP_IDEMPOTENCY_KEY": uuid.uuid4().hex} if idempotent else {}
+    fast, drf = _both_ways(client, url, body, **extra)
+    assert fast == drf
+    assert (fast[0], fast[2]["error"]["code"]) == (401, "authentication_failed")
+    monkeypatch.setattr(ProjectView, "dispatch", None)  # the thin path answers it alone
+    fast = client.post(url, body, format="json", **extra)
+    assert fast["WWW-Authenticate"] == 'Bearer realm="liza"'
+
+
+def _deleted_elsewhere(pk: int) -> None:
+    """Delete an agent through another connection (another request, an admin), committed."""
+
+    def delete() -> None:
+        try:
+            Agent.objects.filter(pk=pk).delete()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=delete)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "the delete waited on a lock of the request"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("route", ["agents/heartbeat", "tasks/claim-next"])
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_an_agent_deleted_after_authentication_answers_as_the_thin_path_does(
+    monkeypatch, route, idempotent
+):
+    """The agent deleted (through another connection, committed) after its key authenticated
+    the request and before the service locks it: both paths answer the 401 of a key that is
+    gone, not a 500 (DRF's used to: Agent.DoesNotExist escaped the service). The window is where
+    each path notes its key used (`agent_key_used`), once authenticated."""
+    keycache.clear()
+    world = World(now=http_start())
+    world.unclaimed("T-1")
+    fast_coder, drf_coder = world.coders[0], world.coders[1]
+    doomed = {fast_coder.pk, drf_coder.pk}
+
+    def used_then_deleted(*, key, now):
+        agent_key_used(key=key, now=now)
+        if key.agent_id in doomed:
+            doomed.discard(key.agent_id)
+            _deleted_elsewhere(key.agent_id)
+
+    monkeypatch.setattr(authentication, "agent_key_used", used_then_deleted)
+    monkeypatch.setattr(hot, "agent_key_used", used_then_deleted)
+    plain = {coder.pk: key_for(coder) for coder in (fast_coder, drf_coder)}
+    # Noted used a moment ago, so that noting it again writes nothing: the delete then waits on
+    # no lock the request holds.
+    AgentKey.objects.filter(agent__in=doomed).update(last_used_at=timezone.now())
+    url = f"{api_base(world.project.slug)}/{route}"
+    body = CLAIM if route == "tasks/claim-next" else {}
+    extra = {"HTTP_IDEMPOTENCY_KEY": uuid.uuid4().hex} if idempotent else {}
+    fast = bearer(plain[fast_coder.pk]).post(url, body, format="json", **extra)
+    drf = bearer(plain[drf_coder.pk]).post(url + "?via=drf", body, format="json", **extra)
+    assert _answer(fast) == _answer(drf)
+    assert (fast.status_code, fast.json()["error"]["code"]) == (401, "authentication_failed")
+    assert fast["WWW-Authenticate"] == drf["WWW-Authenticate"] == 'Bearer realm="liza"'
+    assert not doomed  # both deletes happened in the window
+    assert not Agent.objects.filter(pk__in=[fast_coder.pk, drf_coder.pk]).exists()
+    assert not IdempotentRequest.objects.exists()  # nothing recorded to replay
+    assert Task.objects.get(project=world.project, key="T-1").status == TaskStatus.UNCLAIMED
