@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cache
@@ -42,6 +43,9 @@ FRAGMENT_FORMAT = 1
 # shared cache but what changed. The key names one version exactly, so a copy never goes stale.
 LOCAL_FRAGMENTS = 8192
 _local: OrderedDict[str, str] = OrderedDict()
+# Views and consumers may render from several threads of one process: the copies' reads and
+# evictions happen under one lock (a check-then-read could otherwise lose a key mid-way).
+_local_lock = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,15 +92,17 @@ def render_card(card: Card) -> str:
 
 
 def _remember(key: str, html: str) -> None:
-    _local[key] = html
-    _local.move_to_end(key)
-    while len(_local) > LOCAL_FRAGMENTS:
-        _local.popitem(last=False)
+    with _local_lock:
+        _local[key] = html
+        _local.move_to_end(key)
+        while len(_local) > LOCAL_FRAGMENTS:
+            _local.popitem(last=False)
 
 
 def forget_local() -> None:
     """Empty this process's copies (a new process; tests and the cold benchmark)."""
-    _local.clear()
+    with _local_lock:
+        _local.clear()
 
 
 def _shared(call, default):
@@ -117,7 +123,8 @@ def _shared(call, default):
 
 def _fetch(keys: list[str]) -> dict[str, str]:
     """The fragments of `keys` this process has, then the others in one shared round trip."""
-    found = {key: _local[key] for key in keys if key in _local}
+    with _local_lock:
+        found = {key: html for key in keys if (html := _local.get(key)) is not None}
     missing = [key for key in keys if key not in found]
     if missing:
         fetched = _shared(lambda: shared.get_many(missing), {})
