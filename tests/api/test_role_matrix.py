@@ -1,22 +1,25 @@
 """Tenant and role matrix over every endpoint of boards/api/urls.py (SPEC §3, §11; STYLE.md Tests).
 
 One table row per (URL name, method): how to put the project in a state where the call makes
-sense, the body, which agent role and which human roles may make it, and what success changes.
-Every principal is then asked:
+sense, the body, which human roles may make it, and what success changes. Which agent roles may
+make it is not restated: it comes from the operation's contract entry (agents.client.contract,
+`roles`, matched by URL name and method; issue 22 §3). Every principal is then asked:
 
 - anonymous, a revoked key, an unknown key → 401 with the error envelope;
 - an agent of another project (with the same agent id and role) and a logged-in user without a
   membership → 404, the very answer for a project or object that does not exist;
-- an agent of this project with the wrong role → 403 (override-block: 409, see its row);
+- an agent of this project of every role the contract does not give the call → 403
+  (override-block: 409, see its row);
 - viewer / member / admin → the endpoint's answer for that role (viewers read, never write);
 - the agent with the right role → success, with the effect checked and the state still VALID.
 
 A refused write must leave every row of the project as it was. A guard test keeps the table in
-step with the URL patterns, so a new endpoint cannot be left out of the matrix.
+step with the URL patterns and the contract, so a new endpoint cannot be left out of the matrix.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -29,6 +32,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents import services as agent_services
+from agents.client.contract import CODER, CONTRACT, PLANNER, REVIEWER, ROLES
+from agents.client.contract import Endpoint as ContractEntry
 from agents.models import Agent, AgentKey, Budget, Run, RunUsage
 from agents.services import (
     agent_create,
@@ -69,6 +74,7 @@ from tests.watch.breaker_fixtures import trip
 pytestmark = pytest.mark.django_db
 
 HUMANS = ("viewer", "member", "admin")
+CONTRACT_BY_ROUTE = {(e.route, e.method): e for e in CONTRACT}
 EVERY_HUMAN = frozenset(HUMANS)
 ADMIN = frozenset({"admin"})
 MEMBERS = frozenset({"member", "admin"})
@@ -131,27 +137,69 @@ Setup = Callable[[Tenant], dict[str, str]]
 Check = Callable[[Tenant, dict[str, str], Any], None]
 
 
+# The agent asked for each role: the first of its kind in the World (tests/lifecycle.py).
+AGENT_OF = {PLANNER: "planner-1", CODER: "coder-1", REVIEWER: "code-reviewer-1"}
+
+
+def role_of(agent_id: str) -> str:
+    """The role of a World agent, by its id (code-reviewer-2 is a code_reviewer)."""
+    return next(role for role, first in AGENT_OF.items() if agent_id[:-1] == first[:-1])
+
+
 @dataclass(frozen=True)
 class Endpoint:
+    """One row: what the contract cannot know. Which agent roles may call comes from the
+    contract's entry (`agents.client.contract`, matched by URL name and method); which people
+    may call stays here, since the contract says nothing of people."""
+
     name: str  # URL pattern name in boards.api.urls
     method: str
     path: str  # below /api/v1/projects/<slug>/, with {key}, {agent_id} or {prefix}
     setup: Setup
     body: dict[str, Any] | Callable[[], dict[str, Any]] | None = None
     query: str = ""
-    right: str | None = None  # the agent (by id) whose role may make the call
-    wrong: str | None = None  # an agent of this project whose role may not
     humans: frozenset[str] = frozenset()
     ok: int = 200
     wrong_status: int = 403
     wrong_code: str = "permission_denied"
     check: Check | None = field(default=None, repr=False)
     people_only: bool = False  # a person's own (notification preferences): agents get 403
+    # The agent (by id) that calls when the setup needs that very one (coder-2 claims what
+    # coder-1 failed), or when the contract offers the call to no agent's tools but the
+    # supervisor makes it (runs, usage, registration, review claim-next).
+    agent: str | None = None
+    # An agent refused for what the contract cannot state: not its run, or a supervisor's call
+    # open to one role only (review claim-next).
+    refused: str | None = None
+
+    @property
+    def contract(self) -> ContractEntry:
+        return CONTRACT_BY_ROUTE[self.name, self.method]
 
     @property
     def is_read(self) -> bool:
         """Open to every principal of the project (the agent-keys listing is a GET for admins)."""
         return self.method == "GET" and self.humans == EVERY_HUMAN and not self.people_only
+
+    @property
+    def right(self) -> str | None:
+        """The agent that may make the call: of a role the contract offers it to."""
+        roles = self.contract.roles
+        if self.agent is not None:
+            return self.agent
+        if self.is_read:
+            return AGENT_OF[CODER]
+        return next((AGENT_OF[r] for r in ROLES if r in roles), None)
+
+    @property
+    def wrong(self) -> list[str]:
+        """An agent of every role the contract does not offer the call to (none for reads, open
+        to every agent; the supervisor's calls, which no tool offers, are checked by `refused`)."""
+        if self.is_read:
+            return []
+        if self.agent is not None and not self.contract.roles:
+            return [self.refused] if self.refused else []
+        return [AGENT_OF[r] for r in ROLES if r not in self.contract.roles]
 
     @property
     def id(self) -> str:
@@ -168,22 +216,20 @@ class Endpoint:
             return 401, "authentication_failed"
         if principal in ("foreign_agent", "outsider"):
             return 404, "not_found"
-        if principal == "wrong_role":
-            return (200, None) if self.is_read else (self.wrong_status, self.wrong_code)
+        if principal.startswith("wrong_role"):
+            return (self.wrong_status, self.wrong_code)
         if principal in HUMANS:
             return (self.ok, None) if principal in self.humans else (403, "permission_denied")
         return self.ok, None
 
     def principals(self) -> list[str]:
-        skip = set()
-        if self.right is None:
-            skip.add("right_agent")
-        if self.wrong is None:
-            skip.add("wrong_role")
-        return [p for p in PRINCIPALS if p not in skip]
+        """Every principal, the wrong role once an agent (`wrong_role:coder-1`)."""
+        wrong = [f"wrong_role:{agent_id}" for agent_id in self.wrong]
+        people = [p for p in PRINCIPALS if p not in ("wrong_role", "right_agent")]
+        return people + wrong + (["right_agent"] if self.right else [])
 
     def client(self, t: Tenant, principal: str) -> APIClient:
-        agent_id = self.right or self.wrong or "coder-1"
+        agent_id = self.right or (self.wrong or ["coder-1"])[0]
         if principal == "anonymous":
             return APIClient()
         if principal == "revoked_key":
@@ -197,10 +243,13 @@ class Endpoint:
             return agent_client(t.foreign_agent(agent_id))
         if principal == "outsider":
             return session_client(t.outsider)
-        if principal == "wrong_role":
-            return agent_client(t.agent(self.wrong))
+        if principal.startswith("wrong_role:"):
+            return agent_client(t.agent(principal.split(":", 1)[1]))
+        if principal.startswith("agent:"):
+            return agent_client(t.agent(principal.split(":", 1)[1]))
         if principal in HUMANS:
             return session_client(t.users[principal])
+        assert self.right is not None, self.id
         return agent_client(t.agent(self.right))
 
     def call(self, client: APIClient, url: str):
@@ -626,7 +675,7 @@ def key_revoked(t: Tenant, values: dict[str, str], response) -> None:
     assert response.json()["revoked_at"] is not None
 
 
-READ = {"right": "coder-1", "wrong": "planner-1", "humans": EVERY_HUMAN}
+READ = {"humans": EVERY_HUMAN}
 TASK = "tasks/{key}"
 
 ENDPOINTS: tuple[Endpoint, ...] = (
@@ -650,8 +699,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "tasks",
         new_task_key,
         body={"key": "t-new", "description": "A new task", "spec_ref": "specs/new.md"},
-        right="planner-1",
-        wrong="coder-1",
         humans=ADMIN,
         ok=201,
         check=task_now("DRAFT"),
@@ -661,8 +708,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         TASK + "/finalize",
         task_in("DRAFT"),
-        right="planner-1",
-        wrong="coder-1",
         humans=ADMIN,
         check=task_now("UNCLAIMED"),
     ),
@@ -672,8 +717,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/dependencies",
         two_drafts,
         body={"depends_on": ["t0"]},
-        right="planner-1",
-        wrong="code-reviewer-1",
         humans=ADMIN,
         check=depends_on_t0,
     ),
@@ -686,8 +729,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "reason": "Too broad",
             "new_tasks": [{"key": "t1a", "description": "The first half", "done_when": "half"}],
         },
-        right="planner-1",
-        wrong="coder-1",
         humans=ADMIN,
         ok=201,
         check=rescoped,
@@ -698,8 +739,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/abandon",
         task_in("BLOCKED"),
         body={"reason": "No longer needed"},
-        right="planner-1",
-        wrong="coder-2",
         humans=ADMIN,
         check=task_now("ABANDONED"),
     ),
@@ -709,8 +748,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/release",
         task_in("BLOCKED"),
         body={"reason": "Errors are retried three times"},
-        right="planner-1",
-        wrong="code-reviewer-1",
         humans=ADMIN,
         check=task_now("UNCLAIMED", failed_by=["coder-1"], worktree=""),
     ),
@@ -720,8 +757,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "goal",
         no_goal,
         body={"description": "The next goal"},
-        right="planner-1",
-        wrong="coder-1",
         humans=ADMIN,
         ok=201,
         check=new_goal,
@@ -733,8 +768,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK,
         task_in("DRAFT"),
         body={"description": "A sharper task", "priority": 1},
-        right="planner-1",
-        wrong="coder-1",
         humans=ADMIN,
         check=task_now("DRAFT", description="A sharper task", priority=1),
     ),
@@ -744,8 +777,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "goal",
         nothing,
         body={"description": "Every endpoint retries, with backoff"},
-        right="planner-1",
-        wrong="code-reviewer-1",
         humans=ADMIN,
         check=goal_restated,
     ),
@@ -754,8 +785,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "sprint/complete",
         sprint_with_nothing_planned,
-        right="planner-1",
-        wrong="coder-1",
         humans=ADMIN,
         check=sprint_now("COMPLETED"),
     ),
@@ -765,8 +794,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "goal/complete",
         nothing,
         body={"reason": "Every endpoint retries"},
-        right="planner-1",
-        wrong="code-reviewer-1",
         humans=ADMIN,
         check=goal_completed,
     ),
@@ -776,8 +803,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint",
         task_in("UNCLAIMED"),
         body={"planned": ["t1"]},
-        right="planner-1",
-        wrong="coder-1",
         humans=ADMIN,
         ok=201,
         check=sprint_opened,
@@ -790,8 +815,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/override-block",
         task_in("CLAIMED"),
         body={"reason": "Stop: the spec changed", "questions": ["Which spec applies?"]},
-        right=None,
-        wrong="planner-1",
         humans=ADMIN,
         wrong_status=409,
         wrong_code="invalid_transition",
@@ -804,8 +827,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "tasks/claim-next",
         task_in("UNCLAIMED"),
         body={"base_commit": "base0001"},
-        right="coder-1",
-        wrong="code-reviewer-1",
         check=task_now("CLAIMED", assigned_to="coder-1", iteration=1),
     ),
     Endpoint(
@@ -814,9 +835,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/claim",
         task_in("UNCLAIMED"),
         body={"base_commit": "base0001"},
-        right="coder-2",
-        wrong="planner-1",
         check=task_now("CLAIMED", assigned_to="coder-2"),
+        agent="coder-2",
     ),
     Endpoint(
         "api-request-review",
@@ -824,8 +844,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/request-review",
         task_in("CLAIMED"),
         body={"review_commit": "feed0001", "tree_clean": True},
-        right="coder-1",
-        wrong="code-reviewer-1",
         check=task_now("READY_FOR_REVIEW", review_commit="feed0001"),
     ),
     Endpoint(
@@ -834,8 +852,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/block",
         task_in("CLAIMED"),
         body={"reason": "Spec is silent", "questions": ["Retry on 409?"], "attempted": ["spec"]},
-        right="coder-1",
-        wrong="planner-1",
         check=task_now("BLOCKED", failed_by=["coder-1"]),
     ),
     Endpoint(
@@ -844,8 +860,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/handoff",
         task_in("CLAIMED"),
         body={"summary": "Half the decorator", "next_action": "Finish the decorator"},
-        right="coder-1",
-        wrong="code-reviewer-1",
         ok=201,
         check=handoff_pending(True),
     ),
@@ -854,8 +868,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         TASK + "/handoff/pickup",
         handed_off,
-        right="coder-1",
-        wrong="planner-1",
         check=handoff_pending(False),
     ),
     # -- reviewer operations
@@ -864,8 +876,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         TASK + "/review/claim",
         task_in("READY_FOR_REVIEW"),
-        right="code-reviewer-1",
-        wrong="coder-2",
         ok=201,
         check=review_open,
     ),
@@ -874,17 +884,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "reviews/claim-next",
         task_in("READY_FOR_REVIEW"),
-        right="code-reviewer-1",
-        wrong="coder-2",
         check=review_open,
+        agent="code-reviewer-1",
+        refused="coder-2",
     ),
     Endpoint(
         "api-review-extend",
         "POST",
         TASK + "/review/extend",
         lambda t: (t.world.under_review("t1"), {"key": "t1"})[1],
-        right="code-reviewer-1",
-        wrong="coder-2",
         check=review_extended,
     ),
     Endpoint(
@@ -893,8 +901,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/verdict",
         lambda t: (t.world.under_review("t1"), {"key": "t1"})[1],
         body={"verdict": "APPROVED", "review_commit": "c0ffee01", "reason": "Correct"},
-        right="code-reviewer-1",
-        wrong="coder-2",
         check=task_now("APPROVED", approved_by=["code-reviewer-1"]),
     ),
     Endpoint(
@@ -903,8 +909,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/merge",
         task_in("APPROVED"),
         body={"merge_commit": "merge0001"},
-        right="code-reviewer-1",
-        wrong="coder-1",
         check=task_now("MERGED", merge_commit="merge0001", worktree=""),
     ),
     Endpoint(
@@ -913,8 +917,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/integration-failure",
         task_in("APPROVED"),
         body={"reason": "Conflict in api.py"},
-        right="code-reviewer-1",
-        wrong="planner-1",
         check=task_now("INTEGRATION_FAILED"),
     ),
     # -- any agent role: records and liveness
@@ -924,10 +926,10 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "discoveries",
         nothing,
         body={"description": "No idempotency keys", "severity": "high"},
-        right="coder-1",
         humans=MEMBERS,
         ok=201,
         check=one_discovery,
+        agent="coder-1",
     ),
     Endpoint(
         "api-anomalies",
@@ -935,10 +937,10 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "anomalies",
         nothing,
         body={"type": "spec_gap", "details": {"note": "no error model"}},
-        right="code-reviewer-1",
         humans=MEMBERS,
         ok=201,
         check=one_anomaly,
+        agent="code-reviewer-1",
     ),
     Endpoint(
         "api-log",
@@ -946,7 +948,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "log",
         nothing,
         body={"action": "note", "detail": "Picked the retry library"},
-        right="planner-1",
         ok=201,
         check=logged,
     ),
@@ -957,9 +958,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "runs",
         task_in("CLAIMED"),
         body={"task": "t1", "restart_reason": "start", "command": "agent.sh"},
-        right="coder-1",
         ok=201,
         check=run_started,
+        agent="coder-1",
     ),
     Endpoint(
         "api-run-finish",
@@ -967,9 +968,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "runs/{run_id}/finish",
         a_run,
         body={"exit_code": 1, "output": "boom"},
-        right="coder-1",
-        wrong="coder-2",
         check=run_crashed,
+        agent="coder-1",
+        refused="coder-2",
     ),
     Endpoint(
         "api-run-output",
@@ -977,9 +978,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "runs/{run_id}/output",
         a_run,
         body={"text": "line 1"},
-        right="coder-1",
-        wrong="coder-2",
         check=run_streamed,
+        agent="coder-1",
+        refused="coder-2",
     ),
     Endpoint(
         "api-usage",
@@ -987,8 +988,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "usage",
         a_run,
         body={"usage": [{"model": "opus", "input_tokens": 5, "cost_usd": 0.25}]},
-        right="coder-1",
         check=usage_recorded,
+        agent="coder-1",
     ),
     Endpoint("api-budgets", "GET", "budgets", a_budget, **READ),
     Endpoint(
@@ -997,7 +998,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "budgets",
         task_in("UNCLAIMED"),
         body={"scope": "task", "subject": "t1", "limit_usd": 7.5},
-        wrong="coder-1",
         humans=ADMIN,
         check=budget_raised,
     ),
@@ -1007,8 +1007,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "agents/register",
         unregistered_coder,
         body={"terminal": "/dev/pts/4"},
-        right="coder-4",
         check=registered,
+        agent="coder-4",
     ),
     Endpoint(
         "api-heartbeat",
@@ -1016,8 +1016,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "agents/heartbeat",
         task_in("CLAIMED"),
         body={"context_percent": 40},
-        right="coder-1",
         check=heartbeat_seen,
+        agent="coder-1",
     ),
     Endpoint(
         "api-agent-quota",
@@ -1028,8 +1028,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "until": (timezone.now() + timedelta(hours=2)).isoformat(),
             "provider": "claude",
         },
-        right="coder-1",
         check=quota_paused,
+        agent="coder-1",
     ),
     # -- agent and key management: human admins only
     Endpoint(
@@ -1038,7 +1038,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "agents",
         nothing,
         body={"role": "coder", "label": "laptop"},
-        wrong="planner-1",
         humans=ADMIN,
         ok=201,
         check=agent_created,
@@ -1048,7 +1047,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "GET",
         "agents/{agent_id}/keys",
         agent_coder_1,
-        wrong="coder-1",
         humans=ADMIN,
         check=keys_listed,
     ),
@@ -1058,7 +1056,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "agents/{agent_id}/keys",
         agent_coder_1,
         body={"label": "second machine"},
-        wrong="planner-1",
         humans=ADMIN,
         ok=201,
         check=key_issued,
@@ -1068,7 +1065,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "keys/{prefix}/revoke",
         spare_key,
-        wrong="coder-2",
         humans=ADMIN,
         check=key_revoked,
     ),
@@ -1079,7 +1075,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "GET",
         "notifications",
         nothing,
-        wrong="coder-1",
         humans=EVERY_HUMAN,
         people_only=True,
         check=lambda t, values, response: no_notifications_yet(response),
@@ -1090,7 +1085,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "notifications",
         nothing,
         body={"events": ["quota", "blocked"], "email": True, "digest_minutes": 30},
-        wrong="coder-1",
         humans=EVERY_HUMAN,
         check=notifications_now(events=["blocked", "quota"], email=True, digest_minutes=30),
     ),
@@ -1099,7 +1093,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "GET",
         "inbox",
         task_in("BLOCKED"),
-        wrong="planner-1",
         humans=ADMIN,
         check=inbox_lists_the_blocked_task,
     ),
@@ -1109,7 +1102,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/release-claim",
         task_in("CLAIMED"),
         body={"reason": "The coder's machine died"},
-        wrong="planner-1",
         humans=ADMIN,
         check=task_now("UNCLAIMED", assigned_to=""),
     ),
@@ -1119,7 +1111,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/cancel",
         task_in("CLAIMED"),
         body={"reason": "Out of scope"},
-        wrong="planner-1",
         humans=ADMIN,
         check=task_now("ABANDONED"),
     ),
@@ -1129,7 +1120,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/suspend",
         task_in("UNCLAIMED"),
         body={"reason": "Wait for the API freeze"},
-        wrong="planner-1",
         humans=ADMIN,
         check=task_now("UNCLAIMED", is_suspended=True),
     ),
@@ -1138,7 +1128,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         TASK + "/resume",
         suspended,
-        wrong="planner-1",
         humans=ADMIN,
         check=task_now("UNCLAIMED", is_suspended=False),
     ),
@@ -1148,7 +1137,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/approve",
         awaiting_human_approval,
         body={"note": "Checked the migration"},
-        wrong="code-reviewer-2",
         humans=ADMIN,
         check=task_now("APPROVED", approved_by=["code-reviewer-1"]),
     ),
@@ -1158,7 +1146,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/reject",
         awaiting_human_approval,
         body={"reason": "Not with this migration"},
-        wrong="code-reviewer-2",
         humans=ADMIN,
         check=task_now("REJECTED", review_cycles_current=1),
     ),
@@ -1168,7 +1155,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/limits",
         task_in("UNCLAIMED"),
         body={"max_iterations": 4},
-        wrong="planner-1",
         humans=ADMIN,
         check=task_now("UNCLAIMED", max_iterations=4),
     ),
@@ -1178,7 +1164,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint/checkpoint",
         sprint_open,
         body={"reason": "Mid-sprint look"},
-        wrong="planner-1",
         humans=ADMIN,
         check=sprint_now("CHECKPOINT"),
     ),
@@ -1188,7 +1173,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint/continue",
         sprint_at_checkpoint,
         body={"decision": "On track"},
-        wrong="planner-1",
         humans=ADMIN,
         check=sprint_now("IN_PROGRESS"),
     ),
@@ -1198,7 +1182,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint/abort",
         sprint_open,
         body={"reason": "Wrong plan"},
-        wrong="planner-1",
         humans=ADMIN,
         check=sprint_now("ABORTED"),
     ),
@@ -1208,7 +1191,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint/deadline",
         sprint_open,
         body={"deadline": "2099-01-01T00:00:00Z"},
-        wrong="planner-1",
         humans=ADMIN,
         check=deadline_2099,
     ),
@@ -1218,7 +1200,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "project/pause",
         nothing,
         body={"reason": "Lunch"},
-        wrong="planner-1",
         humans=ADMIN,
         check=project_now(paused_at=True),
     ),
@@ -1227,7 +1208,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "project/resume",
         paused,
-        wrong="coder-1",
         humans=ADMIN,
         check=project_now(paused_at=False),
     ),
@@ -1237,7 +1217,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "goal/abort",
         nothing,
         body={"reason": "The product was cancelled"},
-        wrong="planner-1",
         humans=ADMIN,
         check=goal_aborted,
     ),
@@ -1247,7 +1226,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "config",
         nothing,
         body={"coder_poll_interval": 45},
-        wrong="planner-1",
         humans=ADMIN,
         check=config_now(coder_poll_interval=45),
     ),
@@ -1257,7 +1235,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "notes",
         task_in("UNCLAIMED"),
         body={"message": "Use the retry helper", "task": "t1"},
-        wrong="coder-1",
         humans=MEMBERS,
         ok=201,
         check=note_written,
@@ -1268,7 +1245,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "discoveries/{disc_id}/triage",
         a_discovery,
         body={"decision": "defer", "note": "Next sprint"},
-        wrong="planner-1",
         humans=MEMBERS,
         check=discovery_deferred,
     ),
@@ -1277,7 +1253,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "alerts/{alert_id}/acknowledge",
         an_alert,
-        wrong="planner-1",
         humans=ADMIN,
         check=alert_acknowledged,
     ),
@@ -1287,7 +1262,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "circuit-breaker/resolve",
         a_trip,
         body={"reason": "Gateway back"},
-        wrong="planner-1",
         humans=ADMIN,
         check=breaker_resolved,
     ),
@@ -1296,7 +1270,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "agents/{agent_id}/disable",
         agent_coder_1,
-        wrong="planner-1",
         humans=ADMIN,
         check=agent_enabled("coder-1", False),
     ),
@@ -1305,7 +1278,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "agents/{agent_id}/enable",
         disabled_coder_2,
-        wrong="planner-1",
         humans=ADMIN,
         check=agent_enabled("coder-2", True),
     ),
@@ -1315,7 +1287,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "agents/{agent_id}/availability",
         agent_coder_1,
         body={"state": "overloaded"},
-        wrong="planner-1",
         humans=ADMIN,
         check=agent_overloaded("coder-1", True),
     ),
@@ -1354,6 +1325,30 @@ def test_the_matrix_covers_every_url_pattern_and_method():
     assert names == {name for name, _ in table}, names ^ {name for name, _ in table}
     assert table == _routes(), table ^ _routes()
     assert len(table) == len(ENDPOINTS), "one row per (URL name, method)"
+
+
+def test_every_contract_entry_has_a_row_and_the_rows_restate_no_roles():
+    """Issue 22 §3: who may call comes from the contract, the row keeps what it cannot know."""
+    entries = {(e.route, e.method) for e in CONTRACT}
+    assert entries == {(e.name, e.method) for e in ENDPOINTS}, entries ^ {
+        (e.name, e.method) for e in ENDPOINTS
+    }
+    fields = {f.name for f in dataclasses.fields(Endpoint)}
+    assert not fields & {"right", "wrong", "roles", "agent_role"}, fields
+    for row in ENDPOINTS:
+        assert row.path == row.contract.path, row.id
+        roles = row.contract.roles
+        if row.agent is not None and roles:
+            # Naming an agent picks one of the contract's roles, never another.
+            assert role_of(row.agent) in roles, row.id
+        if row.refused is not None:
+            # Only where the contract is silent (a supervisor's call, no tool offers it).
+            assert row.agent is not None and not roles, row.id
+        if roles and not row.is_read:
+            assert role_of(row.right) in roles, row.id
+            assert {role_of(a) for a in row.wrong} == set(ROLES) - roles, row.id
+        if not roles and row.agent is None and not row.is_read:
+            assert row.right is None and len(row.wrong) == len(ROLES), row.id
 
 
 # -- refusals ------------------------------------------------------------------------------------
@@ -1420,7 +1415,8 @@ def test_reads_answer_every_agent_and_member_of_the_project(endpoint: Endpoint):
     t = Tenant()
     values = endpoint.setup(t)
     url = endpoint.url(t.slug, values)
-    clients = {p: endpoint.client(t, p) for p in ("wrong_role", *HUMANS, "right_agent")}
+    every_agent = [f"agent:{agent_id}" for agent_id in AGENT_OF.values()]
+    clients = {p: endpoint.client(t, p) for p in (*every_agent, *HUMANS)}
     before = domain_snapshot(t.project)
     answers = {}
     for principal, client in clients.items():
