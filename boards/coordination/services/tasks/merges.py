@@ -12,8 +12,8 @@ from boards.coordination.services.actors import REVIEWER
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text
-from boards.coordination.services.edges import move_task, require_task_status
-from boards.coordination.services.locking import lock_task
+from boards.coordination.services.edges import move_task
+from boards.coordination.services.locking import lock_task_in
 from boards.coordination.services.sprints import sprint_complete_if_done
 from boards.errors import (
     Forbidden,
@@ -83,8 +83,7 @@ def _lock_approved(task: Task, agent: Agent, edge: str, *, now: datetime, to: st
     """`task` locked, APPROVED, and reported on (merged or failed) by one of its approving
     reviewers, `agent`: else the attempt (`edge`) is refused."""
     attempt = Attempt(task.project, agent, edge, now)
-    task = lock_task(task)
-    require_task_status(task, [TaskStatus.APPROVED], to=to, attempt=attempt)
+    task = lock_task_in(task, [TaskStatus.APPROVED], to=to, attempt=attempt)
     if attempt.actor.agent_id not in (task.approved_by or []):
         raise attempt.refuse(
             Forbidden(f"only an approving reviewer of {task.key} may report its merge"), task=task

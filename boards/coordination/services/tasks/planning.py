@@ -22,10 +22,9 @@ from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.coordination.services.edges import (
     move_task,
-    require_task_status,
     save_task,
 )
-from boards.coordination.services.locking import lock_task
+from boards.coordination.services.locking import lock_task, lock_task_in
 from boards.coordination.services.tasks.limits import clean_limit, refuse_gate_lift
 from boards.errors import (
     Conflict,
@@ -312,8 +311,7 @@ def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
         Attempt(project, actor, "task_finalize", now), agent_roles=PLANNER, human=PLAN, task=task
     )
     with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
+        task = lock_task_in(
             task,
             [TaskStatus.DRAFT],
             to=TaskStatus.UNCLAIMED,
