@@ -24,7 +24,7 @@ from boards.coordination.services.edges import (
     move_task,
     save_task,
 )
-from boards.coordination.services.locking import lock_task, lock_task_in
+from boards.coordination.services.locking import lock_project, lock_task, lock_task_in
 from boards.coordination.services.tasks.limits import clean_limit, refuse_gate_lift
 from boards.errors import (
     Conflict,
@@ -189,7 +189,7 @@ def task_set_dependencies(
     attempt = Attempt(project, actor, "task_set_dependencies", now)
     require_role(attempt, agent_roles=PLANNER, human=PLAN, task=task)
     with transaction.atomic():
-        Project.objects.select_for_update().get(pk=project.pk)
+        lock_project(project)
         task = lock_task(task)
         deps = _replace_dependencies(task, depends_on)
         save_task(task, now)
@@ -253,7 +253,7 @@ def task_edit(
     edit = Attempt(project, actor, "edit", now)
     with transaction.atomic():
         if depends_on is not None:
-            Project.objects.select_for_update().get(pk=project.pk)
+            lock_project(project)
         task = lock_task(task)
         diff = {
             name: (getattr(task, name), value)
