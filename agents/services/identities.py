@@ -19,7 +19,7 @@ from boards.coordination.selectors.availability import ERROR, OVERLOADED, agent_
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
-from boards.coordination.services.locking import lock_agent, lock_task
+from boards.coordination.services.locking import lock_agent, lock_project, lock_task
 from boards.coordination.services.tasks.holders import release_holder, release_reviewers
 from boards.coordination.services.tasks.overrides import take_claim_back
 from boards.errors import (
@@ -76,7 +76,7 @@ def agent_create(
     if role not in Agent.Role.values:
         raise ProtocolValidationError("role", f"one of {', '.join(Agent.Role.values)}")
     with transaction.atomic():
-        Project.objects.select_for_update().get(pk=project.pk)
+        lock_project(project)
         if agent_id:
             if not agent_id_matches_role(agent_id, role):
                 raise ProtocolValidationError(

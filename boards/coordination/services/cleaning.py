@@ -3,7 +3,7 @@ the field otherwise)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from boards.coordination.models.projects import Project
@@ -38,6 +38,20 @@ def clean_string_list(
     if not min_items <= len(items) <= max_items:
         raise ProtocolValidationError(field, f"needs between {min_items} and {max_items} items")
     return items
+
+
+def require_known_names(
+    given: Iterable[str], allowed: Sequence[str], *, what: str, field_if_none: str | None = None
+) -> None:
+    """The names of a partial update (config, a task's limits, notification settings): each one
+    of `allowed`, else a 400 naming the first unknown; with `field_if_none`, at least one, else a
+    400 naming that field."""
+    given = set(given)
+    unknown = sorted(given - set(allowed))
+    if unknown:
+        raise ProtocolValidationError(unknown[0], f"not a {what}; one of {', '.join(allowed)}")
+    if field_if_none is not None and not given:
+        raise ProtocolValidationError(field_if_none, f"give at least one of {', '.join(allowed)}")
 
 
 def resolve_keys(project: Project, keys: Sequence[str], field: str) -> list[Task]:

@@ -5,6 +5,8 @@ NOWAIT and treats "busy" as a conflict to retry (docs/architecture.md "Lock orde
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from agents.models import Agent
 from boards import protocol as p
 from boards.coordination import rows
@@ -19,6 +21,14 @@ from boards.coordination.services.edges import require_task_status
 def lock_task(task: Task) -> Task:
     """Re-read `task` under a row lock (a no-op lock on SQLite, where IMMEDIATE serializes)."""
     return rows.get_locked(Task, task.pk)
+
+
+def lock_task_in(task: Task, expected: Iterable[str], *, to: str, attempt: Attempt) -> Task:
+    """`task` locked, then checked to be in one of the `expected` states under that lock (a
+    status read before the lock may be stale), else the attempt is refused towards `to`."""
+    task = lock_task(task)
+    require_task_status(task, expected, to=to, attempt=attempt)
+    return task
 
 
 def lock_agent(agent: Agent) -> Agent:

@@ -16,7 +16,7 @@ from boards.coordination.selectors.access import user_by_name_or_email
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
 from boards.coordination.services.authority import require_role
-from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.cleaning import clean_text, require_known_names
 from boards.coordination.services.locking import config_for_update, lock_project
 from boards.coordination.services.webhook_address import check_webhook_secret, check_webhook_url
 from boards.errors import Forbidden, ProtocolValidationError, validation_error
@@ -173,17 +173,14 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
     require_role(attempt, agent_roles=())
     reason = clean_text(reason, "reason", max_length=500)
     with transaction.atomic():
-        locked = Project.objects.select_for_update().get(pk=project.pk)
+        locked = lock_project(project)
         if locked.is_paused:
             raise attempt.conflict(
                 f"project {project.slug} is already paused since "
                 f"{p.format_timestamp(locked.paused_at)}: {locked.paused_reason}",
                 details={"paused": True},
             )
-        locked.paused_at = now
-        locked.paused_reason = reason
-        locked.save(update_fields=["paused_at", "paused_reason"])
-        key_generation.bump()  # the hot path's cached project row (agents.keycache)
+        _store_pause(locked, paused_at=now, reason=reason)
         attempt.record(action="project_paused", detail=reason)
     project.paused_at, project.paused_reason = locked.paused_at, locked.paused_reason
     return locked
@@ -195,22 +192,28 @@ def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
     attempt = Attempt(project, actor, "project_resume", now)
     require_role(attempt, agent_roles=())
     with transaction.atomic():
-        locked = Project.objects.select_for_update().get(pk=project.pk)
+        locked = lock_project(project)
         if not locked.is_paused:
             raise attempt.conflict(
                 f"project {project.slug} is not paused", details={"paused": False}
             )
         since, reason = locked.paused_at, locked.paused_reason
-        locked.paused_at = None
-        locked.paused_reason = ""
-        locked.save(update_fields=["paused_at", "paused_reason"])
-        key_generation.bump()  # the hot path's cached project row (agents.keycache)
+        _store_pause(locked, paused_at=None, reason="")
         attempt.record(
             action="project_resumed",
             detail=f"resumed after pause since {p.format_timestamp(since)} ({reason})",
         )
     project.paused_at, project.paused_reason = None, ""
     return locked
+
+
+def _store_pause(locked: Project, *, paused_at: datetime | None, reason: str) -> None:
+    """Pause or resume the locked row; agents see it at once, not when their cached project row
+    expires (agents.keycache)."""
+    locked.paused_at = paused_at
+    locked.paused_reason = reason
+    locked.save(update_fields=["paused_at", "paused_reason"])
+    key_generation.bump()
 
 
 CONFIG_FIELDS: tuple[str, ...] = tuple(
@@ -223,13 +226,7 @@ def config_update(*, project: Project, actor: Actor, now: datetime, **fields: An
     """Edit the project's configuration; the model's own rules decide (400 naming the field)."""
     attempt = Attempt(project, actor, "config_update", now)
     require_role(attempt, agent_roles=())
-    unknown = sorted(set(fields) - set(CONFIG_FIELDS))
-    if unknown:
-        raise ProtocolValidationError(
-            unknown[0], f"not a config setting; one of {', '.join(CONFIG_FIELDS)}"
-        )
-    if not fields:
-        raise ProtocolValidationError("config", f"give at least one of {', '.join(CONFIG_FIELDS)}")
+    require_known_names(fields, CONFIG_FIELDS, what="config setting", field_if_none="config")
     for name, value in fields.items():
         if isinstance(value, bool):
             raise ProtocolValidationError(name, "not a boolean")

@@ -16,6 +16,7 @@ from boards.coordination.services.actors import Actor, actor_ref
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.locking import lock_project
 from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, task_create
 from boards.errors import ProtocolValidationError, Throttled
 
@@ -59,7 +60,7 @@ def discovery_create(
     task = _task_of(project, during, "during")
     with transaction.atomic():
         # disc-N numbering is per project; the project row lock serializes concurrent reporters.
-        Project.objects.select_for_update().get(pk=project.pk)
+        lock_project(project)
         number = Discovery.objects.filter(project=project).count() + 1
         while Discovery.objects.filter(project=project, disc_id=f"disc-{number}").exists():
             number += 1

@@ -28,6 +28,7 @@ from boards.coordination.models.records import Alert
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
 from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import require_known_names
 from boards.coordination.services.webhook_address import check_webhook_url
 from boards.errors import NotFound, ProtocolValidationError
 from boards.protocol import Action, NotifyEvent
@@ -198,9 +199,7 @@ def notifications_set(
         agent_roles=(),
         human=Membership.Role.VIEWER,
     )
-    unknown = sorted(set(fields) - set(SETTINGS))
-    if unknown:
-        raise ProtocolValidationError(unknown[0], f"not a setting; one of {', '.join(SETTINGS)}")
+    require_known_names(fields, SETTINGS, what="setting")
     person = actor if not user or user == actor.get_username() else _person(project, user)
     if person != actor or any(name in fields for name in ADMIN_SETTINGS):
         require_role(

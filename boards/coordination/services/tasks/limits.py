@@ -20,6 +20,7 @@ from boards.coordination.selectors.reviews import round_approvals
 from boards.coordination.services.actors import SYSTEM, Actor
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
+from boards.coordination.services.cleaning import require_known_names
 from boards.coordination.services.edges import move_task, save_task
 from boards.coordination.services.locking import lock_task
 from boards.coordination.services.tasks.holders import append_failed_by
@@ -175,13 +176,7 @@ def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) 
     project = task.project
     attempt = Attempt(project, actor, "task_set_limits", now)
     require_role(attempt, agent_roles=(), task=task)
-    unknown = sorted(set(changes) - set(LIMIT_FIELDS))
-    if unknown:
-        raise ProtocolValidationError(
-            unknown[0], f"not a per-task limit; one of {', '.join(LIMIT_FIELDS)}"
-        )
-    if not changes:
-        raise ProtocolValidationError("limits", f"give at least one of {', '.join(LIMIT_FIELDS)}")
+    require_known_names(changes, LIMIT_FIELDS, what="per-task limit", field_if_none="limits")
     cleaned = {name: clean_limit(name, value) for name, value in changes.items()}
     with transaction.atomic():
         task = lock_task(task)

@@ -12,8 +12,8 @@ from boards.coordination.services.actors import REVIEWER
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text
-from boards.coordination.services.edges import move_task, require_task_status
-from boards.coordination.services.locking import lock_task
+from boards.coordination.services.edges import move_task
+from boards.coordination.services.locking import lock_task_in
 from boards.coordination.services.sprints import sprint_complete_if_done
 from boards.errors import (
     Forbidden,
@@ -24,16 +24,10 @@ from boards.protocol import TaskStatus
 @records_refusals
 def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datetime) -> Task:
     """APPROVED → MERGED, by an approving reviewer; the worktree is cleaned up (seed 000)."""
-    project = task.project
-    require_role(
-        Attempt(project, agent, "task_report_merge", now),
-        agent_roles=REVIEWER,
-        human=None,
-        task=task,
-    )
+    _require_reviewer(task, agent, "task_report_merge", now=now)
     merge_commit = clean_text(merge_commit, "merge_commit", max_length=64)
     with transaction.atomic():
-        task = _lock_approved(task, Attempt(project, agent, "merge", now), to=TaskStatus.MERGED)
+        task = _lock_approved(task, agent, "merge", now=now, to=TaskStatus.MERGED)
         task.merge_commit = merge_commit
         task.worktree = ""
         task.lease_expires = None
@@ -57,17 +51,12 @@ def task_report_integration_failure(
     *, task: Task, agent: Agent, reason: str, now: datetime
 ) -> Task:
     """APPROVED → INTEGRATION_FAILED: merge conflict or failing integration tests."""
-    project = task.project
-    require_role(
-        Attempt(project, agent, "task_report_integration_failure", now),
-        agent_roles=REVIEWER,
-        human=None,
-        task=task,
-    )
+    _require_reviewer(task, agent, "task_report_integration_failure", now=now)
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
-        failure = Attempt(project, agent, "integration_failure", now)
-        task = _lock_approved(task, failure, to=TaskStatus.INTEGRATION_FAILED)
+        task = _lock_approved(
+            task, agent, "integration_failure", now=now, to=TaskStatus.INTEGRATION_FAILED
+        )
         move_task(
             task,
             "fail_integration",
@@ -80,11 +69,21 @@ def task_report_integration_failure(
     return task
 
 
-def _lock_approved(task: Task, attempt: Attempt, *, to: str) -> Task:
+def _require_reviewer(task: Task, agent: Agent, operation: str, *, now: datetime) -> None:
+    """Both reports are a reviewer's, checked before their input is (a refusal first)."""
+    require_role(
+        Attempt(task.project, agent, operation, now),
+        agent_roles=REVIEWER,
+        human=None,
+        task=task,
+    )
+
+
+def _lock_approved(task: Task, agent: Agent, edge: str, *, now: datetime, to: str) -> Task:
     """`task` locked, APPROVED, and reported on (merged or failed) by one of its approving
-    reviewers, the attempt's actor: else the attempt is refused."""
-    task = lock_task(task)
-    require_task_status(task, [TaskStatus.APPROVED], to=to, attempt=attempt)
+    reviewers, `agent`: else the attempt (`edge`) is refused."""
+    attempt = Attempt(task.project, agent, edge, now)
+    task = lock_task_in(task, [TaskStatus.APPROVED], to=to, attempt=attempt)
     if attempt.actor.agent_id not in (task.approved_by or []):
         raise attempt.refuse(
             Forbidden(f"only an approving reviewer of {task.key} may report its merge"), task=task

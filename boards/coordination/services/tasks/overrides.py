@@ -19,8 +19,8 @@ from boards.coordination.services.actors import Actor, actor_ref, is_agent
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
-from boards.coordination.services.edges import move_task, require_task_status, save_task
-from boards.coordination.services.locking import agent_row, lock_task
+from boards.coordination.services.edges import move_task, save_task
+from boards.coordination.services.locking import agent_row, lock_task_in
 from boards.coordination.services.tasks.holders import (
     close_review_round,
     lock_task_and_its_agents,
@@ -63,8 +63,7 @@ def task_override_block(
         list(questions or []), "questions", max_items=p.MAX_BLOCKED_QUESTIONS
     )
     with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
+        task = lock_task_in(
             task,
             p.OVERRIDE_BLOCK_SOURCES,
             to=TaskStatus.BLOCKED,

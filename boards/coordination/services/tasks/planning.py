@@ -22,10 +22,9 @@ from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.coordination.services.edges import (
     move_task,
-    require_task_status,
     save_task,
 )
-from boards.coordination.services.locking import lock_task
+from boards.coordination.services.locking import lock_project, lock_task, lock_task_in
 from boards.coordination.services.tasks.limits import clean_limit, refuse_gate_lift
 from boards.errors import (
     Conflict,
@@ -190,7 +189,7 @@ def task_set_dependencies(
     attempt = Attempt(project, actor, "task_set_dependencies", now)
     require_role(attempt, agent_roles=PLANNER, human=PLAN, task=task)
     with transaction.atomic():
-        Project.objects.select_for_update().get(pk=project.pk)
+        lock_project(project)
         task = lock_task(task)
         deps = _replace_dependencies(task, depends_on)
         save_task(task, now)
@@ -254,7 +253,7 @@ def task_edit(
     edit = Attempt(project, actor, "edit", now)
     with transaction.atomic():
         if depends_on is not None:
-            Project.objects.select_for_update().get(pk=project.pk)
+            lock_project(project)
         task = lock_task(task)
         diff = {
             name: (getattr(task, name), value)
@@ -312,8 +311,7 @@ def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
         Attempt(project, actor, "task_finalize", now), agent_roles=PLANNER, human=PLAN, task=task
     )
     with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
+        task = lock_task_in(
             task,
             [TaskStatus.DRAFT],
             to=TaskStatus.UNCLAIMED,

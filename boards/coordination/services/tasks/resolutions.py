@@ -21,11 +21,10 @@ from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.coordination.services.edges import (
     move_task,
-    require_task_status,
     save_task,
     task_transition_run,
 )
-from boards.coordination.services.locking import agent_row, lock_task
+from boards.coordination.services.locking import agent_row, lock_task_in
 from boards.coordination.services.sprints import sprint_complete_if_done
 from boards.coordination.services.tasks.holders import release_holder
 from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, new_task
@@ -48,8 +47,7 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     config = config_of(project)
     release = Attempt(project, actor, "release", now)
     with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(task, [TaskStatus.BLOCKED], to=TaskStatus.UNCLAIMED, attempt=release)
+        task = lock_task_in(task, [TaskStatus.BLOCKED], to=TaskStatus.UNCLAIMED, attempt=release)
         if is_limit_blocked(task, config) and not is_human(actor):
             raise release.refuse(
                 Forbidden(
@@ -92,8 +90,7 @@ def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     require_role(Attempt(project, actor, "task_abandon", now), agent_roles=PLANNER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
+        task = lock_task_in(
             task,
             [TaskStatus.BLOCKED],
             to=TaskStatus.ABANDONED,
@@ -131,8 +128,7 @@ def task_rescope(
     if not isinstance(new_tasks, list | tuple) or not new_tasks:
         raise ProtocolValidationError("new_tasks", "at least one replacement task is required")
     with transaction.atomic():
-        task = lock_task(task)
-        require_task_status(
+        task = lock_task_in(
             task,
             [TaskStatus.BLOCKED],
             to=TaskStatus.SUPERSEDED,
