@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from django.db import connection
-from django.db.models import Count, Q, Sum
+from django.db.models import Case, Count, Q, QuerySet, Sum, Value, When
 
 from boards import protocol as p
 from boards.coordination import rows
@@ -57,10 +57,13 @@ def sprint_get(*, project: Project, sprint_id: str) -> Sprint:
 
 
 def goal_current(*, project: Project) -> Goal | None:
-    """The goal IN_PROGRESS, else the latest one (SPEC §13: operations act on the latest)."""
+    """The goal IN_PROGRESS, else the latest one (SPEC §13: operations act on the latest).
+
+    One query (the board header asks on every render): the goal IN_PROGRESS (at most one, a
+    constraint) sorts first, then the latest."""
+    in_progress_first = Case(When(status=GoalStatus.IN_PROGRESS, then=0), default=1)
     return (
-        Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
-        or Goal.objects.filter(project=project).order_by("-created", "-id").first()
+        Goal.objects.filter(project=project).order_by(in_progress_first, "-created", "-id").first()
     )
 
 
@@ -92,7 +95,8 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
     among tasks_blocked.
     """
     planned = Task.objects.filter(planned_in=sprint)
-    counts = planned.aggregate(
+    task_rows = _one_row(
+        planned,
         tasks_done=Count("id", filter=Q(status__in=p.TERMINAL_TASK_STATES)),
         tasks_in_progress=Count("id", filter=Q(status__in=p.IN_PROGRESS_TASK_STATES)),
         tasks_blocked=Count("id", filter=Q(status=TaskStatus.BLOCKED)),
@@ -104,11 +108,29 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
     )
     if sprint.started:
         events = events.filter(timestamp__gte=sprint.started)
-    verdicts = events.aggregate(
+    verdict_rows = _one_row(
+        events,
         approvals=Count("id", filter=Q(action=Action.APPROVED)),
         rejections=Count("id", filter=Q(action=Action.REJECTED)),
         submitted=Count("id", filter=Q(action=Action.READY_FOR_REVIEW)),
     )
+    # Both aggregates in one statement (the board header reads them on every render): two
+    # one-row subqueries side by side, each the ORM's own SQL for its queryset.
+    (tasks_sql, tasks_params), (verdicts_sql, verdicts_params) = (
+        task_rows.query.sql_with_params(),
+        verdict_rows.query.sql_with_params(),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT * FROM ({tasks_sql}) t CROSS JOIN ({verdicts_sql}) v",
+            [*tasks_params, *verdicts_params],
+        )
+        # The ORM names each column after its aggregate (SELECT ... AS "tasks_done").
+        row = dict(
+            zip([column.name for column in cursor.description], cursor.fetchone(), strict=True)
+        )
+    counts = {name: row[name] for name in task_rows.query.annotation_select if name != "one"}
+    verdicts = {name: row[name] for name in verdict_rows.query.annotation_select if name != "one"}
     approvals, rejections = verdicts["approvals"], verdicts["rejections"]
     verdict_count = approvals + rejections
     approval_rate = round(100 * approvals / verdict_count) if verdict_count else None
@@ -126,6 +148,12 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
         # SPEC §9: rubber-stamping warning above 95 % approvals over at least 5 verdicts.
         "rubber_stamp_warning": p.rubber_stamp(approvals, verdict_count),
     }
+
+
+def _one_row(rows: QuerySet, **aggregates) -> QuerySet:
+    """`rows.aggregate(**aggregates)` as a queryset (one row), to be run inside another
+    statement. Grouped by a constant, which the ORM leaves out of GROUP BY: one row."""
+    return rows.order_by().annotate(one=Value(1)).values("one").annotate(**aggregates)
 
 
 def sprint_metrics_current(sprint: Sprint) -> dict[str, object]:
