@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from django.db import connection
-from django.db.models import Case, Count, Q, QuerySet, Sum, Value, When
+from django.db.models import Case, Count, Q, Sum, When
 
 from boards import protocol as p
 from boards.coordination import rows
@@ -95,42 +95,32 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
     among tasks_blocked.
     """
     planned = Task.objects.filter(planned_in=sprint)
-    task_rows = _one_row(
-        planned,
-        tasks_done=Count("id", filter=Q(status__in=p.TERMINAL_TASK_STATES)),
-        tasks_in_progress=Count("id", filter=Q(status__in=p.IN_PROGRESS_TASK_STATES)),
-        tasks_blocked=Count("id", filter=Q(status=TaskStatus.BLOCKED)),
-        iterations_total=Sum("iteration", default=0),
-        review_cycles_total=Sum("review_cycles_total", default=0),
-    )
+    tasks = {
+        "tasks_done": Count("id", filter=Q(status__in=p.TERMINAL_TASK_STATES)),
+        "tasks_in_progress": Count("id", filter=Q(status__in=p.IN_PROGRESS_TASK_STATES)),
+        "tasks_blocked": Count("id", filter=Q(status=TaskStatus.BLOCKED)),
+        "iterations_total": Sum("iteration", default=0),
+        "review_cycles_total": Sum("review_cycles_total", default=0),
+    }
     events = Event.objects.filter(
         project_id=sprint.project_id, task__in=planned, outcome=Event.Outcome.APPLIED
     )
     if sprint.started:
         events = events.filter(timestamp__gte=sprint.started)
-    verdict_rows = _one_row(
-        events,
-        approvals=Count("id", filter=Q(action=Action.APPROVED)),
-        rejections=Count("id", filter=Q(action=Action.REJECTED)),
-        submitted=Count("id", filter=Q(action=Action.READY_FOR_REVIEW)),
+    # Both aggregates in one statement: the board header reads them on every render.
+    row = rows.aggregates(
+        (planned, tasks),
+        (
+            events,
+            {
+                "approvals": Count("id", filter=Q(action=Action.APPROVED)),
+                "rejections": Count("id", filter=Q(action=Action.REJECTED)),
+                "submitted": Count("id", filter=Q(action=Action.READY_FOR_REVIEW)),
+            },
+        ),
     )
-    # Both aggregates in one statement (the board header reads them on every render): two
-    # one-row subqueries side by side, each the ORM's own SQL for its queryset.
-    (tasks_sql, tasks_params), (verdicts_sql, verdicts_params) = (
-        task_rows.query.sql_with_params(),
-        verdict_rows.query.sql_with_params(),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT * FROM ({tasks_sql}) t CROSS JOIN ({verdicts_sql}) v",
-            [*tasks_params, *verdicts_params],
-        )
-        # The ORM names each column after its aggregate (SELECT ... AS "tasks_done").
-        row = dict(
-            zip([column.name for column in cursor.description], cursor.fetchone(), strict=True)
-        )
-    counts = {name: row[name] for name in task_rows.query.annotation_select if name != "one"}
-    verdicts = {name: row[name] for name in verdict_rows.query.annotation_select if name != "one"}
+    counts = {name: row[name] for name in tasks}
+    verdicts = row
     approvals, rejections = verdicts["approvals"], verdicts["rejections"]
     verdict_count = approvals + rejections
     approval_rate = round(100 * approvals / verdict_count) if verdict_count else None
@@ -148,12 +138,6 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
         # SPEC §9: rubber-stamping warning above 95 % approvals over at least 5 verdicts.
         "rubber_stamp_warning": p.rubber_stamp(approvals, verdict_count),
     }
-
-
-def _one_row(rows: QuerySet, **aggregates) -> QuerySet:
-    """`rows.aggregate(**aggregates)` as a queryset (one row), to be run inside another
-    statement. Grouped by a constant, which the ORM leaves out of GROUP BY: one row."""
-    return rows.order_by().annotate(one=Value(1)).values("one").annotate(**aggregates)
 
 
 def sprint_metrics_current(sprint: Sprint) -> dict[str, object]:
