@@ -21,7 +21,7 @@ from functools import cache
 from typing import TypeVar
 
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Aggregate, Model, QuerySet, Value
 
 M = TypeVar("M", bound=Model)
 
@@ -170,3 +170,24 @@ def insert(instance: Model) -> None:
             setattr(instance, meta.pk.attname, pk)
     instance._state.adding = False
     instance._state.db = connection.alias
+
+
+def aggregates(*parts: tuple[QuerySet, dict[str, Aggregate]]) -> dict[str, object]:
+    """`queryset.aggregate(**named)` for each part, in one statement: each part's own SQL (the
+    ORM's, its filters unchanged) as a one-row subquery, side by side. For a page that reads
+    several counts of different tables (the board header); the names must differ across parts."""
+    sqls, params, names = [], [], []
+    for rows, named in parts:
+        # Grouped by a constant, which the ORM leaves out of GROUP BY: a plain aggregate.
+        query = rows.order_by().annotate(_one=Value(1)).values("_one").annotate(**named).query
+        sql, part_params = query.sql_with_params()
+        sqls.append(f"({sql}) AS part{len(sqls)}")
+        params.extend(part_params)
+        names.extend(named)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {', '.join(connection.ops.quote_name(n) for n in names)} "
+            f"FROM {' CROSS JOIN '.join(sqls)}",
+            params,
+        )
+        return dict(zip(names, cursor.fetchone(), strict=True))

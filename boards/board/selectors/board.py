@@ -31,6 +31,7 @@ from boards.board.selectors.cards import (
     card_tasks,
     with_lanes,
 )
+from boards.coordination import rows
 from boards.coordination.models.projects import Project
 from boards.coordination.models.records import Alert
 from boards.coordination.models.tasks import Handoff, Review, Task
@@ -283,7 +284,7 @@ def board_state(
     available = agents_availability(project_id=project.pk, agents=agents, now=now)
     for agent in agents:
         agent.availability = available[agent.pk]
-    alerts = list(Alert.objects.filter(project=project, resolved_at__isnull=True)[:20])
+    alerts = list(open_alerts(project=project)[:20])
     return {
         **header,
         # Issue 24: the enforced concurrency caps, shown above the agents.
@@ -346,37 +347,46 @@ def _lanes(tasks: QuerySet, columns: list[Column], by: str) -> list[Lane]:
     ]
 
 
-def open_alert_counts(*, project: Project) -> dict[str, int]:
-    """The project's open alerts by level, most severe first, levels without any left out."""
-    counts = dict(
-        Alert.objects.filter(project=project, resolved_at__isnull=True)
-        .values_list("level")
-        .annotate(n=Count("id"))
-        .order_by()
+def open_alerts(*, project: Project) -> QuerySet:
+    """The project's unresolved alerts: the header's counts and the alerts panel."""
+    return Alert.objects.filter(project=project, resolved_at__isnull=True)
+
+
+def blocked_tasks(*, project: Project) -> QuerySet:
+    """The project's BLOCKED tasks (the humans' queue, whatever the filters or the sprint)."""
+    return Task.objects.filter(project=project, status=TaskStatus.BLOCKED)
+
+
+def header_counts(*, project: Project) -> tuple[dict[str, int], dict[str, int]]:
+    """The numbers every viewer of the board reads the same (issue 25), in one statement: the
+    header's "blocked" and the banner's "N blocked tasks" are one count (`blocked_tasks`),
+    redrawn with the header on every move; and the open alerts by level, most severe first,
+    levels without any left out."""
+    row = rows.aggregates(
+        (blocked_tasks(project=project), {"blocked": Count("id")}),
+        (
+            open_alerts(project=project),
+            {f"alerts_{level}": Count("id", filter=Q(level=level)) for level in ALERT_SEVERITY},
+        ),
     )
-    return {level: counts[level] for level in ALERT_SEVERITY if counts.get(level)}
-
-
-def board_counts(*, project: Project) -> dict[str, int]:
-    """The numbers every viewer of the board reads the same (issue 25): the header's "blocked"
-    and the banner's "N blocked tasks" are this one count, the project's BLOCKED tasks (the
-    humans' queue, whatever the filters or the sprint), redrawn with the header on every move."""
-    return {"blocked": Task.objects.filter(project=project, status=TaskStatus.BLOCKED).count()}
+    by_level = {level: row[f"alerts_{level}"] for level in ALERT_SEVERITY}
+    return {"blocked": row["blocked"]}, {level: n for level, n in by_level.items() if n}
 
 
 def board_header(
     *, project: Project, metrics: bool = True, now: datetime | None = None
 ) -> dict[str, object]:
     """The board header: goal, sprint status and deadline, live metrics (seed 002), the counts
-    every viewer shares (`board_counts`), and when the watcher last swept the project."""
+    every viewer shares (`header_counts`), and when the watcher last swept the project."""
     sprint = sprint_current(project=project)
     config = config_of(project)
+    counts, alert_counts = header_counts(project=project)
     return {
         "project": project,
         "config": config,
-        "counts": board_counts(project=project),
+        "counts": counts,
         "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
-        "open_alerts": open_alert_counts(project=project),
+        "open_alerts": alert_counts,
         "breaker": breaker_status(project=project),
         "goal": goal_current(project=project),
         "sprint": sprint,

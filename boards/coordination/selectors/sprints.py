@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from django.db import connection
-from django.db.models import Count, Q, Sum
+from django.db.models import Case, Count, Q, Sum, When
 
 from boards import protocol as p
 from boards.coordination import rows
@@ -57,10 +57,13 @@ def sprint_get(*, project: Project, sprint_id: str) -> Sprint:
 
 
 def goal_current(*, project: Project) -> Goal | None:
-    """The goal IN_PROGRESS, else the latest one (SPEC §13: operations act on the latest)."""
+    """The goal IN_PROGRESS, else the latest one (SPEC §13: operations act on the latest).
+
+    One query (the board header asks on every render): the goal IN_PROGRESS (at most one, a
+    constraint) sorts first, then the latest."""
+    in_progress_first = Case(When(status=GoalStatus.IN_PROGRESS, then=0), default=1)
     return (
-        Goal.objects.filter(project=project, status=GoalStatus.IN_PROGRESS).first()
-        or Goal.objects.filter(project=project).order_by("-created", "-id").first()
+        Goal.objects.filter(project=project).order_by(in_progress_first, "-created", "-id").first()
     )
 
 
@@ -92,23 +95,32 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
     among tasks_blocked.
     """
     planned = Task.objects.filter(planned_in=sprint)
-    counts = planned.aggregate(
-        tasks_done=Count("id", filter=Q(status__in=p.TERMINAL_TASK_STATES)),
-        tasks_in_progress=Count("id", filter=Q(status__in=p.IN_PROGRESS_TASK_STATES)),
-        tasks_blocked=Count("id", filter=Q(status=TaskStatus.BLOCKED)),
-        iterations_total=Sum("iteration", default=0),
-        review_cycles_total=Sum("review_cycles_total", default=0),
-    )
+    tasks = {
+        "tasks_done": Count("id", filter=Q(status__in=p.TERMINAL_TASK_STATES)),
+        "tasks_in_progress": Count("id", filter=Q(status__in=p.IN_PROGRESS_TASK_STATES)),
+        "tasks_blocked": Count("id", filter=Q(status=TaskStatus.BLOCKED)),
+        "iterations_total": Sum("iteration", default=0),
+        "review_cycles_total": Sum("review_cycles_total", default=0),
+    }
     events = Event.objects.filter(
         project_id=sprint.project_id, task__in=planned, outcome=Event.Outcome.APPLIED
     )
     if sprint.started:
         events = events.filter(timestamp__gte=sprint.started)
-    verdicts = events.aggregate(
-        approvals=Count("id", filter=Q(action=Action.APPROVED)),
-        rejections=Count("id", filter=Q(action=Action.REJECTED)),
-        submitted=Count("id", filter=Q(action=Action.READY_FOR_REVIEW)),
+    # Both aggregates in one statement: the board header reads them on every render.
+    row = rows.aggregates(
+        (planned, tasks),
+        (
+            events,
+            {
+                "approvals": Count("id", filter=Q(action=Action.APPROVED)),
+                "rejections": Count("id", filter=Q(action=Action.REJECTED)),
+                "submitted": Count("id", filter=Q(action=Action.READY_FOR_REVIEW)),
+            },
+        ),
     )
+    counts = {name: row[name] for name in tasks}
+    verdicts = row
     approvals, rejections = verdicts["approvals"], verdicts["rejections"]
     verdict_count = approvals + rejections
     approval_rate = round(100 * approvals / verdict_count) if verdict_count else None
