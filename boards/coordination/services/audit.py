@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from django.db import transaction
 
@@ -113,6 +113,18 @@ def _note_board_changes(
         outbox.changed(project.pk, outbox.SPRINT, project.pk)
 
 
+class EventFields(TypedDict, total=False):
+    """What an event may say besides its attempt (project, actor, action, now) and its detail:
+    `record_event`'s other parameters, which `Attempt.record` passes on (a test holds the two
+    equal)."""
+
+    task: Task | None
+    from_status: str
+    to_status: str
+    data: dict[str, Any] | None
+    outcome: str
+
+
 E = TypeVar("E", bound=ProtocolError)
 
 
@@ -163,15 +175,7 @@ class Attempt:
         return self.refuse(exc, task=task, from_status=from_status)
 
     def record(
-        self,
-        *,
-        detail: str,
-        action: str | None = None,
-        task: Task | None = None,
-        from_status: str = "",
-        to_status: str = "",
-        data: dict[str, Any] | None = None,
-        outcome: str = Event.Outcome.APPLIED,
+        self, *, detail: str, action: str | None = None, **event: Unpack[EventFields]
     ) -> Event:
         """This attempt's event (`record_event`), named by `action` when what happened has its
         own name (`goal_create` records `goal_created`), else by the attempt's."""
@@ -181,11 +185,7 @@ class Attempt:
             action=action or self.action,
             detail=detail,
             now=self.now,
-            task=task,
-            from_status=from_status,
-            to_status=to_status,
-            data=data,
-            outcome=outcome,
+            **event,
         )
 
 
@@ -199,12 +199,7 @@ class Refusal:
     to_status: str
 
     def record(self, exc: ProtocolError) -> Event:
-        return Attempt(
-            project=self.attempt.project,
-            actor=self.attempt.actor,
-            action=refused_action(self.attempt.action),
-            now=self.attempt.now,
-        ).record(
+        return replace(self.attempt, action=refused_action(self.attempt.action)).record(
             detail=f"refused: {exc.message}",
             task=self.task,
             from_status=self.from_status,
