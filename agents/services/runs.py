@@ -16,12 +16,11 @@ from agents.models import (
 from agents.selectors import run_made_progress
 from boards.coordination import outbox
 from boards.coordination.models.projects import Project
-from boards.coordination.models.tasks import Task
 from boards.coordination.services.actors import ANY_AGENT
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.budgets import refuse_if_over_budget
-from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.cleaning import clean_text, resolve_key
 from boards.coordination.services.tasks.stalls import task_stalled
 from boards.errors import (
     Conflict,
@@ -65,11 +64,7 @@ def run_start(
     require_role(Attempt(project, agent, "run_start", now), agent_roles=ANY_AGENT, human=None)
     restart_reason = clean_text(restart_reason, "restart_reason", required=False, max_length=100)
     command = redact_output(clean_text(command, "command", required=False, max_length=500))
-    row = None
-    if task:
-        row = Task.objects.filter(project=project, key=task).first()
-        if row is None:
-            raise ProtocolValidationError("task", f"no task {task} in this project")
+    row = resolve_key(project, task, "task")
     # Issue 24: a spent budget refuses the spawn before it spends anything.
     refuse_if_over_budget(project, agent=agent, action="run_start", now=now, task=row)
     with transaction.atomic():
@@ -96,6 +91,14 @@ def _require_own_run(attempt: Attempt, run: Run) -> None:
         )
 
 
+def _lock_running(run: Run) -> Run:
+    """The run's row, locked, while it still runs: an ended run takes no more reports (409)."""
+    run = Run.objects.select_for_update().get(pk=run.pk)
+    if run.ended is not None:
+        raise Conflict(f"run {run.pk} already ended", {"run": run.pk})
+    return run
+
+
 @records_refusals
 def run_finish(
     *,
@@ -112,9 +115,7 @@ def run_finish(
     _require_own_run(Attempt(project, agent, "run_finish", now), run)
     stopped_by = clean_text(stopped_by, "stopped_by", required=False, max_length=100)
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run.pk)
-        if run.ended is not None:
-            raise Conflict(f"run {run.pk} already ended", {"run": run.pk})
+        run = _lock_running(run)
         run.ended = now
         run.exit_code = exit_code
         run.stopped_by = stopped_by
@@ -162,9 +163,7 @@ def run_output_append(*, run: Run, agent: Agent, now: datetime, text: str) -> Ru
     if not isinstance(text, str) or len(text) > RUN_CHUNK_CHARS:
         raise ProtocolValidationError("text", f"text of at most {RUN_CHUNK_CHARS} characters")
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run.pk)
-        if run.ended is not None:
-            raise Conflict(f"run {run.pk} already ended", {"run": run.pk})
+        run = _lock_running(run)
         run.output = redact_output(run.output + ("\n" if run.output else "") + text)
         run.last_output_at = now
         run.save(update_fields=["output", "last_output_at"])

@@ -54,6 +54,19 @@ def require_known_names(
         raise ProtocolValidationError(field_if_none, f"give at least one of {', '.join(allowed)}")
 
 
+def resolve_key(project: Project, key: Any, field: str) -> Task | None:
+    """The task named by `key`, or None when none is named; an unknown key is a 400 naming
+    `field`."""
+    if key in (None, ""):
+        return None
+    if not isinstance(key, str):
+        raise ProtocolValidationError(field, "must be a task key")
+    task = Task.objects.filter(project=project, key=key).first()
+    if task is None:
+        raise ProtocolValidationError(field, f"unknown task {key}")
+    return task
+
+
 def resolve_keys(project: Project, keys: Sequence[str], field: str) -> list[Task]:
     """The tasks named by `keys`; an unknown key is a 400 naming `field`."""
     keys = clean_string_list(list(keys), field, max_items=1000, max_length=64)

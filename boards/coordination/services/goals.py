@@ -95,7 +95,7 @@ def goal_edit(
         if not diff:
             return goal
         if goal.status != GoalStatus.IN_PROGRESS:
-            raise Attempt(project=project, actor=actor, action="goal_edit", now=now).conflict(
+            raise attempt.conflict(
                 f"{goal.goal_id} is {goal.status}: only a goal IN_PROGRESS is edited",
                 details={"goal": goal.goal_id, "status": goal.status},
             )

@@ -12,29 +12,16 @@ from boards import protocol as p
 from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.records import Anomaly, Event, SpecChange, anomaly_details_errors
 from boards.coordination.models.tasks import Discovery, HumanNote, Task
-from boards.coordination.services.actors import Actor, actor_ref
+from boards.coordination.services.actors import ANY_AGENT, Actor, actor_ref
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
-from boards.coordination.services.cleaning import clean_text
+from boards.coordination.services.cleaning import clean_text, resolve_key
 from boards.coordination.services.locking import lock_project
 from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, task_create
 from boards.errors import ProtocolValidationError, Throttled
 
-ANY_AGENT = ("planner", "coder", "code_reviewer")
-
 # Called inside the triage's transaction: its refusal is logged once, by the triage.
 _create = task_create.__wrapped__
-
-
-def _task_of(project: Project, key: str | None, field: str) -> Task | None:
-    if key in (None, ""):
-        return None
-    if not isinstance(key, str):
-        raise ProtocolValidationError(field, "must be a task key")
-    task = Task.objects.filter(project=project, key=key).first()
-    if task is None:
-        raise ProtocolValidationError(field, f"unknown task {key}")
-    return task
 
 
 @records_refusals
@@ -57,7 +44,7 @@ def discovery_create(
         raise ProtocolValidationError("severity", f"one of {', '.join(p.DISCOVERY_SEVERITIES)}")
     if urgency not in p.DISCOVERY_URGENCIES:
         raise ProtocolValidationError("urgency", f"one of {', '.join(p.DISCOVERY_URGENCIES)}")
-    task = _task_of(project, during, "during")
+    task = resolve_key(project, during, "during")
     with transaction.atomic():
         # disc-N numbering is per project; the project row lock serializes concurrent reporters.
         lock_project(project)
@@ -103,7 +90,7 @@ def anomaly_create(
     if errors:
         field, message = next(iter(errors.items()))
         raise ProtocolValidationError(field, message)
-    task_row = _task_of(project, task, "task")
+    task_row = resolve_key(project, task, "task")
     reporter = actor_ref(actor)[1]
     _refuse_anomaly_flood(project, reporter, now)
     with transaction.atomic():
@@ -145,7 +132,7 @@ def human_note_create(
     attempt = Attempt(project, actor, "human_note_create", now)
     require_role(attempt, agent_roles=(), human=Membership.Role.MEMBER)
     message = clean_text(message, "message", max_length=5000)
-    task_row = _task_of(project, task, "task")
+    task_row = resolve_key(project, task, "task")
     with transaction.atomic():
         note = HumanNote.objects.create(
             project=project, task=task_row, timestamp=now, message=message, author=actor
@@ -198,7 +185,7 @@ def activity_log(
     detail = clean_text(detail, "detail", max_length=500)
     if "\n" in detail:
         raise ProtocolValidationError("detail", "one line (seed 002: one-line detail)")
-    task_row = _task_of(project, task, "task")
+    task_row = resolve_key(project, task, "task")
     with transaction.atomic():
         return attempt.record(action=action, task=task_row, detail=detail)
 
@@ -255,9 +242,7 @@ def discovery_triage(
         settled = discovery.triage in (Discovery.Triage.CONVERTED, Discovery.Triage.REJECTED)
         if settled or discovery.converted_to_task or discovery.triage == TRIAGE_DECISIONS[decision]:
             state = "converted" if discovery.converted_to_task else discovery.triage
-            raise Attempt(
-                project=project, actor=actor, action="discovery_triage", now=now
-            ).conflict(
+            raise attempt.conflict(
                 f"{discovery.disc_id} is already {state}",
                 details={"discovery": discovery.disc_id, "triage": state},
             )
