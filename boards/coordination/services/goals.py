@@ -27,6 +27,12 @@ def cancel_within(task: Task, *, actor: Actor, now: datetime, reason: str) -> Ta
     return _cancel(task=task, actor=actor, now=now, reason=reason)
 
 
+def _alignment(now: datetime, event: str, summary: str) -> dict[str, str]:
+    """One entry of a goal's alignment_history, which records how the goal drifted (seed 002:
+    append-only {timestamp, event, summary})."""
+    return {"timestamp": p.format_timestamp(now), "event": event, "summary": summary}
+
+
 @records_refusals
 def goal_create(
     *,
@@ -58,13 +64,7 @@ def goal_create(
             description=description,
             spec_ref=spec_ref,
             created=now,
-            alignment_history=[
-                {
-                    "timestamp": p.format_timestamp(now),
-                    "event": "initialization",
-                    "summary": description,
-                }
-            ],
+            alignment_history=[_alignment(now, "initialization", description)],
         )
         attempt.record(action="goal_created", detail=description, data={"goal": goal.goal_id})
     return goal
@@ -103,11 +103,7 @@ def goal_edit(
             setattr(goal, name, new)
         goal.alignment_history = [
             *goal.alignment_history,
-            {
-                "timestamp": p.format_timestamp(now),
-                "event": "goal_edited",
-                "summary": goal.description,
-            },
+            _alignment(now, "goal_edited", goal.description),
         ]
         goal.save(update_fields=[*diff, "alignment_history"])
         attempt.record(
@@ -174,10 +170,7 @@ def _goal_transition(
                 from_status=goal.status,
             )
         goal.abort() if method == "abort" else goal.complete()
-        goal.alignment_history = [
-            *goal.alignment_history,
-            {"timestamp": p.format_timestamp(now), "event": action, "summary": reason},
-        ]
+        goal.alignment_history = [*goal.alignment_history, _alignment(now, action, reason)]
         goal.save()
         attempt.record(
             from_status=GoalStatus.IN_PROGRESS,
