@@ -3,16 +3,40 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from boards import protocol as p
+from boards.coordination.models.machines import seed_transition
 from boards.coordination.models.projects import Goal, Project, ProjectScopedManager, Sprint
 from boards.coordination.models.tasks import Task
+
+
+def _role_is(role: str) -> Callable[[Agent], bool]:
+    def condition(agent: Agent) -> bool:
+        return agent.role == role
+
+    return condition
+
+
+def _seed_edge(method: Callable[..., None]) -> Callable[..., None]:
+    """The agent's transition of every seed 000 edge named after `method` (protocol.AGENT_EDGES),
+    each open only to the role the table gives it (every role where it gives none)."""
+    edges_by_role: dict[str | None, dict[tuple[str, str], str]] = {}
+    for pair, (name, role) in p.AGENT_EDGES.items():
+        if name == method.__name__:
+            edges_by_role.setdefault(role, {})[pair] = name
+    if not edges_by_role:
+        raise ImproperlyConfigured(f"no seed 000 agent edge is named {method.__name__!r}")
+    for role, edges in edges_by_role.items():
+        method = seed_transition(edges, conditions=[_role_is(role)] if role else [])(method)
+    return method
 
 
 class Agent(FSMModelMixin, models.Model):
@@ -82,75 +106,35 @@ class Agent(FSMModelMixin, models.Model):
     def has_live_lease(self, now: datetime) -> bool:
         return self.lease_expires is not None and self.lease_expires > now
 
-    def _is_coder(self) -> bool:
-        return self.role == self.Role.CODER
-
-    def _is_reviewer(self) -> bool:
-        return self.role == self.Role.CODE_REVIEWER
-
-    @transition(field=status, source=p.AgentStatus.STARTING, target=p.AgentStatus.IDLE)
+    @_seed_edge
     def ready(self) -> None:
         """Registration complete."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.IDLE,
-        target=p.AgentStatus.WORKING,
-        conditions=[_is_coder],
-    )
+    @_seed_edge
     def start_work(self) -> None:
         """A coder was assigned a task."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.IDLE,
-        target=p.AgentStatus.REVIEWING,
-        conditions=[_is_reviewer],
-    )
+    @_seed_edge
     def start_review(self) -> None:
         """A code reviewer was assigned a review."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.WORKING,
-        target=p.AgentStatus.WAITING,
-        conditions=[_is_coder],
-    )
+    @_seed_edge
     def wait_for_review(self) -> None:
         """Submitted for review."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.WAITING,
-        target=p.AgentStatus.WORKING,
-        conditions=[_is_coder],
-    )
+    @_seed_edge
     def resume_work(self) -> None:
         """Continue after feedback."""
 
-    @transition(
-        field=status,
-        source=[p.AgentStatus.WORKING, p.AgentStatus.WAITING],
-        target=p.AgentStatus.IDLE,
-        conditions=[_is_coder],
-    )
+    @_seed_edge
     def stop_work(self) -> None:
         """Task done, blocked, or lost."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.REVIEWING,
-        target=p.AgentStatus.IDLE,
-        conditions=[_is_reviewer],
-    )
+    @_seed_edge
     def finish_review(self) -> None:
         """Verdict given, or the review was lost."""
 
-    @transition(
-        field=status,
-        source=[p.AgentStatus.WORKING, p.AgentStatus.REVIEWING],
-        target=p.AgentStatus.HANDOFF,
-    )
+    @_seed_edge
     def hand_off(self) -> None:
         """Context exhaustion: handoff notes written, the process terminates."""
 

@@ -4,8 +4,9 @@ field names follow seed 002 so state.yaml round-trips).
 Every tenant-owned row carries `project`. Status fields are django-fsm-2 `FSMField`s with
 `protected=True`: they change only through the transition methods below, and only services
 (`boards/coordination/services/`) call those methods, inside one transaction with the row locked.
-The transition methods hold the conditions that belong to the state itself (what the target
-state's invariants need); the services set the fields and run the side effects.
+Each method takes the edges seed 000's table names after it (`machines.seed_transition`) and
+holds the conditions that belong to the state itself (what the target state's invariants need);
+the services set the fields and run the side effects.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
-from django_fsm import FSMField, FSMModelMixin, transition
+from django_fsm import FSMField, FSMModelMixin
 
 from boards import protocol as p
+from boards.coordination.models.machines import seed_transition
 
 
 class Project(models.Model):
@@ -252,11 +254,11 @@ class Goal(FSMModelMixin, models.Model):
     def __str__(self) -> str:
         return f"{self.project}/{self.goal_id}"
 
-    @transition(field=status, source=p.GoalStatus.IN_PROGRESS, target=p.GoalStatus.COMPLETED)
+    @seed_transition(p.GOAL_EDGES)
     def complete(self) -> None:
         """All planned work done."""
 
-    @transition(field=status, source=p.GoalStatus.IN_PROGRESS, target=p.GoalStatus.ABORTED)
+    @seed_transition(p.GOAL_EDGES)
     def abort(self) -> None:
         """A human stopped the goal."""
 
@@ -303,22 +305,18 @@ class Sprint(FSMModelMixin, models.Model):
     def is_open(self) -> bool:
         return self.status not in p.TERMINAL_SPRINT_STATES
 
-    @transition(field=status, source=p.SprintStatus.IN_PROGRESS, target=p.SprintStatus.CHECKPOINT)
+    @seed_transition(p.SPRINT_EDGES)
     def checkpoint(self) -> None:
         """Deadline reached, human request or circuit breaker: a human decides."""
 
-    @transition(field=status, source=p.SprintStatus.CHECKPOINT, target=p.SprintStatus.IN_PROGRESS)
+    @seed_transition(p.SPRINT_EDGES)
     def resume(self) -> None:
         """The human chose to continue."""
 
-    @transition(field=status, source=p.SprintStatus.IN_PROGRESS, target=p.SprintStatus.COMPLETED)
+    @seed_transition(p.SPRINT_EDGES)
     def complete(self) -> None:
         """All planned tasks terminal (checked by the service)."""
 
-    @transition(
-        field=status,
-        source=[p.SprintStatus.IN_PROGRESS, p.SprintStatus.CHECKPOINT],
-        target=p.SprintStatus.ABORTED,
-    )
+    @seed_transition(p.SPRINT_EDGES)
     def abort(self) -> None:
         """Human or circuit breaker stopped the sprint."""

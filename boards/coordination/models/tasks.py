@@ -15,6 +15,7 @@ from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from boards import protocol as p
+from boards.coordination.models.machines import seed_transition
 from boards.coordination.models.projects import (
     Goal,
     Project,
@@ -189,102 +190,57 @@ class Task(FSMModelMixin, models.Model):
     def _worktree_cleared(self) -> bool:
         return not _present(self.worktree)
 
-    # -- seed 000's 13 edges -------------------------------------------------------------------
+    # -- seed 000's 13 edges (protocol.TASK_EDGES) ------------------------------------------
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.DRAFT,
-        target=p.TaskStatus.UNCLAIMED,
-        conditions=[_ready_to_finalize],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_ready_to_finalize])
     def finalize(self) -> None:
         """The planner finished the definition (done_when and spec_ref present)."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.UNCLAIMED,
-        target=p.TaskStatus.CLAIMED,
-        conditions=[_dependencies_merged, _holds_claim],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_dependencies_merged, _holds_claim])
     def claim(self) -> None:
         """A coder takes an UNCLAIMED task whose dependencies are all MERGED."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.REJECTED,
-        target=p.TaskStatus.CLAIMED,
-        conditions=[_holds_claim],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_holds_claim])
     def reclaim(self) -> None:
         """The coder (or, after its lease lapsed, another coder) resumes a rejected task."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.INTEGRATION_FAILED,
-        target=p.TaskStatus.CLAIMED,
-        conditions=[_holds_claim],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_holds_claim])
     def claim_integration_fix(self) -> None:
         """Any coder takes the failed merge, keeping the worktree."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.CLAIMED,
-        target=p.TaskStatus.READY_FOR_REVIEW,
-        conditions=[_has_review_commit],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_has_review_commit])
     def submit_for_review(self) -> None:
         """The coder requests review of a clean, committed tree."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.CLAIMED,
-        target=p.TaskStatus.BLOCKED,
-        conditions=[_has_block_diagnosis],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_has_block_diagnosis])
     def block(self) -> None:
         """The coder cannot proceed."""
 
-    @transition(field=status, source=p.TaskStatus.READY_FOR_REVIEW, target=p.TaskStatus.APPROVED)
+    @seed_transition(p.TASK_EDGES)
     def approve(self) -> None:
         """Enough distinct reviewers approved the round (seed 001 criticality)."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.READY_FOR_REVIEW,
-        target=p.TaskStatus.REJECTED,
-        conditions=[_has_rejection_reason],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_has_rejection_reason])
     def reject(self) -> None:
         """One rejection rejects the round."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.APPROVED,
-        target=p.TaskStatus.MERGED,
-        conditions=[_worktree_cleared],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_worktree_cleared])
     def merge(self) -> None:
         """Merged to the integration branch."""
 
-    @transition(field=status, source=p.TaskStatus.APPROVED, target=p.TaskStatus.INTEGRATION_FAILED)
+    @seed_transition(p.TASK_EDGES)
     def fail_integration(self) -> None:
         """Merge conflict or integration test failure."""
 
-    @transition(field=status, source=p.TaskStatus.BLOCKED, target=p.TaskStatus.UNCLAIMED)
+    @seed_transition(p.TASK_EDGES)
     def release(self) -> None:
         """Escalation answered: back to the queue (failed_by kept, worktree cleared)."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.BLOCKED,
-        target=p.TaskStatus.SUPERSEDED,
-        conditions=[_has_rescope],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_has_rescope])
     def supersede(self) -> None:
         """Rescoped into new tasks."""
 
-    @transition(field=status, source=p.TaskStatus.BLOCKED, target=p.TaskStatus.ABANDONED)
+    @seed_transition(p.TASK_EDGES)
     def abandon(self) -> None:
         """Killed by the planner or a human."""
 
