@@ -14,7 +14,13 @@ from django_fsm import FSMField, FSMModelMixin, transition
 
 from boards import protocol as p
 from boards.coordination.models.machines import seed_transition
-from boards.coordination.models.projects import Goal, Project, ProjectScopedManager, Sprint
+from boards.coordination.models.projects import (
+    Goal,
+    Project,
+    ProjectScopedModel,
+    Sprint,
+    unique_in_project,
+)
 from boards.coordination.models.tasks import Task
 
 
@@ -39,7 +45,7 @@ def _seed_edge(method: Callable[..., None]) -> Callable[..., None]:
     return method
 
 
-class Agent(FSMModelMixin, models.Model):
+class Agent(FSMModelMixin, ProjectScopedModel):
     class Role(models.TextChoices):
         PLANNER = "planner"
         CODER = "coder"
@@ -86,12 +92,10 @@ class Agent(FSMModelMixin, models.Model):
     quota_provider = models.CharField(max_length=64, blank=True)
     quota_message = models.CharField(max_length=300, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["role", "agent_id"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "agent_id"], name="agent_unique_id"),
+            unique_in_project("agent_id", name="agent_unique_id"),
             # "No two agents assigned to same task" (seed 000/002 Validation Rules).
             models.UniqueConstraint(
                 fields=["current_task"],
@@ -143,7 +147,7 @@ class Agent(FSMModelMixin, models.Model):
         """The supervisor restarts the id fresh (after HANDOFF, or once its lease is dead)."""
 
 
-class AgentKey(models.Model):
+class AgentKey(ProjectScopedModel):
     """An API key: generated server-side, shown once, stored hashed, found by its prefix."""
 
     PREFIX_LEN = 12
@@ -156,8 +160,6 @@ class AgentKey(models.Model):
     created = models.DateTimeField()
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ProjectScopedManager()
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -235,7 +237,7 @@ def run_outcome(exit_code: int, stopped_by: str, progress: bool = False) -> tupl
     return RunState.FINISHED, f"crashed (exit {exit_code})"
 
 
-class Run(models.Model):
+class Run(ProjectScopedModel):
     """One spawn of an agent command by `liza supervise` (issue 12 §2 "Runs"): who ran, on
     which task, when, how it ended and the last lines it printed (secrets redacted), so a human
     sees why a coder keeps failing and the watcher can read crash loops (`recent_crashes`)."""
@@ -265,8 +267,6 @@ class Run(models.Model):
     state = models.CharField(max_length=10, choices=RunState.choices, default=RunState.RUNNING)
     reason = models.CharField(max_length=100, blank=True)
     last_output_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ProjectScopedManager()
 
     class Meta:
         indexes = [
@@ -307,7 +307,7 @@ class Run(models.Model):
         )
 
 
-class RunUsage(models.Model):
+class RunUsage(ProjectScopedModel):
     """What one run cost for one model (issue 24): tokens and USD, as the CLI printed them
     (parsed by its supervisor, `agents.client.usage`) or as the agent posted them (`liza
     usage`). A report carries the run's totals so far, so a row only grows (each field keeps
@@ -338,8 +338,6 @@ class RunUsage(models.Model):
     cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     recorded_at = models.DateTimeField()  # its first report: the day its cost counts on
 
-    objects = ProjectScopedManager()
-
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["run", "model"], name="run_usage_one_per_model")
@@ -360,7 +358,7 @@ class RunUsage(models.Model):
         )
 
 
-class Budget(models.Model):
+class Budget(ProjectScopedModel):
     """A spending limit (issue 24) on a project, a goal, a sprint, an agent or a task, in USD
     and/or tokens. Its spend and state (ok, warning at 80 %, exhausted at 100 %) are computed
     from the usage rows attributed to its subject (`boards.coordination.selectors.budgets`); set by
@@ -394,14 +392,10 @@ class Budget(models.Model):
     updated_at = models.DateTimeField()
     updated_by = models.CharField(max_length=150, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["scope", "subject"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["project", "scope", "subject"], name="budget_one_per_subject"
-            ),
+            unique_in_project("scope", "subject", name="budget_one_per_subject"),
             models.CheckConstraint(
                 condition=Q(limit_usd__isnull=False) | Q(limit_tokens__isnull=False),
                 name="budget_has_a_limit",

@@ -20,8 +20,9 @@ from boards.coordination.models.projects import (
     Goal,
     Project,
     ProjectConfig,
-    ProjectScopedManager,
+    ProjectScopedModel,
     ProjectScopedQuerySet,
+    unique_in_project,
 )
 
 
@@ -120,7 +121,7 @@ class Task(FSMModelMixin, models.Model):
     class Meta:
         ordering = ["priority", "created", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "key"], name="task_unique_key"),
+            unique_in_project("key", name="task_unique_key"),
             models.CheckConstraint(
                 condition=Q(priority__gte=1) & Q(priority__lte=5), name="task_priority_1_5"
             ),
@@ -256,7 +257,7 @@ class Task(FSMModelMixin, models.Model):
         """A human override or a limit enforced by the system."""
 
 
-class Review(models.Model):
+class Review(ProjectScopedModel):
     """One review claim (SPEC §4): the reviewer's own lease, then its verdict.
 
     A round is open while its reviews have `closed_at` null; it closes when the task leaves
@@ -278,8 +279,6 @@ class Review(models.Model):
     verdict_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["claimed_at", "id"]
         constraints = [
@@ -295,7 +294,7 @@ class Review(models.Model):
         return f"{self.task} by {self.reviewer}"
 
 
-class Discovery(models.Model):
+class Discovery(ProjectScopedModel):
     """Seed 002 `discovered[]`."""
 
     class Severity(models.TextChoices):
@@ -330,20 +329,16 @@ class Discovery(models.Model):
     triage = models.CharField(max_length=10, choices=Triage.choices, default=Triage.OPEN)
     triage_note = models.TextField(blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["created", "id"]
         verbose_name_plural = "discoveries"
-        constraints = [
-            models.UniqueConstraint(fields=["project", "disc_id"], name="discovery_unique_id")
-        ]
+        constraints = [unique_in_project("disc_id", name="discovery_unique_id")]
 
     def __str__(self) -> str:
         return f"{self.project}/{self.disc_id}"
 
 
-class Handoff(models.Model):
+class Handoff(ProjectScopedModel):
     """Seed 002 `handoff.<task>`: notes for the next session after context exhaustion."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="handoffs")
@@ -358,13 +353,11 @@ class Handoff(models.Model):
     files_modified = models.JSONField(default=list, blank=True)
     next_steps = models.JSONField(default=list, blank=True)
 
-    objects = ProjectScopedManager()
-
     def __str__(self) -> str:
         return f"handoff of {self.task}"
 
 
-class HumanNote(models.Model):
+class HumanNote(ProjectScopedModel):
     """Seed 002 `human_notes[]`: for a task, or for the whole project when task is null."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="human_notes")
@@ -376,8 +369,6 @@ class HumanNote(models.Model):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
-
-    objects = ProjectScopedManager()
 
     class Meta:
         ordering = ["timestamp", "id"]
