@@ -287,13 +287,7 @@ class Run(ProjectScopedModel):
         """The duration in words as the board shows it ("1 h 02 min", "3 min 05 s", "12 s");
         a running run's from the database's clock of the render."""
         seconds = int(self.duration(timezone.now()).total_seconds())
-        hours, rest = divmod(seconds, 3600)
-        minutes, secs = divmod(rest, 60)
-        if hours:
-            return f"{hours} h {minutes:02d} min"
-        if minutes:
-            return f"{minutes} min {secs:02d} s"
-        return f"{secs} s"
+        return p.two_units(seconds, ((3600, " h"), (60, " min"), (1, " s")))
 
     @property
     def crashed(self) -> bool:
