@@ -3,19 +3,49 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from boards import protocol as p
-from boards.coordination.models.projects import Goal, Project, ProjectScopedManager, Sprint
+from boards.coordination.models.machines import seed_transition
+from boards.coordination.models.projects import (
+    Goal,
+    Project,
+    ProjectScopedModel,
+    Sprint,
+    unique_in_project,
+)
 from boards.coordination.models.tasks import Task
 
 
-class Agent(FSMModelMixin, models.Model):
+def _role_is(role: str) -> Callable[[Agent], bool]:
+    def condition(agent: Agent) -> bool:
+        return agent.role == role
+
+    return condition
+
+
+def _seed_edge(method: Callable[..., None]) -> Callable[..., None]:
+    """The agent's transition of every seed 000 edge named after `method` (protocol.AGENT_EDGES),
+    each open only to the role the table gives it (every role where it gives none)."""
+    edges_by_role: dict[str | None, dict[tuple[str, str], str]] = {}
+    for pair, (name, role) in p.AGENT_EDGES.items():
+        if name == method.__name__:
+            edges_by_role.setdefault(role, {})[pair] = name
+    if not edges_by_role:
+        raise ImproperlyConfigured(f"no seed 000 agent edge is named {method.__name__!r}")
+    for role, edges in edges_by_role.items():
+        method = seed_transition(edges, conditions=[_role_is(role)] if role else [])(method)
+    return method
+
+
+class Agent(FSMModelMixin, ProjectScopedModel):
     class Role(models.TextChoices):
         PLANNER = "planner"
         CODER = "coder"
@@ -62,12 +92,10 @@ class Agent(FSMModelMixin, models.Model):
     quota_provider = models.CharField(max_length=64, blank=True)
     quota_message = models.CharField(max_length=300, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["role", "agent_id"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "agent_id"], name="agent_unique_id"),
+            unique_in_project("agent_id", name="agent_unique_id"),
             # "No two agents assigned to same task" (seed 000/002 Validation Rules).
             models.UniqueConstraint(
                 fields=["current_task"],
@@ -82,75 +110,35 @@ class Agent(FSMModelMixin, models.Model):
     def has_live_lease(self, now: datetime) -> bool:
         return self.lease_expires is not None and self.lease_expires > now
 
-    def _is_coder(self) -> bool:
-        return self.role == self.Role.CODER
-
-    def _is_reviewer(self) -> bool:
-        return self.role == self.Role.CODE_REVIEWER
-
-    @transition(field=status, source=p.AgentStatus.STARTING, target=p.AgentStatus.IDLE)
+    @_seed_edge
     def ready(self) -> None:
         """Registration complete."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.IDLE,
-        target=p.AgentStatus.WORKING,
-        conditions=[_is_coder],
-    )
+    @_seed_edge
     def start_work(self) -> None:
         """A coder was assigned a task."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.IDLE,
-        target=p.AgentStatus.REVIEWING,
-        conditions=[_is_reviewer],
-    )
+    @_seed_edge
     def start_review(self) -> None:
         """A code reviewer was assigned a review."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.WORKING,
-        target=p.AgentStatus.WAITING,
-        conditions=[_is_coder],
-    )
+    @_seed_edge
     def wait_for_review(self) -> None:
         """Submitted for review."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.WAITING,
-        target=p.AgentStatus.WORKING,
-        conditions=[_is_coder],
-    )
+    @_seed_edge
     def resume_work(self) -> None:
         """Continue after feedback."""
 
-    @transition(
-        field=status,
-        source=[p.AgentStatus.WORKING, p.AgentStatus.WAITING],
-        target=p.AgentStatus.IDLE,
-        conditions=[_is_coder],
-    )
+    @_seed_edge
     def stop_work(self) -> None:
         """Task done, blocked, or lost."""
 
-    @transition(
-        field=status,
-        source=p.AgentStatus.REVIEWING,
-        target=p.AgentStatus.IDLE,
-        conditions=[_is_reviewer],
-    )
+    @_seed_edge
     def finish_review(self) -> None:
         """Verdict given, or the review was lost."""
 
-    @transition(
-        field=status,
-        source=[p.AgentStatus.WORKING, p.AgentStatus.REVIEWING],
-        target=p.AgentStatus.HANDOFF,
-    )
+    @_seed_edge
     def hand_off(self) -> None:
         """Context exhaustion: handoff notes written, the process terminates."""
 
@@ -159,7 +147,7 @@ class Agent(FSMModelMixin, models.Model):
         """The supervisor restarts the id fresh (after HANDOFF, or once its lease is dead)."""
 
 
-class AgentKey(models.Model):
+class AgentKey(ProjectScopedModel):
     """An API key: generated server-side, shown once, stored hashed, found by its prefix."""
 
     PREFIX_LEN = 12
@@ -172,8 +160,6 @@ class AgentKey(models.Model):
     created = models.DateTimeField()
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ProjectScopedManager()
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -251,7 +237,7 @@ def run_outcome(exit_code: int, stopped_by: str, progress: bool = False) -> tupl
     return RunState.FINISHED, f"crashed (exit {exit_code})"
 
 
-class Run(models.Model):
+class Run(ProjectScopedModel):
     """One spawn of an agent command by `liza supervise` (issue 12 §2 "Runs"): who ran, on
     which task, when, how it ended and the last lines it printed (secrets redacted), so a human
     sees why a coder keeps failing and the watcher can read crash loops (`recent_crashes`)."""
@@ -282,8 +268,6 @@ class Run(models.Model):
     reason = models.CharField(max_length=100, blank=True)
     last_output_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         indexes = [
             models.Index(fields=["agent", "ended"], name="run_agent_ended"),
@@ -303,13 +287,7 @@ class Run(models.Model):
         """The duration in words as the board shows it ("1 h 02 min", "3 min 05 s", "12 s");
         a running run's from the database's clock of the render."""
         seconds = int(self.duration(timezone.now()).total_seconds())
-        hours, rest = divmod(seconds, 3600)
-        minutes, secs = divmod(rest, 60)
-        if hours:
-            return f"{hours} h {minutes:02d} min"
-        if minutes:
-            return f"{minutes} min {secs:02d} s"
-        return f"{secs} s"
+        return p.two_units(seconds, ((3600, " h"), (60, " min"), (1, " s")))
 
     @property
     def crashed(self) -> bool:
@@ -323,7 +301,7 @@ class Run(models.Model):
         )
 
 
-class RunUsage(models.Model):
+class RunUsage(ProjectScopedModel):
     """What one run cost for one model (issue 24): tokens and USD, as the CLI printed them
     (parsed by its supervisor, `agents.client.usage`) or as the agent posted them (`liza
     usage`). A report carries the run's totals so far, so a row only grows (each field keeps
@@ -354,8 +332,6 @@ class RunUsage(models.Model):
     cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     recorded_at = models.DateTimeField()  # its first report: the day its cost counts on
 
-    objects = ProjectScopedManager()
-
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["run", "model"], name="run_usage_one_per_model")
@@ -376,7 +352,7 @@ class RunUsage(models.Model):
         )
 
 
-class Budget(models.Model):
+class Budget(ProjectScopedModel):
     """A spending limit (issue 24) on a project, a goal, a sprint, an agent or a task, in USD
     and/or tokens. Its spend and state (ok, warning at 80 %, exhausted at 100 %) are computed
     from the usage rows attributed to its subject (`boards.coordination.selectors.budgets`); set by
@@ -410,14 +386,10 @@ class Budget(models.Model):
     updated_at = models.DateTimeField()
     updated_by = models.CharField(max_length=150, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["scope", "subject"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["project", "scope", "subject"], name="budget_one_per_subject"
-            ),
+            unique_in_project("scope", "subject", name="budget_one_per_subject"),
             models.CheckConstraint(
                 condition=Q(limit_usd__isnull=False) | Q(limit_tokens__isnull=False),
                 name="budget_has_a_limit",

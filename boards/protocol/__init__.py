@@ -110,6 +110,7 @@ from boards.protocol.text import (
     redact_url,
     redact_urls,
     repo_url_problem,
+    two_units,
 )
 
 __all__ = [
@@ -202,6 +203,7 @@ __all__ = [
     "rubber_stamp",
     "sprint_targets",
     "task_targets",
+    "two_units",
     "wip_limits_error",
     "wip_limits_parse",
     "wip_limits_text",

@@ -1,5 +1,5 @@
-"""Rules on text the protocol stores or shows: timestamps (seed 002), secrets in URLs (issue #27),
-addresses on the code host (issue 25).
+"""Rules on text the protocol stores or shows: timestamps (seed 002), durations, secrets in URLs
+(issue #27), addresses on the code host (issue 25).
 """
 
 from __future__ import annotations
@@ -35,6 +35,22 @@ def parse_timestamp(value: object) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+def two_units(seconds: int, units: tuple[tuple[int, str], ...]) -> str:
+    """A duration in its two largest units, the second zero-padded: "1 h 02 min", "3 min 05 s",
+    "12 s" with `units` ((3600, " h"), (60, " min"), (1, " s")). `units` go from the largest to
+    the second (size 1), each with the text written after its number."""
+    counts = []
+    rest = max(seconds, 0)
+    for size, _ in units:
+        count, rest = divmod(rest, size)
+        counts.append(count)
+    first = next((i for i, count in enumerate(counts) if count), len(units) - 1)
+    text = f"{counts[first]}{units[first][1]}"
+    if first + 1 < len(units):
+        text += f" {counts[first + 1]:02d}{units[first + 1][1]}"
+    return text
 
 
 # -- secrets in URLs (issue #27) ---------------------------------------------------------------

@@ -7,11 +7,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from boards.coordination.models.projects import Project, ProjectScopedManager
+from boards.coordination.models.projects import Project, ProjectScopedModel, unique_in_project
 from boards.coordination.models.records import Alert
 
 
-class WebhookDelivery(models.Model):
+class WebhookDelivery(ProjectScopedModel):
     """One message for the project's escalation webhook (an outbox row): written in the
     sweep's transaction, sent by a watcher after it commits, retried with backoff."""
 
@@ -54,8 +54,6 @@ class WebhookDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["-created", "-id"]
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="webhook_due")]
@@ -87,7 +85,7 @@ class WebhookAttempt(models.Model):
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
-class NotificationPreference(models.Model):
+class NotificationPreference(ProjectScopedModel):
     """Issue 24: what one person hears of one project, and where: `events` (protocol.NotifyEvent
     values), e-mail to their address, a chat incoming webhook (Slack's or Discord's format; its
     URL set by a project admin), and how often (`digest_minutes`: 0 at once, else one message
@@ -112,18 +110,14 @@ class NotificationPreference(models.Model):
     digest_minutes = models.PositiveIntegerField(default=0)
     updated = models.DateTimeField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["project", "user"], name="notification_pref_unique")
-        ]
+        constraints = [unique_in_project("user", name="notification_pref_unique")]
 
     def __str__(self) -> str:
         return f"notifications of {self.user} @ {self.project}"
 
 
-class Notification(models.Model):
+class Notification(ProjectScopedModel):
     """One event for one person: waiting for its message (a digest gathers several), then
     sent in the `WebhookDelivery` rows of that message (one per channel)."""
 
@@ -136,8 +130,6 @@ class Notification(models.Model):
     text = models.CharField(max_length=1000)
     created = models.DateTimeField()
     sent_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ProjectScopedManager()
 
     class Meta:
         ordering = ["created", "id"]

@@ -4,8 +4,9 @@ field names follow seed 002 so state.yaml round-trips).
 Every tenant-owned row carries `project`. Status fields are django-fsm-2 `FSMField`s with
 `protected=True`: they change only through the transition methods below, and only services
 (`boards/coordination/services/`) call those methods, inside one transaction with the row locked.
-The transition methods hold the conditions that belong to the state itself (what the target
-state's invariants need); the services set the fields and run the side effects.
+Each method takes the edges seed 000's table names after it (`machines.seed_transition`) and
+holds the conditions that belong to the state itself (what the target state's invariants need);
+the services set the fields and run the side effects.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
-from django_fsm import FSMField, FSMModelMixin, transition
+from django_fsm import FSMField, FSMModelMixin
 
 from boards import protocol as p
+from boards.coordination.models.machines import seed_transition
 
 
 class Project(models.Model):
@@ -52,7 +54,27 @@ class ProjectScopedQuerySet(models.QuerySet):
 ProjectScopedManager = models.Manager.from_queryset(ProjectScopedQuerySet)
 
 
-class Membership(models.Model):
+class ProjectScopedModel(models.Model):
+    """A row a project owns, queried through `objects.for_project(project)`. Each model declares
+    its own `project` key (its related name and what a deleted project does to it are its own);
+    the task and the append-only log have managers of their own on the same queryset."""
+
+    objects = ProjectScopedManager()
+
+    class Meta:
+        abstract = True
+
+
+def unique_in_project(
+    *fields: str, name: str, condition: Q | None = None
+) -> models.UniqueConstraint:
+    """At most one row of a project per value of `fields` (of the rows that meet `condition`):
+    the ids people write (goal-1, coder-2, task-4a) and the "one open at a time" rules are per
+    project, never across tenants."""
+    return models.UniqueConstraint(fields=["project", *fields], condition=condition, name=name)
+
+
+class Membership(ProjectScopedModel):
     class Role(models.TextChoices):
         VIEWER = "viewer"
         MEMBER = "member"
@@ -70,12 +92,8 @@ class Membership(models.Model):
     # always may, viewers never (boards.coordination.selectors.access.may_plan).
     can_plan = models.BooleanField(default=False, verbose_name="planner right")
 
-    objects = ProjectScopedManager()
-
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user")
-        ]
+        constraints = [unique_in_project("user", name="membership_unique_user")]
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.project} ({self.role})"
@@ -130,7 +148,7 @@ def state_timeouts_problem(value: object) -> str | None:
     return None
 
 
-class ProjectConfig(models.Model):
+class ProjectConfig(ProjectScopedModel):
     """Seed 002 `config` with its defaults, plus lease_grace and archive_after_days (SPEC §4)."""
 
     project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="config")
@@ -189,8 +207,6 @@ class ProjectConfig(models.Model):
     # (boards.board.selectors.code_links). Empty = no links.
     repo_url = models.CharField(max_length=500, blank=True, default="")
 
-    objects = ProjectScopedManager()
-
     # The seed's keys, in the seed's order (export writes them in this order).
     SEED_KEYS = tuple(p.CONFIG_DEFAULTS)
 
@@ -220,7 +236,7 @@ class ProjectConfig(models.Model):
             raise ValidationError(errors)
 
 
-class Goal(FSMModelMixin, models.Model):
+class Goal(FSMModelMixin, ProjectScopedModel):
     """Seed 000 "Goal State Machine": IN_PROGRESS → COMPLETED | ABORTED."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="goals")
@@ -236,32 +252,28 @@ class Goal(FSMModelMixin, models.Model):
     # Append-only entries {timestamp, event, summary} (seed 002).
     alignment_history = models.JSONField(default=list, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["created", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "goal_id"], name="goal_unique_id"),
-            models.UniqueConstraint(
-                fields=["project"],
-                condition=Q(status=p.GoalStatus.IN_PROGRESS),
-                name="goal_one_in_progress",
+            unique_in_project("goal_id", name="goal_unique_id"),
+            unique_in_project(
+                condition=Q(status=p.GoalStatus.IN_PROGRESS), name="goal_one_in_progress"
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.project}/{self.goal_id}"
 
-    @transition(field=status, source=p.GoalStatus.IN_PROGRESS, target=p.GoalStatus.COMPLETED)
+    @seed_transition(p.GOAL_EDGES)
     def complete(self) -> None:
         """All planned work done."""
 
-    @transition(field=status, source=p.GoalStatus.IN_PROGRESS, target=p.GoalStatus.ABORTED)
+    @seed_transition(p.GOAL_EDGES)
     def abort(self) -> None:
         """A human stopped the goal."""
 
 
-class Sprint(FSMModelMixin, models.Model):
+class Sprint(FSMModelMixin, ProjectScopedModel):
     """Seed 000 "Sprint State Machine"."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sprints")
@@ -283,14 +295,11 @@ class Sprint(FSMModelMixin, models.Model):
     metrics = models.JSONField(null=True, blank=True)
     retrospective = models.JSONField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["started", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "sprint_id"], name="sprint_unique_id"),
-            models.UniqueConstraint(
-                fields=["project"],
+            unique_in_project("sprint_id", name="sprint_unique_id"),
+            unique_in_project(
                 condition=Q(status__in=[p.SprintStatus.IN_PROGRESS, p.SprintStatus.CHECKPOINT]),
                 name="sprint_one_open",
             ),
@@ -303,22 +312,18 @@ class Sprint(FSMModelMixin, models.Model):
     def is_open(self) -> bool:
         return self.status not in p.TERMINAL_SPRINT_STATES
 
-    @transition(field=status, source=p.SprintStatus.IN_PROGRESS, target=p.SprintStatus.CHECKPOINT)
+    @seed_transition(p.SPRINT_EDGES)
     def checkpoint(self) -> None:
         """Deadline reached, human request or circuit breaker: a human decides."""
 
-    @transition(field=status, source=p.SprintStatus.CHECKPOINT, target=p.SprintStatus.IN_PROGRESS)
+    @seed_transition(p.SPRINT_EDGES)
     def resume(self) -> None:
         """The human chose to continue."""
 
-    @transition(field=status, source=p.SprintStatus.IN_PROGRESS, target=p.SprintStatus.COMPLETED)
+    @seed_transition(p.SPRINT_EDGES)
     def complete(self) -> None:
         """All planned tasks terminal (checked by the service)."""
 
-    @transition(
-        field=status,
-        source=[p.SprintStatus.IN_PROGRESS, p.SprintStatus.CHECKPOINT],
-        target=p.SprintStatus.ABORTED,
-    )
+    @seed_transition(p.SPRINT_EDGES)
     def abort(self) -> None:
         """Human or circuit breaker stopped the sprint."""

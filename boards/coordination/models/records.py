@@ -11,7 +11,12 @@ from django.db import models
 from django.db.models import Q
 
 from boards import protocol as p
-from boards.coordination.models.projects import Project, ProjectScopedManager, ProjectScopedQuerySet
+from boards.coordination.models.projects import (
+    Project,
+    ProjectScopedModel,
+    ProjectScopedQuerySet,
+    unique_in_project,
+)
 from boards.coordination.models.tasks import Task
 
 
@@ -66,7 +71,7 @@ class SpecChange(AppendOnlyModel):
         return f"{self.spec}: {self.change[:40]}"
 
 
-class Anomaly(models.Model):
+class Anomaly(ProjectScopedModel):
     """Seed 002 `anomalies[]`: one of the 13 types with its required `details` fields."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="anomalies")
@@ -77,8 +82,6 @@ class Anomaly(models.Model):
     reporter = models.CharField(max_length=64)
     type = models.CharField(max_length=32, choices=[(t, t) for t in p.ANOMALY_TYPES])
     details = models.JSONField(default=dict, blank=True)
-
-    objects = ProjectScopedManager()
 
     class Meta:
         ordering = ["timestamp", "id"]
@@ -107,7 +110,7 @@ def anomaly_details_errors(anomaly_type: str, details: object) -> dict[str, str]
     return {}
 
 
-class CircuitBreaker(models.Model):
+class CircuitBreaker(ProjectScopedModel):
     """Seed 002 `circuit_breaker`: current status; checks live in CircuitBreakerCheck."""
 
     class Status(models.TextChoices):
@@ -121,13 +124,11 @@ class CircuitBreaker(models.Model):
     last_check = models.DateTimeField(null=True, blank=True)
     current_trigger = models.JSONField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     def __str__(self) -> str:
         return f"circuit breaker of {self.project}: {self.status}"
 
 
-class CircuitBreakerCheck(models.Model):
+class CircuitBreakerCheck(ProjectScopedModel):
     """One entry of `circuit_breaker.history`."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="breaker_checks")
@@ -141,8 +142,6 @@ class CircuitBreakerCheck(models.Model):
     # state.yaml's history (the seed's entry has no such field); null for other entries.
     report = models.JSONField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["timestamp", "id"]
 
@@ -150,7 +149,7 @@ class CircuitBreakerCheck(models.Model):
         return f"{self.timestamp}: {self.result}"
 
 
-class Alert(models.Model):
+class Alert(ProjectScopedModel):
     """A watcher alert (SPEC §9, the original watcher's 15 types)."""
 
     class Type(models.TextChoices):
@@ -214,13 +213,12 @@ class Alert(models.Model):
     )
     acknowledged_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["-created", "-id"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["project", "type", "subject"],
+            unique_in_project(
+                "type",
+                "subject",
                 condition=Q(resolved_at__isnull=True),
                 name="alert_one_open_per_subject",
             )

@@ -15,12 +15,14 @@ from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from boards import protocol as p
+from boards.coordination.models.machines import seed_transition
 from boards.coordination.models.projects import (
     Goal,
     Project,
     ProjectConfig,
-    ProjectScopedManager,
+    ProjectScopedModel,
     ProjectScopedQuerySet,
+    unique_in_project,
 )
 
 
@@ -119,7 +121,7 @@ class Task(FSMModelMixin, models.Model):
     class Meta:
         ordering = ["priority", "created", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "key"], name="task_unique_key"),
+            unique_in_project("key", name="task_unique_key"),
             models.CheckConstraint(
                 condition=Q(priority__gte=1) & Q(priority__lte=5), name="task_priority_1_5"
             ),
@@ -189,102 +191,57 @@ class Task(FSMModelMixin, models.Model):
     def _worktree_cleared(self) -> bool:
         return not _present(self.worktree)
 
-    # -- seed 000's 13 edges -------------------------------------------------------------------
+    # -- seed 000's 13 edges (protocol.TASK_EDGES) ------------------------------------------
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.DRAFT,
-        target=p.TaskStatus.UNCLAIMED,
-        conditions=[_ready_to_finalize],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_ready_to_finalize])
     def finalize(self) -> None:
         """The planner finished the definition (done_when and spec_ref present)."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.UNCLAIMED,
-        target=p.TaskStatus.CLAIMED,
-        conditions=[_dependencies_merged, _holds_claim],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_dependencies_merged, _holds_claim])
     def claim(self) -> None:
         """A coder takes an UNCLAIMED task whose dependencies are all MERGED."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.REJECTED,
-        target=p.TaskStatus.CLAIMED,
-        conditions=[_holds_claim],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_holds_claim])
     def reclaim(self) -> None:
         """The coder (or, after its lease lapsed, another coder) resumes a rejected task."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.INTEGRATION_FAILED,
-        target=p.TaskStatus.CLAIMED,
-        conditions=[_holds_claim],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_holds_claim])
     def claim_integration_fix(self) -> None:
         """Any coder takes the failed merge, keeping the worktree."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.CLAIMED,
-        target=p.TaskStatus.READY_FOR_REVIEW,
-        conditions=[_has_review_commit],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_has_review_commit])
     def submit_for_review(self) -> None:
         """The coder requests review of a clean, committed tree."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.CLAIMED,
-        target=p.TaskStatus.BLOCKED,
-        conditions=[_has_block_diagnosis],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_has_block_diagnosis])
     def block(self) -> None:
         """The coder cannot proceed."""
 
-    @transition(field=status, source=p.TaskStatus.READY_FOR_REVIEW, target=p.TaskStatus.APPROVED)
+    @seed_transition(p.TASK_EDGES)
     def approve(self) -> None:
         """Enough distinct reviewers approved the round (seed 001 criticality)."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.READY_FOR_REVIEW,
-        target=p.TaskStatus.REJECTED,
-        conditions=[_has_rejection_reason],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_has_rejection_reason])
     def reject(self) -> None:
         """One rejection rejects the round."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.APPROVED,
-        target=p.TaskStatus.MERGED,
-        conditions=[_worktree_cleared],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_worktree_cleared])
     def merge(self) -> None:
         """Merged to the integration branch."""
 
-    @transition(field=status, source=p.TaskStatus.APPROVED, target=p.TaskStatus.INTEGRATION_FAILED)
+    @seed_transition(p.TASK_EDGES)
     def fail_integration(self) -> None:
         """Merge conflict or integration test failure."""
 
-    @transition(field=status, source=p.TaskStatus.BLOCKED, target=p.TaskStatus.UNCLAIMED)
+    @seed_transition(p.TASK_EDGES)
     def release(self) -> None:
         """Escalation answered: back to the queue (failed_by kept, worktree cleared)."""
 
-    @transition(
-        field=status,
-        source=p.TaskStatus.BLOCKED,
-        target=p.TaskStatus.SUPERSEDED,
-        conditions=[_has_rescope],
-    )
+    @seed_transition(p.TASK_EDGES, conditions=[_has_rescope])
     def supersede(self) -> None:
         """Rescoped into new tasks."""
 
-    @transition(field=status, source=p.TaskStatus.BLOCKED, target=p.TaskStatus.ABANDONED)
+    @seed_transition(p.TASK_EDGES)
     def abandon(self) -> None:
         """Killed by the planner or a human."""
 
@@ -300,7 +257,7 @@ class Task(FSMModelMixin, models.Model):
         """A human override or a limit enforced by the system."""
 
 
-class Review(models.Model):
+class Review(ProjectScopedModel):
     """One review claim (SPEC §4): the reviewer's own lease, then its verdict.
 
     A round is open while its reviews have `closed_at` null; it closes when the task leaves
@@ -322,8 +279,6 @@ class Review(models.Model):
     verdict_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["claimed_at", "id"]
         constraints = [
@@ -339,7 +294,7 @@ class Review(models.Model):
         return f"{self.task} by {self.reviewer}"
 
 
-class Discovery(models.Model):
+class Discovery(ProjectScopedModel):
     """Seed 002 `discovered[]`."""
 
     class Severity(models.TextChoices):
@@ -374,20 +329,16 @@ class Discovery(models.Model):
     triage = models.CharField(max_length=10, choices=Triage.choices, default=Triage.OPEN)
     triage_note = models.TextField(blank=True)
 
-    objects = ProjectScopedManager()
-
     class Meta:
         ordering = ["created", "id"]
         verbose_name_plural = "discoveries"
-        constraints = [
-            models.UniqueConstraint(fields=["project", "disc_id"], name="discovery_unique_id")
-        ]
+        constraints = [unique_in_project("disc_id", name="discovery_unique_id")]
 
     def __str__(self) -> str:
         return f"{self.project}/{self.disc_id}"
 
 
-class Handoff(models.Model):
+class Handoff(ProjectScopedModel):
     """Seed 002 `handoff.<task>`: notes for the next session after context exhaustion."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="handoffs")
@@ -402,13 +353,11 @@ class Handoff(models.Model):
     files_modified = models.JSONField(default=list, blank=True)
     next_steps = models.JSONField(default=list, blank=True)
 
-    objects = ProjectScopedManager()
-
     def __str__(self) -> str:
         return f"handoff of {self.task}"
 
 
-class HumanNote(models.Model):
+class HumanNote(ProjectScopedModel):
     """Seed 002 `human_notes[]`: for a task, or for the whole project when task is null."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="human_notes")
@@ -420,8 +369,6 @@ class HumanNote(models.Model):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
-
-    objects = ProjectScopedManager()
 
     class Meta:
         ordering = ["timestamp", "id"]

@@ -288,17 +288,7 @@ def svgs(data: Insights, t: dict[str, Table]) -> dict[str, Any]:
 
 def human_duration(seconds: float) -> str:
     """3d 04h, 2h 05m, 4m 10s, 12s: the page's reading of a duration (tables keep seconds)."""
-    whole = round(seconds)
-    days, rest = divmod(whole, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours:02d}h"
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{minutes}m {secs:02d}s"
-    return f"{secs}s"
+    return p.two_units(round(seconds), ((86_400, "d"), (3_600, "h"), (60, "m"), (1, "s")))
 
 
 def shown(table: Table) -> list[list[dict[str, Any]]]:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from agents.services import agent_key_issue, run_finish, run_start
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.goals import goal_create
+from boards.insights.web.insights import human_duration
 from tests.board.web.helpers import MEMBER_PAGE_MATRIX
 from tests.factories import ProjectFactory, UserFactory, member
 from tests.lifecycle import World
@@ -250,3 +251,11 @@ def test_the_agent_page_lists_its_supervisors_runs(world):
     assert "crash" in runs and running.pk != crashed.pk
     idle = client.get(f"/p/{world.project.slug}/agents/coder-2/").content.decode()
     assert '<ol class="runs">' not in idle and "No run reported" in idle
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (12.4, "12s"), (250, "4m 10s"), (7500, "2h 05m"), (273_600, "3d 04h")],
+)
+def test_durations_read_in_their_two_largest_units(seconds, text):
+    assert human_duration(seconds) == text
