@@ -21,6 +21,8 @@ from boards.admin.base import (
     service_actions,
     task_keys,
 )
+from boards.api.serializers.records import EVENT_FIELDS
+from boards.api.serializers.tasks import REVIEW_FIELDS
 from boards.coordination.models.records import (
     Anomaly,
     Event,
@@ -42,32 +44,14 @@ class EventInline(ViewOnlyInline):
     no Event is written through it."""
 
     model = Event
-    fields = (
-        "timestamp",
-        "actor_kind",
-        "actor_id",
-        "action",
-        "from_status",
-        "to_status",
-        "outcome",
-        "detail",
-    )
+    fields = EVENT_FIELDS  # an event's line, as the API answers it
     ordering = ("timestamp", "id")
     verbose_name_plural = "timeline"
 
 
 class ReviewInline(EventInline):
     model = Review
-    fields = (
-        "reviewer",
-        "review_commit",
-        "claimed_at",
-        "lease_expires",
-        "verdict",
-        "reason",
-        "verdict_at",
-        "closed_at",
-    )
+    fields = REVIEW_FIELDS  # a review under its task, as the API answers it
     ordering = ("claimed_at", "id")
     verbose_name_plural = "reviews"
 
