@@ -19,6 +19,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from agents.api.serializers import KEY_FIELDS
 from agents.models import Agent, AgentKey, Budget, IdempotentRequest, Run, RunUsage
 from agents.services import (
     agent_key_issue,
@@ -41,7 +42,7 @@ from boards.admin.base import (
 class AgentKeyInline(ViewOnlyInline):
     # View-only: keys are issued and revoked by the actions, never through a form.
     model = AgentKey
-    fields = ("prefix", "label", "created", "last_used_at", "revoked_at")
+    fields = KEY_FIELDS
 
 
 @admin.register(Agent)
@@ -138,7 +139,7 @@ class AgentKeyAdmin(ServiceManagedAdmin):
     # The label is a note for humans; everything else belongs to agent_key_issue/_revoke.
     editable_fields = ("label",)
     exclude = ("key_hash",)
-    fields = ("agent", "project", "prefix", "label", "created", "last_used_at", "revoked_at")
+    fields = ("agent", "project", *KEY_FIELDS)
     list_display = (
         "prefix",
         "agent_id",
