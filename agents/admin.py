@@ -19,6 +19,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from agents.api.serializers import KEY_FIELDS
 from agents.models import Agent, AgentKey, Budget, IdempotentRequest, Run, RunUsage
 from agents.services import (
     agent_key_issue,
@@ -33,15 +34,15 @@ from boards.admin.base import (
     ReadOnly,
     ServiceManagedAdmin,
     ViewOnlyInline,
-    service_action,
+    related_key,
+    service_actions,
 )
 
 
 class AgentKeyInline(ViewOnlyInline):
     # View-only: keys are issued and revoked by the actions, never through a form.
     model = AgentKey
-    fields = ("prefix", "label", "created", "last_used_at", "revoked_at")
-    readonly_fields = fields
+    fields = KEY_FIELDS
 
 
 @admin.register(Agent)
@@ -64,10 +65,7 @@ class AgentAdmin(ServiceManagedAdmin):
     search_fields = ("agent_id", "terminal", "project__slug")
     list_select_related = ("project", "current_task")
     inlines = (AgentKeyInline,)
-
-    @admin.display(description="current task", ordering="current_task__key")
-    def current_task_key(self, obj: Agent) -> str:
-        return obj.current_task.key if obj.current_task_id else "—"
+    current_task_key = related_key("current_task__key", description="current task")
 
     def edit(self, request: HttpRequest, obj: Agent, changes) -> None:
         # Disabling takes back what the agent held (agent_set_enabled), like the board's button.
@@ -123,13 +121,17 @@ class AgentAdmin(ServiceManagedAdmin):
                 agent_key_revoke(key=key, actor=request.user, now=now)
             self.message_user(request, f"{agent}: {len(keys)} key(s) revoked", messages.SUCCESS)
 
-    # Seed 003 availability: overloaded, or available again (which also clears an error).
-    set_availability = service_action(
-        "agent_set_availability",
-        action="set_availability",
-        description="Set availability (overloaded / available, clears an error)",
+    actions = (
+        "issue_key",
+        "revoke_keys",
+        *service_actions(
+            # Seed 003 availability: overloaded, or available again (which also clears an error).
+            set_availability=(
+                "agent_set_availability",
+                "Set availability (overloaded / available, clears an error)",
+            ),
+        ),
     )
-    actions = ("issue_key", "revoke_keys", set_availability)
 
 
 @admin.register(AgentKey)
@@ -137,7 +139,7 @@ class AgentKeyAdmin(ServiceManagedAdmin):
     # The label is a note for humans; everything else belongs to agent_key_issue/_revoke.
     editable_fields = ("label",)
     exclude = ("key_hash",)
-    fields = ("agent", "project", "prefix", "label", "created", "last_used_at", "revoked_at")
+    fields = ("agent", "project", *KEY_FIELDS)
     list_display = (
         "prefix",
         "agent_id",
@@ -152,10 +154,7 @@ class AgentKeyAdmin(ServiceManagedAdmin):
     search_fields = ("prefix", "label", "agent__agent_id", "project__slug")
     date_hierarchy = "created"
     list_select_related = ("project", "agent")
-
-    @admin.display(description="agent", ordering="agent__agent_id")
-    def agent_id(self, obj: AgentKey) -> str:
-        return obj.agent.agent_id
+    agent_id = related_key("agent__agent_id", description="agent")
 
     @admin.display(description="active", boolean=True)
     def active(self, obj: AgentKey) -> bool:

@@ -66,12 +66,16 @@ class AgentSerializer(ReadOnlyModelSerializer):
         ]
 
 
+# An API key as it is shown, never its hash: in the API's answer (with its agent) and in the admin.
+KEY_FIELDS = ("prefix", "label", "created", "last_used_at", "revoked_at")
+
+
 class AgentKeySerializer(ReadOnlyModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="agent_id", read_only=True)
 
     class Meta:
         model = AgentKey
-        fields = ["prefix", "agent", "label", "created", "last_used_at", "revoked_at"]
+        fields = ["agent", *KEY_FIELDS]
 
 
 class IssuedKeySerializer(AgentKeySerializer):

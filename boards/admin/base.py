@@ -1,5 +1,6 @@
 """The admin's shared machinery: view-only bases for rows that services own, the action runner
-that calls a declared operation with `actor=request.user`, the task-key column.
+that calls a declared operation with `actor=request.user`, the changelist's columns (a related
+row's key, an excerpt, a list of task keys).
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ class ViewOnlyInline(ReadOnly, admin.TabularInline):
     max_num = 0
     can_delete = False
     show_change_link = True
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Every field it shows, so none of them is a form field.
+        return tuple(self.fields or ())
 
 
 class ServiceManagedAdmin(admin.ModelAdmin):
@@ -210,6 +215,15 @@ def service_action(
     return run
 
 
+def service_actions(**actions: tuple[str, str]) -> tuple[Callable[..., Any], ...]:
+    """A ModelAdmin's `actions`, each `action=(operation, description)`: the changelist posts
+    `action`, which runs the declared `operation` (`service_action`)."""
+    return tuple(
+        service_action(name, action=action, description=description)
+        for action, (name, description) in actions.items()
+    )
+
+
 def _apply_each(
     modeladmin: admin.ModelAdmin,
     request: HttpRequest,
@@ -252,7 +266,38 @@ def _action_page(
     return TemplateResponse(request, "admin/liza/service_action.html", context)
 
 
+def related_key(lookup: str, *, description: str) -> Callable[[Any, Any], str]:
+    """A column showing the key of a related row (`lookup`: `relation__key_field`), sorted by
+    it; "—" when there is none."""
+    relation, key = lookup.split("__")
+
+    @admin.display(description=description, ordering=lookup)
+    def column(modeladmin: admin.ModelAdmin, obj: Any) -> str:
+        related = getattr(obj, relation)
+        return getattr(related, key) if related is not None else "—"
+
+    return column
+
+
+def excerpt_column(field: str) -> Callable[[Any, Any], str]:
+    """A column showing the start of the long text `field`, headed by its name."""
+
+    @admin.display(description=field)
+    def column(modeladmin: admin.ModelAdmin, obj: Any) -> str:
+        return excerpt(getattr(obj, field))
+
+    return column
+
+
+def task_keys(relation: str, *, description: str) -> Callable[[Any, Any], str]:
+    """A read-only field listing the keys of the tasks in the many-to-many `relation`."""
+
+    @admin.display(description=description)
+    def column(modeladmin: admin.ModelAdmin, obj: Any) -> str:
+        return ", ".join(getattr(obj, relation).values_list("key", flat=True)) or "—"
+
+    return column
+
+
 class TaskKeyColumn:
-    @admin.display(description="task", ordering="task__key")
-    def task_key(self, obj: Any) -> str:
-        return obj.task.key if obj.task_id else "—"
+    task_key = related_key("task__key", description="task")

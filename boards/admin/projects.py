@@ -10,7 +10,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from boards.admin.base import ServiceManagedAdmin, excerpt, model_field_names, service_action
+from boards.admin.base import (
+    ServiceManagedAdmin,
+    excerpt_column,
+    model_field_names,
+    related_key,
+    service_actions,
+    task_keys,
+)
 from boards.coordination.models.projects import Goal, Membership, Project, ProjectConfig, Sprint
 from boards.coordination.services.projects import (
     config_update,
@@ -129,18 +136,11 @@ class GoalAdmin(ServiceManagedAdmin):
     search_fields = ("goal_id", "description", "project__slug")
     date_hierarchy = "created"
     list_select_related = ("project",)
-
-    @admin.display(description="description")
-    def short_description(self, obj: Goal) -> str:
-        return excerpt(obj.description)
-
-    complete_goals = service_action(
-        "goal_complete", action="complete_goals", description="Complete selected goals"
+    short_description = excerpt_column("description")
+    actions = service_actions(
+        complete_goals=("goal_complete", "Complete selected goals"),
+        abort_goals=("goal_abort", "Abort selected goals"),
     )
-    abort_goals = service_action(
-        "goal_abort", action="abort_goals", description="Abort selected goals"
-    )
-    actions = (complete_goals, abort_goals)
 
 
 @admin.register(Sprint)
@@ -161,26 +161,11 @@ class SprintAdmin(ServiceManagedAdmin):
     list_select_related = ("project", "goal")
     exclude = ("planned", "stretch")
     readonly_fields = ("planned_tasks", "stretch_tasks")
-
-    @admin.display(description="goal", ordering="goal__goal_id")
-    def goal_id(self, obj: Sprint) -> str:
-        return obj.goal.goal_id
-
-    @admin.display(description="planned")
-    def planned_tasks(self, obj: Sprint) -> str:
-        return ", ".join(obj.planned.values_list("key", flat=True)) or "—"
-
-    @admin.display(description="stretch")
-    def stretch_tasks(self, obj: Sprint) -> str:
-        return ", ".join(obj.stretch.values_list("key", flat=True)) or "—"
-
-    checkpoint_sprints = service_action(
-        "sprint_checkpoint", action="checkpoint_sprints", description="Checkpoint selected sprints"
+    goal_id = related_key("goal__goal_id", description="goal")
+    planned_tasks = task_keys("planned", description="planned")
+    stretch_tasks = task_keys("stretch", description="stretch")
+    actions = service_actions(
+        checkpoint_sprints=("sprint_checkpoint", "Checkpoint selected sprints"),
+        resume_sprints=("sprint_resume", "Resume selected sprints"),
+        abort_sprints=("sprint_abort", "Abort selected sprints"),
     )
-    resume_sprints = service_action(
-        "sprint_resume", action="resume_sprints", description="Resume selected sprints"
-    )
-    abort_sprints = service_action(
-        "sprint_abort", action="abort_sprints", description="Abort selected sprints"
-    )
-    actions = (checkpoint_sprints, resume_sprints, abort_sprints)

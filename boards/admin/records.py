@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from boards.admin.base import AppendOnlyAdmin, ServiceManagedAdmin, TaskKeyColumn, service_action
+from boards.admin.base import AppendOnlyAdmin, ServiceManagedAdmin, TaskKeyColumn, service_actions
 from boards.coordination.models.records import (
     Alert,
     CircuitBreaker,
@@ -20,12 +20,12 @@ class CircuitBreakerAdmin(ServiceManagedAdmin):
     search_fields = ("project__slug",)
     list_select_related = ("project",)
 
-    resolve_breakers = service_action(
-        "circuit_breaker_resolve",
-        action="resolve_breakers",
-        description="Resolve selected circuit breakers (with a reason)",
+    actions = service_actions(
+        resolve_breakers=(
+            "circuit_breaker_resolve",
+            "Resolve selected circuit breakers (with a reason)",
+        ),
     )
-    actions = (resolve_breakers,)
 
 
 @admin.register(CircuitBreakerCheck)

@@ -17,9 +17,12 @@ from boards.admin.base import (
     ServiceManagedAdmin,
     TaskKeyColumn,
     ViewOnlyInline,
-    excerpt,
-    service_action,
+    excerpt_column,
+    service_actions,
+    task_keys,
 )
+from boards.api.serializers.records import EVENT_FIELDS
+from boards.api.serializers.tasks import REVIEW_FIELDS
 from boards.coordination.models.records import (
     Anomaly,
     Event,
@@ -41,34 +44,14 @@ class EventInline(ViewOnlyInline):
     no Event is written through it."""
 
     model = Event
-    fields = (
-        "timestamp",
-        "actor_kind",
-        "actor_id",
-        "action",
-        "from_status",
-        "to_status",
-        "outcome",
-        "detail",
-    )
-    readonly_fields = fields
+    fields = EVENT_FIELDS  # an event's line, as the API answers it
     ordering = ("timestamp", "id")
     verbose_name_plural = "timeline"
 
 
 class ReviewInline(EventInline):
     model = Review
-    fields = (
-        "reviewer",
-        "review_commit",
-        "claimed_at",
-        "lease_expires",
-        "verdict",
-        "reason",
-        "verdict_at",
-        "closed_at",
-    )
-    readonly_fields = fields
+    fields = REVIEW_FIELDS  # a review under its task, as the API answers it
     ordering = ("claimed_at", "id")
     verbose_name_plural = "reviews"
 
@@ -100,6 +83,7 @@ class TaskAdmin(ServiceManagedAdmin):
     show_full_result_count = False
     exclude = ("depends_on",)
     readonly_fields = ("dependencies",)
+    dependencies = task_keys("depends_on", description="depends on")
     fieldsets = (
         (
             None,
@@ -172,28 +156,17 @@ class TaskAdmin(ServiceManagedAdmin):
     def review_cycles(self, obj: Task) -> str:
         return f"{obj.review_cycles_current}/{obj.review_cycles_total}"
 
-    @admin.display(description="depends on")
-    def dependencies(self, obj: Task) -> str:
-        return ", ".join(obj.depends_on.values_list("key", flat=True)) or "—"
-
-    # SPEC §5.1: a human admin may move any non-terminal task to BLOCKED.
-    override_block = service_action(
-        "task_override_block", action="override_block", description="Override block selected tasks"
+    actions = service_actions(
+        # SPEC §5.1: a human admin may move any non-terminal task to BLOCKED.
+        override_block=("task_override_block", "Override block selected tasks"),
+        release_blocked=("task_release", "Release BLOCKED tasks to UNCLAIMED"),
+        abandon_blocked=("task_abandon", "Abandon BLOCKED tasks"),
+        finalize_drafts=("task_finalize", "Finalize DRAFT tasks to UNCLAIMED"),
     )
-    release_blocked = service_action(
-        "task_release", action="release_blocked", description="Release BLOCKED tasks to UNCLAIMED"
-    )
-    abandon_blocked = service_action(
-        "task_abandon", action="abandon_blocked", description="Abandon BLOCKED tasks"
-    )
-    finalize_drafts = service_action(
-        "task_finalize", action="finalize_drafts", description="Finalize DRAFT tasks to UNCLAIMED"
-    )
-    actions = (override_block, release_blocked, abandon_blocked, finalize_drafts)
 
 
 @admin.register(Review)
-class ReviewAdmin(ServiceManagedAdmin):
+class ReviewAdmin(TaskKeyColumn, ServiceManagedAdmin):
     list_display = (
         "task_key",
         "project",
@@ -209,10 +182,6 @@ class ReviewAdmin(ServiceManagedAdmin):
     search_fields = ("task__key", "reviewer", "review_commit", "project__slug")
     date_hierarchy = "claimed_at"
     list_select_related = ("project", "task")
-
-    @admin.display(description="task", ordering="task__key")
-    def task_key(self, obj: Review) -> str:
-        return obj.task.key
 
 
 @admin.register(Discovery)
@@ -237,10 +206,7 @@ class DiscoveryAdmin(ServiceManagedAdmin):
     search_fields = ("disc_id", "description", "by", "during", "project__slug")
     date_hierarchy = "created"
     list_select_related = ("project",)
-
-    @admin.display(description="description")
-    def short_description(self, obj: Discovery) -> str:
-        return excerpt(obj.description)
+    short_description = excerpt_column("description")
 
 
 @admin.register(Handoff)
@@ -277,6 +243,7 @@ class HumanNoteAdmin(TaskKeyColumn, admin.ModelAdmin):
     date_hierarchy = "timestamp"
     list_select_related = ("project", "task", "author")
     autocomplete_fields = ("project", "task")
+    short_message = excerpt_column("message")
 
     def get_fields(self, request: HttpRequest, obj: Any = None):
         if obj is None:
@@ -288,10 +255,6 @@ class HumanNoteAdmin(TaskKeyColumn, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-    @admin.display(description="message")
-    def short_message(self, obj: HumanNote) -> str:
-        return excerpt(obj.message)
 
     def save_model(self, request: HttpRequest, obj: HumanNote, form, change: bool) -> None:
         note = human_note_create(
@@ -312,10 +275,7 @@ class SpecChangeAdmin(AppendOnlyAdmin):
     search_fields = ("spec", "change", "triggered_by", "project__slug")
     date_hierarchy = "timestamp"
     list_select_related = ("project",)
-
-    @admin.display(description="change")
-    def short_change(self, obj: SpecChange) -> str:
-        return excerpt(obj.change)
+    short_change = excerpt_column("change")
 
 
 @admin.register(Anomaly)

@@ -17,7 +17,6 @@ from boards.watch.models import (
 class WebhookAttemptInline(ViewOnlyInline):
     model = WebhookAttempt
     fields = ("at", "url", "status_code", "error", "duration_ms")
-    readonly_fields = fields
     ordering = ("-at", "-id")
     show_change_link = False
 

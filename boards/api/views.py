@@ -7,7 +7,9 @@ key). Every other write is a declared operation (boards.operations) made an endp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -113,24 +115,33 @@ class EventListView(ProjectView):
         return Response(s.EventSerializer(rows, many=True, context=context).data)
 
 
-class GoalView(ProjectView):
-    @extend_schema(operation_id="goal_retrieve", responses={200: s.GoalSerializer, **READ_ERRORS})
-    def get(self, request: Request, slug: str) -> Response:
-        goal = goal_current(project=self.project)
-        if goal is None:
-            raise NotFound()
-        return Response(s.GoalSerializer(goal).data)
+def project_read(
+    operation_id: str,
+    read: Callable[..., Any],
+    serializer: type[serializers.Serializer],
+    *,
+    many: bool = False,
+    **schema: Any,
+) -> type[ProjectView]:
+    """A GET of what `read(project=…)` returns, through `serializer`: the project's rows
+    (`many`), or one row (its current goal, its current sprint), 404 while there is none."""
 
-
-class SprintView(ProjectView):
     @extend_schema(
-        operation_id="sprint_retrieve", responses={200: s.SprintSerializer, **READ_ERRORS}
+        operation_id=operation_id,
+        responses={200: serializer(many=True) if many else serializer, **READ_ERRORS},
+        **schema,
     )
-    def get(self, request: Request, slug: str) -> Response:
-        sprint = sprint_current(project=self.project)
-        if sprint is None:
+    def get(self: ProjectView, request: Request, slug: str) -> Response:
+        found = read(project=self.project)
+        if found is None:
             raise NotFound()
-        return Response(s.SprintSerializer(sprint).data)
+        return Response(serializer(found, many=many).data)
+
+    return type(f"{operation_id}_view", (ProjectView,), {"get": get})
+
+
+GoalView = project_read("goal_retrieve", goal_current, s.GoalSerializer)
+SprintView = project_read("sprint_retrieve", sprint_current, s.SprintSerializer)
 
 
 class WorkView(ProjectView):
@@ -159,24 +170,18 @@ class WorkView(ProjectView):
         return Response(s.WorkSerializer(work).data, headers=headers)
 
 
-class DiscoveryView(ProjectView):
-    @extend_schema(
-        operation_id="discoveries_list",
-        responses={200: s.DiscoverySerializer(many=True), **READ_ERRORS},
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        rows = self.project.discoveries.order_by("created", "id")
-        return Response(s.DiscoverySerializer(rows, many=True).data)
-
-
-class AnomalyView(ProjectView):
-    @extend_schema(
-        operation_id="anomalies_list",
-        responses={200: s.AnomalySerializer(many=True), **READ_ERRORS},
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        rows = self.project.anomalies.select_related("task").order_by("timestamp", "id")
-        return Response(s.AnomalySerializer(rows, many=True).data)
+DiscoveryView = project_read(
+    "discoveries_list",
+    lambda project: project.discoveries.order_by("created", "id"),
+    s.DiscoverySerializer,
+    many=True,
+)
+AnomalyView = project_read(
+    "anomalies_list",
+    lambda project: project.anomalies.select_related("task").order_by("timestamp", "id"),
+    s.AnomalySerializer,
+    many=True,
+)
 
 
 class RunView(ProjectView):
@@ -196,17 +201,14 @@ class RunView(ProjectView):
         return Response(agent_s.RunSerializer(rows, many=True).data)
 
 
-class BudgetView(ProjectView):
-    @extend_schema(
-        operation_id="budgets_list",
-        description="Every budget of the project: its limits, what has been spent against it "
-        "and its state (ok, warning from 80 %, exhausted at 100 %).",
-        responses={200: agent_s.BudgetStateSerializer(many=True), **READ_ERRORS},
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        return Response(
-            agent_s.BudgetStateSerializer(budget_states(project=self.project), many=True).data
-        )
+BudgetView = project_read(
+    "budgets_list",
+    budget_states,
+    agent_s.BudgetStateSerializer,
+    many=True,
+    description="Every budget of the project: its limits, what has been spent against it "
+    "and its state (ok, warning from 80 %, exhausted at 100 %).",
+)
 
 
 class InboxView(ProjectView):

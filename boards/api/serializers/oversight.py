@@ -41,35 +41,24 @@ class AlertSerializer(ReadOnlyModelSerializer):
         return alert.resolved_at is None
 
 
+def _detail(name: str) -> serializers.CharField:
+    return serializers.CharField(source=f"details.{name}", read_only=True, allow_null=True)
+
+
 class BreakerCheckSerializer(serializers.Serializer):
     """One entry of seed 002's `circuit_breaker.history` (the report is on the breaker)."""
 
     timestamp = serializers.DateTimeField()
     pattern = serializers.SerializerMethodField()
     result = serializers.CharField()
-    severity = serializers.SerializerMethodField()
-    resolution = serializers.SerializerMethodField()
-    resolved_at = serializers.SerializerMethodField()
-    resolved_by = serializers.SerializerMethodField()
+    # The rest is the check's `details` entry of that name, as text; null when it has none.
+    severity = _detail("severity")
+    resolution = _detail("resolution")
+    resolved_at = _detail("resolved_at")
+    resolved_by = _detail("resolved_by")
 
     def get_pattern(self, check) -> str | None:
         return check.pattern or None
-
-    def _detail(self, check, name: str) -> str | None:
-        value = (check.details or {}).get(name)
-        return None if value is None else str(value)
-
-    def get_severity(self, check) -> str | None:
-        return self._detail(check, "severity")
-
-    def get_resolution(self, check) -> str | None:
-        return self._detail(check, "resolution")
-
-    def get_resolved_at(self, check) -> str | None:
-        return self._detail(check, "resolved_at")
-
-    def get_resolved_by(self, check) -> str | None:
-        return self._detail(check, "resolved_by")
 
 
 class BreakerSerializer(serializers.Serializer):

@@ -9,6 +9,19 @@ from boards.api.serializers.base import ReadOnlyModelSerializer
 from boards.coordination.models.records import Anomaly, Event
 from boards.coordination.models.tasks import Discovery, Handoff, HumanNote
 
+# An event as a line of a task's timeline: in the API's answer (with its id, task and data) and
+# under the task in the admin.
+EVENT_FIELDS = (
+    "timestamp",
+    "actor_kind",
+    "actor_id",
+    "action",
+    "from_status",
+    "to_status",
+    "outcome",
+    "detail",
+)
+
 
 class EventSerializer(ReadOnlyModelSerializer):
     """An event; a config change of the escalation webhook reads "changed" unless the context
@@ -24,19 +37,7 @@ class EventSerializer(ReadOnlyModelSerializer):
 
     class Meta:
         model = Event
-        fields = [
-            "id",
-            "timestamp",
-            "task",
-            "actor_kind",
-            "actor_id",
-            "action",
-            "from_status",
-            "to_status",
-            "outcome",
-            "detail",
-            "data",
-        ]
+        fields = ["id", "task", *EVENT_FIELDS, "data"]
 
 
 class HumanNoteSerializer(ReadOnlyModelSerializer):

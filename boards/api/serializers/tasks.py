@@ -110,6 +110,19 @@ class TaskSerializer(ReadOnlyModelSerializer):
         return awaiting_human_approval(task)
 
 
+# A review under its task: in the API's answer (with its id and task) and in the admin's task page.
+REVIEW_FIELDS = (
+    "reviewer",
+    "review_commit",
+    "claimed_at",
+    "lease_expires",
+    "verdict",
+    "reason",
+    "verdict_at",
+    "closed_at",
+)
+
+
 class ReviewSerializer(ReadOnlyModelSerializer):
     task = serializers.SlugRelatedField(slug_field="key", read_only=True)
     # Blank until the reviewer gives its verdict.
@@ -119,18 +132,7 @@ class ReviewSerializer(ReadOnlyModelSerializer):
 
     class Meta:
         model = Review
-        fields = [
-            "id",
-            "task",
-            "reviewer",
-            "review_commit",
-            "claimed_at",
-            "lease_expires",
-            "verdict",
-            "reason",
-            "verdict_at",
-            "closed_at",
-        ]
+        fields = ["id", "task", *REVIEW_FIELDS]
 
 
 class TaskDetailSerializer(TaskSerializer):
