@@ -16,7 +16,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from agents.client.contract import EXIT
+from agents.client.contract import EXIT, error_envelope
 
 # What an agent process does with an answer (seed 000 "Exit Codes", SPEC §13): the contract's one
 # table (agents.client.contract.EXIT, which the client reads too), as Exit.REFUSED, Exit.STOP …
@@ -83,13 +83,7 @@ class ProtocolError(Exception):
         return exit_code(self.code)
 
     def as_envelope(self) -> dict[str, Any]:
-        return {
-            "error": {
-                "code": self.code,
-                "message": self.message,
-                "details": {**self.details, "exit": self.exit},
-            }
-        }
+        return error_envelope(self.code, self.message, self.details, self.exit)
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"

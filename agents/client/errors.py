@@ -49,13 +49,7 @@ class LizaError(Exception):
         )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "error": {
-                "code": self.code,
-                "message": self.message,
-                "details": {**self.details, "exit": self.exit},
-            }
-        }
+        return contract.error_envelope(self.code, self.message, self.details, self.exit)
 
 
 class Unreachable(LizaError):

@@ -23,6 +23,7 @@ import httpx
 
 from agents.client.contract import CONTRACT, Endpoint
 from agents.client.errors import LizaError, Redirected, Unreachable, UsageError
+from agents.client.usage import Usage
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
@@ -181,26 +182,10 @@ class Client:
 
     # -- usage: one model's report (an agent's), every model's (its supervisor's) ----------------
 
-    def usage(
-        self,
-        *,
-        model: str = "",
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        cache_read_tokens: int = 0,
-        cache_write_tokens: int = 0,
-        cost_usd: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """The agent's own report of its running run's usage so far for one model."""
-        entry = _drop_none(
-            model=model,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cache_read_tokens=cache_read_tokens,
-            cache_write_tokens=cache_write_tokens,
-            cost_usd=cost_usd,
-        )
-        return self.usage_record(usage=[entry])
+    def usage(self, **reported: Any) -> list[dict[str, Any]]:
+        """The agent's own report of its running run's usage so far for one model: the fields
+        of `agents.client.usage.Usage` (an unknown one is a TypeError, as for any method)."""
+        return self.usage_record(usage=[Usage(**reported).entry()])
 
     def usage_report(self, run: int, *, usage: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The supervisor's report of a run's usage so far, every model at once."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,16 +85,11 @@ class LiveRun:
             if not self._usage_unsent or self.run is None:
                 return
             entries = [
-                {
-                    "model": usage.model[:100],
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "cache_read_tokens": usage.cache_read_tokens,
-                    "cache_write_tokens": usage.cache_write_tokens,
-                    **(
-                        {"cost_usd": round(usage.cost_usd, 6)} if usage.cost_usd is not None else {}
-                    ),
-                }
+                replace(
+                    usage,
+                    model=usage.model[:100],
+                    cost_usd=None if usage.cost_usd is None else round(usage.cost_usd, 6),
+                ).entry()
                 for usage in list(self.usage.by_model.values())[:20]
             ]
             self._usage_unsent = False

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -26,6 +27,10 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float | None = None  # None: the CLI did not say
+
+    def entry(self) -> dict[str, Any]:
+        """One model's entry of a `POST usage` report (a cost not said is left out)."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
 
 
 def _int(value: object) -> int:

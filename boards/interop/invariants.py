@@ -209,6 +209,31 @@ def _violation(rule: str, subject: str, detail: str = "") -> Violation:
     return Violation(rule=rule, subject=subject, message=INVARIANTS[rule], detail=detail)
 
 
+def _misshapen(raw: Any, section: str, shape: type) -> list[Violation]:
+    """`section_shape` for a section (or part of one) that is there but not of its seed 002
+    shape, a mapping or a list; an absent one is another rule's (required_fields) or allowed."""
+    if raw is None or isinstance(raw, shape):
+        return []
+    detail = f"{section} is {type(raw).__name__}, not {'a list' if shape is list else 'a mapping'}"
+    return [_violation("section_shape", section, detail)]
+
+
+def _entries(
+    entries: Iterable[tuple[str, Any]],
+) -> tuple[list[tuple[str, Mapping[str, Any]]], list[Violation]]:
+    """A section's entries, each with its subject: those that are mappings of fields, and an
+    `entry_shape` violation for each other one (its rules cannot be judged)."""
+    fields: list[tuple[str, Mapping[str, Any]]] = []
+    misshapen: list[Violation] = []
+    for subject, entry in entries:
+        if isinstance(entry, Mapping):
+            fields.append((subject, entry))
+        else:
+            detail = f"{type(entry).__name__}, not a mapping"
+            misshapen.append(_violation("entry_shape", subject, detail))
+    return fields, misshapen
+
+
 def _present(value: Any) -> bool:
     """Seed 002 "must have": a value that is not null, not "" and not an empty list."""
     return value is not None and not (isinstance(value, str | list) and len(value) == 0)

@@ -18,6 +18,7 @@ from boards.interop.invariants import (
     _as_list,
     _key,
     _lease_problem,
+    _misshapen,
     _present,
     _status,
     _violation,
@@ -52,11 +53,8 @@ class _Tasks:
 
 
 def _read_tasks(raw: Any) -> _Tasks:
-    if raw is None:  # required_fields reports it
-        return _Tasks([], {}, False, [])
-    if not isinstance(raw, list):
-        detail = f"tasks is {type(raw).__name__}, not a list"
-        return _Tasks([], {}, False, [_violation("section_shape", "tasks", detail)])
+    if not isinstance(raw, list):  # absent: required_fields reports it
+        return _Tasks([], {}, False, _misshapen(raw, "tasks", list))
     tasks: list[_Task] = []
     by_id: dict[str, _Task] = {}
     shape: list[Violation] = []
@@ -316,12 +314,9 @@ def _check_active_assignments(index: _Tasks) -> list[Violation]:
 
 
 def _check_agents(raw: Any, index: _Tasks, now: datetime) -> list[Violation]:
-    found: list[Violation] = []
+    found = _misshapen(raw, "agents", Mapping)
     agents: dict[str, Mapping[str, Any]] = {}
-    if raw is not None and not isinstance(raw, Mapping):
-        detail = f"agents is {type(raw).__name__}, not a mapping by agent id"
-        found.append(_violation("section_shape", "agents", detail))
-    elif raw is not None:
+    if isinstance(raw, Mapping):
         for key, agent in raw.items():
             agent_id = str(key)
             if isinstance(agent, Mapping):

@@ -32,7 +32,9 @@ from boards.interop.invariants import (
     _RULE_ORDER,
     Violation,
     _as_list,
+    _entries,
     _key,
+    _misshapen,
     _present,
     _status,
     _violation,
@@ -58,11 +60,8 @@ def _check_top_level(state: Mapping[str, Any]) -> list[Violation]:
 
 
 def _check_goal(raw: Any) -> list[Violation]:
-    if raw is None:  # required_fields reports it
-        return []
-    if not isinstance(raw, Mapping):
-        detail = f"goal is {type(raw).__name__}, not a mapping"
-        return [_violation("section_shape", "goal", detail)]
+    if not isinstance(raw, Mapping):  # absent: required_fields reports it
+        return _misshapen(raw, "goal", Mapping)
     if _status(raw, GOAL_STATES) is None:
         return [_violation("goal_status_valid", "goal", f"status {raw.get('status')!r}")]
     return []
@@ -83,35 +82,23 @@ def _check_anomaly(subject: str, anomaly: Mapping[str, Any]) -> list[Violation]:
 
 
 def _check_anomalies(raw: Any) -> list[Violation]:
-    if raw is None:  # optional section
-        return []
-    if not isinstance(raw, list):
-        detail = f"anomalies is {type(raw).__name__}, not a list"
-        return [_violation("section_shape", "anomalies", detail)]
-    found: list[Violation] = []
-    for position, anomaly in enumerate(raw, start=1):
-        subject = f"anomaly #{position}"
-        if isinstance(anomaly, Mapping):
-            found += _check_anomaly(subject, anomaly)
-        else:
-            found.append(_violation("entry_shape", subject, f"{type(anomaly).__name__}"))
+    if not isinstance(raw, list):  # absent: an optional section
+        return _misshapen(raw, "anomalies", list)
+    anomalies, found = _entries((f"anomaly #{n}", entry) for n, entry in enumerate(raw, start=1))
+    for subject, anomaly in anomalies:
+        found += _check_anomaly(subject, anomaly)
     return found
 
 
 def _check_sprint(raw: Any, index: _Tasks, goal: Any) -> list[Violation]:
-    if raw is None:  # required_fields reports it
-        return []
-    if not isinstance(raw, Mapping):
-        detail = f"sprint is {type(raw).__name__}, not a mapping"
-        return [_violation("section_shape", "sprint", detail)]
+    if not isinstance(raw, Mapping):  # absent: required_fields reports it
+        return _misshapen(raw, "sprint", Mapping)
     found: list[Violation] = []
     if _status(raw, SPRINT_STATES) is None:
         found.append(_violation("sprint_status_valid", "sprint", f"status {raw.get('status')!r}"))
     scope = raw.get("scope")
-    if scope is not None and not isinstance(scope, Mapping):
-        detail = f"scope is {type(scope).__name__}, not a mapping"
-        found.append(_violation("section_shape", "sprint.scope", detail))
-    elif scope is not None and index.readable:
+    found += _misshapen(scope, "sprint.scope", Mapping)
+    if isinstance(scope, Mapping) and index.readable:
         unknown = [
             f"{part}: {_key(ref) or repr(ref)}"
             for part in ("planned", "stretch")
@@ -132,16 +119,10 @@ def _check_sprint(raw: Any, index: _Tasks, goal: Any) -> list[Violation]:
 
 
 def _check_handoffs(raw: Any) -> list[Violation]:
-    if raw is None:  # optional section
-        return []
-    if not isinstance(raw, Mapping):
-        return [_violation("section_shape", "handoff", f"handoff is {type(raw).__name__}")]
-    found: list[Violation] = []
-    for task, entry in raw.items():
-        subject = f"handoff {task}"
-        if not isinstance(entry, Mapping):
-            found.append(_violation("entry_shape", subject, type(entry).__name__))
-            continue
+    if not isinstance(raw, Mapping):  # absent: an optional section
+        return _misshapen(raw, "handoff", Mapping)
+    handoffs, found = _entries((f"handoff {task}", entry) for task, entry in raw.items())
+    for subject, entry in handoffs:
         missing = [name for name in ("summary", "next_action") if not _present(entry.get(name))]
         if missing:
             found.append(_violation("handoff_fields", subject, f"missing: {', '.join(missing)}"))
@@ -149,26 +130,19 @@ def _check_handoffs(raw: Any) -> list[Violation]:
 
 
 def _check_discoveries(raw: Any) -> list[Violation]:
-    if raw is None:  # optional section
-        return []
-    if not isinstance(raw, list):
-        return [_violation("section_shape", "discovered", f"discovered is {type(raw).__name__}")]
-    found: list[Violation] = []
-    for position, entry in enumerate(raw, start=1):
-        if not isinstance(entry, Mapping):
-            found.append(_violation("entry_shape", f"discovery #{position}", type(entry).__name__))
-            continue
+    if not isinstance(raw, list):  # absent: an optional section
+        return _misshapen(raw, "discovered", list)
+    discoveries, found = _entries((f"discovery #{n}", entry) for n, entry in enumerate(raw, 1))
+    for subject, entry in discoveries:
         urgency = entry.get("urgency")
         if urgency is not None and urgency not in ("deferred", "immediate"):
-            subject = _key(entry.get("id")) or f"discovery #{position}"
+            subject = _key(entry.get("id")) or subject
             found.append(_violation("discovery_urgency", subject, f"urgency {urgency!r}"))
     return found
 
 
 def _check_config(raw: Any) -> list[Violation]:
-    if raw is None or isinstance(raw, Mapping):  # absence is reported by required_fields
-        return []
-    return [_violation("section_shape", "config", f"config is {type(raw).__name__}")]
+    return _misshapen(raw, "config", Mapping)  # absence is reported by required_fields
 
 
 def validate_state(state: Mapping[str, Any], *, now: datetime | None = None) -> list[Violation]:

@@ -3,6 +3,7 @@ abandoned, released; goals and sprints opened and closed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from boards.coordination.services import goals, sprints, tasks
@@ -15,23 +16,29 @@ def _create_task_arguments(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def by_planner(
+    service: Callable[..., Any], target: str, input: Any = None, **options: Any
+) -> Operation:
+    """A planning operation: the board offers it to members too (PLANS); the service decides
+    who may plan."""
+    return op(service, target, input, role=PLANS, **options)
+
+
 PLANNING: list[Operation] = [
-    op(
+    by_planner(
         tasks.task_create,
         PROJECT,
         i.CreateTaskInput,
         arguments=_create_task_arguments,
         done=lambda t: f"{t.key} created (DRAFT).",
-        role=PLANS,
     ),
-    op(tasks.task_finalize, TASK, done=lambda t: f"{t.key} finalized.", role=PLANS),
-    op(tasks.task_edit, TASK, i.TaskEditInput, done=lambda t: f"{t.key} saved.", role=PLANS),
-    op(
+    by_planner(tasks.task_finalize, TASK, done=lambda t: f"{t.key} finalized."),
+    by_planner(tasks.task_edit, TASK, i.TaskEditInput, done=lambda t: f"{t.key} saved."),
+    by_planner(
         tasks.task_set_dependencies,
         TASK,
         i.DependenciesInput,
         done=lambda t: f"{t.key}: dependencies set.",
-        role=PLANS,
     ),
     op(
         tasks.task_rescope,
@@ -49,20 +56,13 @@ PLANNING: list[Operation] = [
         done=lambda t: f"{t.key} answered and back in the queue (UNCLAIMED).",
         form_aliases={"answer": "reason"},
     ),
-    op(goals.goal_create, PROJECT, i.GoalInput, done=lambda g: f"{g.goal_id} created.", role=PLANS),
-    op(goals.goal_edit, GOAL, i.GoalEditInput, done=lambda g: f"{g.goal_id} saved.", role=PLANS),
+    by_planner(goals.goal_create, PROJECT, i.GoalInput, done=lambda g: f"{g.goal_id} created."),
+    by_planner(goals.goal_edit, GOAL, i.GoalEditInput, done=lambda g: f"{g.goal_id} saved."),
     op(goals.goal_complete, GOAL, i.ReasonInput, done=lambda g: f"{g.goal_id} completed."),
-    op(
-        sprints.sprint_create,
-        PROJECT,
-        i.SprintInput,
-        done=lambda s: f"{s.sprint_id} started.",
-        role=PLANS,
+    by_planner(
+        sprints.sprint_create, PROJECT, i.SprintInput, done=lambda s: f"{s.sprint_id} started."
     ),
-    op(
-        sprints.sprint_complete,
-        SPRINT,
-        done=lambda s: f"{s.sprint_id} closed (COMPLETED).",
-        role=PLANS,
+    by_planner(
+        sprints.sprint_complete, SPRINT, done=lambda s: f"{s.sprint_id} closed (COMPLETED)."
     ),
 ]

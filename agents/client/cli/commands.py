@@ -158,16 +158,9 @@ def review_claim_next(ctx):
 @click.option("--cache-write-tokens", type=click.IntRange(min=0), default=0)
 @click.option("--cost-usd", type=click.FloatRange(min=0), help="the session's cost so far")
 @click.pass_context
-def usage(ctx, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd):
+def usage(ctx, **reported):
     """Report this session's usage so far for one model (running totals: counted once)."""
-    body = client(ctx).usage(
-        model=model,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read_tokens,
-        cache_write_tokens=cache_write_tokens,
-        cost_usd=cost_usd,
-    )
+    body = client(ctx).usage(**reported)
     row = body[0] if body else {}
     emit(
         ctx,

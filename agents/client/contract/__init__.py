@@ -14,10 +14,11 @@ replace them: it says what they accept, and the test holds the two equal).
 (`require_role`), and tests/agents/client/test_operations.py drives every operation a role is
 not shown to its refusal on a live server.
 
-This package: `base` (the roles, `Param`, `Endpoint`), `exits` (the exit codes) and one table a
-group of operations — `tasks`, `reviews`, `planning` (goal, sprint), `oversight` (pause, config,
-notifications, alerts, circuit breaker, discoveries, anomalies, budgets), `agents` (liveness,
-runs, usage, agents, keys) — assembled here as `CONTRACT`. Importers use this package's names.
+This package: `base` (the roles, `Param`, `Endpoint`), `exits` (the exit codes, the error
+envelope) and one table a group of operations — `tasks`, `reviews`, `planning` (goal, sprint),
+`oversight` (pause, config, notifications, alerts, circuit breaker, discoveries, anomalies,
+budgets), `agents` (liveness, runs, usage, agents, keys) — assembled here as `CONTRACT`.
+Importers use this package's names.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from agents.client.contract.base import (
     P,
     Param,
 )
-from agents.client.contract.exits import EXIT
+from agents.client.contract.exits import EXIT, error_envelope
 from agents.client.contract.oversight import ALERT_TYPES, ANOMALY_TYPES
 
 # One entry an operation, in the routes' order: a literal path comes before a parameter at the
@@ -79,4 +80,5 @@ __all__ = [
     "Endpoint",
     "P",
     "Param",
+    "error_envelope",
 ]

@@ -4,7 +4,7 @@ agents, their registration and their keys.
 
 from __future__ import annotations
 
-from agents.client.contract.base import EVERY_ROLE, E, Endpoint, P
+from agents.client.contract.base import AGENT_ID, EVERY_ROLE, RUN_ID, E, Endpoint, P
 
 # One entry a row, its fields packed: `ruff format` would put each field on a line of its
 # own (the table twice as long, no longer read as rows); so not formatted, here only.
@@ -60,7 +60,7 @@ AGENTS: tuple[Endpoint, ...] = (
     E("run_finish", "POST", "runs/{run_id}/finish", "api-run-finish", "runs_finish",
         result="run",
         params=(
-            P("run_id", "integer", where="path", required=True),
+            RUN_ID,
             P("exit_code", "integer", required=True, minimum=-255, maximum=255),
             P("stopped_by", "string", max_length=100),
             P("output", "string", max_length=200000),
@@ -73,10 +73,7 @@ AGENTS: tuple[Endpoint, ...] = (
     ),
     E("run_output_append", "POST", "runs/{run_id}/output", "api-run-output", "runs_output",
         result="run",
-        params=(
-            P("run_id", "integer", where="path", required=True),
-            P("text", "string", required=True, max_length=16000),
-        ),
+        params=(RUN_ID, P("text", "string", required=True, max_length=16000)),
         client="run_output",
         description=(
             "A running run's next output lines, streamed by its supervisor (at most 16,000 "
@@ -134,35 +131,29 @@ AGENTS: tuple[Endpoint, ...] = (
     ),
     E("agents_retrieve", "GET", "agents/{agent_id}", "api-agent", "agents_retrieve",
         result="agent", errors=(401, 403, 404),
-        params=(P("agent_id", "string", where="path", required=True),),
+        params=(AGENT_ID,),
     ),
     E("agent_keys_list", "GET", "agents/{agent_id}/keys", "api-agent-keys", "agent_keys_list",
         result="agent_keys", errors=(401, 403, 404),
-        params=(P("agent_id", "string", where="path", required=True),),
+        params=(AGENT_ID,),
     ),
     E("agent_key_issue", "POST", "agents/{agent_id}/keys", "api-agent-keys", "agent_keys_issue",
         result="issued_key", status=201, errors=(400, 401, 403, 404),
-        params=(
-            P("agent_id", "string", where="path", required=True),
-            P("label", "string", max_length=100),
-        ),
+        params=(AGENT_ID, P("label", "string", max_length=100)),
     ),
     E("agent_disable", "POST", "agents/{agent_id}/disable", "api-agent-disable",
         "agents_disable", result="agent", errors=(401, 403, 404, 409),
-        params=(P("agent_id", "string", where="path", required=True),),
+        params=(AGENT_ID,),
         description="Admins: the agent's requests get 403 and what it held is taken back.",
     ),
     E("agent_enable", "POST", "agents/{agent_id}/enable", "api-agent-enable", "agents_enable",
         result="agent", errors=(401, 403, 404, 409),
-        params=(P("agent_id", "string", where="path", required=True),),
+        params=(AGENT_ID,),
         description="Admins: a disabled agent may register and work again.",
     ),
     E("agent_set_availability", "POST", "agents/{agent_id}/availability",
         "api-agent-availability", "agents_availability", result="agent",
-        params=(
-            P("agent_id", "string", where="path", required=True),
-            P("state", "string", required=True, enum=("available", "overloaded")),
-        ),
+        params=(AGENT_ID, P("state", "string", required=True, enum=("available", "overloaded"))),
         description=(
             "Admins: overloaded (takes no new work) or available (also clears an error state)."
         ),

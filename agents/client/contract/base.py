@@ -98,4 +98,8 @@ class Endpoint:
 
 
 P, E = Param, Endpoint
+# Parameters many operations take, named once so that their bounds cannot drift apart.
 KEY = P("key", "string", where="path", required=True, help="the task key")
+AGENT_ID = P("agent_id", "string", where="path", required=True)
+RUN_ID = P("run_id", "integer", where="path", required=True)
+REASON = P("reason", "string", required=True, max_length=2000, help="why")

@@ -1,6 +1,9 @@
-"""The exit codes of an agent process."""
+"""The exit codes of an agent process, and the error envelope that carries one."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 # What an agent process does with an answer (seed 000 "Exit Codes", SPEC §13): the server's one
 # table (boards.errors `Exit` is built from it), and the client's for what the server cannot say.
@@ -16,3 +19,11 @@ EXIT: dict[str, int] = {
     "budget": 14,  # a budget is spent: nothing more until an admin raises it
     "stop": 42,  # lease lost, paused, checkpoint, aborted: stop and restart (seed 000)
 }
+
+
+def error_envelope(
+    code: str, message: str, details: Mapping[str, Any], exit: int
+) -> dict[str, Any]:
+    """Every refusal's JSON body (SPEC §6): its code, a sentence and its details, which carry
+    the exit code an agent process takes for it (the server writes it, the client reads it)."""
+    return {"error": {"code": code, "message": message, "details": {**details, "exit": exit}}}

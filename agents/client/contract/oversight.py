@@ -4,7 +4,7 @@ the circuit breaker, discoveries, anomalies and notes, budgets.
 
 from __future__ import annotations
 
-from agents.client.contract.base import EVERY_ROLE, E, Endpoint, P
+from agents.client.contract.base import EVERY_ROLE, REASON, E, Endpoint, P
 
 # The server's alert types and seed 002's anomaly types, as the wire spells them.
 ALERT_TYPES: tuple[str, ...] = (
@@ -55,7 +55,7 @@ ANOMALY_TYPES: tuple[str, ...] = (
 OVERSIGHT: tuple[Endpoint, ...] = (
     E("project_pause", "POST", "project/pause", "api-project-pause", "project_pause",
         result="project",
-        params=(P("reason", "string", required=True, max_length=2000),),
+        params=(REASON,),
         description="Admins: claims are refused (`paused`), heartbeats answer stop / exit 42.",
     ),
     E("project_resume", "POST", "project/resume", "api-project-resume", "project_resume",
@@ -128,7 +128,7 @@ OVERSIGHT: tuple[Endpoint, ...] = (
     ),
     E("circuit_breaker_resolve", "POST", "circuit-breaker/resolve",
         "api-circuit-breaker-resolve", "circuit_breaker_resolve", result="breaker",
-        params=(P("reason", "string", required=True, max_length=2000),),
+        params=(REASON,),
         description=(
             "Admins resolve a trip with a written reason (kept in the history); continuing the "
             "sprint stays sprint/resume."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.client.contract.base import EVERY_ROLE, PLANNER_ONLY, E, Endpoint, P
+from agents.client.contract.base import EVERY_ROLE, PLANNER_ONLY, REASON, E, Endpoint, P
 
 # One entry a row, its fields packed: `ruff format` would put each field on a line of its
 # own (the table twice as long, no longer read as rows); so not formatted, here only.
@@ -30,12 +30,12 @@ PLANNING: tuple[Endpoint, ...] = (
     ),
     E("goal_complete", "POST", "goal/complete", "api-goal-complete", "goal_complete",
         result="goal",
-        params=(P("reason", "string", required=True, max_length=2000, help="why"),),
+        params=(REASON,),
         client="goal_complete", roles=PLANNER_ONLY, cli=("goal", "complete"),
         help="Mark the goal complete once its work is merged.",
     ),
     E("goal_abort", "POST", "goal/abort", "api-goal-abort", "goal_abort", result="goal",
-        params=(P("reason", "string", required=True, max_length=2000),),
+        params=(REASON,),
         description="Admins: the goal IN_PROGRESS → ABORTED (its open sprint aborted too).",
     ),
     E("sprint_retrieve", "GET", "sprint", "api-sprint", "sprint_retrieve", result="sprint",
@@ -55,7 +55,7 @@ PLANNING: tuple[Endpoint, ...] = (
     ),
     E("sprint_checkpoint", "POST", "sprint/checkpoint", "api-sprint-checkpoint",
         "sprint_checkpoint", result="sprint",
-        params=(P("reason", "string", required=True, max_length=2000),),
+        params=(REASON,),
         client="sprint_checkpoint", cli=("sprint", "checkpoint"),
         description="Admins: IN_PROGRESS → CHECKPOINT; agents stop (exit 42) until a decision.",
     ),
@@ -67,7 +67,7 @@ PLANNING: tuple[Endpoint, ...] = (
     ),
     E("sprint_abort", "POST", "sprint/abort", "api-sprint-abort", "sprint_abort",
         result="sprint",
-        params=(P("reason", "string", required=True, max_length=2000),),
+        params=(REASON,),
         client="sprint_abort", cli=("sprint", "abort"),
     ),
     E("sprint_complete", "POST", "sprint/complete", "api-sprint-complete", "sprint_complete",

@@ -4,7 +4,7 @@ merged (or failed to merge) into integration.
 
 from __future__ import annotations
 
-from agents.client.contract.base import KEY, REVIEWER_ONLY, E, Endpoint, P
+from agents.client.contract.base import KEY, REASON, REVIEWER_ONLY, E, Endpoint, P
 from agents.client.wire import VERDICTS
 
 # One entry a row, its fields packed: `ruff format` would put each field on a line of its
@@ -54,7 +54,7 @@ REVIEWS: tuple[Endpoint, ...] = (
     ),
     E("task_report_integration_failure", "POST", "tasks/{key}/integration-failure",
         "api-integration-failure", "tasks_report_integration_failure", result="task",
-        params=(KEY, P("reason", "string", required=True, max_length=2000, help="why")),
+        params=(KEY, REASON),
         client="integration_failed", roles=REVIEWER_ONLY, cli=("integration-failed",),
         help="Report that the APPROVED task failed to merge, with the git error.",
     ),

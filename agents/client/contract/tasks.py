@@ -4,7 +4,18 @@ handoff), the planner's and admins' steps on it, and the project's event and act
 
 from __future__ import annotations
 
-from agents.client.contract.base import CODER_ONLY, EVERY_ROLE, KEY, PLANNER_ONLY, E, Endpoint, P
+from dataclasses import replace
+
+from agents.client.contract.base import (
+    CODER_ONLY,
+    EVERY_ROLE,
+    KEY,
+    PLANNER_ONLY,
+    REASON,
+    E,
+    Endpoint,
+    P,
+)
 
 # What a coder says when it claims, by key or the next one.
 CLAIM = (
@@ -117,7 +128,7 @@ TASKS: tuple[Endpoint, ...] = (
     E("task_block", "POST", "tasks/{key}/block", "api-block", "tasks_block", result="task",
         params=(
             KEY,
-            P("reason", "string", required=True, max_length=2000, help="why"),
+            REASON,
             P(
                 "questions", "array", required=True, max_items=3, help="one or more questions",
                 flag="--question",
@@ -146,7 +157,7 @@ TASKS: tuple[Endpoint, ...] = (
         result="tasks", status=201,
         params=(
             KEY,
-            P("reason", "string", required=True, max_length=2000, help="why"),
+            REASON,
             P(
                 "new_tasks", "array", required=True, items="object",
                 help="task objects: key, description, done_when …",
@@ -157,19 +168,13 @@ TASKS: tuple[Endpoint, ...] = (
     ),
     E("task_abandon", "POST", "tasks/{key}/abandon", "api-abandon", "tasks_abandon",
         result="task",
-        params=(KEY, P("reason", "string", required=True, max_length=2000, help="why")),
+        params=(KEY, REASON),
         client="task_abandon", roles=PLANNER_ONLY, cli=("task", "abandon"),
         help="Abandon a task that will not be done.",
     ),
     E("task_release", "POST", "tasks/{key}/release", "api-release", "tasks_release",
         result="task",
-        params=(
-            KEY,
-            P(
-                "reason", "string", required=True, max_length=2000,
-                help="the answer to the task's questions",
-            ),
-        ),
+        params=(KEY, replace(REASON, help="the answer to the task's questions")),
         client="task_release", roles=PLANNER_ONLY, cli=("task", "release"),
         description="BLOCKED → UNCLAIMED with the answer (failed_by kept).",
         help="Answer a BLOCKED task and put it back in the queue.",
@@ -178,7 +183,7 @@ TASKS: tuple[Endpoint, ...] = (
         "tasks_override_block", result="task",
         params=(
             KEY,
-            P("reason", "string", required=True, max_length=2000),
+            REASON,
             P("questions", "array", max_items=3),
         ),
         description="Human admins only: block any non-terminal task (SPEC §5.1).",
@@ -206,7 +211,7 @@ TASKS: tuple[Endpoint, ...] = (
     ),
     E("task_release_claim", "POST", "tasks/{key}/release-claim", "api-release-claim",
         "tasks_release_claim", result="task",
-        params=(KEY, P("reason", "string", required=True, max_length=2000)),
+        params=(KEY, REASON),
         description=(
             "Admins: release a stuck claim. CLAIMED returns to UNCLAIMED (override block + "
             "release; the coder gets lease_lost); READY_FOR_REVIEW loses its pending review "
@@ -214,12 +219,12 @@ TASKS: tuple[Endpoint, ...] = (
         ),
     ),
     E("task_cancel", "POST", "tasks/{key}/cancel", "api-cancel", "tasks_cancel", result="task",
-        params=(KEY, P("reason", "string", required=True, max_length=2000)),
+        params=(KEY, REASON),
         description="Admins: seed 004 cancel = override block + abandon (two events).",
     ),
     E("task_suspend", "POST", "tasks/{key}/suspend", "api-suspend", "tasks_suspend",
         result="task",
-        params=(KEY, P("reason", "string", required=True, max_length=2000)),
+        params=(KEY, REASON),
     ),
     E("task_resume", "POST", "tasks/{key}/resume", "api-resume", "tasks_resume", result="task",
         errors=(401, 403, 404, 409),
@@ -231,7 +236,7 @@ TASKS: tuple[Endpoint, ...] = (
     ),
     E("task_human_reject", "POST", "tasks/{key}/reject", "api-reject", "tasks_human_reject",
         result="task",
-        params=(KEY, P("reason", "string", required=True, max_length=2000)),
+        params=(KEY, REASON),
     ),
     E("task_set_limits", "PATCH", "tasks/{key}/limits", "api-limits", "tasks_set_limits",
         result="task",

@@ -30,6 +30,22 @@ def _field(task: dict[str, Any], name: str) -> str:
     return str(value) if value not in (None, "") else "-"
 
 
+def _task_section(heading: str, a: Assignment, *, commits: list[str], then: list[str]) -> list[str]:
+    """What a coder and a reviewer are both told of their task, around what only one of them is:
+    the commits it works from (`commits`) and what it must keep to (`then`)."""
+    task = a.task or {}
+    return [
+        f"=== {heading} ===",
+        f"Task: {task['key']}",
+        f"Worktree: {a.worktree}",
+        *commits,
+        f"Iteration: {task['iteration']}",
+        f"Description: {task['description']}",
+        f"DONE WHEN: {_field(task, 'done_when')}",
+        *then,
+    ]
+
+
 def build_prompt(s: Prompted, a: Assignment) -> str:
     agent = s.agent
     try:
@@ -49,17 +65,15 @@ def build_prompt(s: Prompted, a: Assignment) -> str:
     ]
     task = a.task or {}
     if agent["role"] == "coder" and task:
-        sections += [
-            "=== ASSIGNED TASK ===",
-            f"Task: {task['key']}",
-            f"Worktree: {a.worktree}",
-            f"Branch: {gitops.branch_of(task['key'])} (base commit {_field(task, 'base_commit')})",
-            f"Iteration: {task['iteration']}",
-            f"Description: {task['description']}",
-            f"DONE WHEN: {_field(task, 'done_when')}",
-            f"SCOPE: {_field(task, 'scope')}",
-            f"Spec: {_field(task, 'spec_ref')}",
-        ]
+        sections += _task_section(
+            "ASSIGNED TASK",
+            a,
+            commits=[
+                f"Branch: {gitops.branch_of(task['key'])} (base commit "
+                f"{_field(task, 'base_commit')})"
+            ],
+            then=[f"SCOPE: {_field(task, 'scope')}", f"Spec: {_field(task, 'spec_ref')}"],
+        )
         if task.get("integration_fix"):
             sections.append(
                 f"INTEGRATION FIX: merge {f'{s.o.remote}/' if s.o.remote else ''}"
@@ -82,19 +96,16 @@ def build_prompt(s: Prompted, a: Assignment) -> str:
             ]
         sections.append("")
     elif agent["role"] == "code_reviewer" and task:
-        sections += [
-            "=== REVIEW TASK ===",
-            f"Task: {task['key']}",
-            f"Worktree: {a.worktree}",
-            f"Base commit: {_field(task, 'base_commit')}",
-            f"Review commit: {_field(task, 'review_commit')}",
-            f"Author: {_field(task, 'assigned_to')}",
-            f"Iteration: {task['iteration']}",
-            f"Description: {task['description']}",
-            f"DONE WHEN: {_field(task, 'done_when')}",
-            f"Prior rejection: {_field(task, 'rejection_reason')}",
-            "",
-        ]
+        sections += _task_section(
+            "REVIEW TASK",
+            a,
+            commits=[
+                f"Base commit: {_field(task, 'base_commit')}",
+                f"Review commit: {_field(task, 'review_commit')}",
+                f"Author: {_field(task, 'assigned_to')}",
+            ],
+            then=[f"Prior rejection: {_field(task, 'rejection_reason')}", ""],
+        )
     elif agent["role"] == "planner":
         tasks = s.client.tasks()
         sections += ["=== PLANNING CONTEXT ===", f"WAKE TRIGGER: {wake_trigger(tasks)}"]

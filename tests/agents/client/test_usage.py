@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agents.client.usage import UsageTally, parse_claude, parse_codex
+from agents.client.usage import Usage, UsageTally, parse_claude, parse_codex
 
 CLAUDE_RESULT = {
     "type": "result",
@@ -60,3 +60,16 @@ def test_codex_turns_add_up_and_profiles_keep_to_their_parser():
     assert parse_codex(json.dumps(CLAUDE_RESULT)) is None
     assert not UsageTally("claude").line(json.dumps(turn))
     assert not UsageTally("unknown").line(json.dumps(CLAUDE_RESULT))
+
+
+def test_a_usage_entry_leaves_out_a_cost_the_cli_did_not_say():
+    """`POST usage` gets every count, and the cost only when there is one (agent and supervisor
+    alike: `Client.usage`, `LiveRun.report_usage`)."""
+    assert Usage(model="opus", output_tokens=300).entry() == {
+        "model": "opus",
+        "input_tokens": 0,
+        "output_tokens": 300,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
+    assert Usage(model="opus", cost_usd=0.125).entry()["cost_usd"] == 0.125
