@@ -183,16 +183,7 @@ def _sync_alerts(
         alert = already.get(key)
         if alert is None:
             alert = Alert.objects.create(
-                project=project,
-                type=condition.type,
-                subject=condition.subject,
-                level=condition.level,
-                message=condition.message,
-                task=condition.task,
-                agent_id=condition.agent_id,
-                created=now,
-                last_seen=now,
-                since=condition.since,
+                project=project, created=now, last_seen=now, **condition.columns()
             )
             touched.append(alert)
             lines.append(f"alert {condition.level}: {condition.logged(now)}")
