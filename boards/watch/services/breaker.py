@@ -127,13 +127,12 @@ def circuit_breaker_resolve(
     Continuing the sprint stays its own decision (`sprint_resume`)."""
     project = breaker.project
     require_role(Attempt(project, actor, "circuit_breaker_resolve", now), agent_roles=())
+    resolved = Attempt(project, actor, Action.CIRCUIT_BREAKER_RESOLVED, now)  # refused or recorded
     reason = clean_text(reason, "reason", max_length=2000)
     with transaction.atomic():
         breaker = _lock_breaker(project)
         if breaker.status != TRIGGERED:
-            raise Attempt(
-                project=project, actor=actor, action=Action.CIRCUIT_BREAKER_RESOLVED, now=now
-            ).refuse(
+            raise resolved.refuse(
                 Conflict(
                     "the circuit breaker is not triggered: there is nothing to resolve",
                     {"status": breaker.status},
@@ -160,11 +159,7 @@ def circuit_breaker_resolve(
         breaker.status = OK
         breaker.current_trigger = None
         breaker.save(update_fields=["status", "current_trigger"])
-        record_event(
-            project=project,
-            actor=actor,
-            action=Action.CIRCUIT_BREAKER_RESOLVED,
-            now=now,
+        resolved.record(
             detail=f"circuit breaker resolved ({trigger.get('pattern') or 'trigger'}): {reason}",
             data={"pattern": trigger.get("pattern"), "severity": trigger.get("severity")},
         )

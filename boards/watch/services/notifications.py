@@ -26,7 +26,7 @@ from boards import protocol as p
 from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.records import Alert
 from boards.coordination.services.actors import Actor
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import require_known_names
 from boards.coordination.services.webhook_address import check_webhook_url
@@ -194,17 +194,12 @@ def notifications_set(
     """Set what a member hears of `project` and where: their own events, e-mail and digest
     (any member); another member's, or a chat webhook URL, only as a project admin. The URL
     must be a public address (SSRF), as the escalation webhook's."""
-    require_role(
-        Attempt(project, actor, "notifications_set", now),
-        agent_roles=(),
-        human=Membership.Role.VIEWER,
-    )
+    attempt = Attempt(project, actor, "notifications_set", now)
+    require_role(attempt, agent_roles=(), human=Membership.Role.VIEWER)
     require_known_names(fields, SETTINGS, what="setting")
     person = actor if not user or user == actor.get_username() else _person(project, user)
     if person != actor or any(name in fields for name in ADMIN_SETTINGS):
-        require_role(
-            Attempt(project, actor, "notifications_set", now), agent_roles=()
-        )  # admins only
+        require_role(attempt, agent_roles=())  # admins only
     if "events" in fields:
         wrong = sorted(set(fields["events"]) - {str(e) for e in NotifyEvent})
         if wrong:
@@ -232,11 +227,8 @@ def notifications_set(
         if "chat_url" in changes:  # an incoming webhook's URL is its secret
             changes["chat_url"] = {k: p.redact_url(v) for k, v in changes["chat_url"].items()}
         if changes:
-            record_event(
-                project=project,
-                actor=actor,
+            attempt.record(
                 action=Action.NOTIFICATIONS_SET,
-                now=now,
                 detail=f"notifications of {person.get_username()}: {', '.join(changes)} changed",
                 data={"user": person.get_username(), "changes": changes},
             )

@@ -22,12 +22,12 @@ from boards import protocol as p
 from boards.coordination import outbox
 from boards.coordination.models.projects import Project, ProjectConfig, Sprint
 from boards.coordination.models.records import Alert
-from boards.coordination.models.tasks import Review
+from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.tasks import retry_exhausts
 from boards.coordination.services.actors import SYSTEM, Actor
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.locking import agent_row
 from boards.coordination.services.sprints import sprint_checkpoint, sprint_complete_if_done
@@ -183,16 +183,7 @@ def _sync_alerts(
         alert = already.get(key)
         if alert is None:
             alert = Alert.objects.create(
-                project=project,
-                type=condition.type,
-                subject=condition.subject,
-                level=condition.level,
-                message=condition.message,
-                task=condition.task,
-                agent_id=condition.agent_id,
-                created=now,
-                last_seen=now,
-                since=condition.since,
+                project=project, created=now, last_seen=now, **condition.columns()
             )
             touched.append(alert)
             lines.append(f"alert {condition.level}: {condition.logged(now)}")
@@ -247,15 +238,13 @@ def _expire_coder_lease(project: Project, agent: Agent, now: datetime) -> str:
     ):
         return ""  # it heartbeated, finished or moved on since the unlocked read
     expired = p.format_timestamp(task.lease_expires)
-    record_event(
-        project=project,
-        actor=SYSTEM,
-        action=Action.LEASE_EXPIRED,
-        now=now,
-        task=task,
-        detail=f"{holder.agent_id}'s lease on {task.key} expired at {expired}; "
+    _system_event(
+        task,
+        Action.LEASE_EXPIRED,
+        now,
+        f"{holder.agent_id}'s lease on {task.key} expired at {expired}; "
         "the task waits for a takeover",
-        data={"agent": holder.agent_id, "lease_expires": expired},
+        {"agent": holder.agent_id, "lease_expires": expired},
     )
     release_holder(holder, task, lost=f"lease expired at {expired}")
     return f"lease expired: {holder.agent_id} on {task.key}"
@@ -290,13 +279,8 @@ def _block_timed_out(project: Project, timeout: StateTimeout, now: datetime) -> 
         f"State timeout: {timeout.state} for {timeout.elapsed} s (budget {timeout.budget} s)"
         + (f": {timeout.reason}" if timeout.reason else "")
     )
-    task_override_block(
-        task=task,
-        actor=SYSTEM,
-        reason=reason,
-        now=now,
-        questions=[f"Why has {task.key} stayed {timeout.state} so long; what should happen?"],
-    )
+    question = f"Why has {task.key} stayed {timeout.state} so long; what should happen?"
+    task_override_block(task=task, actor=SYSTEM, reason=reason, now=now, questions=[question])
     return f"blocked: {task.key} ({reason})"
 
 
@@ -316,17 +300,21 @@ def _release_stale_review(review: Review, now: datetime) -> str:
     )
     if not released:
         return ""
-    record_event(
-        project=task.project,
-        actor=SYSTEM,
-        action=Action.REVIEW_CLAIM_RELEASED,
-        now=now,
-        task=task,
-        detail=f"{review.reviewer}'s review lease on {task.key} expired at {expired}; "
+    _system_event(
+        task,
+        Action.REVIEW_CLAIM_RELEASED,
+        now,
+        f"{review.reviewer}'s review lease on {task.key} expired at {expired}; "
         "the review can be claimed again",
-        data={"reviewer": review.reviewer, "lease_expires": expired},
+        {"reviewer": review.reviewer, "lease_expires": expired},
     )
     return f"review lease expired: {review.reviewer} on {task.key}"
+
+
+def _system_event(task: Task, action: str, now: datetime, detail: str, data: dict) -> None:
+    """The event of what the sweep did to `task`, as the system actor."""
+    done = Attempt.on(task, actor=SYSTEM, action=action, now=now)
+    done.record(task=task, detail=detail, data=data)
 
 
 def _complete_sprint(project: Project, now: datetime) -> str:
@@ -360,12 +348,11 @@ def alert_acknowledge(*, alert: Alert, actor: Actor, now: datetime) -> Alert:
     clears (the watcher resolves it), but it no longer asks for attention."""
     project = alert.project
     require_role(Attempt(project, actor, "alert_acknowledge", now), agent_roles=())
+    acknowledged = Attempt(project, actor, Action.ALERT_ACKNOWLEDGED, now)  # refused or recorded
     with transaction.atomic():
         alert = Alert.objects.select_for_update().get(pk=alert.pk)
         if alert.acknowledged_at is not None:
-            raise Attempt(
-                project=project, actor=actor, action=Action.ALERT_ACKNOWLEDGED, now=now
-            ).refuse(
+            raise acknowledged.refuse(
                 Conflict(
                     f"alert {alert.pk} was already acknowledged",
                     {
@@ -377,11 +364,7 @@ def alert_acknowledge(*, alert: Alert, actor: Actor, now: datetime) -> Alert:
         alert.acknowledged_by = actor
         alert.acknowledged_at = now
         alert.save(update_fields=["acknowledged_by", "acknowledged_at"])
-        record_event(
-            project=project,
-            actor=actor,
-            action=Action.ALERT_ACKNOWLEDGED,
-            now=now,
+        acknowledged.record(
             task=alert.task,
             detail=f"alert {alert.pk} acknowledged: {alert.message}",
             data={"alert": alert.pk, "type": alert.type, "subject": alert.subject},

@@ -41,13 +41,8 @@ def task_stalled(*, task: Task, agent: Agent, run_id: int, now: datetime) -> str
             f"stalled {stalls} times: no output and no commit for {config.stall_timeout} s "
             f"(max_stalls {config.max_stalls})"
         )
-        task_override_block(
-            task=task,
-            actor=SYSTEM,
-            reason=reason,
-            now=now,
-            questions=[f"Why does the agent on {task.key} hang; is the task feasible as written?"],
-        )
+        question = f"Why does the agent on {task.key} hang; is the task feasible as written?"
+        task_override_block(task=task, actor=SYSTEM, reason=reason, now=now, questions=[question])
         return f"blocked: {reason}"
     # The lease ends now, as a dead lease: claimable again after seed 003's backoff for its
     # next retry (`retry_at`), by its own coder first; the watcher records the expiry.

@@ -26,7 +26,8 @@ from boards.watch.selectors.conditions.base import (
     STALE_CHECKPOINT_LEVELS,
     STALE_PAUSE_LEVELS,
     AlertCondition,
-    aged,
+    AlertKind,
+    stale_kind,
 )
 
 
@@ -37,7 +38,6 @@ def stale_checkpoint(project: Project, now: datetime, config) -> list[AlertCondi
     if sprint is None:
         return []
     return _stale(
-        Alert.Type.STALE_CHECKPOINT,
         STALE_CHECKPOINT_LEVELS,
         sprint.sprint_id,
         f"{sprint.sprint_id} at CHECKPOINT",
@@ -57,7 +57,6 @@ def stale_pause(project: Project, now: datetime, config) -> list[AlertCondition]
     if project.paused_at is None:
         return []
     return _stale(
-        Alert.Type.STALE_PAUSE,
         STALE_PAUSE_LEVELS,
         project.slug,
         "project paused",
@@ -67,31 +66,31 @@ def stale_pause(project: Project, now: datetime, config) -> list[AlertCondition]
 
 
 def _stale(
-    alert_type: str, levels, subject: str, what: str, *, since: datetime, now: datetime
+    levels, subject: str, what: str, *, since: datetime, now: datetime
 ) -> list[AlertCondition]:
     """A stop (a checkpoint, a pause) that has lasted: the alert of the level its age reached,
-    labelled by that level ("CHECKPOINT STUCK: S2 at CHECKPOINT"); none before the first."""
-    age = aged(levels, since, now)
-    if not age:
-        return []
-    level, label, _ = age
-    return [AlertCondition(alert_type, subject, level, f"{label}: {what}", since=since)]
+    headed by that level ("CHECKPOINT STUCK: S2 at CHECKPOINT"); none before the first."""
+    kind = stale_kind(levels, since, now)
+    return [] if kind is None else [kind.about(subject, what, since=since)]
+
+
+QUOTA = AlertKind(Alert.Type.QUOTA, Alert.Level.WARNING)
 
 
 def quota(project: Project, now: datetime, config) -> list[AlertCondition]:
     """Issue 24: a supervisor paused by its provider's quota wall, until the wall lifts."""
     return [
-        AlertCondition(
-            Alert.Type.QUOTA,
+        QUOTA.about(
             agent.agent_id,
-            Alert.Level.WARNING,
-            f"QUOTA: {agent.agent_id} ({agent.quota_provider}) paused until "
-            f"{format_timestamp(agent.quota_until)}: {agent.quota_message}"[:500],
-            None,
-            agent.agent_id,
+            f"{agent.agent_id} ({agent.quota_provider}) paused until "
+            f"{format_timestamp(agent.quota_until)}: {agent.quota_message}",
+            agent_id=agent.agent_id,
         )
         for agent in Agent.objects.filter(project=project, quota_until__gt=now).order_by("pk")
     ]
+
+
+AGENT_ERROR = AlertKind(Alert.Type.AGENT_ERROR, Alert.Level.WARNING)
 
 
 def agent_error(project: Project, now: datetime, config) -> list[AlertCondition]:
@@ -99,17 +98,14 @@ def agent_error(project: Project, now: datetime, config) -> list[AlertCondition]
     agents = list(Agent.objects.filter(project=project))
     states = agents_availability(project_id=project.pk, agents=agents, now=now)
     return [
-        AlertCondition(
-            Alert.Type.AGENT_ERROR,
-            agent.agent_id,
-            Alert.Level.WARNING,
-            f"AGENT ERROR: {states[agent.pk].reason}"[:500],
-            None,
-            agent.agent_id,
-        )
+        AGENT_ERROR.about(agent.agent_id, states[agent.pk].reason, agent_id=agent.agent_id)
         for agent in agents
         if states[agent.pk].state == ERROR
     ]
+
+
+BUDGET_AT_80 = AlertKind(Alert.Type.BUDGET, Alert.Level.WARNING, "BUDGET AT 80 %")
+BUDGET_EXHAUSTED = AlertKind(Alert.Type.BUDGET, Alert.Level.CRITICAL, "BUDGET EXHAUSTED")
 
 
 def budget_conditions(project: Project, now: datetime, config) -> list[AlertCondition]:
@@ -122,18 +118,17 @@ def budget_conditions(project: Project, now: datetime, config) -> list[AlertCond
         budget = state.budget
         spent = state.state == EXHAUSTED
         found.append(
-            AlertCondition(
-                Alert.Type.BUDGET,
-                f"{budget.scope}:{budget.subject}"[:64],
-                Alert.Level.CRITICAL if spent else Alert.Level.WARNING,
-                ("BUDGET EXHAUSTED: " if spent else "BUDGET AT 80 %: ")
-                + state.message
-                + ("; work is stopped until an admin raises it" if spent else ""),
-                budget.task,
-                budget.agent.agent_id if budget.agent is not None else "",
+            (BUDGET_EXHAUSTED if spent else BUDGET_AT_80).about(
+                f"{budget.scope}:{budget.subject}",
+                state.message + ("; work is stopped until an admin raises it" if spent else ""),
+                task=budget.task,
+                agent_id=budget.agent.agent_id if budget.agent is not None else "",
             )
         )
     return found
+
+
+RUN_STALLED = AlertKind(Alert.Type.RUN_STALLED, Alert.Level.WARNING)
 
 
 def stalled_run_conditions(
@@ -154,18 +149,20 @@ def stalled_run_conditions(
     for run in stalled:
         stalls = task_stalls(task=run.task)
         found.append(
-            AlertCondition(
-                Alert.Type.RUN_STALLED,
-                run.task.key,
-                Alert.Level.WARNING,
-                f"RUN STALLED: {run.agent.agent_id} on {run.task.key} — no output and no commit "
+            RUN_STALLED.on(
+                run.task,
+                f"{run.agent.agent_id} on {run.task.key} — no output and no commit "
                 f"for {config.stall_timeout} s, terminated (stall {stalls}/{config.max_stalls}"
                 + ("; the task is BLOCKED)" if run.task.status == TaskStatus.BLOCKED else ")"),
-                run.task,
-                run.agent.agent_id,
+                agent_id=run.agent.agent_id,
             )
         )
     return found
+
+
+SPRINT_DEADLINE = AlertKind(
+    Alert.Type.SPRINT_DEADLINE, Alert.Level.WARNING, "SPRINT DEADLINE REACHED"
+)
 
 
 def sprint_deadline_conditions(project: Project, now: datetime, config) -> list[AlertCondition]:
@@ -178,29 +175,30 @@ def sprint_deadline_conditions(project: Project, now: datetime, config) -> list[
         deadline__lte=now,
     ).order_by("pk")
     return [
-        AlertCondition(
-            Alert.Type.SPRINT_DEADLINE,
+        SPRINT_DEADLINE.about(
             sprint.sprint_id,
-            Alert.Level.WARNING,
-            f"SPRINT DEADLINE REACHED: {sprint.sprint_id} — deadline "
-            f"{format_timestamp(sprint.deadline)} passed; the sprint is at CHECKPOINT for a "
-            "human to review, extend or complete",
+            f"{sprint.sprint_id} — deadline {format_timestamp(sprint.deadline)} passed; the "
+            "sprint is at CHECKPOINT for a human to review, extend or complete",
         )
         for sprint in sprints
     ]
+
+
+CIRCUIT_BREAKER = AlertKind(Alert.Type.CIRCUIT_BREAKER, Alert.Level.CRITICAL)
 
 
 def _breaker_condition(trigger: dict) -> AlertCondition:
     """A TRIGGERED circuit breaker: critical until a human resolves it; one alert per trip
     (its subject is the trip's time), so a later trip is a new alert."""
     pattern = trigger.get("pattern") or "unknown pattern"
-    return AlertCondition(
-        Alert.Type.CIRCUIT_BREAKER,
-        str(trigger.get("timestamp") or "triggered")[:64],
-        Alert.Level.CRITICAL,
-        f"CIRCUIT BREAKER: {pattern} ({trigger.get('severity') or '?'}) — the sprint is at "
+    return CIRCUIT_BREAKER.about(
+        str(trigger.get("timestamp") or "triggered"),
+        f"{pattern} ({trigger.get('severity') or '?'}) — the sprint is at "
         "CHECKPOINT until a human resolves the trigger",
     )
+
+
+INVALID_STATE = AlertKind(Alert.Type.INVALID_STATE, Alert.Level.CRITICAL)
 
 
 def invariant_conditions(
@@ -214,21 +212,13 @@ def invariant_conditions(
     found = []
     for v in violations:  # a handful at most: a query per broken task is fine
         task = tasks.get(v.subject)
-        message = f"INVALID STATE: {v.rule}: {v}"
+        detail = f"{v.rule}: {v}"
         if task is not None:
             event = Event.objects.filter(task=task).order_by("-timestamp", "-id").first()
             if event is not None:
-                message += (
+                detail += (
                     f"; last event: {event.action} by {event.actor_id}"
                     f" at {format_timestamp(event.timestamp)}"
                 )
-        found.append(
-            AlertCondition(
-                Alert.Type.INVALID_STATE,
-                f"{v.rule} {v.subject}"[:64],
-                Alert.Level.CRITICAL,
-                message[:500],
-                task,
-            )
-        )
+        found.append(INVALID_STATE.about(f"{v.rule} {v.subject}", detail, task=task))
     return found

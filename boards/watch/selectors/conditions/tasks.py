@@ -23,25 +23,25 @@ from boards.protocol import (
 from boards.watch.selectors.conditions.base import (
     LIMIT_WARNING_MARGIN,
     AlertCondition,
+    AlertKind,
 )
 from boards.watch.selectors.watch import StateTimeout, state_timeouts
+
+LEASE_EXPIRED = AlertKind(Alert.Type.LEASE_EXPIRED, Alert.Level.WARNING)
 
 
 def lease_expired(project: Project, now: datetime, config: ProjectConfig) -> list[AlertCondition]:
     stale = lease_stale_before(now, config)
+    claims = Task.objects.filter(
+        project=project, status=TaskStatus.CLAIMED, lease_expires__lt=stale
+    )
     return [
-        AlertCondition(
-            Alert.Type.LEASE_EXPIRED,
-            task.key,
-            Alert.Level.WARNING,
-            f"LEASE EXPIRED: {task.assigned_to} on {task.key}",
-            task,
-            task.assigned_to,
-        )
-        for task in Task.objects.filter(
-            project=project, status=TaskStatus.CLAIMED, lease_expires__lt=stale
-        )
+        LEASE_EXPIRED.on(task, f"{task.assigned_to} on {task.key}", agent_id=task.assigned_to)
+        for task in claims
     ]
+
+
+REVIEW_LEASE_EXPIRED = AlertKind(Alert.Type.REVIEW_LEASE_EXPIRED, Alert.Level.WARNING)
 
 
 def review_lease_expired(project: Project, now: datetime, config) -> list[AlertCondition]:
@@ -59,61 +59,56 @@ def review_lease_expired(project: Project, now: datetime, config) -> list[AlertC
         review = latest.get(task.pk)
         if review is not None and review.closed_at is not None and not review.verdict:
             found.append(
-                AlertCondition(
-                    Alert.Type.REVIEW_LEASE_EXPIRED,
-                    task.key,
-                    Alert.Level.WARNING,
-                    f"REVIEW LEASE EXPIRED: {review.reviewer} on {task.key}"
-                    " — review can be reclaimed",
+                REVIEW_LEASE_EXPIRED.on(
                     task,
-                    review.reviewer,
+                    f"{review.reviewer} on {task.key} — review can be reclaimed",
+                    agent_id=review.reviewer,
                 )
             )
     return found
 
 
+BLOCKED = AlertKind(Alert.Type.BLOCKED, Alert.Level.WARNING)
+
+
 def blocked(project: Project, now: datetime, config) -> list[AlertCondition]:
     return [
-        AlertCondition(
-            Alert.Type.BLOCKED,
-            task.key,
-            Alert.Level.WARNING,
-            f"BLOCKED: {task.key} — {task.blocked_reason}"[:500],
-            task,
-        )
+        BLOCKED.on(task, f"{task.key} — {task.blocked_reason}")
         for task in Task.objects.filter(project=project, status=TaskStatus.BLOCKED)
     ]
 
 
+AWAITING_APPROVAL = AlertKind(Alert.Type.AWAITING_APPROVAL, Alert.Level.INFO)
+
+
 def awaiting_approval(project: Project, now: datetime, config) -> list[AlertCondition]:
     """Issue 24: a person is asked; notifications say so."""
+    gated = Task.objects.filter(
+        project=project, status=TaskStatus.READY_FOR_REVIEW, needs_human_approval=True
+    )
     return [
-        AlertCondition(
-            Alert.Type.AWAITING_APPROVAL,
-            task.key,
-            Alert.Level.INFO,
-            f"AWAITING APPROVAL: {task.key} — approved by its reviewers, "
-            "waiting for a human at the approval gate",
+        AWAITING_APPROVAL.on(
             task,
+            f"{task.key} — approved by its reviewers, waiting for a human at the approval gate",
         )
-        for task in Task.objects.filter(
-            project=project, status=TaskStatus.READY_FOR_REVIEW, needs_human_approval=True
-        )
+        for task in gated
         if awaiting_human_approval(task)
     ]
 
 
+INTEGRATION_FAILED = AlertKind(Alert.Type.INTEGRATION_FAILED, Alert.Level.CRITICAL)
+
+
 def integration_failed(project: Project, now: datetime, config) -> list[AlertCondition]:
     return [
-        AlertCondition(
-            Alert.Type.INTEGRATION_FAILED,
-            task.key,
-            Alert.Level.CRITICAL,
-            f"INTEGRATION FAILED: {task.key}",
-            task,
-        )
+        INTEGRATION_FAILED.on(task, task.key)
         for task in Task.objects.filter(project=project, status=TaskStatus.INTEGRATION_FAILED)
     ]
+
+
+APPROACHING_LIMITS = AlertKind(
+    Alert.Type.APPROACHING_LIMITS, Alert.Level.WARNING, "APPROACHING LIMIT"
+)
 
 
 def approaching_limits(
@@ -133,25 +128,20 @@ def approaching_limits(
             notes.append(f"review cycle {task.review_cycles_current}/{cycles}")
         if notes:
             found.append(
-                AlertCondition(
-                    Alert.Type.APPROACHING_LIMITS,
-                    task.key,
-                    Alert.Level.WARNING,
-                    f"APPROACHING LIMIT: {task.key} — {', '.join(notes)}",
-                    task,
-                    task.assigned_to,
+                APPROACHING_LIMITS.on(
+                    task, f"{task.key} — {', '.join(notes)}", agent_id=task.assigned_to
                 )
             )
     return found
 
 
+IMMEDIATE_DISCOVERY = AlertKind(Alert.Type.IMMEDIATE_DISCOVERY, Alert.Level.CRITICAL)
+
+
 def immediate_discoveries(project: Project, now: datetime, config) -> list[AlertCondition]:
     return [
-        AlertCondition(
-            Alert.Type.IMMEDIATE_DISCOVERY,
-            discovery.disc_id,
-            Alert.Level.CRITICAL,
-            f"IMMEDIATE DISCOVERY: {discovery.disc_id} — {discovery.description}"[:500],
+        IMMEDIATE_DISCOVERY.about(
+            discovery.disc_id, f"{discovery.disc_id} — {discovery.description}"
         )
         for discovery in Discovery.objects.filter(
             project=project,
@@ -166,6 +156,11 @@ def state_timeout_conditions(project: Project, now: datetime, config: ProjectCon
     return _state_timeout_conditions(state_timeouts(project=project, now=now, config=config))
 
 
+# From 80 % of the state's budget, then from 100 %: the same alert, escalated.
+STATE_TIMEOUT_NEAR = AlertKind(Alert.Type.STATE_TIMEOUT, Alert.Level.WARNING)
+STATE_TIMEOUT_OVER = AlertKind(Alert.Type.STATE_TIMEOUT, Alert.Level.CRITICAL)
+
+
 def _state_timeout_conditions(timeouts: list[StateTimeout]) -> list[AlertCondition]:
     """A warning from 80 % of a state's budget, critical from 100 % (one alert per task and
     state: escalated once, not raised again each sweep)."""
@@ -173,14 +168,12 @@ def _state_timeout_conditions(timeouts: list[StateTimeout]) -> list[AlertConditi
     for t in timeouts:
         share = int(t.elapsed * 100 // t.budget)
         found.append(
-            AlertCondition(
-                Alert.Type.STATE_TIMEOUT,
-                f"{t.task.key} {t.state}"[:64],
-                Alert.Level.CRITICAL if t.over else Alert.Level.WARNING,
-                f"STATE TIMEOUT: {t.task.key} in {t.state} for {t.elapsed} s"
-                f" ({share} % of {t.budget} s){': ' + t.reason if t.reason else ''}"[:500],
-                t.task,
-                t.task.assigned_to,
+            (STATE_TIMEOUT_OVER if t.over else STATE_TIMEOUT_NEAR).about(
+                f"{t.task.key} {t.state}",
+                f"{t.task.key} in {t.state} for {t.elapsed} s"
+                f" ({share} % of {t.budget} s){': ' + t.reason if t.reason else ''}",
+                task=t.task,
+                agent_id=t.task.assigned_to,
             )
         )
     return found
@@ -233,17 +226,16 @@ def _live(project: Project):
     return Task.objects.filter(project=project).exclude(status__in=TERMINAL_TASK_STATES)
 
 
+STALE_DRAFT = AlertKind(Alert.Type.STALE_DRAFT, Alert.Level.WARNING)
+
+
 def _stale_draft(task: Task, now: datetime, config, holders) -> AlertCondition | None:
     if task.status != TaskStatus.DRAFT or (now - task.created).total_seconds() <= STALE_DRAFT_AFTER:
         return None
-    return AlertCondition(
-        Alert.Type.STALE_DRAFT,
-        task.key,
-        Alert.Level.WARNING,
-        f"STALE DRAFT: {task.key} (Planner crash?)",
-        task,
-        since=task.created,
-    )
+    return STALE_DRAFT.on(task, f"{task.key} (Planner crash?)", since=task.created)
+
+
+ORPHANED_REJECTED = AlertKind(Alert.Type.ORPHANED_REJECTED, Alert.Level.CRITICAL)
 
 
 def _orphaned_rejected(task: Task, now: datetime, config, holders) -> AlertCondition | None:
@@ -256,15 +248,15 @@ def _orphaned_rejected(task: Task, now: datetime, config, holders) -> AlertCondi
         and (now - since).total_seconds() > ORPHANED_AFTER
     ):
         return None
-    return AlertCondition(
-        Alert.Type.ORPHANED_REJECTED,
-        task.key,
-        Alert.Level.CRITICAL,
-        f"ORPHANED REJECTED: {task.key} — assigned to {task.assigned_to} but the"
-        f" agent is {holder_status or 'MISSING'}",
+    return ORPHANED_REJECTED.on(
         task,
-        task.assigned_to,
+        f"{task.key} — assigned to {task.assigned_to} but the"
+        f" agent is {holder_status or 'MISSING'}",
+        agent_id=task.assigned_to,
     )
+
+
+REASSIGNED = AlertKind(Alert.Type.REASSIGNED, Alert.Level.WARNING)
 
 
 def _reassigned(task: Task, now: datetime, config, holders) -> AlertCondition | None:
@@ -274,42 +266,36 @@ def _reassigned(task: Task, now: datetime, config, holders) -> AlertCondition | 
         and task.first_claimer != task.assigned_to
     ):
         return None
-    return AlertCondition(
-        Alert.Type.REASSIGNED,
-        task.key,
-        Alert.Level.WARNING,
-        f"REASSIGNED: {task.key} — now {task.assigned_to} (was"
-        f" {task.first_claimer}), hypothesis exhaustion risk",
+    return REASSIGNED.on(
         task,
-        task.assigned_to,
+        f"{task.key} — now {task.assigned_to} (was {task.first_claimer}),"
+        " hypothesis exhaustion risk",
+        agent_id=task.assigned_to,
     )
+
+
+REVIEW_LOOP = AlertKind(Alert.Type.REVIEW_LOOP, Alert.Level.CRITICAL)
 
 
 def _review_loop(task: Task, now: datetime, config, holders) -> AlertCondition | None:
     if task.review_cycles_current < task.effective_max_review_cycles(config):
         return None
-    return AlertCondition(
-        Alert.Type.REVIEW_LOOP,
-        task.key,
-        Alert.Level.CRITICAL,
-        f"REVIEW LOOP: {task.key} — {task.review_cycles_current} cycles (at cliff)",
-        task,
-    )
+    return REVIEW_LOOP.on(task, f"{task.key} — {task.review_cycles_current} cycles (at cliff)")
+
+
+HYPOTHESIS_EXHAUSTION = AlertKind(Alert.Type.HYPOTHESIS_EXHAUSTION, Alert.Level.CRITICAL)
 
 
 def _hypothesis_exhaustion(task: Task, now: datetime, config, holders) -> AlertCondition | None:
     if len(task.failed_by or []) < 2:
         return None
-    return AlertCondition(
-        Alert.Type.HYPOTHESIS_EXHAUSTION,
-        task.key,
-        Alert.Level.CRITICAL,
-        f"HYPOTHESIS EXHAUSTION: {task.key} — requires rescope",
-        task,
-    )
+    return HYPOTHESIS_EXHAUSTION.on(task, f"{task.key} — requires rescope")
 
 
 TASK_HEALTH = (_stale_draft, _orphaned_rejected, _reassigned, _review_loop, _hypothesis_exhaustion)
+
+
+STALLED = AlertKind(Alert.Type.STALLED, Alert.Level.WARNING)
 
 
 def _stalled(project: Project, now: datetime) -> list[AlertCondition]:
@@ -333,12 +319,4 @@ def _stalled(project: Project, now: datetime) -> list[AlertCondition]:
     )
     if last is None or (now - last).total_seconds() <= STALLED_AFTER:
         return []
-    return [
-        AlertCondition(
-            Alert.Type.STALLED,
-            project.slug,
-            Alert.Level.WARNING,
-            "STALLED: no progress",
-            since=last,
-        )
-    ]
+    return [STALLED.about(project.slug, "no progress", since=last)]
