@@ -20,6 +20,11 @@ module.exports = [
     languageOptions: { globals: { BoardRules: "readonly" } },
   },
   {
+    // Defined by static/boards/live_socket.js, loaded before them by their templates.
+    files: ["static/boards/board.js", "static/boards/activity.js"],
+    languageOptions: { globals: { liveSocket: "readonly" } },
+  },
+  {
     files: ["tests/js/**/*.mjs"],
     languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: globals.node },
   },

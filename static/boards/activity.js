@@ -10,12 +10,10 @@
   if (!view || !list || !view.dataset.livePage) return;
   const status = document.getElementById("live-status");
   let lastSeq = parseInt(view.dataset.seq || "0", 10);
-  let retry = 0;
   let catchingUp = false;
   // A catch-up asked for while one is on its way runs after it, from the newest row shown when
   // it was asked for: the one on its way may have been answered before those events committed.
   let pendingAfter = null;
-  let socket = null;
 
   function setStatus(text, ok) {
     status.textContent = text;
@@ -107,22 +105,5 @@
     }
   }
 
-  function connect() {
-    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${window.location.host}${view.dataset.wsPath}`);
-    socket.addEventListener("open", () => {
-      retry = 0;
-      setStatus("live", true);
-      view.dataset.live = "1";
-    });
-    socket.addEventListener("message", (e) => apply(JSON.parse(e.data)));
-    socket.addEventListener("close", () => {
-      view.dataset.live = "0";
-      setStatus("reconnecting…", false);
-      setTimeout(connect, [500, 1000, 2000, 5000][Math.min(retry++, 3)]);
-    });
-  }
-
-  setInterval(() => socket && socket.readyState === 1 && socket.send('{"type":"ping"}'), 30000);
-  connect();
+  liveSocket(view, setStatus, apply);
 })();

@@ -27,8 +27,6 @@
   const params = new URLSearchParams(window.location.search);
   const status = document.getElementById("live-status");
   let lastSeq = parseInt(board.dataset.seq || "0", 10);
-  let socket = null;
-  let retry = 0;
   let resyncTimer = null;
 
   function setStatus(text, ok) {
@@ -297,24 +295,6 @@
     }
   }
 
-  // -- websocket with reconnect ---------------------------------------------------------------
-  function connect() {
-    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${window.location.host}${board.dataset.wsPath}`);
-    socket.addEventListener("open", () => {
-      retry = 0;
-      setStatus("live", true);
-      board.dataset.live = "1";
-    });
-    socket.addEventListener("message", (e) => apply(JSON.parse(e.data)));
-    socket.addEventListener("close", () => {
-      board.dataset.live = "0";
-      setStatus("reconnecting…", false);
-      const delay = [500, 1000, 2000, 5000][Math.min(retry++, 3)];
-      setTimeout(connect, delay);
-    });
-  }
-
   // -- countdowns ------------------------------------------------------------------------------
   function tick() {
     const now = Date.now();
@@ -568,7 +548,6 @@
   }
 
   setInterval(tick, 1000);
-  setInterval(() => socket && socket.readyState === 1 && socket.send('{"type":"ping"}'), 30000);
   tick();
-  connect();
+  liveSocket(board, setStatus, apply);
 })();

@@ -14,7 +14,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -24,13 +23,14 @@ from agents.services import agent_create_with_key
 from boards import protocol as p
 from boards.board.selectors.inbox import inbox as inbox_items
 from boards.board.web.board import board_page
+from boards.board.web.frame import oversight_page, page_view
 from boards.board.web.planning import plan_response
 from boards.coordination.models.projects import Membership, Project
 from boards.coordination.selectors.access import config_of, project_members
 from boards.coordination.selectors.availability import agents_availability
 from boards.coordination.selectors.breaker import breaker_state
 from boards.coordination.selectors.budgets import budget_states
-from boards.coordination.web.access import project_for_member, project_for_role
+from boards.coordination.web.access import project_for_role
 from boards.errors import ProtocolError, as_protocol_error
 from boards.operations import inputs as i
 from boards.operations import operation
@@ -53,13 +53,13 @@ def render_page(
 ) -> HttpResponse:
     """The page a form came from, rendered in answer to the POST (after a refusal)."""
     if page == "inbox" and role == ADMIN:
-        response = _inbox_page(request, project)
+        response = _inbox_page(request, project, role)
     elif page == "inbox-all" and request.user.is_staff:
-        response = _inbox_page(request, None)
+        response = _inbox_page(request, None, ADMIN)
     elif page == "settings" and role == ADMIN:
         response = _settings_page(request, project, config_of(project))
     elif page == "agents" and role == ADMIN:
-        response = _agents_page(request, project)
+        response = _agents_page(request, project, role)
     elif page == "breaker":
         response = _breaker_page(request, project, role)
     elif page == "plan":
@@ -67,7 +67,7 @@ def render_page(
     elif page == "notifications":
         response = _notifications_page(request, project, role)
     elif page == "members" and role == ADMIN:
-        response = _members_page(request, project)
+        response = _members_page(request, project, role)
     else:
         response = board_page(request, project, role, open_task=task_key or "")
     response.status_code = status
@@ -77,27 +77,49 @@ def render_page(
 # -- the inbox ---------------------------------------------------------------------------------
 
 
-def _inbox_page(request: HttpRequest, project: Project | None) -> HttpResponse:
-    """One project's inbox, or (project None, site staff) every project's."""
+# The inbox's sections in the page's order, each by the key `inbox()` answers its items under
+# (with dashes, the section's id), with its heading; templates/boards/oversight/inbox/<key>.html
+# draws one item.
+INBOX_SECTIONS = {
+    "alerts": "Open alerts",
+    "paused": "Paused projects",
+    "checkpoints": "Sprints at checkpoint",
+    "blocked": "Blocked tasks",
+    "awaiting_approval": "Awaiting human approval",
+    "integration_failed": "Integration failed",
+    "discoveries": "Immediate discoveries",
+    "suspended": "Suspended tasks",
+}
+
+
+def _inbox_page(request: HttpRequest, project: Project | None, role: str) -> HttpResponse:
+    """What waits for a human in one project (SPEC §7), with the forms that resolve it; or
+    (project None, site staff) in every project."""
     now = timezone.now()
-    context = {
-        "project": project,
-        "inbox": inbox_items(project=project, now=now),
-        "next_page": "inbox" if project is not None else "inbox-all",
-        "role": ADMIN,
-        "now": now,
-        "canonical_url": reverse("inbox", args=[project.slug])
-        if project is not None
-        else reverse("inbox-all"),
-    }
-    return render(request, "boards/oversight/inbox.html", context)
+    items = inbox_items(project=project, now=now)
+    sections = [
+        {
+            "id": key.replace("_", "-"),
+            "title": title,
+            "items": items[key],
+            "template": f"boards/oversight/inbox/{key}.html",
+        }
+        for key, title in INBOX_SECTIONS.items()
+        if items[key]
+    ]
+    return oversight_page(
+        request,
+        "inbox" if project is not None else "inbox-all",
+        project,
+        role,
+        template="boards/oversight/inbox.html",
+        inbox=items,
+        sections=sections,
+        now=now,
+    )
 
 
-@login_required
-def inbox(request: HttpRequest, slug: str) -> HttpResponse:
-    """What waits for a human in one project (SPEC §7), with the forms that resolve it."""
-    project, _ = project_for_role(request, slug, ADMIN)
-    return _inbox_page(request, project)
+inbox = page_view(_inbox_page, role=ADMIN)
 
 
 @login_required
@@ -105,28 +127,18 @@ def inbox_all(request: HttpRequest) -> HttpResponse:
     """Site staff: every project's inbox on one page, each item linking to its board."""
     if not request.user.is_staff:
         raise PermissionDenied("the cross-project inbox is for site staff")
-    return _inbox_page(request, None)
+    return _inbox_page(request, None, ADMIN)
 
 
 # -- the circuit breaker ------------------------------------------------------------------------
 
 
 def _breaker_page(request: HttpRequest, project: Project, role: str) -> HttpResponse:
-    context = {
-        "project": project,
-        "role": role,
-        "next_page": "breaker",
-        "breaker": breaker_state(project=project),
-        "canonical_url": reverse("breaker", args=[project.slug]),
-    }
-    return render(request, "boards/oversight/breaker.html", context)
-
-
-@login_required
-def breaker_page(request: HttpRequest, slug: str) -> HttpResponse:
     """The circuit breaker's report and history (any member reads it; admins resolve)."""
-    project, role = project_for_member(request, slug)
-    return _breaker_page(request, project, role)
+    return oversight_page(request, "breaker", project, role, breaker=breaker_state(project=project))
+
+
+breaker_page = page_view(_breaker_page)
 
 
 # -- settings ----------------------------------------------------------------------------------
@@ -218,18 +230,14 @@ def _settings_page(
             field["value"] = ""
             field["type"] = "password"
             field["secret_set"] = bool(getattr(config, field["name"]))
-    return render(
+    return oversight_page(
         request,
-        "boards/oversight/settings.html",
-        {
-            "project": project,
-            "fields": fields,
-            "budgets": budget_states(project=project),
-            "budget_scopes": p.BUDGET_SCOPES,
-            "role": ADMIN,
-            "next_page": "settings",
-            "canonical_url": reverse("settings", args=[project.slug]),
-        },
+        "settings",
+        project,
+        ADMIN,
+        fields=fields,
+        budgets=budget_states(project=project),
+        budget_scopes=p.BUDGET_SCOPES,
     )
 
 
@@ -281,18 +289,15 @@ def webhook_log(request: HttpRequest, slug: str) -> HttpResponse:
     project admins only, like the webhook's settings."""
     project, _ = project_for_role(request, slug, ADMIN)
     config = config_of(project)
-    return render(
+    return oversight_page(
         request,
-        "boards/oversight/webhook.html",
-        {
-            "project": project,
-            "webhook_url": config.escalation_webhook,
-            "secret_set": bool(config.webhook_secret),
-            "deliveries": delivery_log(project=project),
-            "role": ADMIN,
-            "next_page": "webhook-log",
-            "canonical_url": reverse("webhook-log", args=[project.slug]),
-        },
+        "webhook-log",
+        project,
+        ADMIN,
+        template="boards/oversight/webhook.html",
+        webhook_url=config.escalation_webhook,
+        secret_set=bool(config.webhook_secret),
+        deliveries=delivery_log(project=project),
     )
 
 
@@ -300,80 +305,54 @@ def webhook_log(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _notifications_page(request: HttpRequest, project: Project, role: str) -> HttpResponse:
-    """The signed-in member's notifications; for an admin, every member's chat webhook too."""
-    return render(
+    """Any member: what they hear of the project, and where (issue 24); for an admin, every
+    member's chat webhook too."""
+    return oversight_page(
         request,
-        "boards/oversight/notifications.html",
-        {
-            "project": project,
-            "role": role,
-            "mine": notification_preferences(project=project, user=request.user),
-            "events": list(NotifyEvent),
-            "members": members_notifications(project=project) if role == ADMIN else [],
-            "digest_max": NOTIFY_DIGEST_MAX_MINUTES,
-            "next_page": "notifications",
-            "canonical_url": reverse("notifications", args=[project.slug]),
-        },
+        "notifications",
+        project,
+        role,
+        mine=notification_preferences(project=project, user=request.user),
+        events=list(NotifyEvent),
+        members=members_notifications(project=project) if role == ADMIN else [],
+        digest_max=NOTIFY_DIGEST_MAX_MINUTES,
     )
 
 
-@login_required
-def notifications_page(request: HttpRequest, slug: str) -> HttpResponse:
-    """Any member: what they hear of the project, and where (issue 24)."""
-    project, role = project_for_member(request, slug)
-    return _notifications_page(request, project, role)
+notifications_page = page_view(_notifications_page)
 
 
 # -- agents and keys ---------------------------------------------------------------------------
 
 
-def _agents_page(request: HttpRequest, project: Project) -> HttpResponse:
+def _agents_page(request: HttpRequest, project: Project, role: str) -> HttpResponse:
+    """The project's agents, their keys and availability (project admins)."""
     agents = list(agent_list(project=project).prefetch_related("keys").order_by("role", "agent_id"))
     now = timezone.now()
     available = agents_availability(project_id=project.pk, agents=agents, now=now)
     for agent in agents:
         agent.availability = available[agent.pk]
-    return render(
-        request,
-        "boards/oversight/agents.html",
-        {
-            "project": project,
-            "agents": agents,
-            "roles": Agent.Role.choices,
-            "role": ADMIN,
-            "next_page": "agents",
-            "now": now,
-            "canonical_url": reverse("agents", args=[project.slug]),
-        },
+    return oversight_page(
+        request, "agents", project, role, agents=agents, roles=Agent.Role.choices, now=now
     )
 
 
-@login_required
-def agent_list_page(request: HttpRequest, slug: str) -> HttpResponse:
-    project, _ = project_for_role(request, slug, ADMIN)
-    return _agents_page(request, project)
+agent_list_page = page_view(_agents_page, role=ADMIN)
 
 
-def _members_page(request: HttpRequest, project: Project) -> HttpResponse:
-    return render(
-        request,
-        "boards/oversight/members.html",
-        {
-            "project": project,
-            "members": project_members(project=project),
-            "roles": Membership.Role.values,
-            "role": ADMIN,
-            "next_page": "members",
-            "canonical_url": reverse("members", args=[project.slug]),
-        },
-    )
-
-
-@login_required
-def members_page(request: HttpRequest, slug: str) -> HttpResponse:
+def _members_page(request: HttpRequest, project: Project, role: str) -> HttpResponse:
     """Who may see and steer the project (issue 25): project admins invite and change roles."""
-    project, _ = project_for_role(request, slug, ADMIN)
-    return _members_page(request, project)
+    return oversight_page(
+        request,
+        "members",
+        project,
+        role,
+        members=project_members(project=project),
+        roles=Membership.Role.values,
+    )
+
+
+members_page = page_view(_members_page, role=ADMIN)
 
 
 @login_required
@@ -407,22 +386,19 @@ def project_new(request: HttpRequest) -> HttpResponse:
 
 
 def key_shown(request: HttpRequest, project: Project, agent, key, plain: str, *, created):
-    response = render(
+    # Reloading must not post again (a second agent, a second key): as the agents page, the
+    # address bar shows the agents page's address.
+    response = oversight_page(
         request,
-        "boards/oversight/key_shown.html",
-        {
-            "project": project,
-            "agent": agent,
-            "key": key,
-            "plain": plain,
-            "created": created,
-            "role": ADMIN,
-            "next_page": "agents",
-            # Reloading must not post again (a second agent, a second key): the address bar
-            # shows the agents page.
-            "canonical_url": reverse("agents", args=[project.slug]),
-        },
+        "agents",
+        project,
+        ADMIN,
+        template="boards/oversight/key_shown.html",
         status=201,
+        agent=agent,
+        key=key,
+        plain=plain,
+        created=created,
     )
     # The only copy of the key: no cache, no history entry worth keeping.
     response["Cache-Control"] = "no-store"

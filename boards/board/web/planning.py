@@ -4,31 +4,19 @@ so a person planning is checked and audited exactly as the API's planner is, as 
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.urls import reverse
 
+from boards.board.web.frame import oversight_page, page_view
 from boards.coordination.models.projects import Project
 from boards.coordination.selectors.access import may_plan
 from boards.coordination.selectors.planning import plan_state
-from boards.coordination.web.access import project_for_member
 
 
 def plan_response(request: HttpRequest, project: Project, role: str) -> HttpResponse:
-    context = {
-        **plan_state(project=project),
-        "project": project,
-        "role": role,
-        # The services decide; the page only offers the forms to those they will accept.
-        "can_plan": may_plan(request.user, project),
-        "next_page": "plan",
-        "canonical_url": reverse("plan", args=[project.slug]),
-    }
-    return render(request, "boards/plan.html", context)
+    context = plan_state(project=project)
+    # The services decide; the page only offers the forms to those they will accept.
+    context["can_plan"] = may_plan(request.user, project)
+    return oversight_page(request, "plan", project, role, template="boards/plan.html", **context)
 
 
-@login_required
-def plan_page(request: HttpRequest, slug: str) -> HttpResponse:
-    project, role = project_for_member(request, slug)
-    return plan_response(request, project, role)
+plan_page = page_view(plan_response)

@@ -221,18 +221,19 @@ _SAMPLES_BEFORE = (
 )
 
 
+def _applied_events(project: Project, period: Period):
+    """The applied events up to the period's end, of its sprint's tasks when it has one: what
+    every figure here reads (each adds its own start, if any, and kinds)."""
+    events = Event.objects.filter(
+        project=project, outcome=Event.Outcome.APPLIED, timestamp__lte=period.end
+    )
+    ids = _task_ids(period)
+    return events if ids is None else events.filter(task__in=ids)
+
+
 def _history_query(project: Project, period: Period):
     """The state history as a queryset (the filters `_state_history` and `_flow_sql` share)."""
-    events = Event.objects.filter(
-        project=project,
-        task__isnull=False,
-        outcome=Event.Outcome.APPLIED,
-        timestamp__lte=period.end,
-    ).exclude(to_status="")
-    ids = _task_ids(period)
-    if ids is not None:
-        events = events.filter(task__in=ids)
-    return events
+    return _applied_events(project, period).filter(task__isnull=False).exclude(to_status="")
 
 
 def _flow_sql(project: Project, period: Period) -> _Flow:
@@ -356,16 +357,10 @@ def agent_figures(
         roles = roles.filter(agent_id=agent_id)
     for name, role in roles.values_list("agent_id", "role"):
         of(name).role = role
-    events = Event.objects.filter(
-        project=project,
-        outcome=Event.Outcome.APPLIED,
+    events = _applied_events(project, period).filter(
         timestamp__gte=period.start,
-        timestamp__lte=period.end,
         action__in=[*CLAIMS, *VERDICTS, Action.BLOCKED, Action.LEASE_EXPIRED],
     )
-    ids = _task_ids(period)
-    if ids is not None:
-        events = events.filter(task__in=ids)
     if agent_id is not None:
         events = events.filter(
             Q(actor_id=agent_id) | Q(board__assigned_to=agent_id) | Q(data__agent=agent_id)
@@ -405,19 +400,11 @@ def agent_figures(
 
 
 def _rounds_of(project: Project, period: Period, agent_id: str | None) -> dict[str, list[int]]:
-    events = Event.objects.filter(
-        project=project,
-        outcome=Event.Outcome.APPLIED,
-        to_status=TaskStatus.APPROVED,
-        timestamp__gte=period.start,
-        timestamp__lte=period.end,
-        board__isnull=False,
+    events = _applied_events(project, period).filter(
+        to_status=TaskStatus.APPROVED, timestamp__gte=period.start, board__isnull=False
     )
     if agent_id is not None:
         events = events.filter(board__assigned_to=agent_id)
-    ids = _task_ids(period)
-    if ids is not None:
-        events = events.filter(task__in=ids)
     rounds: dict[str, list[int]] = defaultdict(list)
     for assignee, rejections in events.values_list(
         KT("board__assigned_to"), KT("board__review_cycles_total")
