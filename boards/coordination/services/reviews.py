@@ -29,7 +29,7 @@ from boards.coordination.selectors.reviews import (
 from boards.coordination.selectors.tasks import limit_reached
 from boards.coordination.services.actors import REVIEWER, SYSTEM, Actor, actor_ref, is_agent
 from boards.coordination.services.admission import admission_lock, admit
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
     refuse_if_stopped,
     refuse_if_unavailable,
@@ -109,15 +109,13 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
             into_column=False,  # the task stays READY_FOR_REVIEW
             task=task,
         )
+        claim = Attempt(project, agent, "claim_review", now)
         require_task_status(
-            task,
-            [TaskStatus.READY_FOR_REVIEW],
-            to=TaskStatus.READY_FOR_REVIEW,
-            attempt=Attempt(project, agent, "claim_review", now),
+            task, [TaskStatus.READY_FOR_REVIEW], to=TaskStatus.READY_FOR_REVIEW, attempt=claim
         )
         reviews = _open_slot(task, agent, now=now, config=config)
         for stale in [r for r in reviews if not r.verdict and not review_live(r, now, config)]:
-            _close_stale_review(stale, task, actor=agent, now=now)
+            _close_stale_review(stale, task, claim)
         review = Review.objects.create(
             project=project,
             task=task,
@@ -170,7 +168,7 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
     return None
 
 
-def _close_stale_review(stale: Review, task: Task, *, actor: Agent, now: datetime) -> None:
+def _close_stale_review(stale: Review, task: Task, claim: Attempt) -> None:
     """A dead review claim gives its slot back; its reviewer learns it lost the review.
 
     The lapsed reviewer's agent row is locked after the task (against the lock order), so
@@ -179,21 +177,18 @@ def _close_stale_review(stale: Review, task: Task, *, actor: Agent, now: datetim
     try:
         holder = lock_previous_holder(task.project, stale.reviewer)
     except HolderBusy as exc:
-        raise Attempt.on(task, actor=actor, action="claim_review", now=now).refuse(
+        raise claim.refuse(
             Conflict(f"{stale.reviewer} is active right now; try again", {"task": task.key}),
             task=task,
         ) from exc
-    stale.closed_at = now
+    stale.closed_at = claim.now
     stale.save()
     if holder is not None and holder.status == AgentStatus.REVIEWING:
         holder.finish_review()
         holder.save()
-    record_event(
-        project=task.project,
-        actor=actor,
+    claim.record(
         action=Action.REVIEW_RECLAIMED,
         task=task,
-        now=now,
         detail=f"review lease of {stale.reviewer} expired",
         data={"previous": stale.reviewer},
     )
