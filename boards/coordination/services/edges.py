@@ -16,7 +16,7 @@ from boards.coordination.models.projects import Project
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.actors import Actor
-from boards.coordination.services.audit import Attempt, record_event
+from boards.coordination.services.audit import Attempt
 from boards.errors import InvalidTransition
 
 
@@ -52,18 +52,38 @@ def transition(
         ) from exc
 
 
-def task_transition_run(
-    task: Task, method: str, *, actor: Actor, project: Project, now: datetime, to: str
-) -> None:
-    """`transition` for a task edge of seed 000."""
+# The state each task edge leads to: seed 000's edges, and SPEC §5.1's override block.
+EDGE_TARGETS: dict[str, str] = {edge: to for (_, to), edge in p.TASK_EDGES.items()} | {
+    "override_block": p.TaskStatus.BLOCKED
+}
+
+# The event each edge writes (seed 002 log.yaml names), unless its service names the move
+# otherwise (a human's verdict at the gate, a limit's block).
+EDGE_ACTIONS: dict[str, str] = {
+    "finalize": p.Action.FINALIZED,
+    "submit_for_review": p.Action.READY_FOR_REVIEW,
+    "block": p.Action.BLOCKED,
+    "approve": p.Action.APPROVED,
+    "reject": p.Action.REJECTED,
+    "merge": p.Action.MERGED,
+    "fail_integration": p.Action.INTEGRATION_FAILED,
+    "release": p.Action.RELEASED,
+    "abandon": p.Action.ABANDONED,
+    "override_block": p.Action.OVERRIDE_BLOCKED,
+}
+
+
+def task_transition_run(task: Task, edge: str, attempt: Attempt) -> None:
+    """`transition` for the task edge `edge` (towards its `EDGE_TARGETS` state), by the
+    attempt's actor; a refusal is logged as the edge's own attempt."""
     transition(
         task,
-        method,
-        to=to,
+        edge,
+        to=EDGE_TARGETS[edge],
         allowed=p.task_targets,
-        actor=actor,
-        project=project,
-        now=now,
+        actor=attempt.actor,
+        project=attempt.project,
+        now=attempt.now,
         name=task.key,
     )
 
@@ -75,28 +95,23 @@ def save_task(task: Task, now: datetime) -> None:
 
 def move_task(
     task: Task,
-    method: str,
+    edge: str,
+    attempt: Attempt,
     *,
-    to: str,
-    actor: Actor,
-    now: datetime,
-    action: str,
     detail: str,
     data: dict[str, Any] | None = None,
+    action: str | None = None,
 ) -> Event:
-    """Take seed 000's edge `method` on the locked `task` (a refused guard is
-    `invalid_transition`), save the row and write its one event."""
+    """Take the edge `edge` on the locked `task` (a refused guard is `invalid_transition`),
+    save the row and write its one event, named `action` or the edge's `EDGE_ACTIONS` name."""
     from_status = task.status
-    task_transition_run(task, method, actor=actor, project=task.project, now=now, to=to)
-    save_task(task, now)
-    return record_event(
-        project=task.project,
-        actor=actor,
-        action=action,
+    task_transition_run(task, edge, attempt)
+    save_task(task, attempt.now)
+    return attempt.record(
+        action=action or EDGE_ACTIONS[edge],
         task=task,
-        now=now,
         from_status=from_status,
-        to_status=to,
+        to_status=task.status,
         detail=detail,
         data=data,
     )

@@ -10,11 +10,11 @@ until a human approves or rejects it.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 
 from agents.models import Agent
-from boards import protocol as p
 from boards.coordination.models.projects import Project
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
@@ -29,7 +29,7 @@ from boards.coordination.selectors.reviews import (
 from boards.coordination.selectors.tasks import limit_reached
 from boards.coordination.services.actors import REVIEWER, SYSTEM, Actor, actor_ref, is_agent
 from boards.coordination.services.admission import admission_lock, admit
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
     refuse_if_stopped,
     refuse_if_unavailable,
@@ -109,15 +109,13 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
             into_column=False,  # the task stays READY_FOR_REVIEW
             task=task,
         )
+        claim = Attempt(project, agent, "claim_review", now)
         require_task_status(
-            task,
-            [TaskStatus.READY_FOR_REVIEW],
-            to=TaskStatus.READY_FOR_REVIEW,
-            attempt=Attempt(project, agent, "claim_review", now),
+            task, [TaskStatus.READY_FOR_REVIEW], to=TaskStatus.READY_FOR_REVIEW, attempt=claim
         )
         reviews = _open_slot(task, agent, now=now, config=config)
         for stale in [r for r in reviews if not r.verdict and not review_live(r, now, config)]:
-            _close_stale_review(stale, task, actor=agent, now=now)
+            _close_stale_review(stale, task, claim)
         review = Review.objects.create(
             project=project,
             task=task,
@@ -170,7 +168,7 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
     return None
 
 
-def _close_stale_review(stale: Review, task: Task, *, actor: Agent, now: datetime) -> None:
+def _close_stale_review(stale: Review, task: Task, claim: Attempt) -> None:
     """A dead review claim gives its slot back; its reviewer learns it lost the review.
 
     The lapsed reviewer's agent row is locked after the task (against the lock order), so
@@ -179,21 +177,18 @@ def _close_stale_review(stale: Review, task: Task, *, actor: Agent, now: datetim
     try:
         holder = lock_previous_holder(task.project, stale.reviewer)
     except HolderBusy as exc:
-        raise Attempt.on(task, actor=actor, action="claim_review", now=now).refuse(
+        raise claim.refuse(
             Conflict(f"{stale.reviewer} is active right now; try again", {"task": task.key}),
             task=task,
         ) from exc
-    stale.closed_at = now
+    stale.closed_at = claim.now
     stale.save()
     if holder is not None and holder.status == AgentStatus.REVIEWING:
         holder.finish_review()
         holder.save()
-    record_event(
-        project=task.project,
-        actor=actor,
+    claim.record(
         action=Action.REVIEW_RECLAIMED,
         task=task,
-        now=now,
         detail=f"review lease of {stale.reviewer} expired",
         data={"previous": stale.reviewer},
     )
@@ -288,34 +283,32 @@ def review_verdict(
         agent.save()
         coder = agent_row(project, task.assigned_to)
         if verdict == Review.Verdict.REJECTED:
-            _reject(task, agent, reason, now=now, config=config, coder=coder)
+            _reject(task, attempt, reason, config=config, coder=coder)
         else:
-            _approve_if_enough(task, agent, reason, now=now, coder=coder)
+            _approve_if_enough(task, attempt, reason, coder=coder)
     return task
 
 
 def _reject(
     task: Task,
-    agent: Actor,
+    attempt: Attempt,
     reason: str,
     *,
-    now: datetime,
     config,
     coder: Agent | None,
-    action: str = "rejected",
+    action: str | None = None,
 ) -> None:
     """The round is rejected (by a reviewer, or by the human gate): one more review cycle, and
     the limits apply (SPEC §5.1)."""
+    now, actor = attempt.now, attempt.actor
     task.rejection_reason = reason
     task.review_cycles_current += 1
     task.review_cycles_total += 1
-    close_review_round(task, now, except_reviewer=agent.agent_id if is_agent(agent) else "")
+    close_review_round(task, now, except_reviewer=actor.agent_id if is_agent(actor) else "")
     move_task(
         task,
         "reject",
-        to=TaskStatus.REJECTED,
-        actor=agent,
-        now=now,
+        attempt,
         action=action,
         detail=reason,
         data={"commit": task.review_commit, "review_cycles_current": task.review_cycles_current},
@@ -330,83 +323,62 @@ def _reject(
             limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
 
 
-def _approve_if_enough(
-    task: Task, agent: Agent, reason: str, *, now: datetime, coder: Agent | None
-) -> None:
-    project = task.project
+def _approve_if_enough(task: Task, verdict: Attempt, reason: str, *, coder: Agent | None) -> None:
     approvers, enough = round_approvals(task)
     detail = reason or f"{task.key} approved at {task.review_commit}"
     if enough and not task.needs_human_approval:
-        _approve(task, agent, approvers, now=now, coder=coder, action="approved", detail=detail)
+        _approve(task, verdict, approvers, coder=coder, detail=detail)
         return
     # The round is not over: this approval is recorded, the task stays READY_FOR_REVIEW.
-    record_event(
-        project=project,
-        actor=agent,
-        action="approved",
+    approval = _approval_data(task, approvers)
+    verdict.record(
+        action=Action.APPROVED,
         task=task,
-        now=now,
         detail=f"{detail} ({len(approvers)}/{task.required_approvals} approvals)",
-        data={"commit": task.review_commit, "approvals": approvers},
+        data=approval,
     )
     if enough:
         # Seed 004 APPROVAL_REQUIRED, placed before APPROVED so that seed 000's machine stays
         # as it is: the reviewers' approvals are in, the task stays READY_FOR_REVIEW (its coder
         # keeps waiting) until a human approves or rejects (boards.services.oversight).
-        record_event(
-            project=project,
-            actor=SYSTEM,
-            action="awaiting_human_approval",
+        gate = Attempt.on(
+            task, actor=SYSTEM, action=Action.AWAITING_HUMAN_APPROVAL, now=verdict.now
+        )
+        gate.record(
             task=task,
-            now=now,
             detail=f"{task.key}: approved by {', '.join(approvers)}; a human approves the merge",
-            data={"commit": task.review_commit, "approvals": approvers},
+            data=approval,
         )
 
 
 def _approve(
     task: Task,
-    actor: Actor,
+    attempt: Attempt,
     approvers: list[str],
     *,
-    now: datetime,
     coder: Agent | None,
-    action: str,
     detail: str,
+    action: str | None = None,
 ) -> None:
     """The round is approved (by its last reviewer, or by a human at the gate): APPROVED, the
     approving reviewers named for the merge, the round closed, the coder free for new work."""
     task.approved_by = approvers
-    close_review_round(task, now)
-    move_task(
-        task,
-        "approve",
-        to=TaskStatus.APPROVED,
-        actor=actor,
-        now=now,
-        action=action,
-        detail=detail,
-        data={"commit": task.review_commit, "approvals": approvers},
-    )
+    close_review_round(task, attempt.now)
+    data = _approval_data(task, approvers)
+    move_task(task, "approve", attempt, action=action, detail=detail, data=data)
     release_holder(coder, task)  # nothing when the coder already moved on
 
 
-def _require_awaiting(task: Task, *, actor: Actor, now: datetime, action: str, to: str) -> None:
+def _approval_data(task: Task, approvers: list[str]) -> dict[str, Any]:
+    """What an approval event carries: the commit approved and who approved it."""
+    return {"commit": task.review_commit, "approvals": approvers}
+
+
+def _require_awaiting(task: Task, gate: Attempt, *, to: str) -> None:
     """The locked task must wait for a human: READY_FOR_REVIEW, gated, approvals complete."""
-    project = task.project
-    if task.status != TaskStatus.READY_FOR_REVIEW:
-        raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
-            InvalidTransition(
-                from_status=task.status,
-                to_status=to,
-                allowed=p.task_targets(task.status),
-                message=f"{task.key} is {task.status}; it is not awaiting human approval",
-            ),
-            task=task,
-            to_status=to,
-        )
+    require_task_status(task, [TaskStatus.READY_FOR_REVIEW], to=to, attempt=gate)
     if task.is_suspended:
-        raise Attempt(project=project, actor=actor, action=action, now=now).conflict(
+        raise gate.conflict(
             f"{task.key} is suspended: {task.suspended_reason}",
             task=task,
             details={"suspended": True},
@@ -418,7 +390,7 @@ def _require_awaiting(task: Task, *, actor: Actor, now: datetime, action: str, t
             if not task.needs_human_approval
             else "its reviewers have not approved it yet"
         )
-        raise Attempt(project=project, actor=actor, action=action, now=now).conflict(
+        raise gate.conflict(
             f"{task.key} is not awaiting human approval: {reason}",
             task=task,
             details={"awaiting_human_approval": False},
@@ -435,19 +407,17 @@ def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "
     project = task.project
     require_role(Attempt(project, actor, "task_human_approve", now), agent_roles=(), task=task)
     note = clean_text(note, "note", required=False, max_length=2000)
+    gate = Attempt(project, actor, "human_approve", now)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
-        _require_awaiting(
-            task, actor=actor, now=now, action="human_approve", to=TaskStatus.APPROVED
-        )
+        _require_awaiting(task, gate, to=TaskStatus.APPROVED)
         approvers, _ = round_approvals(task)
         _approve(
             task,
-            actor,
+            gate,
             approvers,
-            now=now,
             coder=agent_row(project, task.assigned_to),
-            action="human_approved",
+            action=Action.HUMAN_APPROVED,
             detail=note or f"{task.key} approved for merge by {actor_ref(actor)[1]}",
         )
     return task
@@ -461,9 +431,10 @@ def task_human_reject(*, task: Task, actor: Actor, reason: str, now: datetime) -
     require_role(Attempt(project, actor, "task_human_reject", now), agent_roles=(), task=task)
     reason = clean_text(reason, "reason", max_length=5000)
     config = config_of(project)
+    gate = Attempt(project, actor, "human_reject", now)
     with transaction.atomic():
         task = lock_task_and_its_agents(task)
-        _require_awaiting(task, actor=actor, now=now, action="human_reject", to=TaskStatus.REJECTED)
+        _require_awaiting(task, gate, to=TaskStatus.REJECTED)
         coder = agent_row(project, task.assigned_to)
-        _reject(task, actor, reason, now=now, config=config, coder=coder, action="human_rejected")
+        _reject(task, gate, reason, config=config, coder=coder, action=Action.HUMAN_REJECTED)
     return task

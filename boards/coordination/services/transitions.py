@@ -8,6 +8,8 @@ the allowed targets, the row unchanged and a rejected-attempt event.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -34,21 +36,19 @@ from boards.coordination.services.tasks import (
 from boards.errors import InvalidTransition
 from boards.protocol import TaskStatus
 
-# Edge name (protocol.TASK_EDGES) → (service, keyword the acting principal is passed as).
-EDGE_SERVICES: dict[str, tuple[Any, str]] = {
-    "finalize": (task_finalize, "actor"),
-    "claim": (task_claim, "agent"),
-    "reclaim": (task_claim, "agent"),
-    "claim_integration_fix": (task_claim, "agent"),
-    "submit_for_review": (task_submit_for_review, "agent"),
-    "block": (task_block, "agent"),
-    "approve": (review_verdict, "agent"),
-    "reject": (review_verdict, "agent"),
-    "merge": (task_report_merge, "agent"),
-    "fail_integration": (task_report_integration_failure, "agent"),
-    "release": (task_release, "actor"),
-    "supersede": (task_rescope, "actor"),
-    "abandon": (task_abandon, "actor"),
+# Edge name (protocol.TASK_EDGES) → the service that takes it (the three claim edges are one
+# claim, both verdicts one verdict).
+EDGE_SERVICES: dict[str, Callable[..., Any]] = {
+    "finalize": task_finalize,
+    **dict.fromkeys(("claim", "reclaim", "claim_integration_fix"), task_claim),
+    "submit_for_review": task_submit_for_review,
+    "block": task_block,
+    **dict.fromkeys(("approve", "reject"), review_verdict),
+    "merge": task_report_merge,
+    "fail_integration": task_report_integration_failure,
+    "release": task_release,
+    "supersede": task_rescope,
+    "abandon": task_abandon,
 }
 
 
@@ -69,7 +69,9 @@ def task_transition(*, task: Task, actor: Actor, target: str, now: datetime, **p
             task=task,
             to_status=target,
         )
-    service, principal = EDGE_SERVICES[edge]
+    service = EDGE_SERVICES[edge]
+    # An agent's operation names its principal `agent`, one humans may run too `actor`.
+    principal = "agent" if "agent" in inspect.signature(service).parameters else "actor"
     if edge in ("approve", "reject"):
         params.setdefault(
             "verdict", Review.Verdict.APPROVED if edge == "approve" else Review.Verdict.REJECTED

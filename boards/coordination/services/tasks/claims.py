@@ -30,7 +30,7 @@ from boards.coordination.selectors.tasks import (
 )
 from boards.coordination.services.actors import CODER
 from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
     refuse_if_stopped,
     refuse_if_unavailable,
@@ -216,14 +216,6 @@ def _claim_kind(claim: _Claim) -> str:
 CLAIMABLE_FROM_ANOTHER = (TaskStatus.REJECTED, TaskStatus.CLAIMED)
 
 
-# The edge of each state a claim leaves (a CLAIMED task stays CLAIMED: a retry or a takeover).
-CLAIM_EDGES = {
-    TaskStatus.UNCLAIMED: "claim",
-    TaskStatus.REJECTED: "reclaim",
-    TaskStatus.INTEGRATION_FAILED: "claim_integration_fix",
-}
-
-
 def _claim_locked(
     task: Task,
     agent: Agent,
@@ -247,34 +239,25 @@ def _claim_locked(
         return None
     if base_commit:
         task.base_commit = base_commit
+    attempt = Attempt(project, agent, "claim", now)
     if not task.integration_fix and not task.base_commit:
-        raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
+        raise attempt.refuse(
             ProtocolValidationError("base_commit", "integration HEAD at claim time is required"),
             task=task,
             to_status=TaskStatus.CLAIMED,
         )
     task.lease_expires = task.lease_until(now=now, config=config)
-    if from_status != TaskStatus.CLAIMED:
-        task_transition_run(
-            task,
-            CLAIM_EDGES[from_status],
-            actor=agent,
-            project=project,
-            now=now,
-            to=TaskStatus.CLAIMED,
-        )
+    if from_status != TaskStatus.CLAIMED:  # a retry or a takeover stays CLAIMED: no edge
+        task_transition_run(task, p.TASK_EDGES[(from_status, TaskStatus.CLAIMED)], attempt)
     save_task(task, now)
     if old_holder is not None:
         release_holder(old_holder, task, lost=f"taken over by {agent.agent_id}")
     agent.iterations_total += 1
     _agent_works_on(agent, task, now)
     retry = kind_name == "retry"
-    record_event(
-        project=project,
-        actor=agent,
+    attempt.record(
         action="claimed" if from_status != TaskStatus.CLAIMED or retry else "reassigned",
         task=task,
-        now=now,
         from_status=from_status,
         to_status=TaskStatus.CLAIMED,
         detail=kind.detail(claim),

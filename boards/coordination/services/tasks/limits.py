@@ -105,10 +105,8 @@ def limit_block(task: Task, *, now: datetime, config: ProjectConfig, limit: str)
     move_task(
         task,
         "override_block",
-        to=TaskStatus.BLOCKED,
-        actor=SYSTEM,
-        now=now,
-        action="blocked",
+        Attempt.on(task, actor=SYSTEM, action="override_block", now=now),
+        action=p.Action.BLOCKED,  # the system's block, not a human's override
         detail=task.blocked_reason,
         data={"limit": limit},
     )

@@ -26,8 +26,9 @@ def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datet
     """APPROVED → MERGED, by an approving reviewer; the worktree is cleaned up (seed 000)."""
     _require_reviewer(task, agent, "task_report_merge", now=now)
     merge_commit = clean_text(merge_commit, "merge_commit", max_length=64)
+    merge = Attempt(task.project, agent, "merge", now)
     with transaction.atomic():
-        task = _lock_approved(task, agent, "merge", now=now, to=TaskStatus.MERGED)
+        task = _lock_approved(task, merge, to=TaskStatus.MERGED)
         task.merge_commit = merge_commit
         task.worktree = ""
         task.lease_expires = None
@@ -35,10 +36,7 @@ def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datet
         move_task(
             task,
             "merge",
-            to=TaskStatus.MERGED,
-            actor=agent,
-            now=now,
-            action="merged",
+            merge,
             detail=f"{task.key} merged as {merge_commit}",
             data={"merge_commit": merge_commit},
         )
@@ -53,19 +51,10 @@ def task_report_integration_failure(
     """APPROVED → INTEGRATION_FAILED: merge conflict or failing integration tests."""
     _require_reviewer(task, agent, "task_report_integration_failure", now=now)
     reason = clean_text(reason, "reason", max_length=2000)
+    failure = Attempt(task.project, agent, "integration_failure", now)
     with transaction.atomic():
-        task = _lock_approved(
-            task, agent, "integration_failure", now=now, to=TaskStatus.INTEGRATION_FAILED
-        )
-        move_task(
-            task,
-            "fail_integration",
-            to=TaskStatus.INTEGRATION_FAILED,
-            actor=agent,
-            now=now,
-            action="integration_failed",
-            detail=reason,
-        )
+        task = _lock_approved(task, failure, to=TaskStatus.INTEGRATION_FAILED)
+        move_task(task, "fail_integration", failure, detail=reason)
     return task
 
 
@@ -79,10 +68,9 @@ def _require_reviewer(task: Task, agent: Agent, operation: str, *, now: datetime
     )
 
 
-def _lock_approved(task: Task, agent: Agent, edge: str, *, now: datetime, to: str) -> Task:
+def _lock_approved(task: Task, attempt: Attempt, *, to: str) -> Task:
     """`task` locked, APPROVED, and reported on (merged or failed) by one of its approving
-    reviewers, `agent`: else the attempt (`edge`) is refused."""
-    attempt = Attempt(task.project, agent, edge, now)
+    reviewers, the attempt's actor: else the attempt is refused."""
     task = lock_task_in(task, [TaskStatus.APPROVED], to=to, attempt=attempt)
     if attempt.actor.agent_id not in (task.approved_by or []):
         raise attempt.refuse(

@@ -44,8 +44,9 @@ def task_override_block(
     lease_lost and exits 42.
     """
     project = task.project
+    block = Attempt(project, actor, "override_block", now)
     if is_agent(actor):
-        raise Attempt(project=project, actor=actor, action="override_block", now=now).refuse(
+        raise block.refuse(
             InvalidTransition(
                 from_status=task.status,
                 to_status=TaskStatus.BLOCKED,
@@ -63,27 +64,14 @@ def task_override_block(
         list(questions or []), "questions", max_items=p.MAX_BLOCKED_QUESTIONS
     )
     with transaction.atomic():
-        task = lock_task_in(
-            task,
-            p.OVERRIDE_BLOCK_SOURCES,
-            to=TaskStatus.BLOCKED,
-            attempt=Attempt(project, actor, "override_block", now),
-        )
-        from_status = task.status
+        task = lock_task_in(task, p.OVERRIDE_BLOCK_SOURCES, to=TaskStatus.BLOCKED, attempt=block)
         task.blocked_reason = reason
         task.blocked_questions = questions or [f"What should happen to {task.key}?"]
         task.lease_expires = None
-        if from_status == TaskStatus.READY_FOR_REVIEW:
+        if task.status == TaskStatus.READY_FOR_REVIEW:
             close_review_round(task, now)
         move_task(
-            task,
-            "override_block",
-            to=TaskStatus.BLOCKED,
-            actor=actor,
-            now=now,
-            action="override_blocked",
-            detail=reason,
-            data={"questions": task.blocked_questions},
+            task, "override_block", block, detail=reason, data={"questions": task.blocked_questions}
         )
         release_holder(
             agent_row(project, task.assigned_to), task, lost=f"override-blocked: {reason}"

@@ -310,23 +310,11 @@ def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
     require_role(
         Attempt(project, actor, "task_finalize", now), agent_roles=PLANNER, human=PLAN, task=task
     )
+    finalize = Attempt(project, actor, "finalize", now)
     with transaction.atomic():
-        task = lock_task_in(
-            task,
-            [TaskStatus.DRAFT],
-            to=TaskStatus.UNCLAIMED,
-            attempt=Attempt(project, actor, "finalize", now),
-        )
+        task = lock_task_in(task, [TaskStatus.DRAFT], to=TaskStatus.UNCLAIMED, attempt=finalize)
         for field in ("done_when", "spec_ref"):
             if not getattr(task, field):
                 raise ProtocolValidationError(field, "is required to finalize a DRAFT task")
-        move_task(
-            task,
-            "finalize",
-            to=TaskStatus.UNCLAIMED,
-            actor=actor,
-            now=now,
-            action="finalized",
-            detail=f"{task.key} ready to claim",
-        )
+        move_task(task, "finalize", finalize, detail=f"{task.key} ready to claim")
     return task

@@ -16,7 +16,7 @@ from boards.coordination.models.tasks import HumanNote, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.tasks import is_limit_blocked
 from boards.coordination.services.actors import PLANNER, Actor, is_human
-from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.coordination.services.edges import (
@@ -65,15 +65,7 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
         task.integration_fix = False
         task.blocked_reason = ""
         task.blocked_questions = []
-        move_task(
-            task,
-            "release",
-            to=TaskStatus.UNCLAIMED,
-            actor=actor,
-            now=now,
-            action="released",
-            detail=reason,
-        )
+        move_task(task, "release", release, detail=reason)
         release_holder(agent_row(project, previous), task, lost="released to UNCLAIMED")
         if is_human(actor):
             # The answer is what the next coder needs: it travels with the task (seed 002).
@@ -89,24 +81,12 @@ def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     project = task.project
     require_role(Attempt(project, actor, "task_abandon", now), agent_roles=PLANNER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
+    abandon = Attempt(project, actor, "abandon", now)
     with transaction.atomic():
-        task = lock_task_in(
-            task,
-            [TaskStatus.BLOCKED],
-            to=TaskStatus.ABANDONED,
-            attempt=Attempt(project, actor, "abandon", now),
-        )
+        task = lock_task_in(task, [TaskStatus.BLOCKED], to=TaskStatus.ABANDONED, attempt=abandon)
         task.worktree = ""
         task.lease_expires = None
-        move_task(
-            task,
-            "abandon",
-            to=TaskStatus.ABANDONED,
-            actor=actor,
-            now=now,
-            action="abandoned",
-            detail=reason,
-        )
+        move_task(task, "abandon", abandon, detail=reason)
         sprint_complete_if_done(project=task.project, now=now)
     return task
 
@@ -127,25 +107,19 @@ def task_rescope(
     reason = clean_text(reason, "reason", max_length=2000)
     if not isinstance(new_tasks, list | tuple) or not new_tasks:
         raise ProtocolValidationError("new_tasks", "at least one replacement task is required")
+    rescope = Attempt(project, actor, "rescope", now)
     with transaction.atomic():
-        task = lock_task_in(
-            task,
-            [TaskStatus.BLOCKED],
-            to=TaskStatus.SUPERSEDED,
-            attempt=Attempt(project, actor, "rescope", now),
-        )
+        task = lock_task_in(task, [TaskStatus.BLOCKED], to=TaskStatus.SUPERSEDED, attempt=rescope)
         old_deps = list(task.depends_on.all())
         created: list[Task] = []
         for index, spec in enumerate(new_tasks):
-            created.append(_replacement(task, spec, index, created, old_deps, actor=actor, now=now))
+            created.append(_replacement(task, spec, index, created, old_deps, rescope))
         _take_its_place(task, created)
         task.superseded_by = [c.key for c in created]
         task.rescope_reason = reason
         task.worktree = ""
         task.lease_expires = None
-        task_transition_run(
-            task, "supersede", actor=actor, project=project, now=now, to=TaskStatus.SUPERSEDED
-        )
+        task_transition_run(task, "supersede", rescope)
         save_task(task, now)
         keys = ", ".join(task.superseded_by)
         goal = (
@@ -176,9 +150,7 @@ def _replacement(
     index: int,
     created: list[Task],
     old_deps: list[Task],
-    *,
-    actor: Actor,
-    now: datetime,
+    rescope: Attempt,
 ) -> Task:
     """The `index`th replacement of the rescoped `task`: its fields (the old task's priority,
     spec_ref, criticality and human gate unless it says its own), its dependencies (the old
@@ -200,17 +172,14 @@ def _replacement(
         # The human gate travels to the replacements (seed 004 APPROVAL_REQUIRED).
         spec.setdefault("needs_human_approval", True)
     try:
-        new = new_task(project=project, now=now, supersedes=task.key, **spec)
+        new = new_task(project=project, now=rescope.now, supersedes=task.key, **spec)
     except TypeError as exc:
         raise ProtocolValidationError(
             f"new_tasks[{index}]", "key and description are required"
         ) from exc
-    record_event(
-        project=project,
-        actor=actor,
-        action="created",
+    rescope.record(
+        action=p.Action.CREATED,
         task=new,
-        now=now,
         to_status=new.status,
         detail=f"{new.key} (rescoped from {task.key})",
     )
@@ -226,18 +195,7 @@ def _replacement(
     )
     new.depends_on.set(dep_tasks)
     if new.done_when and new.spec_ref:
-        new.finalize()
-        save_task(new, now)
-        record_event(
-            project=project,
-            actor=actor,
-            action="finalized",
-            task=new,
-            now=now,
-            from_status=TaskStatus.DRAFT,
-            to_status=TaskStatus.UNCLAIMED,
-            detail=f"{new.key} ready to claim",
-        )
+        move_task(new, "finalize", rescope, detail=f"{new.key} ready to claim")
     return new
 
 

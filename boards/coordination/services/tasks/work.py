@@ -69,10 +69,7 @@ def task_submit_for_review(
         move_task(
             task,
             "submit_for_review",
-            to=TaskStatus.READY_FOR_REVIEW,
-            actor=agent,
-            now=now,
-            action="ready_for_review",
+            submit,
             detail=f"Iteration {task.iteration or 1}, commit {review_commit}",
             data={"commit": review_commit, "iteration": task.iteration}
             | ({"pr_url": pr_url} if pr_url else {}),
@@ -129,16 +126,7 @@ def task_block(
                 f"Hypothesis exhaustion: {len(set(task.failed_by))} coders failed "
                 f"({', '.join(task.failed_by)}). Last: {reason}"
             )
-        move_task(
-            task,
-            "block",
-            to=TaskStatus.BLOCKED,
-            actor=agent,
-            now=now,
-            action="blocked",
-            detail=reason,
-            data={"questions": questions},
-        )
+        move_task(task, "block", block, detail=reason, data={"questions": questions})
         release_holder(agent, task)
         if exhausted:
             limit_anomaly(task, now=now, limit="hypothesis_exhaustion")
