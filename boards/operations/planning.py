@@ -33,11 +33,10 @@ PLANNING: list[Operation] = [
         done=lambda t: f"{t.key} created (DRAFT).",
     ),
     by_planner(tasks.task_finalize, TASK, done=lambda t: f"{t.key} finalized."),
-    by_planner(tasks.task_edit, TASK, i.TaskEditInput, done=lambda t: f"{t.key} saved."),
+    by_planner(tasks.task_edit, TASK, done=lambda t: f"{t.key} saved."),
     by_planner(
         tasks.task_set_dependencies,
         TASK,
-        i.DependenciesInput,
         done=lambda t: f"{t.key}: dependencies set.",
     ),
     op(
@@ -48,20 +47,17 @@ PLANNING: list[Operation] = [
             f"{created[0].supersedes} rescoped into {', '.join(t.key for t in created)}."
         ),
     ),
-    op(tasks.task_abandon, TASK, i.ReasonInput, done=lambda t: f"{t.key} abandoned."),
+    op(tasks.task_abandon, TASK, done=lambda t: f"{t.key} abandoned."),
     op(
         tasks.task_release,
         TASK,
-        i.ReasonInput,
         done=lambda t: f"{t.key} answered and back in the queue (UNCLAIMED).",
         form_aliases={"answer": "reason"},
     ),
-    by_planner(goals.goal_create, PROJECT, i.GoalInput, done=lambda g: f"{g.goal_id} created."),
-    by_planner(goals.goal_edit, GOAL, i.GoalEditInput, done=lambda g: f"{g.goal_id} saved."),
-    op(goals.goal_complete, GOAL, i.ReasonInput, done=lambda g: f"{g.goal_id} completed."),
-    by_planner(
-        sprints.sprint_create, PROJECT, i.SprintInput, done=lambda s: f"{s.sprint_id} started."
-    ),
+    by_planner(goals.goal_create, PROJECT, done=lambda g: f"{g.goal_id} created."),
+    by_planner(goals.goal_edit, GOAL, done=lambda g: f"{g.goal_id} saved."),
+    op(goals.goal_complete, GOAL, done=lambda g: f"{g.goal_id} completed."),
+    by_planner(sprints.sprint_create, PROJECT, done=lambda s: f"{s.sprint_id} started."),
     by_planner(
         sprints.sprint_complete, SPRINT, done=lambda s: f"{s.sprint_id} closed (COMPLETED)."
     ),

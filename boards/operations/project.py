@@ -42,28 +42,24 @@ PROJECT_OPERATIONS: list[Operation] = [
         "sprint_checkpoint",
         sprints.sprint_checkpoint,
         SPRINT,
-        i.ReasonInput,
         done=lambda s: f"{s.sprint_id} is at CHECKPOINT: agents stop until you decide.",
     ),
     Operation(
         "sprint_resume",
         sprints.sprint_resume,
         SPRINT,
-        i.DecisionInput,
         done=lambda s: f"{s.sprint_id} continues.",
     ),
     Operation(
         "sprint_abort",
         stops.sprint_abort,
         SPRINT,
-        i.ReasonInput,
         done=lambda s: f"{s.sprint_id} aborted.",
     ),
     Operation(
         "sprint_set_deadline",
         sprints.sprint_set_deadline,
         SPRINT,
-        i.DeadlineInput,
         done=lambda s: (
             f"{s.sprint_id}: deadline set to {s.deadline:%Y-%m-%d %H:%M} UTC."
             if s.deadline
@@ -74,14 +70,12 @@ PROJECT_OPERATIONS: list[Operation] = [
         "goal_abort",
         goals.goal_abort,
         GOAL,
-        i.ReasonInput,
         done=lambda g: f"{g.goal_id} aborted.",
     ),
     Operation(
         "project_pause",
         projects.project_pause,
         PROJECT,
-        i.ReasonInput,
         done=lambda p: "Project paused: agents stop and claims are refused.",
     ),
     Operation(
@@ -138,14 +132,12 @@ PROJECT_OPERATIONS: list[Operation] = [
         "agent_set_availability",
         agent_services.agent_set_availability,
         AGENT,
-        i.AvailabilityInput,
         done=lambda a: f"{a.agent_id} is {'overloaded' if a.overloaded else 'available'}.",
     ),
     Operation(
         "agent_key_issue",
         agent_services.agent_key_issue,
         AGENT,
-        i.KeyInput,
         done=lambda issued: f"New key {issued[0].prefix}… issued.",
     ),
     Operation(

@@ -19,23 +19,23 @@ def by_agent(service: Callable[..., Any], target: str, input: Any = None) -> Ope
 
 WORK: list[Operation] = [
     # -- the coder ------------------------------------------------------------------------
-    by_agent(tasks.task_claim_next, PROJECT, i.ClaimInput),
-    by_agent(tasks.task_claim, TASK, i.ClaimInput),
+    by_agent(tasks.task_claim_next, PROJECT),
+    by_agent(tasks.task_claim, TASK),
     by_agent(tasks.task_submit_for_review, TASK, i.SubmitInput),
-    by_agent(tasks.task_block, TASK, i.BlockInput),
-    by_agent(agent_services.agent_handoff, TASK, i.HandoffInput),
+    by_agent(tasks.task_block, TASK),
+    by_agent(agent_services.agent_handoff, TASK),
     by_agent(agent_services.agent_handoff_pickup, TASK),
     # -- the supervisor (`liza supervise`): each spawn of an agent command ----------------
-    by_agent(agent_services.run_start, PROJECT, i.RunStartInput),
-    by_agent(agent_services.run_finish, RUN, i.RunFinishInput),
-    by_agent(agent_services.agent_quota_pause, PROJECT, i.QuotaPauseInput),
+    by_agent(agent_services.run_start, PROJECT),
+    by_agent(agent_services.run_finish, RUN),
+    by_agent(agent_services.agent_quota_pause, PROJECT),
     by_agent(agent_services.usage_record, PROJECT, i.UsageInput),
     by_agent(agent_services.run_output_append, RUN, i.RunOutputInput),
     # -- the code reviewer ---------------------------------------------------------------
     by_agent(reviews.review_claim, TASK),
     by_agent(reviews.review_claim_next, PROJECT),
     by_agent(reviews.review_extend, TASK),
-    by_agent(reviews.review_verdict, TASK, i.VerdictInput),
-    by_agent(tasks.task_report_merge, TASK, i.MergeInput),
-    by_agent(tasks.task_report_integration_failure, TASK, i.ReasonInput),
+    by_agent(reviews.review_verdict, TASK),
+    by_agent(tasks.task_report_merge, TASK),
+    by_agent(tasks.task_report_integration_failure, TASK),
 ]

@@ -119,7 +119,10 @@ AGENTS: tuple[Endpoint, ...] = (
     E("agent_quota_pause", "POST", "agents/quota", "api-agent-quota", "agents_quota_pause",
         result="agent",
         params=(
-            P("until", "string", required=True),
+            P(
+                "until", "string", required=True, format="date-time",
+                help="no spawn before this time (at most 7 days)",
+            ),
             P("provider", "string", required=True, max_length=64),
             P("message", "string", max_length=300),
         ),

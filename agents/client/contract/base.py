@@ -33,6 +33,15 @@ class Param:
     maximum: int | float | None = None
     nullable: bool = False
     help: str = ""
+    # What JSON Schema says beyond type and bounds, and the server's input is generated from
+    # (boards.operations.inputs.contract): a string's least length (1: not blank; 0: a required
+    # string may be empty), its format ("date-time", "uri"), an array's least length and its
+    # strings' greatest, the value an absent parameter takes.
+    min_length: int | None = None
+    format: str = ""
+    min_items: int | None = None
+    item_max_length: int | None = None
+    default: Any = None
     # The agent surfaces: offered as a tool parameter and a `liza` option (False: the
     # supervisor's or the client's own, e.g. `progress_at`, `change_summary`).
     tool: bool = True

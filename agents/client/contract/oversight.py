@@ -142,7 +142,7 @@ OVERSIGHT: tuple[Endpoint, ...] = (
         params=(
             P("description", "string", required=True, max_length=5000),
             P("severity", "string", required=True, enum=("critical", "high", "medium", "low")),
-            P("urgency", "string", enum=("immediate", "deferred")),
+            P("urgency", "string", enum=("immediate", "deferred"), default="deferred"),
             P("during", "string", max_length=64, help="the task it was found during"),
             P("recommendation", "string", max_length=5000),
         ),

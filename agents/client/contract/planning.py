@@ -23,7 +23,8 @@ PLANNING: tuple[Endpoint, ...] = (
     ),
     E("goal_edit", "PATCH", "goal", "api-goal", "goal_edit", result="goal",
         params=(
-            P("description", "string", max_length=10000), P("spec_ref", "string", max_length=500),
+            P("description", "string", max_length=10000, min_length=1),
+            P("spec_ref", "string", max_length=500),
         ),
         client="goal_edit", roles=PLANNER_ONLY, cli=("goal", "edit"),
         help="Restate the goal IN_PROGRESS (the old statement is kept in its history).",
@@ -46,9 +47,12 @@ PLANNING: tuple[Endpoint, ...] = (
     E("sprint_create", "POST", "sprint", "api-sprint", "sprint_create", result="sprint",
         status=201,
         params=(
-            P("planned", "array", max_items=1000, help="task keys"),
-            P("stretch", "array", max_items=1000, help="task keys"),
-            P("deadline", "string", nullable=True, help="ISO 8601, in the future"),
+            P("planned", "array", max_items=1000, item_max_length=64, help="task keys"),
+            P("stretch", "array", max_items=1000, item_max_length=64, help="task keys"),
+            P(
+                "deadline", "string", nullable=True, format="date-time",
+                help="ISO 8601, in the future",
+            ),
         ),
         client="sprint_create", roles=PLANNER_ONLY, cli=("sprint", "create"),
         help="Open (and start) a sprint of the goal with planned and stretch task keys.",
@@ -77,7 +81,7 @@ PLANNING: tuple[Endpoint, ...] = (
     ),
     E("sprint_set_deadline", "PUT", "sprint/deadline", "api-sprint-deadline",
         "sprint_set_deadline", result="sprint",
-        params=(P("deadline", "string", required=True, nullable=True),),
+        params=(P("deadline", "string", required=True, nullable=True, format="date-time"),),
     ),
 )
 # fmt: on

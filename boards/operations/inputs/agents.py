@@ -9,14 +9,6 @@ from boards import protocol as p
 from boards.operations.inputs.base import InputSerializer
 
 
-class AvailabilityInput(InputSerializer):
-    state = serializers.ChoiceField(
-        choices=["available", "overloaded"],
-        help_text="overloaded: keeps what it holds, takes nothing new; available: also clears"
-        " an error state",
-    )
-
-
 class RegisterInput(InputSerializer):
     agent_id = serializers.CharField(
         required=False, max_length=64, help_text="must be the key's agent when given"
@@ -37,10 +29,6 @@ class AgentCreateInput(InputSerializer):
     role = serializers.ChoiceField(choices=p.AGENT_ROLES)
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=64)
     security_reviewer = serializers.BooleanField(required=False, default=False)
-    label = serializers.CharField(required=False, allow_blank=True, max_length=100)
-
-
-class KeyInput(InputSerializer):
     label = serializers.CharField(required=False, allow_blank=True, max_length=100)
 
 

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from boards import protocol as p
 from boards.coordination.models.tasks import Task
 from boards.operations.inputs.base import InputSerializer, ReasonInput, limit_field
+from boards.operations.inputs.contract import contract_input
 
 
 class NewTaskInput(InputSerializer):
@@ -41,32 +42,8 @@ class CreateTaskInput(NewTaskInput):
     )
 
 
-class DependenciesInput(InputSerializer):
-    depends_on = serializers.ListField(child=serializers.CharField(max_length=64), max_length=200)
-
-
 class RescopeInput(ReasonInput):
     new_tasks = NewTaskInput(many=True, allow_empty=False)
-
-
-class TaskEditInput(InputSerializer):
-    """A planner's edit: only the fields given, and of those only the values that differ."""
-
-    description = serializers.CharField(required=False, max_length=10_000)
-    done_when = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
-    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
-    scope = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
-    priority = serializers.IntegerField(
-        min_value=p.PRIORITY_RANGE[0], max_value=p.PRIORITY_RANGE[1], required=False
-    )
-    criticality = serializers.ChoiceField(choices=Task.Criticality.choices, required=False)
-    needs_human_approval = serializers.BooleanField(required=False)
-    depends_on = serializers.ListField(
-        child=serializers.CharField(max_length=64),
-        required=False,
-        max_length=200,
-        help_text="replaces the task's dependencies; [] clears them",
-    )
 
 
 class ProjectInput(InputSerializer):
@@ -82,33 +59,11 @@ class InviteInput(InputSerializer):
     )
 
 
-class GoalEditInput(InputSerializer):
-    description = serializers.CharField(required=False, max_length=10_000)
-    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
-
-
-class GoalInput(InputSerializer):
-    description = serializers.CharField(max_length=10_000)
-    spec_ref = serializers.CharField(required=False, allow_blank=True, max_length=500)
-
-
-class SprintInput(InputSerializer):
-    planned = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=1000
-    )
-    stretch = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, max_length=1000
-    )
-    deadline = serializers.DateTimeField(required=False, allow_null=True)
-
-
 class ConvertTaskInput(CreateTaskInput):
     description = serializers.CharField(
         required=False, max_length=10_000, help_text="defaults to the discovery's description"
     )
 
 
-class TriageInput(InputSerializer):
-    decision = serializers.ChoiceField(choices=["convert", "defer", "reject"])
-    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+class TriageInput(contract_input("discovery_triage")):
     task = ConvertTaskInput(required=False, help_text="convert only: the DRAFT task to create")
