@@ -35,6 +35,7 @@ WORK: list[Operation] = [
     by_agent(reviews.review_claim, TASK),
     by_agent(reviews.review_claim_next, PROJECT),
     by_agent(reviews.review_extend, TASK),
+    by_agent(reviews.review_release, TASK),
     by_agent(reviews.review_verdict, TASK),
     by_agent(tasks.task_report_merge, TASK),
     by_agent(tasks.task_report_integration_failure, TASK),

@@ -45,7 +45,7 @@ from agents.services import (
 from boards.api import urls as api_urls
 from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
 from boards.coordination.models.records import Alert, Anomaly, CircuitBreaker, Event
-from boards.coordination.models.tasks import Discovery, HumanNote, Review
+from boards.coordination.models.tasks import Discovery, HumanNote, Review, Task
 from boards.coordination.services import projects, tasks
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.budgets import budget_set
@@ -522,6 +522,13 @@ def review_open(t: Tenant, values: dict[str, str], response) -> None:
         assert body["task"]["key"] == "t1" and body["review"]["task"] == "t1"
 
 
+def review_released(t: Tenant, values: dict[str, str], response) -> None:
+    assert not Review.objects.filter(project=t.project, closed_at__isnull=True).exists()
+    assert Task.objects.get(project=t.project, key="t1").status == "READY_FOR_REVIEW"
+    assert response.json()["reviewer"] == "code-reviewer-1"
+    assert Event.objects.filter(project=t.project, action="review_released").exists()
+
+
 def review_extended(t: Tenant, values: dict[str, str], response) -> None:
     review = Review.objects.get(project=t.project, task__key="t1", closed_at__isnull=True)
     assert review.lease_expires > t.world.now  # extended from the real clock, past the World's
@@ -894,6 +901,14 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/review/extend",
         lambda t: (t.world.under_review("t1"), {"key": "t1"})[1],
         check=review_extended,
+    ),
+    Endpoint(
+        "api-review-release",
+        "POST",
+        TASK + "/review/release",
+        lambda t: (t.world.under_review("t1"), {"key": "t1"})[1],
+        body={"reason": "Beyond what I can judge"},
+        check=review_released,
     ),
     Endpoint(
         "api-verdict",

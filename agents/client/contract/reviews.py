@@ -32,6 +32,15 @@ REVIEWS: tuple[Endpoint, ...] = (
         client="review_extend", roles=REVIEWER_ONLY, cli=("review", "extend"),
         help="Extend your review lease.",
     ),
+    E("review_release", "POST", "tasks/{key}/review/release", "api-review-release",
+        "reviews_release", result="review",
+        params=(KEY, P("reason", "string", max_length=2000, help="why you give it back")),
+        client="review_release", roles=REVIEWER_ONLY, cli=("review", "release"),
+        help=(
+            "Give back your review claim before a verdict (your session is ending, the change "
+            "is beyond you): another reviewer can take it at once, not when your lease lapses."
+        ),
+    ),
     E("review_verdict", "POST", "tasks/{key}/verdict", "api-verdict", "reviews_verdict",
         result="task",
         params=(

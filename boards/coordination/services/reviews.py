@@ -239,6 +239,40 @@ def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
 
 
 @records_refusals
+def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "") -> Review:
+    """The reviewer gives its open review claim back before a verdict: the slot opens at once
+    for another reviewer (not when the lease lapses, seed 000 "Review Lease Lifecycle"), the
+    task stays READY_FOR_REVIEW and the reviewer goes IDLE. Verdicts already given stay."""
+    project = task.project
+    attempt = Attempt(project, agent, "review_release", now)
+    require_role(attempt, agent_roles=REVIEWER, human=None, task=task)
+    reason = clean_text(reason, "reason", required=False, max_length=2000)
+    config = config_of(project)
+    with transaction.atomic():
+        agent = lock_agent(agent)  # agent rows before task rows (locking)
+        task = lock_task(task)
+        require_not_lost(task, agent, action="review_release", now=now)
+        require_task_status(
+            task, [TaskStatus.READY_FOR_REVIEW], to=TaskStatus.READY_FOR_REVIEW, attempt=attempt
+        )
+        review = _own_open_review(task, agent, now=now, action="review_release", config=config)
+        review.closed_at = now
+        review.lease_expires = None
+        review.save()
+        if agent.status == AgentStatus.REVIEWING:
+            agent.finish_review()
+        agent.heartbeat = now
+        agent.save()
+        attempt.record(
+            action="review_released",
+            task=task,
+            detail=reason or f"{agent.agent_id} gave back its review of {task.key}",
+            data={"reason": reason} if reason else None,
+        )
+    return review
+
+
+@records_refusals
 def review_verdict(
     *, task: Task, agent: Agent, verdict: str, review_commit: str, now: datetime, reason: str = ""
 ) -> Task:

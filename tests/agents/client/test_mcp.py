@@ -50,7 +50,7 @@ UPSTREAM = {
 TOOLS = {
     "coder-1": EVERY_ROLE | {"claim", "claim_next", "submit", "block", "handoff", "pickup"},
     "code-reviewer-1": EVERY_ROLE
-    | {"review_claim", "review_extend", "verdict", "merge", "integration_failed"},
+    | {"review_claim", "review_extend", "review_release", "verdict", "merge", "integration_failed"},
     "planner-1": EVERY_ROLE
     | {
         "goal_create",
