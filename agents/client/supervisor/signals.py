@@ -1,5 +1,6 @@
 """SIGINT/SIGTERM: forwarded to the agent (killed if it lingers), then the coder's task handed
-off before the supervisor exits; a part of `Supervisor` (loop.py)."""
+off, or the reviewer's review given back, before the supervisor exits; a part of `Supervisor`
+(loop.py)."""
 
 from __future__ import annotations
 
@@ -55,5 +56,21 @@ class SignalsMixin:
                     self.say(f"{a.key}: handed off")
             except LizaError as error:
                 self.say(f"{a.key}: the handoff failed: {error.code}: {error.message}")
+        if a is not None and self.role == "code_reviewer" and a.key:
+            self._give_review_back(a.key)
         self.say("stopped by a signal")
         return STOPPED
+
+    def _give_review_back(self, key: str) -> None:
+        """A review left open would hold its slot until its lease and grace lapse: another
+        reviewer may take it at once. A verdict already given leaves nothing to give back."""
+        try:
+            self.client.review_release(
+                key,
+                reason=f"the supervisor of {self.agent['agent_id']} was stopped by signal "
+                f"{signal.Signals(self.stopping or signal.SIGTERM).name}",
+            )
+            self.say(f"{key}: review given back")
+        except LizaError as error:
+            if error.code != "lease_lost":
+                self.say(f"{key}: giving the review back failed: {error.code}: {error.message}")

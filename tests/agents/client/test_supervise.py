@@ -22,6 +22,7 @@ from django.utils import timezone
 from agents.models import Agent, Run
 from agents.selectors import recent_crashes
 from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Review
 from boards.protocol import TaskStatus
 from tests.agents.client.gitrepo import git, new_repo
 from tests.api.helpers import key_for
@@ -382,6 +383,26 @@ def test_sigterm_is_forwarded_and_the_task_handed_off(supervisors, world, signum
     # A stop the supervisor caused is never a crash: it would count towards "in error".
     assert run.stopped_by == f"signal {signal.Signals(signum).name}" and not run.crashed
     assert not Event.objects.filter(project=world.project, action="agent_crashed").exists()
+
+
+def test_a_stopped_reviewer_supervisor_gives_its_review_back(supervisors, world):
+    """Left open, the review would hold its slot until its lease and grace lapsed."""
+    world.ready_for_review("T1")
+    proc = supervisors.start("code-reviewer-1", write_agent(supervisors.tmp, "sleep", SLEEPY))
+    wait_for(lambda: Run.objects.filter(project=world.project).exists(), what="the agent to start")
+    assert Review.objects.get(task=world.task("T1"), closed_at__isnull=True).reviewer == (
+        "code-reviewer-1"
+    )
+
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc, timeout=30)
+
+    assert code == 0, out
+    assert "T1: review given back" in out
+    assert world.task("T1").status == TaskStatus.READY_FOR_REVIEW
+    assert not Review.objects.filter(task=world.task("T1"), closed_at__isnull=True).exists()
+    released = Event.objects.get(project=world.project, action="review_released")
+    assert released.detail == "the supervisor of code-reviewer-1 was stopped by signal SIGTERM"
 
 
 def test_a_restarted_supervisor_resumes_a_handed_off_task_working_and_hands_off_again(
