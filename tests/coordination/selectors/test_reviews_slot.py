@@ -14,9 +14,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.models import Agent
@@ -24,6 +24,7 @@ from boards.coordination.models.projects import Goal, ProjectConfig
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.reviews import review_slot, reviewable_tasks
 from boards.coordination.services.reviews import review_claim_next
+from tests.coordination.selectors.properties import rolled_back, with_boundaries
 from tests.coordination.selectors.review_slot_oracle import Card, Claim, Reviewer, reviewable, slot
 from tests.factories import T0, ProjectFactory
 from tests.lifecycle import World
@@ -152,44 +153,34 @@ def _build(board):
     return project, config, agents, cards
 
 
-class _Rollback(Exception):
-    """Undo one example's rows."""
-
-
 def _differences(board) -> list[str]:
     """Where the SQL and the reference model disagree on `board`, for each reviewer; the
     board's rows are rolled back afterwards."""
     found: list[str] = []
-    try:
-        with transaction.atomic():
-            project, config, agents, cards = _build(board)
-            security = {a.agent_id for a in agents if a.security_reviewer}
-            for agent in agents:
-                model = Reviewer(agent.agent_id, agent.status, agent.security_reviewer)
-                asked = dict(grace=config.lease_grace, now=NOW, security_ids=security)
-                sql = [
-                    t.pk
-                    for t in reviewable_tasks(
-                        project=project, reviewer=agent, now=NOW, config=config
+    with rolled_back():
+        project, config, agents, cards = _build(board)
+        security = {a.agent_id for a in agents if a.security_reviewer}
+        for agent in agents:
+            model = Reviewer(agent.agent_id, agent.status, agent.security_reviewer)
+            asked = dict(grace=config.lease_grace, now=NOW, security_ids=security)
+            sql = [
+                t.pk
+                for t in reviewable_tasks(project=project, reviewer=agent, now=NOW, config=config)
+            ]
+            expected = reviewable(cards, model, **asked)
+            if sql != expected:
+                found.append(f"{agent.agent_id}: sql {sql} != model {expected}")
+            codes = dict(
+                Task.objects.filter(project=project)
+                .annotate(slot=review_slot(agent, NOW, config, project_id=project.pk))
+                .values_list("pk", "slot")
+            )
+            for card in cards:
+                if codes[card.pk] != slot(card, model, **asked):
+                    found.append(
+                        f"{agent.agent_id} on {card.pk}: sql {codes[card.pk]!r} != "
+                        f"model {slot(card, model, **asked)!r}"
                     )
-                ]
-                expected = reviewable(cards, model, **asked)
-                if sql != expected:
-                    found.append(f"{agent.agent_id}: sql {sql} != model {expected}")
-                codes = dict(
-                    Task.objects.filter(project=project)
-                    .annotate(slot=review_slot(agent, NOW, config, project_id=project.pk))
-                    .values_list("pk", "slot")
-                )
-                for card in cards:
-                    if codes[card.pk] != slot(card, model, **asked):
-                        found.append(
-                            f"{agent.agent_id} on {card.pk}: sql {codes[card.pk]!r} != "
-                            f"model {slot(card, model, **asked)!r}"
-                        )
-            raise _Rollback
-    except _Rollback:
-        pass
     return found
 
 
@@ -217,15 +208,9 @@ BOUNDARY_BOARDS = [
 ]
 
 
-def _with_boundaries(test):
-    for board in BOUNDARY_BOARDS:
-        test = example(board=board)(test)
-    return test
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(board=BOARD)
-@_with_boundaries
+@with_boundaries(BOUNDARY_BOARDS)
 def test_review_slot_sql_equals_the_reference_model(board):
     assert _differences(board) == []
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
-from hypothesis import HealthCheck, Phase, example, find, given, settings
+from django.db import connection
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
@@ -23,6 +23,7 @@ from boards.coordination.models.projects import Goal, ProjectConfig
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.tasks import claim_candidates, retry_waits
 from tests.coordination.selectors.claim_queue_oracle import Card, queues
+from tests.coordination.selectors.properties import rolled_back, with_boundaries
 from tests.factories import T0, ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -154,39 +155,31 @@ def _build(board) -> tuple[object, ProjectConfig, list[Card]]:
     return project, config, cards
 
 
-class _Rollback(Exception):
-    """Undo one example's rows."""
-
-
 def _differences(board) -> list[str]:
     """Where the SQL and the reference model disagree on `board`, for each coder (and for
     nobody, as `/work` asks); the board's rows are rolled back afterwards."""
     found: list[str] = []
-    try:
-        with transaction.atomic():
-            project, config, cards = _build(board)
-            for agent_id in ("", *CODERS):
-                sql = [
-                    list(q.values_list("pk", flat=True))
-                    for q in claim_candidates(project, agent_id, NOW, config)
-                ]
-                expected = queues(
-                    cards,
-                    agent_id=agent_id,
-                    now=NOW,
-                    grace=config.lease_grace,
-                    backoff=board["backoff"],
-                )
-                if sql != expected:
-                    found.append(f"{agent_id or 'nobody'}: sql {sql} != model {expected}")
-            # The one-row answer (a named claim's refusal, /work's Retry-After) agrees with the
-            # queue on every CLAIMED task the queue gives out.
-            for task in claim_candidates(project, "", NOW, config)[3]:
-                if retry_waits(task, NOW, config):
-                    found.append(f"{task.key}: in the queue but retry_waits")
-            raise _Rollback
-    except _Rollback:
-        pass
+    with rolled_back():
+        project, config, cards = _build(board)
+        for agent_id in ("", *CODERS):
+            sql = [
+                list(q.values_list("pk", flat=True))
+                for q in claim_candidates(project, agent_id, NOW, config)
+            ]
+            expected = queues(
+                cards,
+                agent_id=agent_id,
+                now=NOW,
+                grace=config.lease_grace,
+                backoff=board["backoff"],
+            )
+            if sql != expected:
+                found.append(f"{agent_id or 'nobody'}: sql {sql} != model {expected}")
+        # The one-row answer (a named claim's refusal, /work's Retry-After) agrees with the
+        # queue on every CLAIMED task the queue gives out.
+        for task in claim_candidates(project, "", NOW, config)[3]:
+            if retry_waits(task, NOW, config):
+                found.append(f"{task.key}: in the queue but retry_waits")
     return found
 
 
@@ -216,15 +209,9 @@ BOUNDARY_BOARDS = [
 ]
 
 
-def _with_boundaries(test):
-    for board in BOUNDARY_BOARDS:
-        test = example(board=board)(test)
-    return test
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(board=BOARD)
-@_with_boundaries
+@with_boundaries(BOUNDARY_BOARDS)
 def test_claim_queue_sql_equals_the_reference_model(board):
     assert _differences(board) == []
 
