@@ -1,19 +1,11 @@
 """What every API view checks first (boards.api.base.ProjectView): a null character in a
-path's name is the 404 of a missing object, never a database error.
-
-Split from tests/api/test_lifecycle.py (issue #22 item 3).
-"""
+path's name is the 404 of a missing object, never a database error."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.api.helpers import (
-    api_base,
-    assert_envelope,
-    http_goal_world,
-    session_client,
-)
+from tests.api.helpers import api_base, assert_envelope, http_goal_world, session_client
 
 pytestmark = pytest.mark.django_db
 

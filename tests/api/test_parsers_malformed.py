@@ -1,20 +1,12 @@
 """A body the API cannot read (boards.api.parsers: not JSON, not an object, nested too deep,
 not UTF-8, a lone surrogate, another media type) gets the error envelope, never a 500, and
-changes nothing.
-
-Split from tests/api/test_lifecycle.py (issue #22 item 3).
-"""
+changes nothing."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.api.helpers import (
-    agent_client,
-    api_base,
-    domain_snapshot,
-    http_goal_world,
-)
+from tests.api.helpers import agent_client, api_base, domain_snapshot, http_goal_world
 
 pytestmark = pytest.mark.django_db
 

@@ -1,19 +1,11 @@
 """The API's reads refuse a query parameter they cannot use (boards.api.views: the task filter,
-the events' cursor, `/work`'s role; a null character anywhere) with a 400 naming it.
-
-Split from tests/api/test_lifecycle.py (issue #22 item 3).
-"""
+the events' cursor, `/work`'s role; a null character anywhere) with a 400 naming it."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.api.helpers import (
-    agent_client,
-    api_base,
-    assert_field_error,
-    http_goal_world,
-)
+from tests.api.helpers import agent_client, api_base, assert_field_error, http_goal_world
 
 pytestmark = pytest.mark.django_db
 

@@ -1,9 +1,6 @@
 """Every operation's input over HTTP (boards.operations.inputs, the one validation of every
 input): an unknown field, a wrong type, a value past its bound or text that cannot be stored
-is a 400 validation_error naming the field, and changes nothing.
-
-Split from tests/api/test_lifecycle.py (issue #22 item 3).
-"""
+is a 400 validation_error naming the field, and changes nothing."""
 
 from __future__ import annotations
 

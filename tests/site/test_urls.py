@@ -1,8 +1,5 @@
 """liza_site.urls' handler400: a request Django refuses before any view runs (a body over
-DATA_UPLOAD_MAX_MEMORY_SIZE) gets the API's error envelope.
-
-Split from tests/api/test_lifecycle.py (issue #22 item 3).
-"""
+DATA_UPLOAD_MAX_MEMORY_SIZE) gets the API's error envelope."""
 
 from __future__ import annotations
 
@@ -10,12 +7,7 @@ import json
 
 import pytest
 
-from tests.api.helpers import (
-    agent_client,
-    api_base,
-    assert_envelope,
-    http_goal_world,
-)
+from tests.api.helpers import agent_client, api_base, assert_envelope, http_goal_world
 
 pytestmark = pytest.mark.django_db
 

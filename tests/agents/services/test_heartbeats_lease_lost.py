@@ -1,10 +1,7 @@
 """A heartbeat whose task is no longer its agent's, over HTTP (agents.services.heartbeats):
 taken over after its lease lapsed, blocked by an admin's override, or lapsed and untaken, it
 is a 409 `lease_lost` with exit 42 that extends nothing; the service's own cases are in
-test_heartbeats.py.
-
-Split from tests/api/test_lifecycle.py (issue #22 item 3).
-"""
+test_heartbeats.py."""
 
 from __future__ import annotations
 

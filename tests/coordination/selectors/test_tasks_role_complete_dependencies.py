@@ -1,19 +1,12 @@
 """`/work` for a coder whose only work waits on a dependency (seed 000 "Exit Code 0
 Semantics", `selectors.tasks.work_may_still_come`): not done, keep polling. The other boards
-of the rule are in test_tasks_role_complete.py.
-
-Split from tests/api/test_lifecycle.py (issue #22 item 3).
-"""
+of the rule are in test_tasks_role_complete.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.api.helpers import (
-    agent_client,
-    api_base,
-    http_goal_world,
-)
+from tests.api.helpers import agent_client, api_base, http_goal_world
 
 pytestmark = pytest.mark.django_db
 

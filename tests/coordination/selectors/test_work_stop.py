@@ -1,9 +1,6 @@
 """Seed 000's graceful-abort triggers the board owns, over HTTP (`selectors.work.stop_reason`):
 a paused project or a sprint at CHECKPOINT refuses claims with exit 42 and tells heartbeats
-and `/work` to stop.
-
-Split from tests/api/test_lifecycle.py (issue #22 item 3).
-"""
+and `/work` to stop."""
 
 from __future__ import annotations
 
