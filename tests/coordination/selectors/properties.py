@@ -1,5 +1,6 @@
-"""What the selectors' property tests share: every example's rows undone, and the boundary boards
-tried on every run (random boards land exactly on a boundary only now and then)."""
+"""What the selectors' property tests share: every example's rows undone, the boundary boards
+tried on every run (random boards land exactly on a boundary only now and then), and the goals a
+board's tasks belong to."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ from typing import Any
 
 from django.db import transaction
 from hypothesis import example
+
+from boards.coordination.models.projects import Goal, Project
+from tests.factories import T0
+
+# A task's goal on a random board: none, or one in each state the rules tell apart.
+GOALS = (None, "IN_PROGRESS", "COMPLETED", "ABORTED")
 
 
 class _Rollback(Exception):
@@ -37,3 +44,18 @@ def with_boundaries(boards: Iterable[dict]) -> Callable[[Any], Any]:
         return test
 
     return decorate
+
+
+def goal_rows(project: Project) -> dict[str, Goal]:
+    """One goal of `project` in each state of GOALS, by state, for a board's tasks to name."""
+    return {
+        status: Goal.objects.create(
+            project=project,
+            goal_id=f"goal-{status.lower()}",
+            description=status,
+            created=T0,
+            status=status,
+        )
+        for status in GOALS
+        if status is not None
+    }

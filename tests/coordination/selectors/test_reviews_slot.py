@@ -20,11 +20,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.models import Agent
-from boards.coordination.models.projects import Goal, ProjectConfig
+from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.reviews import review_slot, reviewable_tasks
 from boards.coordination.services.reviews import review_claim_next
-from tests.coordination.selectors.properties import rolled_back, with_boundaries
+from tests.coordination.selectors.properties import (
+    GOALS,
+    goal_rows,
+    rolled_back,
+    with_boundaries,
+)
 from tests.coordination.selectors.review_slot_oracle import Card, Claim, Reviewer, reviewable, slot
 from tests.factories import T0, ProjectFactory
 from tests.lifecycle import World
@@ -35,7 +40,6 @@ NOW = T0 + timedelta(days=1)
 STATES = ("READY_FOR_REVIEW", "READY_FOR_REVIEW", "READY_FOR_REVIEW", "CLAIMED", "APPROVED")
 REVIEWERS = ("code-reviewer-1", "code-reviewer-2", "code-reviewer-3")
 PEOPLE = ("", "coder-1", *REVIEWERS)
-GOALS = (None, "IN_PROGRESS", "COMPLETED", "ABORTED")
 CRITICALITIES = ("standard", "complex", "security-sensitive", "security-sensitive")
 
 CLAIM = st.fixed_dictionaries(
@@ -80,17 +84,7 @@ def _build(board):
     reviewers as rows and as the reference model's, and the model's cards."""
     project = ProjectFactory()
     config = ProjectConfig(project=project, lease_grace=board["grace"])
-    goals = {
-        status: Goal.objects.create(
-            project=project,
-            goal_id=f"goal-{status.lower()}",
-            description=status,
-            created=T0,
-            status=status,
-        )
-        for status in GOALS
-        if status is not None
-    }
+    goals = goal_rows(project)
     agents = [
         Agent.objects.create(
             project=project,

@@ -19,11 +19,16 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from boards.coordination.models.projects import Goal, ProjectConfig
+from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.tasks import claim_candidates, retry_waits
 from tests.coordination.selectors.claim_queue_oracle import Card, queues
-from tests.coordination.selectors.properties import rolled_back, with_boundaries
+from tests.coordination.selectors.properties import (
+    GOALS,
+    goal_rows,
+    rolled_back,
+    with_boundaries,
+)
 from tests.factories import T0, ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +50,6 @@ STATES = (
 # The claimable states come up more often: that is where the rule has its branches.
 STATE = st.sampled_from(("UNCLAIMED", "CLAIMED", "CLAIMED", "REJECTED", *STATES))
 CODERS = ("coder-1", "coder-2")
-GOALS = (None, "IN_PROGRESS", "COMPLETED", "ABORTED")
 
 TASK = st.fixed_dictionaries(
     {
@@ -97,17 +101,7 @@ def _build(board) -> tuple[object, ProjectConfig, list[Card]]:
     config = ProjectConfig(
         project=project, lease_grace=board["grace"], retry_backoff=board["backoff"]
     )
-    goals = {
-        status: Goal.objects.create(
-            project=project,
-            goal_id=f"goal-{status.lower()}",
-            description=status,
-            created=T0,
-            status=status,
-        )
-        for status in GOALS
-        if status is not None
-    }
+    goals = goal_rows(project)
     made: list[Task] = []
     for i, spec in enumerate(board["tasks"]):
         made.append(
