@@ -24,12 +24,7 @@ from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.reviews import review_slot, reviewable_tasks
 from boards.coordination.services.reviews import review_claim_next
-from tests.coordination.selectors.properties import (
-    GOALS,
-    goal_rows,
-    rolled_back,
-    with_boundaries,
-)
+from tests.coordination.selectors.properties import GOALS, goal_rows, rolled_back, with_boundaries
 from tests.coordination.selectors.review_slot_oracle import Card, Claim, Reviewer, reviewable, slot
 from tests.factories import T0, ProjectFactory
 from tests.lifecycle import World

@@ -23,12 +23,7 @@ from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.tasks import claim_candidates, retry_waits
 from tests.coordination.selectors.claim_queue_oracle import Card, queues
-from tests.coordination.selectors.properties import (
-    GOALS,
-    goal_rows,
-    rolled_back,
-    with_boundaries,
-)
+from tests.coordination.selectors.properties import GOALS, goal_rows, rolled_back, with_boundaries
 from tests.factories import T0, ProjectFactory
 
 pytestmark = pytest.mark.django_db
