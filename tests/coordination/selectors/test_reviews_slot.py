@@ -24,7 +24,7 @@ from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.reviews import review_slot, reviewable_tasks
 from boards.coordination.services.reviews import review_claim_next
-from tests.coordination.selectors.properties import GOALS, goal_rows, rolled_back, with_boundaries
+from tests.coordination.selectors import properties
 from tests.coordination.selectors.review_slot_oracle import Card, Claim, Reviewer, reviewable, slot
 from tests.factories import T0, ProjectFactory
 from tests.lifecycle import World
@@ -50,7 +50,7 @@ TASK = st.fixed_dictionaries(
     {
         "status": st.sampled_from(STATES),
         "suspended": st.sampled_from((False, False, True)),
-        "goal": st.sampled_from(GOALS),
+        "goal": st.sampled_from(properties.GOALS),
         "assigned_to": st.sampled_from(PEOPLE),
         "failed_by": st.lists(st.sampled_from(PEOPLE[1:]), max_size=2, unique=True),
         "criticality": st.sampled_from(CRITICALITIES),
@@ -79,7 +79,7 @@ def _build(board):
     reviewers as rows and as the reference model's, and the model's cards."""
     project = ProjectFactory()
     config = ProjectConfig(project=project, lease_grace=board["grace"])
-    goals = goal_rows(project)
+    goals = properties.goal_rows(project)
     agents = [
         Agent.objects.create(
             project=project,
@@ -93,18 +93,8 @@ def _build(board):
     Agent.objects.create(project=project, agent_id="coder-1", role="coder", status="IDLE")
     cards = []
     for i, spec in enumerate(board["tasks"]):
-        task = Task.objects.create(
-            project=project,
-            key=f"t{i}",
-            description=f"task {i}",
-            status=spec["status"],
-            goal=goals.get(spec["goal"]),
-            assigned_to=spec["assigned_to"],
-            failed_by=spec["failed_by"],
-            criticality=spec["criticality"],
-            suspended_at=T0 if spec["suspended"] else None,
-            priority=spec["priority"],
-            created=T0 + timedelta(minutes=spec["created"]),
+        task = properties.task_row(
+            project, goals, i, spec, failed_by=spec["failed_by"], criticality=spec["criticality"]
         )
         claims = []
         for claim in spec["round"]:
@@ -146,7 +136,7 @@ def _differences(board) -> list[str]:
     """Where the SQL and the reference model disagree on `board`, for each reviewer; the
     board's rows are rolled back afterwards."""
     found: list[str] = []
-    with rolled_back():
+    with properties.rolled_back():
         project, config, agents, cards = _build(board)
         security = {a.agent_id for a in agents if a.security_reviewer}
         for agent in agents:
@@ -199,7 +189,7 @@ BOUNDARY_BOARDS = [
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(board=BOARD)
-@with_boundaries(BOUNDARY_BOARDS)
+@properties.with_boundaries(BOUNDARY_BOARDS)
 def test_review_slot_sql_equals_the_reference_model(board):
     assert _differences(board) == []
 

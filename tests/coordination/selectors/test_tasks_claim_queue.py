@@ -22,8 +22,8 @@ from hypothesis.errors import NoSuchExample
 from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.tasks import claim_candidates, retry_waits
+from tests.coordination.selectors import properties
 from tests.coordination.selectors.claim_queue_oracle import Card, queues
-from tests.coordination.selectors.properties import GOALS, goal_rows, rolled_back, with_boundaries
 from tests.factories import T0, ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,7 @@ TASK = st.fixed_dictionaries(
         "status": STATE,
         "assigned_to": st.sampled_from(("", *CODERS)),
         "suspended": st.sampled_from((False, False, True)),
-        "goal": st.sampled_from(GOALS),
+        "goal": st.sampled_from(properties.GOALS),
         "handoff_pending": st.sampled_from((False, False, True)),
         "crashes": st.integers(0, 3),
         # None, or an expiry placed around a boundary: which one (its own retry boundary most
@@ -96,18 +96,15 @@ def _build(board) -> tuple[object, ProjectConfig, list[Card]]:
     config = ProjectConfig(
         project=project, lease_grace=board["grace"], retry_backoff=board["backoff"]
     )
-    goals = goal_rows(project)
+    goals = properties.goal_rows(project)
     made: list[Task] = []
     for i, spec in enumerate(board["tasks"]):
         made.append(
-            Task.objects.create(
-                project=project,
-                key=f"t{i}",
-                description=f"task {i}",
-                status=spec["status"],
-                goal=goals.get(spec["goal"]),
-                assigned_to=spec["assigned_to"],
-                suspended_at=T0 if spec["suspended"] else None,
+            properties.task_row(
+                project,
+                goals,
+                i,
+                spec,
                 handoff_pending=spec["handoff_pending"],
                 crashes=spec["crashes"],
                 lease_expires=_expiry(
@@ -116,8 +113,6 @@ def _build(board) -> tuple[object, ProjectConfig, list[Card]]:
                     backoff=board["backoff"],
                     crashes=spec["crashes"],
                 ),
-                priority=spec["priority"],
-                created=T0 + timedelta(minutes=spec["created"]),
             )
         )
     deps: dict[int, list[Task]] = {}
@@ -148,7 +143,7 @@ def _differences(board) -> list[str]:
     """Where the SQL and the reference model disagree on `board`, for each coder (and for
     nobody, as `/work` asks); the board's rows are rolled back afterwards."""
     found: list[str] = []
-    with rolled_back():
+    with properties.rolled_back():
         project, config, cards = _build(board)
         for agent_id in ("", *CODERS):
             sql = [
@@ -200,7 +195,7 @@ BOUNDARY_BOARDS = [
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(board=BOARD)
-@with_boundaries(BOUNDARY_BOARDS)
+@properties.with_boundaries(BOUNDARY_BOARDS)
 def test_claim_queue_sql_equals_the_reference_model(board):
     assert _differences(board) == []
 
