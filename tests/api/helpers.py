@@ -25,6 +25,8 @@ from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sp
 from boards.coordination.models.records import Anomaly, CircuitBreaker, CircuitBreakerCheck, Event
 from boards.coordination.models.tasks import Discovery, Handoff, HumanNote, Review, Task
 from boards.coordination.services.actors import SYSTEM
+from boards.coordination.services.goals import goal_create
+from tests.lifecycle import World
 
 
 def api_base(slug: str) -> str:
@@ -34,6 +36,19 @@ def api_base(slug: str) -> str:
 def http_start() -> datetime:
     """A World clock a little behind the real one (see the module docstring)."""
     return timezone.now() - timedelta(minutes=2)
+
+
+def http_goal_world() -> World:
+    """A World on the HTTP clock whose project has a goal IN_PROGRESS: seed 002 requires one in
+    a valid state, and these tests ask `liza_validate` between their requests."""
+    world = World(now=http_start())
+    goal_create(
+        project=world.project,
+        actor=world.planner,
+        description="Retry logic for every API call",
+        now=world.tick(),
+    )
+    return world
 
 
 def key_for(agent: Agent) -> str:

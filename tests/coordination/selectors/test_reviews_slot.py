@@ -14,16 +14,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.models import Agent
-from boards.coordination.models.projects import Goal, ProjectConfig
+from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.reviews import review_slot, reviewable_tasks
 from boards.coordination.services.reviews import review_claim_next
+from tests.coordination.selectors import properties
 from tests.coordination.selectors.review_slot_oracle import Card, Claim, Reviewer, reviewable, slot
 from tests.factories import T0, ProjectFactory
 from tests.lifecycle import World
@@ -34,7 +35,6 @@ NOW = T0 + timedelta(days=1)
 STATES = ("READY_FOR_REVIEW", "READY_FOR_REVIEW", "READY_FOR_REVIEW", "CLAIMED", "APPROVED")
 REVIEWERS = ("code-reviewer-1", "code-reviewer-2", "code-reviewer-3")
 PEOPLE = ("", "coder-1", *REVIEWERS)
-GOALS = (None, "IN_PROGRESS", "COMPLETED", "ABORTED")
 CRITICALITIES = ("standard", "complex", "security-sensitive", "security-sensitive")
 
 CLAIM = st.fixed_dictionaries(
@@ -50,7 +50,7 @@ TASK = st.fixed_dictionaries(
     {
         "status": st.sampled_from(STATES),
         "suspended": st.sampled_from((False, False, True)),
-        "goal": st.sampled_from(GOALS),
+        "goal": st.sampled_from(properties.GOALS),
         "assigned_to": st.sampled_from(PEOPLE),
         "failed_by": st.lists(st.sampled_from(PEOPLE[1:]), max_size=2, unique=True),
         "criticality": st.sampled_from(CRITICALITIES),
@@ -79,17 +79,7 @@ def _build(board):
     reviewers as rows and as the reference model's, and the model's cards."""
     project = ProjectFactory()
     config = ProjectConfig(project=project, lease_grace=board["grace"])
-    goals = {
-        status: Goal.objects.create(
-            project=project,
-            goal_id=f"goal-{status.lower()}",
-            description=status,
-            created=T0,
-            status=status,
-        )
-        for status in GOALS
-        if status is not None
-    }
+    goals = properties.goal_rows(project)
     agents = [
         Agent.objects.create(
             project=project,
@@ -103,18 +93,8 @@ def _build(board):
     Agent.objects.create(project=project, agent_id="coder-1", role="coder", status="IDLE")
     cards = []
     for i, spec in enumerate(board["tasks"]):
-        task = Task.objects.create(
-            project=project,
-            key=f"t{i}",
-            description=f"task {i}",
-            status=spec["status"],
-            goal=goals.get(spec["goal"]),
-            assigned_to=spec["assigned_to"],
-            failed_by=spec["failed_by"],
-            criticality=spec["criticality"],
-            suspended_at=T0 if spec["suspended"] else None,
-            priority=spec["priority"],
-            created=T0 + timedelta(minutes=spec["created"]),
+        task = properties.task_row(
+            project, goals, i, spec, failed_by=spec["failed_by"], criticality=spec["criticality"]
         )
         claims = []
         for claim in spec["round"]:
@@ -152,44 +132,34 @@ def _build(board):
     return project, config, agents, cards
 
 
-class _Rollback(Exception):
-    """Undo one example's rows."""
-
-
 def _differences(board) -> list[str]:
     """Where the SQL and the reference model disagree on `board`, for each reviewer; the
     board's rows are rolled back afterwards."""
     found: list[str] = []
-    try:
-        with transaction.atomic():
-            project, config, agents, cards = _build(board)
-            security = {a.agent_id for a in agents if a.security_reviewer}
-            for agent in agents:
-                model = Reviewer(agent.agent_id, agent.status, agent.security_reviewer)
-                asked = dict(grace=config.lease_grace, now=NOW, security_ids=security)
-                sql = [
-                    t.pk
-                    for t in reviewable_tasks(
-                        project=project, reviewer=agent, now=NOW, config=config
+    with properties.rolled_back():
+        project, config, agents, cards = _build(board)
+        security = {a.agent_id for a in agents if a.security_reviewer}
+        for agent in agents:
+            model = Reviewer(agent.agent_id, agent.status, agent.security_reviewer)
+            asked = dict(grace=config.lease_grace, now=NOW, security_ids=security)
+            sql = [
+                t.pk
+                for t in reviewable_tasks(project=project, reviewer=agent, now=NOW, config=config)
+            ]
+            expected = reviewable(cards, model, **asked)
+            if sql != expected:
+                found.append(f"{agent.agent_id}: sql {sql} != model {expected}")
+            codes = dict(
+                Task.objects.filter(project=project)
+                .annotate(slot=review_slot(agent, NOW, config, project_id=project.pk))
+                .values_list("pk", "slot")
+            )
+            for card in cards:
+                if codes[card.pk] != slot(card, model, **asked):
+                    found.append(
+                        f"{agent.agent_id} on {card.pk}: sql {codes[card.pk]!r} != "
+                        f"model {slot(card, model, **asked)!r}"
                     )
-                ]
-                expected = reviewable(cards, model, **asked)
-                if sql != expected:
-                    found.append(f"{agent.agent_id}: sql {sql} != model {expected}")
-                codes = dict(
-                    Task.objects.filter(project=project)
-                    .annotate(slot=review_slot(agent, NOW, config, project_id=project.pk))
-                    .values_list("pk", "slot")
-                )
-                for card in cards:
-                    if codes[card.pk] != slot(card, model, **asked):
-                        found.append(
-                            f"{agent.agent_id} on {card.pk}: sql {codes[card.pk]!r} != "
-                            f"model {slot(card, model, **asked)!r}"
-                        )
-            raise _Rollback
-    except _Rollback:
-        pass
     return found
 
 
@@ -217,15 +187,9 @@ BOUNDARY_BOARDS = [
 ]
 
 
-def _with_boundaries(test):
-    for board in BOUNDARY_BOARDS:
-        test = example(board=board)(test)
-    return test
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(board=BOARD)
-@_with_boundaries
+@properties.with_boundaries(BOUNDARY_BOARDS)
 def test_review_slot_sql_equals_the_reference_model(board):
     assert _differences(board) == []
 

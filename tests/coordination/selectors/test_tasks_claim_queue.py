@@ -14,14 +14,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
-from hypothesis import HealthCheck, Phase, example, find, given, settings
+from django.db import connection
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from boards.coordination.models.projects import Goal, ProjectConfig
+from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.tasks import claim_candidates, retry_waits
+from tests.coordination.selectors import properties
 from tests.coordination.selectors.claim_queue_oracle import Card, queues
 from tests.factories import T0, ProjectFactory
 
@@ -44,14 +45,13 @@ STATES = (
 # The claimable states come up more often: that is where the rule has its branches.
 STATE = st.sampled_from(("UNCLAIMED", "CLAIMED", "CLAIMED", "REJECTED", *STATES))
 CODERS = ("coder-1", "coder-2")
-GOALS = (None, "IN_PROGRESS", "COMPLETED", "ABORTED")
 
 TASK = st.fixed_dictionaries(
     {
         "status": STATE,
         "assigned_to": st.sampled_from(("", *CODERS)),
         "suspended": st.sampled_from((False, False, True)),
-        "goal": st.sampled_from(GOALS),
+        "goal": st.sampled_from(properties.GOALS),
         "handoff_pending": st.sampled_from((False, False, True)),
         "crashes": st.integers(0, 3),
         # None, or an expiry placed around a boundary: which one (its own retry boundary most
@@ -96,28 +96,15 @@ def _build(board) -> tuple[object, ProjectConfig, list[Card]]:
     config = ProjectConfig(
         project=project, lease_grace=board["grace"], retry_backoff=board["backoff"]
     )
-    goals = {
-        status: Goal.objects.create(
-            project=project,
-            goal_id=f"goal-{status.lower()}",
-            description=status,
-            created=T0,
-            status=status,
-        )
-        for status in GOALS
-        if status is not None
-    }
+    goals = properties.goal_rows(project)
     made: list[Task] = []
     for i, spec in enumerate(board["tasks"]):
         made.append(
-            Task.objects.create(
-                project=project,
-                key=f"t{i}",
-                description=f"task {i}",
-                status=spec["status"],
-                goal=goals.get(spec["goal"]),
-                assigned_to=spec["assigned_to"],
-                suspended_at=T0 if spec["suspended"] else None,
+            properties.task_row(
+                project,
+                goals,
+                i,
+                spec,
                 handoff_pending=spec["handoff_pending"],
                 crashes=spec["crashes"],
                 lease_expires=_expiry(
@@ -126,8 +113,6 @@ def _build(board) -> tuple[object, ProjectConfig, list[Card]]:
                     backoff=board["backoff"],
                     crashes=spec["crashes"],
                 ),
-                priority=spec["priority"],
-                created=T0 + timedelta(minutes=spec["created"]),
             )
         )
     deps: dict[int, list[Task]] = {}
@@ -154,39 +139,31 @@ def _build(board) -> tuple[object, ProjectConfig, list[Card]]:
     return project, config, cards
 
 
-class _Rollback(Exception):
-    """Undo one example's rows."""
-
-
 def _differences(board) -> list[str]:
     """Where the SQL and the reference model disagree on `board`, for each coder (and for
     nobody, as `/work` asks); the board's rows are rolled back afterwards."""
     found: list[str] = []
-    try:
-        with transaction.atomic():
-            project, config, cards = _build(board)
-            for agent_id in ("", *CODERS):
-                sql = [
-                    list(q.values_list("pk", flat=True))
-                    for q in claim_candidates(project, agent_id, NOW, config)
-                ]
-                expected = queues(
-                    cards,
-                    agent_id=agent_id,
-                    now=NOW,
-                    grace=config.lease_grace,
-                    backoff=board["backoff"],
-                )
-                if sql != expected:
-                    found.append(f"{agent_id or 'nobody'}: sql {sql} != model {expected}")
-            # The one-row answer (a named claim's refusal, /work's Retry-After) agrees with the
-            # queue on every CLAIMED task the queue gives out.
-            for task in claim_candidates(project, "", NOW, config)[3]:
-                if retry_waits(task, NOW, config):
-                    found.append(f"{task.key}: in the queue but retry_waits")
-            raise _Rollback
-    except _Rollback:
-        pass
+    with properties.rolled_back():
+        project, config, cards = _build(board)
+        for agent_id in ("", *CODERS):
+            sql = [
+                list(q.values_list("pk", flat=True))
+                for q in claim_candidates(project, agent_id, NOW, config)
+            ]
+            expected = queues(
+                cards,
+                agent_id=agent_id,
+                now=NOW,
+                grace=config.lease_grace,
+                backoff=board["backoff"],
+            )
+            if sql != expected:
+                found.append(f"{agent_id or 'nobody'}: sql {sql} != model {expected}")
+        # The one-row answer (a named claim's refusal, /work's Retry-After) agrees with the
+        # queue on every CLAIMED task the queue gives out.
+        for task in claim_candidates(project, "", NOW, config)[3]:
+            if retry_waits(task, NOW, config):
+                found.append(f"{task.key}: in the queue but retry_waits")
     return found
 
 
@@ -216,15 +193,9 @@ BOUNDARY_BOARDS = [
 ]
 
 
-def _with_boundaries(test):
-    for board in BOUNDARY_BOARDS:
-        test = example(board=board)(test)
-    return test
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(board=BOARD)
-@_with_boundaries
+@properties.with_boundaries(BOUNDARY_BOARDS)
 def test_claim_queue_sql_equals_the_reference_model(board):
     assert _differences(board) == []
 

@@ -22,7 +22,6 @@ from datetime import timedelta
 import pytest
 import time_machine
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +38,7 @@ from boards.errors import ProtocolError
 from boards.protocol import AgentStatus
 from boards.watch.services.watch import watch_sweep
 from tests.api.helpers import agent_client, api_base
+from tests.coordination.selectors.properties import rolled_back
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db
@@ -56,22 +56,14 @@ def _fast_password_hasher(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-class _Rollback(Exception):
-    """Raised to undo a savepoint's work on purpose."""
-
-
 def _undone(operation):
     """Run `operation` in a savepoint that is always rolled back; its result, or the refusal."""
     outcome: list[object] = []
-    try:
-        with transaction.atomic():
-            try:
-                outcome.append(operation())
-            except (ProtocolError, PermissionDenied) as exc:
-                outcome.append(exc)
-            raise _Rollback
-    except _Rollback:
-        pass
+    with rolled_back():
+        try:
+            outcome.append(operation())
+        except (ProtocolError, PermissionDenied) as exc:
+            outcome.append(exc)
     return outcome[0]
 
 
@@ -377,24 +369,20 @@ def _board(world: World, now) -> str:
     at=AT,
 )
 def test_work_says_yes_exactly_when_a_claim_then_succeeds(db, agents, recipes, steps, stop, at):
-    try:
-        with transaction.atomic():
-            world = World()
-            assert config_of(world.project).lease_grace == 60  # what AT's offsets assume
-            _build(world, recipes, steps, stop)
-            now = world.now + timedelta(seconds=at)
-            for agent_id in agents:
-                agent = world.agent(agent_id)
-                expected = _claims_deliver(world, agent_id, now)
-                answer = work_for_role(project=world.project, role=agent.role, agent=agent, now=now)
-                assert answer["work"] is expected, (
-                    f"{agent_id} at +{at}s: /work says {answer['work']}, a claim "
-                    f"{'succeeds' if expected else 'is refused'}\n{_board(world, now)}\n"
-                    f"built from {recipes} then {steps}, stop={stop}"
-                )
-            raise _Rollback  # every example's rows go with its savepoint
-    except _Rollback:
-        pass
+    with rolled_back():  # every example's rows go with its savepoint
+        world = World()
+        assert config_of(world.project).lease_grace == 60  # what AT's offsets assume
+        _build(world, recipes, steps, stop)
+        now = world.now + timedelta(seconds=at)
+        for agent_id in agents:
+            agent = world.agent(agent_id)
+            expected = _claims_deliver(world, agent_id, now)
+            answer = work_for_role(project=world.project, role=agent.role, agent=agent, now=now)
+            assert answer["work"] is expected, (
+                f"{agent_id} at +{at}s: /work says {answer['work']}, a claim "
+                f"{'succeeds' if expected else 'is refused'}\n{_board(world, now)}\n"
+                f"built from {recipes} then {steps}, stop={stop}"
+            )
 
 
 @settings(
@@ -407,21 +395,17 @@ def test_work_says_yes_exactly_when_a_claim_then_succeeds(db, agents, recipes, s
 def test_the_work_endpoint_answers_what_the_claims_deliver(db, recipes, steps, at):
     """The same property through `GET /work` with each agent's own key, the clock held at
     `now` (the HTTP layer reads the real clock)."""
-    try:
-        with transaction.atomic():
-            world = World()
-            _build(world, recipes, steps, None)
-            now = world.now + timedelta(seconds=at)
-            for agent_id in AGENTS:
-                expected = _claims_deliver(world, agent_id, now)
-                client = agent_client(world.agent(agent_id))
-                with time_machine.travel(now, tick=False):
-                    response = client.get(f"{api_base(world.project.slug)}/work")
-                assert response.status_code == 200, response.content
-                assert response.json()["work"] is expected, (
-                    f"{agent_id} at +{at}s: GET /work says {response.json()}, a claim "
-                    f"{'succeeds' if expected else 'is refused'}\n{_board(world, now)}"
-                )
-            raise _Rollback
-    except _Rollback:
-        pass
+    with rolled_back():  # every example's rows go with its savepoint
+        world = World()
+        _build(world, recipes, steps, None)
+        now = world.now + timedelta(seconds=at)
+        for agent_id in AGENTS:
+            expected = _claims_deliver(world, agent_id, now)
+            client = agent_client(world.agent(agent_id))
+            with time_machine.travel(now, tick=False):
+                response = client.get(f"{api_base(world.project.slug)}/work")
+            assert response.status_code == 200, response.content
+            assert response.json()["work"] is expected, (
+                f"{agent_id} at +{at}s: GET /work says {response.json()}, a claim "
+                f"{'succeeds' if expected else 'is refused'}\n{_board(world, now)}"
+            )

@@ -190,13 +190,15 @@ def test_sprint_services_cover_the_machine():
     assert set(SPRINT_INTO) == set(p.SPRINT_STATES)
 
 
-def _drive_sprint(world, status: str) -> Sprint:
-    sprint = sprint_services.sprint_create(
-        project=world.project,
-        actor=world.planner,
-        goal=Goal.objects.get(project=world.project, status="IN_PROGRESS"),
-        now=world.tick(),
+def _sprint(world, **fields) -> Sprint:
+    """The planner's sprint for the goal IN_PROGRESS (`fields`: sprint_create's, e.g. planned)."""
+    return sprint_services.sprint_create(
+        project=world.project, actor=world.planner, goal=_goal(world), now=world.tick(), **fields
     )
+
+
+def _drive_sprint(world, status: str) -> Sprint:
+    sprint = _sprint(world)
     for step in SPRINT_PATH[status]:
         sprint = SPRINT_INTO[step][0](world, sprint, world.tick())
     assert sprint.status == status
@@ -235,13 +237,7 @@ def test_sprint_pair(world, frm, to):
 
 def test_sprint_does_not_complete_while_planned_work_is_open(world):
     world.unclaimed("task-1")
-    sprint = sprint_services.sprint_create(
-        project=world.project,
-        actor=world.planner,
-        goal=Goal.objects.get(project=world.project, status="IN_PROGRESS"),
-        planned=["task-1"],
-        now=world.tick(),
-    )
+    sprint = _sprint(world, planned=["task-1"])
     exc, event = assert_refused_unchanged(
         lambda: sprint_services.sprint_complete(sprint=sprint, actor=world.planner, now=world.now),
         project=world.project,
@@ -255,13 +251,7 @@ def test_sprint_does_not_complete_while_planned_work_is_open(world):
 def test_sprint_completes_by_itself_when_the_last_planned_task_is_terminal(world):
     """Seed 000 trigger "All planned tasks terminal → COMPLETED" (automatic, by the system)."""
     world.approved("task-1")
-    sprint = sprint_services.sprint_create(
-        project=world.project,
-        actor=world.planner,
-        goal=Goal.objects.get(project=world.project, status="IN_PROGRESS"),
-        planned=["task-1"],
-        now=world.tick(),
-    )
+    sprint = _sprint(world, planned=["task-1"])
     from boards.coordination.services.tasks import task_report_merge
 
     now = world.tick()

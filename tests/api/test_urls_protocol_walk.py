@@ -1,41 +1,35 @@
 """A goal from plan to completion, driven through the HTTP API only (SPEC §6).
 
 A human admin creates the agents over the API (each gets its key once); the planner, three
-coders and two reviewers then play the whole protocol with their bearer keys, and
-`manage.py liza_validate` must say VALID after every step. The edges that make agents exit
-(lease lost, pause), the refusals (collision, wrong commit, missing reason, cycles) and bad input
-of every kind get their own tests below.
+coders and two reviewers then play the whole protocol with their bearer keys through the routes
+of boards/api/urls.py, and `manage.py liza_validate` must say VALID after every step; the
+refusals met on the way (collision, wrong commit, missing reason, cycles) are asserted where
+they happen. The edges that make agents exit and bad input are proven beside the module that
+answers them (split from test_lifecycle.py, issue #22 item 3): test_heartbeats_lease_lost.py,
+test_work_stop.py, test_tasks_role_complete_dependencies.py, tests/operations/test_inputs.py,
+test_parsers_malformed.py, test_views_queries.py, test_base.py, tests/site/test_urls.py.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents.models import Agent
-from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
+from boards.coordination.models.projects import Project, ProjectConfig
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
-from boards.coordination.services.goals import goal_create
 from tests.api.helpers import (
-    agent_client,
     api_base,
     assert_envelope,
     assert_field_error,
     assert_valid,
     bearer,
-    domain_snapshot,
-    http_start,
     session_client,
-    validate,
 )
 from tests.factories import ProjectFactory, member
-from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db
 
@@ -393,294 +387,3 @@ def test_a_goal_from_plan_to_completion_over_http():
         assert action in actions, action
     assert actions.index("rejected") < actions.index("approved") < actions.index("merged")
     assert team.steps > 60
-
-
-# -- leaving: lost leases and pauses (exit 42) ---------------------------------------------------
-
-
-@pytest.fixture
-def world():
-    world = World(now=http_start())
-    goal_create(
-        project=world.project,
-        actor=world.planner,
-        description="Retry logic for every API call",
-        now=world.tick(),
-    )
-    return world
-
-
-def _expire(world: World, key: str, agent_id: str) -> None:
-    """The coder stopped heartbeating ten minutes ago: its task lease and its own lease lapsed
-    (lease_duration 300 s, lease_grace 60 s)."""
-    past = timezone.now() - timedelta(minutes=10)
-    Task.objects.filter(project=world.project, key=key).update(lease_expires=past)
-    Agent.objects.filter(project=world.project, agent_id=agent_id).update(lease_expires=past)
-
-
-def test_heartbeat_after_a_takeover_is_lease_lost_exit_42(world):
-    world.unclaimed("t1")
-    base = api_base(world.project.slug)
-    old, new = agent_client(world.agent("coder-1")), agent_client(world.agent("coder-2"))
-    assert old.post(f"{base}/tasks/claim-next", {"base_commit": "b1"}, format="json").json()[
-        "task"
-    ]["key"] == ("t1")
-    _expire(world, "t1", "coder-1")
-
-    taken = new.post(f"{base}/tasks/claim-next", {"base_commit": "b1"}, format="json").json()
-    assert (taken["task"]["key"], taken["task"]["assigned_to"]) == ("t1", "coder-2")
-    assert taken["task"]["failed_by"] == ["coder-1"]
-    assert_valid(world.project.slug, "the takeover")
-
-    before = domain_snapshot(world.project)
-    error = assert_envelope(
-        old.post(f"{base}/agents/heartbeat", {}, format="json"), 409, "lease_lost"
-    )
-    assert error["details"]["exit"] == 42
-    assert (error["details"]["task"], error["details"]["assigned_to"]) == ("t1", "coder-2")
-    assert domain_snapshot(world.project) == before  # the heartbeat extended nothing
-    refusal = Event.objects.filter(project=world.project, action="heartbeat_failed").get()
-    assert (refusal.actor_id, refusal.outcome, refusal.task.key) == ("coder-1", "rejected", "t1")
-    # Any other write by the old holder is lease_lost too.
-    submit = old.post(
-        f"{base}/tasks/t1/request-review",
-        {"review_commit": "c1", "tree_clean": True},
-        format="json",
-    )
-    assert assert_envelope(submit, 409, "lease_lost")["details"]["exit"] == 42
-    # The new holder heartbeats normally; the old one, restarted fresh, too.
-    assert new.post(f"{base}/agents/heartbeat", {}, format="json").json()["task"] == "t1"
-    assert old.post(f"{base}/agents/register", {}, format="json").status_code == 200
-    beat = old.post(f"{base}/agents/heartbeat", {}, format="json")
-    assert beat.status_code == 200 and beat.json()["task"] is None
-    assert_valid(world.project.slug, "the restart")
-
-
-def test_heartbeat_after_an_override_block_is_lease_lost_exit_42(world):
-    world.unclaimed("t1")
-    base = api_base(world.project.slug)
-    coder = agent_client(world.coder)
-    coder.post(f"{base}/tasks/claim-next", {"base_commit": "b1"}, format="json")
-    admin = session_client(world.admin)
-    blocked = admin.post(
-        f"{base}/tasks/t1/override-block", {"reason": "The spec changed"}, format="json"
-    )
-    assert blocked.json()["task"]["status"] == "BLOCKED"
-    error = assert_envelope(
-        coder.post(f"{base}/agents/heartbeat", {}, format="json"), 409, "lease_lost"
-    )
-    assert (error["details"]["task"], error["details"]["exit"]) == ("t1", 42)
-    assert "override" in error["details"]["reason"]
-    assert_valid(world.project.slug, "the override block")
-
-
-def test_heartbeat_after_the_lease_lapsed_untaken_is_lease_lost(world):
-    world.unclaimed("t1")
-    base = api_base(world.project.slug)
-    coder = agent_client(world.agent("coder-1"))
-    coder.post(f"{base}/tasks/claim-next", {"base_commit": "b1"}, format="json")
-    _expire(world, "t1", "coder-1")
-    error = assert_envelope(
-        coder.post(f"{base}/agents/heartbeat", {}, format="json"), 409, "lease_lost"
-    )
-    assert error["details"] == {"task": "t1", "exit": 42}
-    assert world.task("t1").lease_expires < timezone.now()  # not revived
-
-
-def test_a_paused_project_refuses_claims_and_tells_heartbeats_to_stop(world):
-    world.unclaimed("t1")
-    world.ready_for_review("t2", coder="coder-2")
-    base = api_base(world.project.slug)
-    Project.objects.filter(pk=world.project.pk).update(paused_at=timezone.now())
-    coder, reviewer = agent_client(world.agent("coder-1")), agent_client(world.reviewer)
-    before = domain_snapshot(world.project)
-
-    claim = coder.post(f"{base}/tasks/claim-next", {"base_commit": "b1"}, format="json")
-    assert assert_envelope(claim, 409, "paused")["details"]["exit"] == 42
-    named = coder.post(f"{base}/tasks/t1/claim", {"base_commit": "b1"}, format="json")
-    assert assert_envelope(named, 409, "paused")["details"]["exit"] == 42
-    review = reviewer.post(f"{base}/tasks/t2/review/claim")
-    assert assert_envelope(review, 409, "paused")["details"]["exit"] == 42
-    assert domain_snapshot(world.project) == before
-    assert world.task("t1").status == "UNCLAIMED"
-
-    beat = coder.post(f"{base}/agents/heartbeat", {}, format="json")
-    assert beat.status_code == 200, beat.json()
-    assert (beat.json()["stop"], beat.json()["exit"]) == ("paused", 42)
-    work = coder.get(f"{base}/work").json()
-    assert (work["work"], work["exit"]) == (False, 42)
-    assert validate(world.project.slug) == "VALID"
-
-
-def test_a_sprint_at_checkpoint_stops_agents_the_same_way(world):
-    from boards.coordination.services.sprints import sprint_checkpoint, sprint_create
-
-    world.unclaimed("t1")
-    sprint = sprint_create(
-        project=world.project,
-        actor=world.planner,
-        goal=Goal.objects.get(project=world.project),
-        planned=["t1"],
-        now=world.tick(),
-    )
-    sprint_checkpoint(sprint=sprint, actor=world.admin, now=world.tick(), reason="Look first")
-    assert Sprint.objects.get(pk=sprint.pk).status == "CHECKPOINT"
-    base = api_base(world.project.slug)
-    coder = agent_client(world.coder)
-    claim = coder.post(f"{base}/tasks/claim-next", {"base_commit": "b1"}, format="json")
-    assert assert_envelope(claim, 409, "checkpoint")["details"]["exit"] == 42
-    beat = coder.post(f"{base}/agents/heartbeat", {}, format="json").json()
-    assert (beat["stop"], beat["exit"]) == ("checkpoint", 42)
-
-
-# -- the coder's view of dependencies (seed 000 "Exit Code 0 Semantics") -------------------------
-
-
-def test_a_coder_is_not_done_while_an_unclaimed_task_waits_on_a_dependency(world):
-    world.claimed("t1", coder="coder-1")
-    world.unclaimed("t2", depends_on=["t1"])
-    work = agent_client(world.agent("coder-2")).get(f"{api_base(world.project.slug)}/work").json()
-    assert work["work"] is False
-    assert work["exit"] is None  # t2 will be claimable once t1 merges: keep polling
-    assert work["retry_after"] == 30
-
-
-# -- bad input: 400 with the envelope, never a 500 ------------------------------------------------
-
-BAD_BODIES = [
-    # (who, path, body, field named in the 400)
-    ("planner-1", "tasks", {"key": "t9", "description": "d", "depends": ["t1"]}, "depends"),
-    ("planner-1", "tasks", {"key": "t9", "description": "d", "priority": "high"}, "priority"),
-    ("planner-1", "tasks", {"key": "t9", "description": "d", "priority": 10**30}, "priority"),
-    ("planner-1", "tasks", {"key": "t9", "description": "d", "depends_on": "t1"}, "depends_on"),
-    ("planner-1", "tasks", {"key": "t 9!", "description": "d"}, "key"),
-    ("planner-1", "tasks", {"key": "t9", "description": "x" * 20_000}, "description"),
-    ("planner-1", "tasks", {"key": "t9", "description": "nul\x00byte"}, "description"),
-    ("planner-1", "tasks", {"key": "t9"}, "description"),
-    (
-        "planner-1",
-        "tasks/t1/rescope",
-        {"reason": "r", "new_tasks": [{"key": "t1a", "description": "d", "dependson": []}]},
-        "new_tasks",
-    ),
-    ("planner-1", "tasks/t1/rescope", {"reason": "r", "new_tasks": []}, "new_tasks"),
-    ("coder-1", "tasks/claim-next", {"base_commit": "b" * 65}, "base_commit"),
-    ("coder-1", "tasks/claim-next", {"base_commit": ["b1"]}, "base_commit"),
-    ("coder-1", "tasks/claim-next", {"basecommit": "b1"}, "basecommit"),
-    ("coder-1", "tasks/t1/block", {"reason": "r", "questions": "why?"}, "questions"),
-    ("coder-1", "tasks/t1/block", {"reason": "r", "questions": ["a", "b", "c", "d"]}, "questions"),
-    ("coder-1", "tasks/t1/block", {"reason": "r", "questions": []}, "questions"),
-    (
-        "coder-1",
-        "tasks/t1/request-review",
-        {"review_commit": "c1", "tree_clean": "maybe"},
-        "tree_clean",
-    ),
-    (
-        "coder-1",
-        "tasks/t1/request-review",
-        {"review_commit": "c1", "tree_clean": False},
-        "tree_clean",
-    ),
-    ("coder-1", "tasks/t1/request-review", {"review_commit": {"sha": "c1"}}, "review_commit"),
-    ("coder-1", "agents/heartbeat", {"context_percent": 101}, "context_percent"),
-    ("coder-1", "agents/heartbeat", {"context_percent": "lots"}, "context_percent"),
-    ("coder-1", "agents/register", {"agent_id": "coder-2"}, "agent_id"),
-    ("coder-1", "agents/register", {"role": "planner"}, "role"),
-    (
-        "coder-1",
-        "anomalies",
-        {"type": "retry_loop", "details": {"count": 3}},
-        "details.error_pattern",
-    ),
-    ("coder-1", "anomalies", {"type": "flaky", "details": {}}, "type"),
-    ("coder-1", "anomalies", {"type": "spec_gap", "details": [1, 2]}, "details"),
-    ("coder-1", "anomalies", {"type": "spec_gap", "details": {"k\x00": "v"}}, "details"),
-    ("coder-1", "anomalies", {"type": "spec_gap", "details": {"k": "v" * 20_000}}, "details"),
-    ("coder-1", "discoveries", {"description": "d", "severity": "dire"}, "severity"),
-    ("coder-1", "log", {"action": "two words", "detail": "d"}, "action"),
-    ("coder-1", "log", {"action": "note", "detail": "two\nlines"}, "detail"),
-]
-
-
-@pytest.mark.parametrize(
-    ("who", "path", "body", "field"),
-    BAD_BODIES,
-    ids=[f"{path}-{field}-{i}" for i, (_, path, _, field) in enumerate(BAD_BODIES)],
-)
-def test_bad_bodies_are_400_naming_the_field_and_change_nothing(world, who, path, body, field):
-    world.claimed("t1")
-    world.blocked("t2", coder="coder-2")
-    if path.startswith("tasks/t1/rescope"):
-        path = path.replace("t1", "t2")
-    client = agent_client(world.agent(who))
-    before = domain_snapshot(world.project)
-    response = client.post(f"{api_base(world.project.slug)}/{path}", body, format="json")
-    assert_field_error(response, field)
-    assert domain_snapshot(world.project) == before
-
-
-RAW_BODIES = [
-    # (raw body, content type, status, code)
-    ("{not json", "application/json", 400, "parse_error"),
-    ("[1, 2]", "application/json", 400, "validation_error"),
-    ('"a string"', "application/json", 400, "validation_error"),
-    ("null", "application/json", 400, "validation_error"),
-    ("[" * 50_000 + "]" * 50_000, "application/json", 400, "parse_error"),
-    ('{"reason": "' + "\\ud800" + '", "questions": ["q"]}', "application/json", 400, None),
-    (b"\xff\xfe\x00 not utf-8", "application/json", 400, "parse_error"),
-    ("reason=r", "text/plain", 415, "unsupported_media_type"),
-]
-
-
-@pytest.mark.parametrize(("raw", "content_type", "status", "code"), RAW_BODIES)
-def test_malformed_bodies_get_the_envelope_never_a_500(world, raw, content_type, status, code):
-    world.claimed("t1")
-    client = agent_client(world.coder)
-    before = domain_snapshot(world.project)
-    response = client.post(
-        f"{api_base(world.project.slug)}/tasks/t1/block", raw, content_type=content_type
-    )
-    assert response.status_code == status, response.content[:300]
-    error = response.json()["error"]
-    if code is not None:
-        assert error["code"] == code, error
-    assert domain_snapshot(world.project) == before
-
-
-def test_a_body_over_the_upload_limit_is_a_400_envelope(world, settings):
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
-    world.claimed("t1")
-    body = json.dumps({"reason": "x" * 20_000, "questions": ["q"]})
-    response = agent_client(world.coder).post(
-        f"{api_base(world.project.slug)}/tasks/t1/block", body, content_type="application/json"
-    )
-    assert_envelope(response, 400, "bad_request")
-    assert world.task("t1").status == "CLAIMED"
-
-
-BAD_QUERIES = [
-    ("tasks?status=DONE", "status"),
-    ("tasks?priority=high", "priority"),
-    ("tasks?q=%00", "q"),
-    ("events?after=yesterday", "after"),
-    ("events?task=t%00", "task"),
-    ("work?role=boss", "role"),
-]
-
-
-@pytest.mark.parametrize(("query", "field"), BAD_QUERIES)
-def test_bad_query_parameters_are_400_naming_them(world, query, field):
-    response = agent_client(world.coder).get(f"{api_base(world.project.slug)}/{query}")
-    assert_field_error(response, field)
-
-
-@pytest.mark.parametrize(
-    "path", ["tasks/t%00", "tasks/t%00/claim", "agents/coder%00", "keys/ab%00/revoke"]
-)
-def test_a_null_character_in_a_path_is_just_not_found(world, path):
-    client = session_client(world.admin)
-    response = client.post(f"{api_base(world.project.slug)}/{path}", {}, format="json")
-    if response.status_code == 405:  # GET-only route
-        response = client.get(f"{api_base(world.project.slug)}/{path}")
-    assert_envelope(response, 404, "not_found")
