@@ -210,6 +210,19 @@ def _own_open_review(task: Task, agent: Agent, *, now: datetime, action: str, co
     return review
 
 
+def _lock_own_review(task: Task, agent: Agent, step: Attempt, config) -> tuple[Agent, Task, Review]:
+    """The reviewer's own live review of `task`, under review, locked (agent rows before task
+    rows, locking): what extending and giving back a review both act on."""
+    agent = lock_agent(agent)
+    task = lock_task(task)
+    require_not_lost(task, agent, action=step.action, now=step.now)
+    require_task_status(
+        task, [TaskStatus.READY_FOR_REVIEW], to=TaskStatus.READY_FOR_REVIEW, attempt=step
+    )
+    review = _own_open_review(task, agent, now=step.now, action=step.action, config=config)
+    return agent, task, review
+
+
 @records_refusals
 def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
     """The reviewer extends its own review lease during a long review."""
@@ -218,16 +231,9 @@ def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
     require_role(attempt, agent_roles=REVIEWER, human=None, task=task)
     config = config_of(project)
     with transaction.atomic():
-        agent = lock_agent(agent)  # agent rows before task rows (locking)
-        task = lock_task(task)
-        require_not_lost(task, agent, action="extend_review", now=now)
-        require_task_status(
-            task,
-            [TaskStatus.READY_FOR_REVIEW],
-            to=TaskStatus.READY_FOR_REVIEW,
-            attempt=Attempt(project, agent, "extend_review", now),
+        agent, task, review = _lock_own_review(
+            task, agent, Attempt(project, agent, "extend_review", now), config
         )
-        review = _own_open_review(task, agent, now=now, action="extend_review", config=config)
         review.lease_expires = now + timedelta(seconds=task.lease_seconds(config))
         review.save()
         attempt.record(
@@ -249,13 +255,7 @@ def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "")
     reason = clean_text(reason, "reason", required=False, max_length=2000)
     config = config_of(project)
     with transaction.atomic():
-        agent = lock_agent(agent)  # agent rows before task rows (locking)
-        task = lock_task(task)
-        require_not_lost(task, agent, action="review_release", now=now)
-        require_task_status(
-            task, [TaskStatus.READY_FOR_REVIEW], to=TaskStatus.READY_FOR_REVIEW, attempt=attempt
-        )
-        review = _own_open_review(task, agent, now=now, action="review_release", config=config)
+        agent, task, review = _lock_own_review(task, agent, attempt, config)
         review.closed_at = now
         review.lease_expires = None
         review.save()
