@@ -40,7 +40,8 @@ ROLES = {"coder": "coder-1", "code_reviewer": "code-reviewer-1", "planner": "pla
 # Microseconds off the boundary (positive: earlier, so dead sooner), or far from it.
 NUDGES = (-LEASE * 1_000_000, -1_000_000, -1, 0, 1, 1_000_000)
 LEASE_AT = st.one_of(st.none(), st.sampled_from(NUDGES))
-OVERRIDE = st.sampled_from((None, None, 0, 120))
+# Shorter and longer than the project's lease: a longer one sets the agent's own lease.
+OVERRIDE = st.sampled_from((None, None, 0, 120, 600))
 
 TASK = st.fixed_dictionaries(
     {
@@ -330,6 +331,13 @@ EDGE_BOARDS = [
         for nudge in (-1, 0, 1)
     ],
     *[_board(progress=nudge) for nudge in (-1, 0, 1)],
+    # Leases longer than the project's: they set the agent's own lease.
+    _board(task_override=600),
+    _board(
+        role="code_reviewer",
+        task=None,
+        claims=[{**_claim(-LEASE * 1_000_000), "override": 600}],
+    ),
     _board(status="STARTING", task=None),
     _board(enabled=False),
     _board(lost=True),
