@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 
 from agents.models import (
@@ -17,11 +18,9 @@ from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.budgets import budget_exists_sql, budget_refusal
-from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.sprints import sprint_current_sql
-from boards.coordination.selectors.work import UNREAD, Stop, stop_reason
+from boards.coordination.selectors.work import Stop, stop_reason
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
-from boards.coordination.services.locking import lock_agent
 from boards.errors import (
     Collision,
     Forbidden,
@@ -29,6 +28,7 @@ from boards.errors import (
     ProtocolValidationError,
 )
 from boards.protocol import (
+    AGENT_EDGES,
     AGENT_ID_PREFIX,
     OPEN_SPRINT_STATES,
     AgentStatus,
@@ -127,6 +127,9 @@ def agent_heartbeat(
     supervisor saw it. Older than `progress_stale` (the supervisor's watchdog should have
     stopped it long before: a hung supervisor), the task lease is not extended — it lapses —
     and the answer says stop ("stalled").
+
+    The locks, checks and writes are `liza_heartbeat_v1` (boards migration 0027), one round
+    trip with the reads the stop answer needs; this raises what it refuses.
     """
     project = agent.project
     if context_percent is not None and (
@@ -140,147 +143,27 @@ def agent_heartbeat(
         progress_at = now  # a supervisor's clock ahead of ours: progress now, not later
     stale = progress_at is not None and progress_stale(progress_at, now, config)
     with transaction.atomic():
-        read = _HeartbeatRead.of(agent)
-        agent = read.agent
-        if not agent.enabled:
+        beat = _Heartbeat.of(agent, now, config, context_percent, progress_at, stale=stale)
+        agent, task = beat.agent, beat.task
+        if beat.outcome == "disabled":
             raise Attempt(project, agent, "agent_heartbeat", now).refuse(
                 Forbidden(f"agent {agent.agent_id} is disabled")
             )
-        _refuse_if_lost(agent, project, now)
-        # Lock order (boards.coordination.services.locking): the agent, then its task, then its
-        # reviews. A coder holds at most one task and no review, a reviewer review leases and no
-        # task (seed 000): each asks only for its own rows.
-        task = _extend_task_lease(agent, project, now, config, stale=stale, read=read)
-        reviews = _extend_review_leases(agent, project, now, config)
-        if agent.status == AgentStatus.STARTING:
-            agent.ready()
-        agent.heartbeat = now
-        agent.lease_expires = max(
-            [now + timedelta(seconds=config.lease_duration)]
-            + [r.lease_expires for r in reviews if r.lease_expires]
-            + ([task.lease_expires] if task is not None and task.lease_expires else [])
-        )
-        if context_percent is not None:
-            agent.context_percent = context_percent
-        fields = ["status", "heartbeat", "lease_expires", "context_percent"]
-        if progress_at is not None:
-            agent.progress_at = progress_at
-            fields.append("progress_at")
-        # Only what a heartbeat changes: a narrow UPDATE of unindexed columns stays HOT.
-        rows.save_fields(agent, fields)
-        # Heartbeats write no Event, but open boards show leases and heartbeat ages.
-        outbox.changed(project.pk, outbox.AGENT, agent.pk)
-        if task is not None:
-            outbox.changed(project.pk, outbox.TASK, task.pk)
-    stop = _heartbeat_stop(
-        agent, project, config, task, reviews, progress_at=progress_at if stale else None, read=read
-    )
-    return HeartbeatResult(agent=agent, task=task, reviews=reviews, stop=stop)
-
-
-@dataclass(frozen=True)
-class _HeartbeatRead:
-    """What a heartbeat reads, in one statement on PostgreSQL: the agent row locked, its task
-    as it is (unlocked: its lease is written only if the row is unchanged since,
-    `rows.save_fields(version=...)`), the project's current sprint (`stop_reason`) and whether
-    the project has any budget (`budget_refusal`). Elsewhere, or when that statement's task is
-    not the locked agent's, the agent alone (`lock_agent`) and the rest read where it is used."""
-
-    agent: Agent
-    task: Task | None = None
-    version: str = ""
-    sprint: Sprint | object | None = UNREAD
-    has_budgets: bool | None = None
-
-    @classmethod
-    def of(cls, agent: Agent) -> _HeartbeatRead:
-        if connection.vendor != "postgresql":
-            return cls(lock_agent(agent))
-        with connection.cursor() as cursor:
-            cursor.execute(_read_sql(), [*OPEN_SPRINT_STATES, agent.pk])
-            row = cursor.fetchone()
-        if row is None:
-            return cls(lock_agent(agent))  # gone: DoesNotExist, as lock_agent says it
-        agent_end = rows.width(Agent)
-        task_end = agent_end + rows.width(Task)
-        sprint_end = task_end + 1 + rows.width(Sprint)
-        locked = rows.from_row(Agent, row[:agent_end])
-        task = rows.from_row(Task, row[agent_end:task_end]) if row[agent_end] is not None else None
-        if (task.pk if task is not None else None) != locked.current_task_id:
-            task = None  # its task changed while the lock was awaited: lock it as it is now
-        sprint = (
-            rows.from_row(Sprint, row[task_end + 1 : sprint_end])
-            if row[task_end + 1] is not None
-            else None
-        )
-        return cls(
-            locked,
-            task=task,
-            version=row[task_end] or "",
-            sprint=sprint,
-            has_budgets=row[sprint_end],
-        )
-
-
-@cache
-def _read_sql() -> str:
-    quote = connection.ops.quote_name
-    return (
-        f"SELECT {rows.select_list(Agent, 'a')}, {rows.select_list(Task, 't')}, "
-        f"t.{rows.VERSION}, {rows.select_list(Sprint, 's')}, "
-        f"{budget_exists_sql('a.' + quote('project_id'))} "
-        f"FROM {quote(Agent._meta.db_table)} a "
-        f"LEFT JOIN {quote(Task._meta.db_table)} t "
-        f"ON t.{quote('id')} = a.{quote('current_task_id')} "
-        f"LEFT JOIN LATERAL ({sprint_current_sql('a.' + quote('project_id'))}) s ON TRUE "
-        f"WHERE a.{quote('id')} = %s FOR UPDATE OF a"
-    )
-
-
-def _refuse_if_lost(agent: Agent, project: Project, now: datetime) -> None:
-    """A coder whose task was taken from it gets lease_lost, exit 42."""
-    if agent.lost_task_id is None:
-        return
-    lost = agent.lost_task
-    raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-        LeaseLost(
-            f"{agent.agent_id} lost {lost.key} ({agent.lost_reason}); exit 42",
-            {
-                "task": lost.key,
-                "reason": agent.lost_reason,
-                "assigned_to": lost.assigned_to or None,
-            },
-        ),
-        task=lost,
-    )
-
-
-def _extend_task_lease(
-    agent: Agent, project: Project, now: datetime, config, *, stale: bool, read: _HeartbeatRead
-) -> Task | None:
-    """The coder's task, locked, its lease extended (not when its progress is stale); a lease
-    it no longer holds is lease_lost.
-
-    The common case — the task read with the agent, still its live claim, its progress not
-    stale — is one UPDATE, made only if the row is as read; any other case locks the row and
-    decides on it."""
-    if agent.current_task_id is None:
-        return None
-    task = read.task
-    if (
-        task is not None
-        and not stale
-        and task.status == TaskStatus.CLAIMED
-        and not _task_lost(task, agent, now, config)
-    ):
-        task.lease_expires = task.lease_until(now=now, config=config)
-        if rows.save_fields(task, ["lease_expires"], version=read.version):
-            agent.current_task = task  # the answer shows it: no second read
-            return task
-    task = rows.get_locked(Task, agent.current_task_id)
-    agent.current_task = task  # the answer shows it: no second read
-    if task.status == TaskStatus.CLAIMED:
-        if _task_lost(task, agent, now, config):
+        if beat.outcome == "lost":
+            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+                LeaseLost(
+                    f"{agent.agent_id} lost {task.key} ({agent.lost_reason}); exit 42",
+                    {
+                        "task": task.key,
+                        "reason": agent.lost_reason,
+                        "assigned_to": task.assigned_to or None,
+                    },
+                ),
+                task=task,
+            )
+        if beat.outcome == "gone":
+            raise Task.DoesNotExist(f"Task {agent.current_task_id} does not exist")
+        if beat.outcome == "lease_lost":
             raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
                 LeaseLost(
                     f"{agent.agent_id} lost its lease on {task.key}; exit 42",
@@ -288,39 +171,140 @@ def _extend_task_lease(
                 ),
                 task=task,
             )
-        if not stale:
-            task.lease_expires = task.lease_until(now=now, config=config)
-            rows.save_fields(task, ["lease_expires"])
-    return task
-
-
-def _task_lost(task: Task, agent: Agent, now: datetime, config) -> bool:
-    """A CLAIMED task is no longer the agent's: taken over, or its lease dead."""
-    return task.assigned_to != agent.agent_id or not lease_alive(task.lease_expires, now, config)
-
-
-def _extend_review_leases(agent: Agent, project: Project, now: datetime, config) -> list[Review]:
-    """A reviewer's pending review claims, locked alone (their tasks are read, not locked: only
-    the lease length is taken from them), each live lease extended."""
-    if agent.role != Agent.Role.CODE_REVIEWER:
-        return []
-    reviews = list(
-        Review.objects.select_for_update(of=("self",))
-        .select_related("task")
-        .filter(
-            task__project=project,
-            reviewer=agent.agent_id,
-            closed_at__isnull=True,
-            verdict="",
-            lease_expires__isnull=False,
-        )
-        .order_by("pk")
+        # Heartbeats write no Event, but open boards show leases and heartbeat ages.
+        outbox.changed(project.pk, outbox.AGENT, agent.pk)
+        if task is not None:
+            outbox.changed(project.pk, outbox.TASK, task.pk)
+    stop = _heartbeat_stop(
+        agent,
+        project,
+        config,
+        task,
+        beat.reviews,
+        progress_at=progress_at if stale else None,
+        beat=beat,
     )
-    for review in reviews:
-        if lease_alive(review.lease_expires, now, config):
-            review.lease_expires = now + timedelta(seconds=review.task.lease_seconds(config))
-            rows.save_fields(review, ["lease_expires"])
-    return reviews
+    return HeartbeatResult(agent=agent, task=task, reviews=beat.reviews, stop=stop)
+
+
+@dataclass(frozen=True)
+class _Heartbeat:
+    """What `liza_heartbeat_v1` answered, in the one statement that calls it: its outcome
+    (`ok`, or the refusal: `disabled`, `lost`, `lease_lost`, `gone`), the agent row as written
+    (or as locked, refused), its task (the lost one for `lost`), its review claims each with
+    its task, the project's current sprint (`stop_reason`) and whether the project has any
+    budget (`budget_refusal`)."""
+
+    outcome: str
+    agent: Agent
+    task: Task | None
+    reviews: list[Review]
+    sprint: Sprint | None
+    has_budgets: bool
+
+    @classmethod
+    def of(
+        cls,
+        agent: Agent,
+        now: datetime,
+        config,
+        context_percent: int | None,
+        progress_at: datetime | None,
+        *,
+        stale: bool,
+    ) -> _Heartbeat:
+        ready_from, ready_to = _READY
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _call_sql(),
+                [
+                    agent.project_id,
+                    agent.pk,
+                    now,
+                    config.lease_duration,
+                    config.lease_grace,
+                    context_percent,
+                    progress_at,
+                    stale,
+                    TaskStatus.CLAIMED,
+                    Agent.Role.CODE_REVIEWER,
+                    ready_from,
+                    ready_to,
+                    agent.project_id,
+                    *OPEN_SPRINT_STATES,
+                ],
+            )
+            answered = cursor.fetchall()
+        if not answered:
+            raise Agent.DoesNotExist(f"Agent {agent.pk} does not exist")
+        first = answered[0]
+        cut = _cuts()
+        locked = rows.from_row(Agent, first[cut[0] : cut[1]])
+        task = _row_or_none(Task, first[cut[1] : cut[2]])
+        if task is not None:
+            # The answer shows it: no second read.
+            if first[0] == "lost":
+                locked.lost_task = task
+            else:
+                locked.current_task = task
+        reviews = []
+        for row in answered:
+            review = _row_or_none(Review, row[cut[2] : cut[3]])
+            if review is not None:
+                review.task = rows.from_row(Task, row[cut[3] : cut[4]])
+                reviews.append(review)
+        return cls(
+            outcome=first[0],
+            agent=locked,
+            task=task,
+            reviews=reviews,
+            sprint=_row_or_none(Sprint, first[cut[4] : cut[5]]),
+            has_budgets=first[cut[5]],
+        )
+
+
+def _ready_edge() -> tuple[str, str]:
+    """Seed 000's `ready` (STARTING → IDLE), the one edge a heartbeat takes, as the function's
+    arguments: the FSM's table stays the one place that names it. It is open to every role;
+    a role condition there would have to become an argument too."""
+    (edge,) = [
+        (pair, role) for pair, (name, role) in AGENT_EDGES.items() if name == Agent.ready.__name__
+    ]
+    (source, target), role = edge
+    if role is not None:
+        raise ImproperlyConfigured("the heartbeat's ready edge is open to every role")
+    return source, target
+
+
+_READY = _ready_edge()
+
+
+def _row_or_none(model, values: tuple):
+    return None if values[0] is None else rows.from_row(model, values)
+
+
+@cache
+def _cuts() -> tuple[int, ...]:
+    """Where each model's columns start in `_call_sql`'s row: the agent, its task, the review,
+    the review's task, the sprint, then `has_budgets`."""
+    bounds = [1]
+    for model in (Agent, Task, Review, Task, Sprint):
+        bounds.append(bounds[-1] + rows.width(model))
+    return tuple(bounds)
+
+
+@cache
+def _call_sql() -> str:
+    return (
+        f"SELECT h.outcome, {rows.select_list(Agent, '(h.agent_row)')}, "
+        f"{rows.select_list(Task, '(h.task_row)')}, "
+        f"{rows.select_list(Review, '(h.review_row)')}, "
+        f"{rows.select_list(Task, '(h.review_task_row)')}, "
+        f"{rows.select_list(Sprint, 's')}, {budget_exists_sql('%s')} "
+        "FROM liza_heartbeat_v1(%s::bigint, %s::timestamptz, %s::integer, %s::integer, "
+        "%s::integer, %s::timestamptz, %s::boolean, %s::text, %s::text, %s::text, %s::text) h "
+        f"LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
+    )
 
 
 def _heartbeat_stop(
@@ -331,11 +315,11 @@ def _heartbeat_stop(
     reviews: list[Review],
     *,
     progress_at: datetime | None,
-    read: _HeartbeatRead,
+    beat: _Heartbeat,
 ) -> Stop | None:
     """Whether the heartbeat says stop: the project's stop-work rule, a spent budget, or (with
     `progress_at`, stale) a stalled run."""
-    stop = stop_reason(project, sprint=read.sprint)
+    stop = stop_reason(project, sprint=beat.sprint)
     if stop is None:
         # Issue 24: a spent budget stops the running agent through its heartbeat, whatever it
         # holds; its supervisor terminates it (the run ends with reason "budget").
@@ -343,7 +327,7 @@ def _heartbeat_stop(
             project=project,
             agent=agent,
             tasks=[task, *(r.task for r in reviews)],
-            has_budgets=read.has_budgets,
+            has_budgets=beat.has_budgets,
         )
         if exhausted is not None:
             stop = Stop("budget_exhausted", f"{exhausted.message}; stop the agent")

@@ -85,15 +85,10 @@ def _locked_by_pk(model: type[Model]) -> str:
     return select_sql(model, f"{pk} = %s", lock=True)
 
 
-def save_fields(
-    instance: Model, fields: list[str] | tuple[str, ...] | None = None, *, version: str = ""
-) -> bool:
+def save_fields(instance: Model, fields: list[str] | tuple[str, ...] | None = None) -> bool:
     """UPDATE the named fields of `instance` (every concrete field but the key when None), each
-    value prepared for the database by its own field, as `Model.save(update_fields=...)`.
-
-    `version` (PostgreSQL): the row's `xmin` as it was read (`VERSION`), unlocked; the row is
-    written only if no one has changed it since, and False says it was not (then lock it and
-    decide again). The write locks it, so what was decided on that read holds until the commit."""
+    value prepared for the database by its own field, as `Model.save(update_fields=...)`; False
+    when the row is gone."""
     meta = instance._meta
     if fields is None:
         # A field not loaded (`.only()`) is not written, as `Model.save()` leaves it too.
@@ -107,17 +102,10 @@ def save_fields(
     assignments = ", ".join(f"{quote(f.column)} = %s" for f in chosen)
     values = [f.get_db_prep_save(f.pre_save(instance, False), connection) for f in chosen]
     table = quote(meta.db_table)
-    where, params = f"{quote(meta.pk.column)} = %s", [*values, instance.pk]
-    if version:
-        where, params = f"{where} AND xmin = %s::xid", [*params, version]
+    where = f"{quote(meta.pk.column)} = %s"
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET {assignments} WHERE {where}", params)
+        cursor.execute(f"UPDATE {table} SET {assignments} WHERE {where}", [*values, instance.pk])
         return cursor.rowcount == 1
-
-
-# A row's version on PostgreSQL (its `xmin`, as text), read beside its columns for
-# `save_fields(version=...)`: `f"{alias}.{VERSION}"`.
-VERSION = "xmin::text"
 
 
 def _converted(model: type[Model], row: tuple) -> tuple:

@@ -2,9 +2,10 @@
 
 An UPDATE is HOT (heap-only: no index entry written, the new row version on the same page) only
 when it changes no indexed column and the page has room. These tests read both conditions off
-the real database: the columns the heartbeat's own UPDATE statements write, against every
-index of their tables, and the tables' fillfactor. The measured HOT share is in
-`bench/heartbeats.py`.
+the real database: the columns the heartbeat's UPDATE statements write — those of
+`liza_heartbeat_v1` (boards migration 0027), which the heartbeat calls, read from its
+definition as PostgreSQL holds it — against every index of their tables, and the tables'
+fillfactor. The measured HOT share is in `bench/heartbeats.py`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.services import agent_heartbeat
 
-UPDATE = re.compile(r'^UPDATE "(?P<table>\w+)" SET (?P<sets>.*?) WHERE ', re.S)
-SET_COLUMN = re.compile(r'"(\w+)" = ')
+UPDATE = re.compile(r"\bUPDATE (?P<table>\w+)(?: \w+)? SET\s+(?P<sets>.*?)\s(?:FROM|WHERE)\s", re.S)
+# Each assignment's column: at the start of the SET list or after a comma (not a comparison).
+SET_COLUMN = re.compile(r"(?:^|,)\s*(\w+) = ")
 HEARTBEAT_TABLES = ("agents_agent", "boards_task", "boards_review")
 
 
@@ -41,12 +43,20 @@ def indexed_columns(table: str) -> set[str]:
 
 
 def heartbeat_updates(agent, now) -> dict[str, set[str]]:
+    """The columns each table's UPDATEs write in the function the heartbeat calls (and in any
+    UPDATE the service would issue itself)."""
     with CaptureQueriesContext(connection) as queries:
         agent_heartbeat(agent=agent, now=now)
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert any("liza_heartbeat_v1(" in statement for statement in sql), sql
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_heartbeat_v1'"
+        )
+        sql.append(cursor.fetchone()[0])
     written: dict[str, set[str]] = {}
-    for query in queries.captured_queries:
-        match = UPDATE.match(query["sql"])
-        if match:
+    for statement in sql:
+        for match in UPDATE.finditer(statement.replace('"', "")):
             written.setdefault(match["table"], set()).update(SET_COLUMN.findall(match["sets"]))
     return written
 
