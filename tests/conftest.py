@@ -69,7 +69,8 @@ def _key_counter_of_this_worker():
     database, and another worker's revoke or pause bumping the shared counter would empty this
     one's cached keys mid-test — a test that needs a cached key (tests/api/test_hot.py,
     tests/agents/test_keycache.py) then failed now and then. Servers the tests start keep the
-    product's counter: within one server its bumps and reads agree."""
+    product's counter (within one server its bumps and reads agree), except the `liza` command
+    line's (tests/agents/client), which reads this one so that a test's pause reaches it."""
     from liza_site import key_generation
 
     key_generation.KEY = f"liza:keygen:{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
