@@ -63,6 +63,16 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=key)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -> None:
+    """pytest-django's (each xdist worker's database name), and each worker's test database
+    copied from one migrated template rather than migrated on its own (tests/template_db.py)."""
+    from tests.template_db import migrated_template
+
+    default = settings.DATABASES["default"]
+    default.setdefault("TEST", {})["TEMPLATE"] = migrated_template(default)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _key_counter_of_this_worker():
     """This worker's own key counter (liza_site.key_generation): the workers share one Redis
