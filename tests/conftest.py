@@ -63,13 +63,24 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=key)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -> None:
+    """pytest-django's (each xdist worker's database name), and each worker's test database
+    copied from one migrated template rather than migrated on its own (tests/template_db.py)."""
+    from tests.template_db import migrated_template
+
+    default = settings.DATABASES["default"]
+    default.setdefault("TEST", {})["TEMPLATE"] = migrated_template(default)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _key_counter_of_this_worker():
     """This worker's own key counter (liza_site.key_generation): the workers share one Redis
     database, and another worker's revoke or pause bumping the shared counter would empty this
     one's cached keys mid-test — a test that needs a cached key (tests/api/test_hot.py,
     tests/agents/test_keycache.py) then failed now and then. Servers the tests start keep the
-    product's counter: within one server its bumps and reads agree."""
+    product's counter (within one server its bumps and reads agree), except the `liza` command
+    line's (tests/agents/client), which reads this one so that a test's pause reaches it."""
     from liza_site import key_generation
 
     key_generation.KEY = f"liza:keygen:{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"

@@ -40,3 +40,12 @@ MIDDLEWARE = [
     else entry
     for entry in MIDDLEWARE  # noqa: F405
 ]
+
+# A server a test starts on the test worker's Redis reads the worker's own key-cache counter
+# (tests/conftest.py `_key_counter_of_this_worker`), so a pause, a resume or a revoke the test
+# makes reaches the server's next request, as in production, instead of its cache's TTL.
+_key_counter = os.environ.get("LIZA_TEST_KEY_COUNTER")
+if _key_counter:
+    from liza_site import key_generation
+
+    key_generation.KEY = _key_counter
