@@ -130,6 +130,7 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
     },
     "code-reviewer-1": {  # reviewing t-review, approved t-approved
         "reviews_extend",
+        "reviews_release",
         "reviews_verdict",
         "tasks_report_merge",
         "tasks_report_integration_failure",
