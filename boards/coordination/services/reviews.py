@@ -244,6 +244,17 @@ def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
     return review
 
 
+def _end_own_claim(review: Review, agent: Agent, now: datetime) -> None:
+    """The reviewer's claim ends (its verdict, or given back): the review's lease goes and the
+    reviewer, seen at `now`, is IDLE again."""
+    review.lease_expires = None
+    review.save()
+    if agent.status == AgentStatus.REVIEWING:
+        agent.finish_review()
+    agent.heartbeat = now
+    agent.save()
+
+
 @records_refusals
 def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "") -> Review:
     """The reviewer gives its open review claim back before a verdict: the slot opens at once
@@ -257,12 +268,7 @@ def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "")
     with transaction.atomic():
         agent, task, review = _lock_own_review(task, agent, attempt, config)
         review.closed_at = now
-        review.lease_expires = None
-        review.save()
-        if agent.status == AgentStatus.REVIEWING:
-            agent.finish_review()
-        agent.heartbeat = now
-        agent.save()
+        _end_own_claim(review, agent, now)
         attempt.record(
             action="review_released",
             task=task,
@@ -309,12 +315,7 @@ def review_verdict(
         review.verdict = verdict
         review.reason = reason
         review.verdict_at = now
-        review.lease_expires = None
-        review.save()
-        if agent.status == AgentStatus.REVIEWING:
-            agent.finish_review()
-        agent.heartbeat = now
-        agent.save()
+        _end_own_claim(review, agent, now)
         coder = agent_row(project, task.assigned_to)
         if verdict == Review.Verdict.REJECTED:
             _reject(task, attempt, reason, config=config, coder=coder)
