@@ -12,7 +12,7 @@ from agents.models import (
 from boards.coordination.models.tasks import Handoff, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import agents_only, require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
 from boards.coordination.services.locking import lock_own_claim
 from boards.protocol import (
@@ -21,6 +21,7 @@ from boards.protocol import (
 )
 
 
+@agents_only
 @records_refusals
 def agent_handoff(
     *,
@@ -38,7 +39,7 @@ def agent_handoff(
     """Context exhaustion: write the handoff, set handoff_pending, agent → HANDOFF (seed 000)."""
     project = task.project
     attempt = Attempt(project, agent, "agent_handoff", now)
-    require_role(attempt, agent_roles=("coder",), human=None, task=task)
+    require_role(attempt, agent_roles=("coder",), task=task)
     summary = clean_text(summary, "summary", max_length=500)
     next_action = clean_text(next_action, "next_action", max_length=500)
     config = config_of(project)
@@ -73,12 +74,13 @@ def agent_handoff(
     return handoff
 
 
+@agents_only
 @records_refusals
 def agent_handoff_pickup(*, agent: Agent, task: Task, now: datetime) -> Handoff | None:
     """The next session reads the handoff and clears handoff_pending (seed 000)."""
     project = task.project
     attempt = Attempt(project, agent, "agent_handoff_pickup", now)
-    require_role(attempt, agent_roles=("coder",), human=None, task=task)
+    require_role(attempt, agent_roles=("coder",), task=task)
     config = config_of(project)
     with transaction.atomic():
         pickup = Attempt(project, agent, "handoff_pickup", now)

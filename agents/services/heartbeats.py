@@ -21,6 +21,7 @@ from boards.coordination.selectors.budgets import budget_exists_sql, budget_refu
 from boards.coordination.selectors.sprints import sprint_current_sql
 from boards.coordination.selectors.work import Stop, stop_reason
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
+from boards.coordination.services.authority import agents_only
 from boards.errors import (
     Collision,
     Forbidden,
@@ -51,6 +52,7 @@ class HeartbeatResult:
     stop: Stop | None
 
 
+@agents_only  # the agent of the key: people have none (the view's `agent` refuses them)
 @records_refusals
 def agent_register(
     *, project: Project, agent_id: str, role: str, now: datetime, terminal: str = ""
@@ -110,6 +112,7 @@ def agent_register(
     return agent
 
 
+@agents_only  # the agent of the key, as agent_register
 @records_refusals
 def agent_heartbeat(
     *,

@@ -18,7 +18,7 @@ from boards.coordination.models.tasks import Review
 from boards.coordination.selectors.availability import ERROR, OVERLOADED, agent_availability
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.locking import lock_agent, lock_project, lock_task
 from boards.coordination.services.tasks.holders import release_holder, release_reviewers
 from boards.coordination.services.tasks.overrides import take_claim_back
@@ -36,6 +36,7 @@ from boards.protocol import (
 from liza_site import key_generation
 
 
+@people(ADMIN)
 @records_refusals
 def agent_set_security_reviewer(
     *, agent: Agent, actor: Actor, security_reviewer: bool, now: datetime
@@ -60,6 +61,7 @@ def agent_set_security_reviewer(
     return agent
 
 
+@people(ADMIN)
 @records_refusals
 def agent_create(
     *,
@@ -101,6 +103,7 @@ def agent_create(
     return agent
 
 
+@people(ADMIN)
 @records_refusals
 def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> Agent:
     """An admin disables (or enables again) an agent identity.
@@ -165,6 +168,7 @@ def agent_set_enabled(*, agent: Agent, actor, enabled: bool, now: datetime) -> A
 AVAILABILITY_CHOICES = ("available", "overloaded")
 
 
+@people(ADMIN)
 @records_refusals
 def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) -> Agent:
     """A project admin marks an agent overloaded (it keeps what it holds and takes nothing new)
@@ -204,6 +208,7 @@ def agent_set_availability(*, agent: Agent, actor, state: str, now: datetime) ->
     return agent
 
 
+@people(ADMIN)
 @records_refusals
 def agent_create_with_key(
     *,

@@ -14,7 +14,7 @@ from agents.models import (
 from boards.coordination import outbox, rows
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.protocol import (
     Action,
@@ -23,6 +23,7 @@ from boards.protocol import (
 from liza_site import key_generation
 
 
+@people(ADMIN)
 @records_refusals
 def agent_key_issue(
     *, agent: Agent, actor: Actor, now: datetime, label: str = ""
@@ -77,6 +78,7 @@ def agent_ready(*, agent: Agent) -> None:
         outbox.changed(locked.project_id, outbox.AGENT, locked.pk)
 
 
+@people(ADMIN)
 @records_refusals
 def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
     """Revoke a key: its next request is a 401. Revoking a revoked key changes nothing."""
@@ -97,6 +99,7 @@ def agent_key_revoke(*, key: AgentKey, actor: Actor, now: datetime) -> AgentKey:
     return key
 
 
+@people(ADMIN)
 @records_refusals
 def agent_key_label(*, key: AgentKey, actor: Actor, label: str, now: datetime) -> AgentKey:
     """A human's note on a key (what it is for); nothing the protocol reads."""

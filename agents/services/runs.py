@@ -18,7 +18,7 @@ from boards.coordination import outbox
 from boards.coordination.models.projects import Project
 from boards.coordination.services.actors import ANY_AGENT
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import agents_only, require_role
 from boards.coordination.services.budgets import refuse_if_over_budget
 from boards.coordination.services.cleaning import clean_text, resolve_key
 from boards.coordination.services.tasks.stalls import task_stalled
@@ -50,6 +50,7 @@ def redact_output(text: str) -> str:
     return "\n".join(lines)[-RUN_OUTPUT_CHARS:]
 
 
+@agents_only
 @records_refusals
 def run_start(
     *,
@@ -61,7 +62,7 @@ def run_start(
     command: str = "",
 ) -> Run:
     """A supervisor spawned its agent command (on `task`, a key of this project, or none)."""
-    require_role(Attempt(project, agent, "run_start", now), agent_roles=ANY_AGENT, human=None)
+    require_role(Attempt(project, agent, "run_start", now), agent_roles=ANY_AGENT)
     restart_reason = clean_text(restart_reason, "restart_reason", required=False, max_length=100)
     command = redact_output(clean_text(command, "command", required=False, max_length=500))
     row = resolve_key(project, task, "task")
@@ -83,7 +84,7 @@ def run_start(
 
 def _require_own_run(attempt: Attempt, run: Run) -> None:
     """Only the run's own agent reports on it; another's refusal is logged as its attempt."""
-    require_role(attempt, agent_roles=ANY_AGENT, human=None)
+    require_role(attempt, agent_roles=ANY_AGENT)
     agent = attempt.actor
     if run.agent_id != agent.pk:
         raise attempt.refuse(
@@ -99,6 +100,7 @@ def _lock_running(run: Run) -> Run:
     return run
 
 
+@agents_only
 @records_refusals
 def run_finish(
     *,
@@ -153,6 +155,7 @@ def run_finish(
     return run
 
 
+@agents_only
 @records_refusals
 def run_output_append(*, run: Run, agent: Agent, now: datetime, text: str) -> Run:
     """A running run's next lines, streamed by its supervisor (issue 24): appended, key-shaped

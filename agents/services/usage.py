@@ -19,7 +19,7 @@ from boards.coordination.models.projects import Project
 from boards.coordination.selectors.budgets import usage_attribution
 from boards.coordination.services.actors import ANY_AGENT
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import agents_only, require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.locking import lock_agent
 from boards.errors import (
@@ -35,6 +35,7 @@ from boards.protocol import (
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
+@agents_only
 @records_refusals
 def usage_record(
     *,
@@ -51,7 +52,7 @@ def usage_record(
     supervisor and its agent reporting the same session do not add up. Input is validated by
     `inputs.UsageInput` (bounds in `protocol`); the entries' models are unique."""
     attempt = Attempt(project, agent, "usage_record", now)
-    require_role(attempt, agent_roles=ANY_AGENT, human=None)
+    require_role(attempt, agent_roles=ANY_AGENT)
     models = [entry.get("model", "") for entry in usage]
     if len(set(models)) != len(models):
         raise ProtocolValidationError("usage", "one entry per model")
@@ -102,6 +103,7 @@ def usage_record(
 QUOTA_PAUSE_MAX = timedelta(days=7)
 
 
+@agents_only
 @records_refusals
 def agent_quota_pause(
     *,
@@ -116,7 +118,7 @@ def agent_quota_pause(
     before `until`. Recorded on the agent (the board says "quota: resumes at HH:MM", the watcher
     raises a QUOTA alert while it stands) and in the log."""
     attempt = Attempt(project, agent, "agent_quota_pause", now)
-    require_role(attempt, agent_roles=ANY_AGENT, human=None)
+    require_role(attempt, agent_roles=ANY_AGENT)
     provider = clean_text(provider, "provider", max_length=64)
     message = redact_output(clean_text(message, "message", required=False, max_length=300))
     if until <= now or until > now + QUOTA_PAUSE_MAX:

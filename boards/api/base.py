@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
@@ -47,6 +47,7 @@ from boards.coordination.selectors.access import human_role
 from boards.coordination.selectors.breaker import breaker_state
 from boards.coordination.selectors.budgets import budget_states
 from boards.coordination.selectors.tasks import TASK_PREFETCH, task_get, task_list
+from boards.coordination.services.authority import require_reader
 from boards.errors import Forbidden, NotFound, ProtocolValidationError
 from boards.operations import operation, resolve_target
 from boards.protocol import AgentStatus
@@ -105,6 +106,23 @@ class ProjectSchema(AutoSchema):
 
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+H = TypeVar("H", bound=Callable[..., Any])
+
+
+def readers(role: str) -> Callable[[H], H]:
+    """A read for some people only: `role` and above, and no agent (`require_reader`), checked
+    before its handler runs (`ProjectView.initial`). A read without it is every member role's
+    and every agent's of the project: whoever the tenancy rule admits (`_resolve_project`)."""
+
+    def mark(handler: H) -> H:
+        handler.readers = role  # type: ignore[attr-defined]
+        return handler
+
+    return mark
+
+
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 IDEMPOTENCY_KEY_MAX = 255
 
@@ -160,6 +178,10 @@ class ProjectView(APIView):
         self.now = timezone.now()
         _refuse_null_characters(request, kwargs)
         self.project = self._resolve_project(request, kwargs["slug"])
+        if request.method in READ_METHODS:
+            role = getattr(getattr(self, "get", None), "readers", None)
+            if role is not None:
+                require_reader(self.actor, self.project, human=role)
         self._begin_idempotent(request)
 
     def _begin_idempotent(self, request: Request) -> None:

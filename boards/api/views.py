@@ -22,7 +22,7 @@ from agents.models import Agent
 from agents.selectors import agent_get, agent_list, run_list
 from boards import protocol as p
 from boards.api import serializers as s
-from boards.api.base import READ_ERRORS, ProjectView, errors
+from boards.api.base import READ_ERRORS, ProjectView, errors, readers
 from boards.board.selectors.inbox import inbox
 from boards.coordination.models.projects import Membership
 from boards.coordination.models.records import Alert, Event
@@ -33,7 +33,6 @@ from boards.coordination.selectors.filters import TaskFilter, filter_errors
 from boards.coordination.selectors.sprints import goal_current, sprint_current
 from boards.coordination.selectors.tasks import task_list
 from boards.coordination.selectors.work import work_for_role
-from boards.coordination.services.authority import require_reader
 from boards.errors import NotFound, ProtocolValidationError
 from boards.operations import inputs as i
 from boards.protocol import TaskStatus
@@ -219,8 +218,8 @@ class InboxView(ProjectView):
         "discoveries not yet triaged, sprints at CHECKPOINT, a paused project; oldest first.",
         responses={200: s.InboxSerializer, **errors(401, 403, 404)},
     )
+    @readers(Membership.Role.ADMIN)
     def get(self, request: Request, slug: str) -> Response:
-        require_reader(self.actor, self.project)
         return Response(s.InboxSerializer(inbox(project=self.project, now=self.now)).data)
 
 
@@ -240,9 +239,9 @@ class NotificationsView(ProjectView):
         operation_id="notifications_retrieve",
         responses={200: s.NotificationsSerializer, **READ_ERRORS},
     )
+    @readers(Membership.Role.VIEWER)
     def get(self, request: Request, slug: str) -> Response:
         """The signed-in member's own notification preferences (people only, not agents)."""
-        require_reader(self.actor, self.project, human=Membership.Role.VIEWER)
         pref = notification_preferences(project=self.project, user=self.actor)
         return Response(s.NotificationsSerializer(pref).data)
 
@@ -385,8 +384,8 @@ class AgentKeysView(ProjectView):
         operation_id="agent_keys_list",
         responses={200: agent_s.AgentKeySerializer(many=True), **errors(401, 403, 404)},
     )
+    @readers(Membership.Role.ADMIN)
     def get(self, request: Request, slug: str, agent_id: str) -> Response:
-        require_reader(self.actor, self.project)
         agent = agent_get(project=self.project, agent_id=agent_id)
         return Response(agent_s.AgentKeySerializer(agent.keys.all(), many=True).data)
 

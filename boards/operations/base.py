@@ -10,17 +10,11 @@ from typing import Any
 
 from rest_framework import serializers
 
-from boards.coordination.models.projects import Membership
 from boards.errors import validation_error
 from boards.operations.inputs.contract import contract_body_input
 
-# Planning (issue 25) is offered to members too: the service lets admins and members with the
-# planner right plan (boards.coordination.selectors.access.may_plan); a viewer is refused at the
-# page.
-PLANS = Membership.Role.MEMBER
-
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
-# SITE: an operation on no project (site staff opening a new one).
+# SITE: an operation on no project (site staff opening a new one: no project role opens it).
 TASK, SPRINT, GOAL, PROJECT, DISCOVERY, AGENT, KEY, ALERT, BREAKER, RUN, SITE = (
     "task",
     "sprint",
@@ -44,8 +38,6 @@ class Operation:
     input: type[serializers.Serializer] | None = None
     # The service's keyword for the acting principal: agents-only operations take `agent`.
     principal: str = "actor"
-    # The human role the board offers it to (the service decides: this only picks the forms).
-    role: str = Membership.Role.ADMIN
     # Validated input → the service's keyword arguments (default: as they are).
     arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # The service's result → one line for a person (flash message, admin message).
@@ -58,6 +50,16 @@ class Operation:
         # it takes a body; a rule the contract cannot say lives in a hand-written subclass.
         if self.input is None:
             object.__setattr__(self, "input", contract_body_input(self.name))
+        if self.target != SITE and not hasattr(self.service, "people"):
+            raise TypeError(f"{self.name}: its service declares no people (authority.people)")
+
+    @property
+    def role(self) -> str | None:
+        """The people it is for: its service's declaration (`authority.people`), which the
+        service's `require_role` enforces: a membership role (and above), `PLAN` (the planner
+        right) or None (agents only). The board offers its form to them; the API's role matrix
+        expects exactly them to succeed. A site operation is for site staff, not a role."""
+        return None if self.target == SITE else self.service.people
 
     def validate(self, data: Any, *, partial: bool = False) -> dict[str, Any]:
         """The operation's input, validated; a refusal is a 400 naming the field."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from boards.coordination.models.projects import Membership
 from boards.coordination.services import (
     records,
     reviews,
@@ -26,7 +25,6 @@ OVERSIGHT: list[Operation] = [
         "discovery_create",
         records.discovery_create,
         PROJECT,
-        role=Membership.Role.MEMBER,
     ),
     Operation(
         "anomaly_create",
@@ -34,14 +32,12 @@ OVERSIGHT: list[Operation] = [
         PROJECT,
         i.AnomalyInput,
         arguments=rename(type="anomaly_type"),
-        role=Membership.Role.MEMBER,
     ),
     Operation("activity_log", records.activity_log, PROJECT, i.LogInput),
     Operation(
         "human_note_create",
         records.human_note_create,
         PROJECT,
-        role=Membership.Role.MEMBER,
         done=lambda n: f"Note added to {n.task.key}." if n.task else "Note added.",
     ),
     Operation(
@@ -49,7 +45,6 @@ OVERSIGHT: list[Operation] = [
         records.discovery_triage,
         DISCOVERY,
         i.TriageInput,
-        role=Membership.Role.MEMBER,
         done=lambda d: (
             f"{d.disc_id} converted into the DRAFT task {d.converted_to_task}."
             if d.converted_to_task

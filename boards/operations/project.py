@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from agents import services as agent_services
-from boards.coordination.models.projects import Membership
 from boards.coordination.services import (
     budgets,
     goals,
@@ -111,7 +110,6 @@ PROJECT_OPERATIONS: list[Operation] = [
         notifications.notifications_set,
         PROJECT,
         i.NotificationsInput,
-        role=Membership.Role.VIEWER,
         done=lambda pref: "Notification preferences saved.",
     ),
     Operation(

@@ -1,20 +1,25 @@
 """Tenant and role matrix over every endpoint of boards/api/urls.py (SPEC §3, §11; STYLE.md Tests).
 
 One table row per (URL name, method): how to put the project in a state where the call makes
-sense, the body, which human roles may make it, and what success changes. Which agent roles may
-make it is not restated: it comes from the operation's contract entry (agents.client.contract,
-`roles`, matched by URL name and method; issue 22 §3). Every principal is then asked:
+sense, the body and what success changes. Who may make it is not restated (issue 22 §3): the
+agent roles come from the operation's contract entry (agents.client.contract, `roles`, matched
+by URL name and method), the people from where the product declares them (`people_of`): an
+operation's service (`authority.people`, which its `require_role` enforces), a read view's
+`readers` (none: every member role, as the tenancy rule admits), or the service a composite
+view runs. Every principal is then asked:
 
 - anonymous, a revoked key, an unknown key → 401 with the error envelope;
 - an agent of another project (with the same agent id and role) and a logged-in user without a
   membership → 404, the very answer for a project or object that does not exist;
 - an agent of this project of every role the contract does not give the call → 403
   (override-block: 409, see its row);
-- viewer / member / admin → the endpoint's answer for that role (viewers read, never write);
+- viewer / member / planner (a member with the planner right) / admin → success when the
+  declaration admits them, else 403;
 - the agent with the right role → success, with the effect checked and the state still VALID.
 
 A refused write must leave every row of the project as it was. A guard test keeps the table in
-step with the URL patterns and the contract, so a new endpoint cannot be left out of the matrix.
+step with the URL patterns and the contract, so a new endpoint cannot be left out of the matrix;
+another holds the declarations themselves to SPEC §3, since every row now follows them.
 """
 
 from __future__ import annotations
@@ -43,9 +48,10 @@ from agents.services import (
     agent_set_enabled,
 )
 from boards.api import urls as api_urls
-from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
+from boards.coordination.models.projects import Goal, Membership, Project, ProjectConfig, Sprint
 from boards.coordination.models.records import Alert, Anomaly, CircuitBreaker, Event
 from boards.coordination.models.tasks import Discovery, HumanNote, Review, Task
+from boards.coordination.selectors.access import PLAN, role_allows
 from boards.coordination.services import projects, tasks
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.budgets import budget_set
@@ -53,6 +59,7 @@ from boards.coordination.services.goals import goal_abort, goal_create
 from boards.coordination.services.projects import membership_set
 from boards.coordination.services.records import discovery_create
 from boards.coordination.services.sprints import sprint_checkpoint, sprint_create
+from boards.operations import operation
 from boards.watch.models import NotificationPreference
 from boards.watch.services.watch import watch_sweep
 from tests.api.helpers import (
@@ -73,11 +80,10 @@ from tests.watch.breaker_fixtures import trip
 
 pytestmark = pytest.mark.django_db
 
-HUMANS = ("viewer", "member", "admin")
+HUMANS = ("viewer", "member", "planner", "admin")
+# Each person's membership role; the planner is a member given the planner right (issue 25).
+ROLE_OF = {"viewer": "viewer", "member": "member", "planner": "member", "admin": "admin"}
 CONTRACT_BY_ROUTE = {(e.route, e.method): e for e in CONTRACT}
-EVERY_HUMAN = frozenset(HUMANS)
-ADMIN = frozenset({"admin"})
-MEMBERS = frozenset({"member", "admin"})
 PRINCIPALS = (
     "anonymous",
     "revoked_key",
@@ -116,8 +122,14 @@ class Tenant:
         self.users = {
             "viewer": member(self.project, "viewer"),
             "member": member(self.project, "member"),
+            "planner": UserFactory(),
             "admin": self.world.admin,
         }
+        # A member given the planner right (issue 25): planning is theirs too.
+        membership_set(
+            project=self.project, user=self.users["planner"], role="member", can_plan=True,
+            actor=SYSTEM, now=T0,
+        )  # fmt: skip
         self.outsider = UserFactory()
         self.foreign = ProjectFactory()
         # The outsider is an admin next door: being admin of B must not open A.
@@ -146,11 +158,43 @@ def role_of(agent_id: str) -> str:
     return next(role for role, first in AGENT_OF.items() if agent_id[:-1] == first[:-1])
 
 
+# The composite writes a view makes itself (boards/api/views.py), by contract name: they are for
+# the people their services are declared for.
+VIEW_SERVICES: dict[str, Callable[..., Any]] = {
+    "agents_create": agent_services.agent_create_with_key,
+    "agents_register": agent_services.agent_register,
+    "agents_heartbeat": agent_services.agent_heartbeat,
+}
+
+
+def _handler(entry: ContractEntry) -> Callable[..., Any]:
+    """What answers `entry`: its view's handler, else its declared operation's service."""
+    view = api_urls.VIEWS.get(entry.name)
+    if view is None:
+        return operation(entry.name).service
+    if entry.method == "GET":
+        return view.get
+    return VIEW_SERVICES[entry.name]
+
+
+def people_of(entry: ContractEntry) -> str | None:
+    """Which people the product declares `entry` for: a declared operation's role (its
+    service's `authority.people`, enforced by its `require_role`), a read's `readers` (without
+    them: every member role, whom the tenancy rule admits), a composite write's service's
+    `people`. A membership role (and those above), `PLAN`, or None (agents only)."""
+    if api_urls.VIEWS.get(entry.name) is None:
+        return operation(entry.name).role
+    handler = _handler(entry)
+    if entry.method == "GET":
+        return getattr(handler, "readers", Membership.Role.VIEWER)
+    return handler.people
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """One row: what the contract cannot know. Which agent roles may call comes from the
-    contract's entry (`agents.client.contract`, matched by URL name and method); which people
-    may call stays here, since the contract says nothing of people."""
+    """One row: the setup, the body and the effect. Which agent roles may call comes from the
+    contract's entry (`agents.client.contract`, matched by URL name and method), which people
+    from the product's declaration (`people_of`)."""
 
     name: str  # URL pattern name in boards.api.urls
     method: str
@@ -158,12 +202,10 @@ class Endpoint:
     setup: Setup
     body: dict[str, Any] | Callable[[], dict[str, Any]] | None = None
     query: str = ""
-    humans: frozenset[str] = frozenset()
     ok: int = 200
     wrong_status: int = 403
     wrong_code: str = "permission_denied"
     check: Check | None = field(default=None, repr=False)
-    people_only: bool = False  # a person's own (notification preferences): agents get 403
     # The agent (by id) that calls when the setup needs that very one (coder-2 claims what
     # coder-1 failed), or when the contract offers the call to no agent's tools but the
     # supervisor makes it (runs, usage, registration, review claim-next).
@@ -177,9 +219,25 @@ class Endpoint:
         return CONTRACT_BY_ROUTE[self.name, self.method]
 
     @property
+    def people(self) -> str | None:
+        """The people the product declares the call for (`people_of`)."""
+        return people_of(self.contract)
+
+    @property
+    def humans(self) -> frozenset[str]:
+        """The matrix's people the declaration admits: a membership role and those above it;
+        the planner right (`PLAN`): the admin and the member holding it; an agents' call: none."""
+        if self.people is None:
+            return frozenset()
+        if self.people == PLAN:
+            return frozenset({"planner", "admin"})
+        return frozenset(h for h in HUMANS if role_allows(ROLE_OF[h], self.people))
+
+    @property
     def is_read(self) -> bool:
-        """Open to every principal of the project (the agent-keys listing is a GET for admins)."""
-        return self.method == "GET" and self.humans == EVERY_HUMAN and not self.people_only
+        """Open to every principal of the project: a GET whose view names no `readers` (the
+        inbox, an agent's keys and one's notifications do: those are for people only)."""
+        return self.method == "GET" and not hasattr(_handler(self.contract), "readers")
 
     @property
     def right(self) -> str | None:
@@ -682,23 +740,22 @@ def key_revoked(t: Tenant, values: dict[str, str], response) -> None:
     assert response.json()["revoked_at"] is not None
 
 
-READ = {"humans": EVERY_HUMAN}
 TASK = "tasks/{key}"
 
 ENDPOINTS: tuple[Endpoint, ...] = (
     # -- reads: every principal of the project, agents of any role and humans of any role
-    Endpoint("api-tasks", "GET", "tasks", task_in("CLAIMED"), **READ),
-    Endpoint("api-task", "GET", TASK, task_in("DRAFT"), **READ),
-    Endpoint("api-events", "GET", "events", task_in("UNCLAIMED"), **READ),
-    Endpoint("api-goal", "GET", "goal", nothing, **READ),
-    Endpoint("api-sprint", "GET", "sprint", sprint_open, **READ),
-    Endpoint("api-work", "GET", "work", task_in("UNCLAIMED"), query="?role=coder", **READ),
-    Endpoint("api-discoveries", "GET", "discoveries", nothing, **READ),
-    Endpoint("api-anomalies", "GET", "anomalies", nothing, **READ),
-    Endpoint("api-alerts", "GET", "alerts", an_alert, **READ),
-    Endpoint("api-agents", "GET", "agents", nothing, **READ),
-    Endpoint("api-circuit-breaker", "GET", "circuit-breaker", a_trip, **READ),
-    Endpoint("api-agent", "GET", "agents/{agent_id}", agent_coder_1, **READ),
+    Endpoint("api-tasks", "GET", "tasks", task_in("CLAIMED")),
+    Endpoint("api-task", "GET", TASK, task_in("DRAFT")),
+    Endpoint("api-events", "GET", "events", task_in("UNCLAIMED")),
+    Endpoint("api-goal", "GET", "goal", nothing),
+    Endpoint("api-sprint", "GET", "sprint", sprint_open),
+    Endpoint("api-work", "GET", "work", task_in("UNCLAIMED"), query="?role=coder"),
+    Endpoint("api-discoveries", "GET", "discoveries", nothing),
+    Endpoint("api-anomalies", "GET", "anomalies", nothing),
+    Endpoint("api-alerts", "GET", "alerts", an_alert),
+    Endpoint("api-agents", "GET", "agents", nothing),
+    Endpoint("api-circuit-breaker", "GET", "circuit-breaker", a_trip),
+    Endpoint("api-agent", "GET", "agents/{agent_id}", agent_coder_1),
     # -- planner operations: the planner agent, or a human admin
     Endpoint(
         "api-tasks",
@@ -706,7 +763,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "tasks",
         new_task_key,
         body={"key": "t-new", "description": "A new task", "spec_ref": "specs/new.md"},
-        humans=ADMIN,
         ok=201,
         check=task_now("DRAFT"),
     ),
@@ -715,7 +771,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         TASK + "/finalize",
         task_in("DRAFT"),
-        humans=ADMIN,
         check=task_now("UNCLAIMED"),
     ),
     Endpoint(
@@ -724,7 +779,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/dependencies",
         two_drafts,
         body={"depends_on": ["t0"]},
-        humans=ADMIN,
         check=depends_on_t0,
     ),
     Endpoint(
@@ -736,7 +790,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "reason": "Too broad",
             "new_tasks": [{"key": "t1a", "description": "The first half", "done_when": "half"}],
         },
-        humans=ADMIN,
         ok=201,
         check=rescoped,
     ),
@@ -746,7 +799,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/abandon",
         task_in("BLOCKED"),
         body={"reason": "No longer needed"},
-        humans=ADMIN,
         check=task_now("ABANDONED"),
     ),
     Endpoint(
@@ -755,7 +807,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/release",
         task_in("BLOCKED"),
         body={"reason": "Errors are retried three times"},
-        humans=ADMIN,
         check=task_now("UNCLAIMED", failed_by=["coder-1"], worktree=""),
     ),
     Endpoint(
@@ -764,7 +815,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "goal",
         no_goal,
         body={"description": "The next goal"},
-        humans=ADMIN,
         ok=201,
         check=new_goal,
     ),
@@ -775,7 +825,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK,
         task_in("DRAFT"),
         body={"description": "A sharper task", "priority": 1},
-        humans=ADMIN,
         check=task_now("DRAFT", description="A sharper task", priority=1),
     ),
     Endpoint(
@@ -784,7 +833,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "goal",
         nothing,
         body={"description": "Every endpoint retries, with backoff"},
-        humans=ADMIN,
         check=goal_restated,
     ),
     Endpoint(
@@ -792,7 +840,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "sprint/complete",
         sprint_with_nothing_planned,
-        humans=ADMIN,
         check=sprint_now("COMPLETED"),
     ),
     Endpoint(
@@ -801,7 +848,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "goal/complete",
         nothing,
         body={"reason": "Every endpoint retries"},
-        humans=ADMIN,
         check=goal_completed,
     ),
     Endpoint(
@@ -810,7 +856,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint",
         task_in("UNCLAIMED"),
         body={"planned": ["t1"]},
-        humans=ADMIN,
         ok=201,
         check=sprint_opened,
     ),
@@ -822,7 +867,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/override-block",
         task_in("CLAIMED"),
         body={"reason": "Stop: the spec changed", "questions": ["Which spec applies?"]},
-        humans=ADMIN,
         wrong_status=409,
         wrong_code="invalid_transition",
         check=task_now("BLOCKED", assigned_to="coder-1"),
@@ -941,7 +985,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "discoveries",
         nothing,
         body={"description": "No idempotency keys", "severity": "high"},
-        humans=MEMBERS,
         ok=201,
         check=one_discovery,
         agent="coder-1",
@@ -952,7 +995,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "anomalies",
         nothing,
         body={"type": "spec_gap", "details": {"note": "no error model"}},
-        humans=MEMBERS,
         ok=201,
         check=one_anomaly,
         agent="code-reviewer-1",
@@ -966,7 +1008,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         ok=201,
         check=logged,
     ),
-    Endpoint("api-runs", "GET", "runs", a_run, query="?task=t1", **READ),
+    Endpoint("api-runs", "GET", "runs", a_run, query="?task=t1"),
     Endpoint(
         "api-runs",
         "POST",
@@ -1006,14 +1048,13 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         check=usage_recorded,
         agent="coder-1",
     ),
-    Endpoint("api-budgets", "GET", "budgets", a_budget, **READ),
+    Endpoint("api-budgets", "GET", "budgets", a_budget),
     Endpoint(
         "api-budgets",
         "POST",
         "budgets",
         task_in("UNCLAIMED"),
         body={"scope": "task", "subject": "t1", "limit_usd": 7.5},
-        humans=ADMIN,
         check=budget_raised,
     ),
     Endpoint(
@@ -1053,7 +1094,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "agents",
         nothing,
         body={"role": "coder", "label": "laptop"},
-        humans=ADMIN,
         ok=201,
         check=agent_created,
     ),
@@ -1062,7 +1102,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "GET",
         "agents/{agent_id}/keys",
         agent_coder_1,
-        humans=ADMIN,
         check=keys_listed,
     ),
     Endpoint(
@@ -1071,7 +1110,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "agents/{agent_id}/keys",
         agent_coder_1,
         body={"label": "second machine"},
-        humans=ADMIN,
         ok=201,
         check=key_issued,
     ),
@@ -1080,18 +1118,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "keys/{prefix}/revoke",
         spare_key,
-        humans=ADMIN,
         check=key_revoked,
     ),
     # -- human oversight (SPEC §7): admins; members write notes and triage discoveries
-    Endpoint("api-config", "GET", "config", nothing, **READ),
+    Endpoint("api-config", "GET", "config", nothing),
     Endpoint(
         "api-notifications",
         "GET",
         "notifications",
         nothing,
-        humans=EVERY_HUMAN,
-        people_only=True,
         check=lambda t, values, response: no_notifications_yet(response),
     ),
     Endpoint(
@@ -1100,7 +1135,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "notifications",
         nothing,
         body={"events": ["quota", "blocked"], "email": True, "digest_minutes": 30},
-        humans=EVERY_HUMAN,
         check=notifications_now(events=["blocked", "quota"], email=True, digest_minutes=30),
     ),
     Endpoint(
@@ -1108,7 +1142,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "GET",
         "inbox",
         task_in("BLOCKED"),
-        humans=ADMIN,
         check=inbox_lists_the_blocked_task,
     ),
     Endpoint(
@@ -1117,7 +1150,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/release-claim",
         task_in("CLAIMED"),
         body={"reason": "The coder's machine died"},
-        humans=ADMIN,
         check=task_now("UNCLAIMED", assigned_to=""),
     ),
     Endpoint(
@@ -1126,7 +1158,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/cancel",
         task_in("CLAIMED"),
         body={"reason": "Out of scope"},
-        humans=ADMIN,
         check=task_now("ABANDONED"),
     ),
     Endpoint(
@@ -1135,7 +1166,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/suspend",
         task_in("UNCLAIMED"),
         body={"reason": "Wait for the API freeze"},
-        humans=ADMIN,
         check=task_now("UNCLAIMED", is_suspended=True),
     ),
     Endpoint(
@@ -1143,7 +1173,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         TASK + "/resume",
         suspended,
-        humans=ADMIN,
         check=task_now("UNCLAIMED", is_suspended=False),
     ),
     Endpoint(
@@ -1152,7 +1181,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/approve",
         awaiting_human_approval,
         body={"note": "Checked the migration"},
-        humans=ADMIN,
         check=task_now("APPROVED", approved_by=["code-reviewer-1"]),
     ),
     Endpoint(
@@ -1161,7 +1189,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/reject",
         awaiting_human_approval,
         body={"reason": "Not with this migration"},
-        humans=ADMIN,
         check=task_now("REJECTED", review_cycles_current=1),
     ),
     Endpoint(
@@ -1170,7 +1197,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TASK + "/limits",
         task_in("UNCLAIMED"),
         body={"max_iterations": 4},
-        humans=ADMIN,
         check=task_now("UNCLAIMED", max_iterations=4),
     ),
     Endpoint(
@@ -1179,7 +1205,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint/checkpoint",
         sprint_open,
         body={"reason": "Mid-sprint look"},
-        humans=ADMIN,
         check=sprint_now("CHECKPOINT"),
     ),
     Endpoint(
@@ -1188,7 +1213,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint/continue",
         sprint_at_checkpoint,
         body={"decision": "On track"},
-        humans=ADMIN,
         check=sprint_now("IN_PROGRESS"),
     ),
     Endpoint(
@@ -1197,7 +1221,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint/abort",
         sprint_open,
         body={"reason": "Wrong plan"},
-        humans=ADMIN,
         check=sprint_now("ABORTED"),
     ),
     Endpoint(
@@ -1206,7 +1229,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "sprint/deadline",
         sprint_open,
         body={"deadline": "2099-01-01T00:00:00Z"},
-        humans=ADMIN,
         check=deadline_2099,
     ),
     Endpoint(
@@ -1215,7 +1237,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "project/pause",
         nothing,
         body={"reason": "Lunch"},
-        humans=ADMIN,
         check=project_now(paused_at=True),
     ),
     Endpoint(
@@ -1223,7 +1244,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "project/resume",
         paused,
-        humans=ADMIN,
         check=project_now(paused_at=False),
     ),
     Endpoint(
@@ -1232,7 +1252,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "goal/abort",
         nothing,
         body={"reason": "The product was cancelled"},
-        humans=ADMIN,
         check=goal_aborted,
     ),
     Endpoint(
@@ -1241,7 +1260,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "config",
         nothing,
         body={"coder_poll_interval": 45},
-        humans=ADMIN,
         check=config_now(coder_poll_interval=45),
     ),
     Endpoint(
@@ -1250,7 +1268,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "notes",
         task_in("UNCLAIMED"),
         body={"message": "Use the retry helper", "task": "t1"},
-        humans=MEMBERS,
         ok=201,
         check=note_written,
     ),
@@ -1260,7 +1277,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "discoveries/{disc_id}/triage",
         a_discovery,
         body={"decision": "defer", "note": "Next sprint"},
-        humans=MEMBERS,
         check=discovery_deferred,
     ),
     Endpoint(
@@ -1268,7 +1284,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "alerts/{alert_id}/acknowledge",
         an_alert,
-        humans=ADMIN,
         check=alert_acknowledged,
     ),
     Endpoint(
@@ -1277,7 +1292,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "circuit-breaker/resolve",
         a_trip,
         body={"reason": "Gateway back"},
-        humans=ADMIN,
         check=breaker_resolved,
     ),
     Endpoint(
@@ -1285,7 +1299,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "agents/{agent_id}/disable",
         agent_coder_1,
-        humans=ADMIN,
         check=agent_enabled("coder-1", False),
     ),
     Endpoint(
@@ -1293,7 +1306,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "agents/{agent_id}/enable",
         disabled_coder_2,
-        humans=ADMIN,
         check=agent_enabled("coder-2", True),
     ),
     Endpoint(
@@ -1302,7 +1314,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "agents/{agent_id}/availability",
         agent_coder_1,
         body={"state": "overloaded"},
-        humans=ADMIN,
         check=agent_overloaded("coder-1", True),
     ),
 )
@@ -1343,13 +1354,14 @@ def test_the_matrix_covers_every_url_pattern_and_method():
 
 
 def test_every_contract_entry_has_a_row_and_the_rows_restate_no_roles():
-    """Issue 22 §3: who may call comes from the contract, the row keeps what it cannot know."""
+    """Issue 22 §3: who may call comes from the contract (agents) and the product's declaration
+    (people), the row keeps what neither can know."""
     entries = {(e.route, e.method) for e in CONTRACT}
     assert entries == {(e.name, e.method) for e in ENDPOINTS}, entries ^ {
         (e.name, e.method) for e in ENDPOINTS
     }
     fields = {f.name for f in dataclasses.fields(Endpoint)}
-    assert not fields & {"right", "wrong", "roles", "agent_role"}, fields
+    assert not fields & {"right", "wrong", "roles", "agent_role", "humans", "people"}, fields
     for row in ENDPOINTS:
         assert row.path == row.contract.path, row.id
         roles = row.contract.roles
@@ -1364,6 +1376,51 @@ def test_every_contract_entry_has_a_row_and_the_rows_restate_no_roles():
             assert {role_of(a) for a in row.wrong} == set(ROLES) - roles, row.id
         if not roles and row.agent is None and not row.is_read:
             assert row.right is None and len(row.wrong) == len(ROLES), row.id
+
+
+# SPEC §3 (and issue 25's planner right), over the declarations the rows follow: a declaration
+# that gives people more, or less, than the protocol does fails here, although every principal's
+# answer would agree with it. Viewers read and set their own notifications; members also write
+# notes, discoveries and anomalies and triage discoveries; planning is the planner right's; the
+# inbox and an agent's keys are read by admins; every other person's write is an admin's.
+OWN_SETTINGS = {("api-notifications", "PATCH")}
+MEMBERS_WRITE = OWN_SETTINGS | {
+    ("api-notes", "POST"),
+    ("api-discoveries", "POST"),
+    ("api-anomalies", "POST"),
+    ("api-discovery-triage", "POST"),
+}
+PLANNING = {
+    ("api-tasks", "POST"),
+    ("api-task", "PATCH"),
+    ("api-finalize", "POST"),
+    ("api-dependencies", "PUT"),
+    ("api-goal", "POST"),
+    ("api-goal", "PATCH"),
+    ("api-sprint", "POST"),
+    ("api-sprint-complete", "POST"),
+}
+ADMINS_READ = {("api-inbox", "GET"), ("api-agent-keys", "GET")}
+
+
+def test_the_declared_people_are_the_protocols():
+    def open_to(person: str, method: str) -> set[tuple[str, str]]:
+        return {
+            (e.name, e.method)
+            for e in ENDPOINTS
+            if person in e.humans and (e.method == "GET") == (method == "GET")
+        }
+
+    reads = {(e.name, e.method) for e in ENDPOINTS if e.method == "GET"}
+    assert open_to("viewer", "GET") == reads - ADMINS_READ
+    assert open_to("admin", "GET") == reads
+    assert open_to("viewer", "POST") == OWN_SETTINGS
+    assert open_to("member", "POST") == MEMBERS_WRITE
+    assert open_to("planner", "POST") == MEMBERS_WRITE | PLANNING
+    assert {(e.name, e.method) for e in ENDPOINTS if e.people == PLAN} == PLANNING
+    # An admin writes everything a person may write at all.
+    people_write = {(e.name, e.method) for e in ENDPOINTS if e.method != "GET" and e.humans}
+    assert open_to("admin", "POST") == people_write
 
 
 # -- refusals ------------------------------------------------------------------------------------

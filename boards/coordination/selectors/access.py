@@ -90,6 +90,16 @@ def role_allows(role: str | None, needed: str) -> bool:
     return role is not None and Membership.RANK[role] >= Membership.RANK[needed]
 
 
+def person_may(user: AbstractBaseUser | None, project: Project, role: str | None) -> bool:
+    """Whether `user` holds `role` (or above) in `project`: a membership role, `PLAN` (the
+    planner right), or None (agents only: no person)."""
+    if role is None:
+        return False
+    if role == PLAN:
+        return may_plan(user, project)
+    return role_allows(human_role(user, project), role)
+
+
 def projects_of(user: AbstractBaseUser) -> list[tuple[Project, str]]:
     """The projects a user sees, with the role held in each."""
     if user.is_staff or user.is_superuser:

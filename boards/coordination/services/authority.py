@@ -5,18 +5,53 @@ and `now`, given, never guessed), so the refusal is logged (`audit.records_refus
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any, TypeVar
 
 from agents.models import Agent
 from boards.coordination.models.projects import Membership, Project, ProjectConfig
 from boards.coordination.models.tasks import Task
-from boards.coordination.selectors.access import PLAN, config_of, human_role, may_plan, role_allows
+from boards.coordination.selectors.access import PLAN, config_of, person_may
 from boards.coordination.selectors.availability import agent_availability
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.work import stop_reason
 from boards.coordination.services.actors import Actor, SystemActor
 from boards.coordination.services.audit import Attempt
 from boards.errors import AgentUnavailable, Forbidden, LeaseLost, NotFound, StopWork
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ADMIN, MEMBER, VIEWER = Membership.Role.ADMIN, Membership.Role.MEMBER, Membership.Role.VIEWER
+
+# Which people may call each service, by its name (SPEC §3: a viewer reads, a member writes notes
+# and discoveries and triages them, an admin overrides, manages agents and config; `PLAN`, the
+# planner right of issue 25; None: agents only). Declared once, on the service (`@people(...)`):
+# `require_role` reads it by the attempt's action (the service's name), an operation's `role` by
+# its service (boards.operations), and so the board's forms and the API's role matrix.
+PEOPLE: dict[str, str | None] = {}
+
+
+def people(role: str | None) -> Callable[[F], F]:
+    """Declares `role` (and above) as the people a service is for (None: agents only)."""
+
+    def declare(service: F) -> F:
+        name = service.__name__
+        if PEOPLE.get(name, role) != role:
+            raise ValueError(f"{name} is declared for {PEOPLE[name]}, not {role}")
+        PEOPLE[name] = role
+        service.people = role  # type: ignore[attr-defined]
+        return service
+
+    return declare
+
+
+# A service no person calls (the coder's, the reviewer's, the supervisor's).
+agents_only = people(None)
+
+
+# `require_role`'s default: the people its attempt's service is declared for.
+DECLARED: Any = object()
 
 
 def role_refusal(
@@ -43,27 +78,31 @@ def role_refusal(
         return None if system else Forbidden("the system does not perform this action")
     if human is None:
         return Forbidden("this action is for agents only")
+    if person_may(actor, project, human):
+        return None
     if human == PLAN:
-        if may_plan(actor, project):
-            return None
         return Forbidden(
             f"planning needs the admin role, or a member's planner right, in project {project.slug}"
         )
-    if not role_allows(human_role(actor, project), human):
-        return Forbidden(f"this action needs the {human} role in project {project.slug}")
-    return None
+    return Forbidden(f"this action needs the {human} role in project {project.slug}")
 
 
 def require_role(
     attempt: Attempt,
     *,
     agent_roles: tuple[str, ...],
-    human: str | None = Membership.Role.ADMIN,
+    human: str | None = DECLARED,
     system: bool = False,
     task: Task | None = None,
 ) -> None:
     """The attempt's actor may do it in the attempt's project (`role_refusal`), else the refusal
-    names the attempt (and `task`, the row it was tried on), so it is logged like any other."""
+    names the attempt (and `task`, the row it was tried on), so it is logged like any other.
+    People: those its service is declared for (`people`), unless `human` names a stricter role
+    for what the input asks (a triage that converts, another member's notifications)."""
+    if human is DECLARED:
+        if attempt.action not in PEOPLE:
+            raise LookupError(f"{attempt.action}: no @people(...) says which people may call it")
+        human = PEOPLE[attempt.action]
     refusal = role_refusal(
         attempt.actor, attempt.project, agent_roles=agent_roles, human=human, system=system
     )

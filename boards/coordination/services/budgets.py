@@ -17,7 +17,7 @@ from boards.coordination.selectors.access import in_project
 from boards.coordination.selectors.budgets import budget_refusal, budget_state
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.locking import lock_project
 from boards.errors import BudgetExhausted, ProtocolValidationError
 from boards.protocol import BUDGET_BOUNDS, Action
@@ -75,6 +75,7 @@ def limit_text(usd: Decimal | None, tokens: int | None) -> str:
     return " and ".join(parts) or "none"
 
 
+@people(ADMIN)
 @records_refusals
 def budget_set(
     *,

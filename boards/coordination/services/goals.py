@@ -9,10 +9,9 @@ from django.db import transaction
 from boards import protocol as p
 from boards.coordination.models.projects import Goal, Project, Sprint
 from boards.coordination.models.tasks import Task
-from boards.coordination.selectors.access import PLAN
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, PLAN, people, require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.stops import sprint_abort_within
 from boards.coordination.services.tasks import task_cancel
@@ -33,6 +32,7 @@ def _alignment(now: datetime, event: str, summary: str) -> dict[str, str]:
     return {"timestamp": p.format_timestamp(now), "event": event, "summary": summary}
 
 
+@people(PLAN)
 @records_refusals
 def goal_create(
     *,
@@ -45,7 +45,7 @@ def goal_create(
 ) -> Goal:
     """A new IN_PROGRESS goal; a project has at most one at a time (SPEC §4)."""
     attempt = Attempt(project, actor, "goal_create", now)
-    require_role(attempt, agent_roles=("planner",), human=PLAN)
+    require_role(attempt, agent_roles=("planner",))
     description = (description or "").strip()
     if not description:
         raise ProtocolValidationError("description", "is required")
@@ -70,6 +70,7 @@ def goal_create(
     return goal
 
 
+@people(PLAN)
 @records_refusals
 def goal_edit(
     *,
@@ -83,7 +84,7 @@ def goal_edit(
     alignment_history (seed 002: the record of how the goal drifted)."""
     project = goal.project
     attempt = Attempt(project, actor, "goal_edit", now)
-    require_role(attempt, agent_roles=("planner",), human=PLAN)
+    require_role(attempt, agent_roles=("planner",))
     changes: dict[str, str] = {}
     if description is not None:
         changes["description"] = clean_text(description, "description")
@@ -195,6 +196,7 @@ def _goal_transition(
     return goal
 
 
+@people(ADMIN)
 @records_refusals
 def goal_complete(*, goal: Goal, actor: Actor, reason: str, now: datetime) -> Goal:
     """The planner (or an admin) declares the goal done: every task of it terminal and no
@@ -204,6 +206,7 @@ def goal_complete(*, goal: Goal, actor: Actor, reason: str, now: datetime) -> Go
     )
 
 
+@people(ADMIN)
 @records_refusals
 def goal_abort(*, goal: Goal, actor: Actor, reason: str, now: datetime) -> Goal:
     """A human stops the goal: its open sprint is aborted and its unfinished tasks cancelled."""

@@ -15,7 +15,7 @@ from boards.coordination.models.records import CircuitBreaker
 from boards.coordination.selectors.access import user_by_name_or_email
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.cleaning import clean_text, require_known_names
 from boards.coordination.services.locking import config_for_update, lock_project
 from boards.coordination.services.webhook_address import check_webhook_secret, check_webhook_url
@@ -59,6 +59,7 @@ def project_open(*, actor: Actor, slug: str, name: str, now: datetime) -> Projec
     return project
 
 
+@people(ADMIN)
 @records_refusals
 def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) -> Project:
     """A new display name (the slug is fixed: it is in every URL, key and export)."""
@@ -79,6 +80,7 @@ def project_rename(*, project: Project, actor: Actor, name: str, now: datetime) 
     return locked
 
 
+@people(ADMIN)
 @records_refusals
 def membership_set(
     *,
@@ -131,6 +133,7 @@ def membership_set(
     return membership
 
 
+@people(ADMIN)
 @records_refusals
 def membership_invite(
     *, project: Project, actor: Actor, who: str, role: str, now: datetime, can_plan: bool = False
@@ -149,6 +152,7 @@ def membership_invite(
     )
 
 
+@people(ADMIN)
 @records_refusals
 def membership_remove(*, membership: Membership, actor: Actor, now: datetime) -> None:
     """Take a user's access to a project away (SPEC §3), audited."""
@@ -166,6 +170,7 @@ def membership_remove(*, membership: Membership, actor: Actor, now: datetime) ->
         )
 
 
+@people(ADMIN)
 @records_refusals
 def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime) -> Project:
     """Seed 000 PAUSE: claims are refused (`paused`), heartbeats answer stop / exit 42."""
@@ -186,6 +191,7 @@ def project_pause(*, project: Project, actor: Actor, reason: str, now: datetime)
     return locked
 
 
+@people(ADMIN)
 @records_refusals
 def project_resume(*, project: Project, actor: Actor, now: datetime) -> Project:
     """Lift the pause: agents may claim again."""
@@ -221,6 +227,7 @@ CONFIG_FIELDS: tuple[str, ...] = tuple(
 )
 
 
+@people(ADMIN)
 @records_refusals
 def config_update(*, project: Project, actor: Actor, now: datetime, **fields: Any) -> ProjectConfig:
     """Edit the project's configuration; the model's own rules decide (400 naming the field)."""

@@ -9,12 +9,19 @@ from django.db import transaction
 
 from agents.models import Agent
 from boards import protocol as p
-from boards.coordination.models.projects import Membership, Project
+from boards.coordination.models.projects import Project
 from boards.coordination.models.records import Anomaly, Event, SpecChange, anomaly_details_errors
 from boards.coordination.models.tasks import Discovery, HumanNote, Task
 from boards.coordination.services.actors import ANY_AGENT, Actor, actor_ref
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import (
+    ADMIN,
+    DECLARED,
+    MEMBER,
+    agents_only,
+    people,
+    require_role,
+)
 from boards.coordination.services.cleaning import clean_text, resolve_key
 from boards.coordination.services.locking import lock_project
 from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, task_create
@@ -24,6 +31,7 @@ from boards.errors import ProtocolValidationError, Throttled
 _create = task_create.__wrapped__
 
 
+@people(MEMBER)
 @records_refusals
 def discovery_create(
     *,
@@ -38,7 +46,7 @@ def discovery_create(
 ) -> Discovery:
     """Log a finding instead of scope-creeping (seed 002 `discovered`)."""
     attempt = Attempt(project, actor, "discovery_create", now)
-    require_role(attempt, agent_roles=ANY_AGENT, human=Membership.Role.MEMBER)
+    require_role(attempt, agent_roles=ANY_AGENT)
     description = clean_text(description, "description", max_length=5000)
     if severity not in p.DISCOVERY_SEVERITIES:
         raise ProtocolValidationError("severity", f"one of {', '.join(p.DISCOVERY_SEVERITIES)}")
@@ -71,6 +79,7 @@ def discovery_create(
     return discovery
 
 
+@people(MEMBER)
 @records_refusals
 def anomaly_create(
     *,
@@ -83,7 +92,7 @@ def anomaly_create(
 ) -> Anomaly:
     """Record an anomaly; unknown type or a missing required details field → 400."""
     attempt = Attempt(project, actor, "anomaly_create", now)
-    require_role(attempt, agent_roles=ANY_AGENT, human=Membership.Role.MEMBER)
+    require_role(attempt, agent_roles=ANY_AGENT)
     if not isinstance(anomaly_type, str) or anomaly_type not in p.ANOMALY_REQUIRED_FIELDS:
         raise ProtocolValidationError("type", f"one of {', '.join(p.ANOMALY_TYPES)}")
     errors = anomaly_details_errors(anomaly_type, details)
@@ -124,13 +133,14 @@ def _refuse_anomaly_flood(project: Project, reporter: str, now: datetime) -> Non
         )
 
 
+@people(MEMBER)
 @records_refusals
 def human_note_create(
     *, project: Project, actor: Actor, message: str, now: datetime, task: str | None = None
 ) -> HumanNote:
     """A note from a human, for a task or the whole project (seed 002 `human_notes`)."""
     attempt = Attempt(project, actor, "human_note_create", now)
-    require_role(attempt, agent_roles=(), human=Membership.Role.MEMBER)
+    require_role(attempt, agent_roles=())
     message = clean_text(message, "message", max_length=5000)
     task_row = resolve_key(project, task, "task")
     with transaction.atomic():
@@ -141,6 +151,7 @@ def human_note_create(
     return note
 
 
+@people(ADMIN)
 @records_refusals
 def spec_change_record(
     *,
@@ -166,6 +177,7 @@ def spec_change_record(
     return record
 
 
+@agents_only
 @records_refusals
 def activity_log(
     *,
@@ -178,7 +190,7 @@ def activity_log(
 ) -> Event:
     """Seed 002 "Log activity": an agent appends a line to the log."""
     attempt = Attempt(project, actor, "activity_log", now)
-    require_role(attempt, agent_roles=ANY_AGENT, human=None)
+    require_role(attempt, agent_roles=ANY_AGENT)
     action = clean_text(action, "action", max_length=64)
     if not p.TASK_KEY_RE.match(action):
         raise ProtocolValidationError("action", "a short word: letters, digits, '_', '-', '.'")
@@ -200,6 +212,7 @@ TRIAGE_DECISIONS: dict[str, str] = {
 CONVERT_FIELDS: frozenset[str] = NEW_TASK_FIELDS | {"depends_on", "sprint_scope"}
 
 
+@people(MEMBER)
 @records_refusals
 def discovery_triage(
     *,
@@ -220,9 +233,9 @@ def discovery_triage(
     project = discovery.project
     if decision not in TRIAGE_DECISIONS:
         raise ProtocolValidationError("decision", f"one of {', '.join(TRIAGE_DECISIONS)}")
-    role = Membership.Role.ADMIN if decision == "convert" else Membership.Role.MEMBER
     attempt = Attempt(project, actor, "discovery_triage", now)
-    require_role(attempt, agent_roles=(), human=role)
+    # Converting creates work: a member triages, an admin converts.
+    require_role(attempt, agent_roles=(), human=ADMIN if decision == "convert" else DECLARED)
     note = clean_text(note, "note", required=False, max_length=2000)
     spec: dict[str, Any] = {}
     if decision == "convert":

@@ -31,6 +31,9 @@ from boards.coordination.services.actors import REVIEWER, SYSTEM, Actor, actor_r
 from boards.coordination.services.admission import admission_lock, admit
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
+    ADMIN,
+    agents_only,
+    people,
     refuse_if_stopped,
     refuse_if_unavailable,
     require_not_lost,
@@ -78,6 +81,7 @@ def _open_slot(task: Task, agent: Agent, *, now: datetime, config) -> list[Revie
     return reviews
 
 
+@agents_only
 @records_refusals
 def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     """READY_FOR_REVIEW with a review slot open to `agent` → a review lease for it.
@@ -88,7 +92,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     """
     project = task.project
     attempt = Attempt(project, agent, "review_claim", now)
-    require_role(attempt, agent_roles=REVIEWER, human=None, task=task)
+    require_role(attempt, agent_roles=REVIEWER, task=task)
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now, task=task)
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, task=task)
     config = config_of(project)
@@ -141,6 +145,7 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     return review
 
 
+@agents_only
 @records_refusals
 def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Review | None:
     """The server picks the review: the first READY_FOR_REVIEW task (priority, then age) whose
@@ -151,9 +156,7 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
     A candidate another reviewer takes between the read and the claim is skipped (`Conflict`
     inside its own savepoint); the next one is tried.
     """
-    require_role(
-        Attempt(project, agent, "review_claim_next", now), agent_roles=REVIEWER, human=None
-    )
+    require_role(Attempt(project, agent, "review_claim_next", now), agent_roles=REVIEWER)
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now)
     config = config_of(project)
@@ -223,12 +226,13 @@ def _lock_own_review(task: Task, agent: Agent, step: Attempt, config) -> tuple[A
     return agent, task, review
 
 
+@agents_only
 @records_refusals
 def review_extend(*, task: Task, agent: Agent, now: datetime) -> Review:
     """The reviewer extends its own review lease during a long review."""
     project = task.project
     attempt = Attempt(project, agent, "review_extend", now)
-    require_role(attempt, agent_roles=REVIEWER, human=None, task=task)
+    require_role(attempt, agent_roles=REVIEWER, task=task)
     config = config_of(project)
     with transaction.atomic():
         agent, task, review = _lock_own_review(
@@ -255,6 +259,7 @@ def _end_own_claim(review: Review, agent: Agent, now: datetime) -> None:
     agent.save()
 
 
+@agents_only
 @records_refusals
 def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "") -> Review:
     """The reviewer gives its open review claim back before a verdict: the slot opens at once
@@ -262,7 +267,7 @@ def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "")
     task stays READY_FOR_REVIEW and the reviewer goes IDLE. Verdicts already given stay."""
     project = task.project
     attempt = Attempt(project, agent, "review_release", now)
-    require_role(attempt, agent_roles=REVIEWER, human=None, task=task)
+    require_role(attempt, agent_roles=REVIEWER, task=task)
     reason = clean_text(reason, "reason", required=False, max_length=2000)
     config = config_of(project)
     with transaction.atomic():
@@ -278,15 +283,14 @@ def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "")
     return review
 
 
+@agents_only
 @records_refusals
 def review_verdict(
     *, task: Task, agent: Agent, verdict: str, review_commit: str, now: datetime, reason: str = ""
 ) -> Task:
     """Record a reviewer's verdict; the round closes on one rejection or enough approvals."""
     project = task.project
-    require_role(
-        Attempt(project, agent, "review_verdict", now), agent_roles=REVIEWER, human=None, task=task
-    )
+    require_role(Attempt(project, agent, "review_verdict", now), agent_roles=REVIEWER, task=task)
     if verdict not in Review.Verdict.values:
         raise ProtocolValidationError("verdict", "APPROVED or REJECTED")
     review_commit = clean_text(review_commit, "review_commit", max_length=64)
@@ -432,6 +436,7 @@ def _require_awaiting(task: Task, gate: Attempt, *, to: str) -> None:
         )
 
 
+@people(ADMIN)
 @records_refusals
 def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "") -> Task:
     """READY_FOR_REVIEW → APPROVED by a human, once the reviewers have approved.
@@ -458,6 +463,7 @@ def task_human_approve(*, task: Task, actor: Actor, now: datetime, note: str = "
     return task
 
 
+@people(ADMIN)
 @records_refusals
 def task_human_reject(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
     """READY_FOR_REVIEW → REJECTED by a human: one review cycle, and the limits apply exactly as

@@ -10,11 +10,10 @@ from django_fsm import TransitionNotAllowed
 
 from boards import protocol as p
 from boards.coordination.models.projects import Goal, Project, Sprint
-from boards.coordination.selectors.access import PLAN
 from boards.coordination.selectors.sprints import goal_in_progress, sprint_metrics
 from boards.coordination.services.actors import SYSTEM, Actor
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, PLAN, people, require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.errors import Conflict, InvalidTransition, ProtocolValidationError
 from boards.protocol import GoalStatus, SprintStatus
@@ -24,6 +23,7 @@ def _sprint_targets(status: str) -> list[str]:
     return [to for (frm, to) in p.SPRINT_EDGES if frm == status]
 
 
+@people(PLAN)
 @records_refusals
 def sprint_create(
     *,
@@ -38,7 +38,7 @@ def sprint_create(
 ) -> Sprint:
     """Open a sprint for `goal`; at most one sprint is open per project (SPEC §4)."""
     attempt = Attempt(project, actor, "sprint_create", now)
-    require_role(attempt, agent_roles=("planner",), human=PLAN)
+    require_role(attempt, agent_roles=("planner",))
     if goal is None:
         goal = goal_in_progress(project=project)
         if goal is None:
@@ -132,6 +132,7 @@ def _sprint_move(
     return sprint
 
 
+@people(ADMIN)
 @records_refusals
 def sprint_checkpoint(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) -> Sprint:
     """Human request, deadline or circuit breaker: work stops until a human decides."""
@@ -147,6 +148,7 @@ def sprint_checkpoint(*, sprint: Sprint, actor: Actor, reason: str, now: datetim
         )
 
 
+@people(ADMIN)
 @records_refusals
 def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime) -> Sprint:
     """CHECKPOINT → IN_PROGRESS; the decision goes into the retrospective."""
@@ -180,6 +182,7 @@ def sprint_resume(*, sprint: Sprint, actor: Actor, decision: str, now: datetime)
         )
 
 
+@people(ADMIN)
 @records_refusals
 def sprint_abort(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) -> Sprint:
     """A human (or the circuit breaker) stops the sprint."""
@@ -197,6 +200,7 @@ def sprint_abort(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) ->
         )
 
 
+@people(ADMIN)
 @records_refusals
 def sprint_set_deadline(
     *, sprint: Sprint, actor: Actor, deadline: datetime | None, now: datetime
@@ -239,13 +243,13 @@ def sprint_set_deadline(
     return sprint
 
 
+@people(PLAN)
 @records_refusals
 def sprint_complete(*, sprint: Sprint, actor: Actor, now: datetime) -> Sprint:
     """IN_PROGRESS → COMPLETED, only once every planned task is terminal."""
     require_role(
         Attempt(sprint.project, actor, "sprint_complete", now),
         agent_roles=("planner",),
-        human=PLAN,
         system=True,
     )
     with transaction.atomic():

@@ -19,6 +19,7 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.filters import in_sprint_q
 from boards.coordination.services.actors import Actor, actor_ref
 from boards.coordination.services.audit import records_refusals
+from boards.coordination.services.authority import ADMIN, people
 from boards.coordination.services.sprints import sprint_abort as _sprint_abort
 from boards.coordination.services.tasks.holders import lock_task_and_its_agents, release_reviewers
 from boards.coordination.services.tasks.overrides import take_claim_back
@@ -56,6 +57,7 @@ def sprint_abort_within(*, sprint: Sprint, actor: Actor, reason: str, now: datet
     return _abort(sprint=sprint, actor=actor, reason=reason, now=now)
 
 
+@people(ADMIN)
 @records_refusals
 def sprint_abort(*, sprint: Sprint, actor: Actor, reason: str, now: datetime) -> Sprint:
     """A human (or the circuit breaker) stops the sprint, and the work held in it is taken

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
-from boards.coordination.models.projects import Project
-from boards.coordination.selectors.access import human_role, role_allows
+from boards.coordination.models.projects import Membership, Project
+from boards.coordination.selectors.access import human_role, person_may, role_allows
 
 
 def project_for_member(request: HttpRequest, slug: str) -> tuple[Project, str]:
@@ -20,9 +20,14 @@ def project_for_member(request: HttpRequest, slug: str) -> tuple[Project, str]:
     return project, role
 
 
-def project_for_role(request: HttpRequest, slug: str, role: str) -> tuple[Project, str]:
-    """The project when the user holds at least `role` in it (below it: 403)."""
+def project_for_role(request: HttpRequest, slug: str, role: str | None) -> tuple[Project, str]:
+    """The project when the user holds at least `role` in it (below it: 403): a membership
+    role, `PLAN` (the planner right) or None (an agents' operation: no person)."""
     project, current = project_for_member(request, slug)
-    if not role_allows(current, role):
+    if role in Membership.Role.values:
+        allowed = role_allows(current, role)  # the role in hand: no second query
+    else:
+        allowed = person_may(request.user, project, role)
+    if not allowed:
         raise PermissionDenied(f"this needs the {role} role in project {project.slug}")
     return project, current

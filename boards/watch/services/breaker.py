@@ -27,7 +27,7 @@ from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.breaker import REPORT_FILE, breaker_open_trip
 from boards.coordination.services.actors import SYSTEM, Actor, actor_ref
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.sprints import sprint_checkpoint
 from boards.errors import Conflict
@@ -118,6 +118,7 @@ def breaker_evaluate(*, project: Project, now: datetime) -> str:
     return f"circuit breaker triggered: {pattern} ({severity}) in {sprint.sprint_id}"
 
 
+@people(ADMIN)
 @records_refusals
 def circuit_breaker_resolve(
     *, breaker: CircuitBreaker, actor: Actor, reason: str, now: datetime

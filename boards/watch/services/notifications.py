@@ -27,7 +27,7 @@ from boards.coordination.models.projects import Membership, Project
 from boards.coordination.models.records import Alert
 from boards.coordination.services.actors import Actor
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, VIEWER, people, require_role
 from boards.coordination.services.cleaning import require_known_names
 from boards.coordination.services.webhook_address import check_webhook_url
 from boards.errors import NotFound, ProtocolValidationError
@@ -187,6 +187,7 @@ def _person(project: Project, username: str):
     return user
 
 
+@people(VIEWER)
 @records_refusals
 def notifications_set(
     *, project: Project, actor: Actor, now: datetime, user: str = "", **fields: Any
@@ -195,11 +196,11 @@ def notifications_set(
     (any member); another member's, or a chat webhook URL, only as a project admin. The URL
     must be a public address (SSRF), as the escalation webhook's."""
     attempt = Attempt(project, actor, "notifications_set", now)
-    require_role(attempt, agent_roles=(), human=Membership.Role.VIEWER)
+    require_role(attempt, agent_roles=())
     require_known_names(fields, SETTINGS, what="setting")
     person = actor if not user or user == actor.get_username() else _person(project, user)
     if person != actor or any(name in fields for name in ADMIN_SETTINGS):
-        require_role(attempt, agent_roles=())  # admins only
+        require_role(attempt, agent_roles=(), human=ADMIN)
     if "events" in fields:
         wrong = sorted(set(fields["events"]) - {str(e) for e in NotifyEvent})
         if wrong:

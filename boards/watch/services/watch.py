@@ -28,7 +28,7 @@ from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.tasks import retry_exhausts
 from boards.coordination.services.actors import SYSTEM, Actor
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.locking import agent_row
 from boards.coordination.services.sprints import sprint_checkpoint, sprint_complete_if_done
 from boards.coordination.services.tasks.holders import (
@@ -342,6 +342,7 @@ def _deadline_checkpoint(project: Project, now: datetime) -> str:
     return f"sprint checkpoint: {locked.sprint_id} deadline {deadline} passed"
 
 
+@people(ADMIN)
 @records_refusals
 def alert_acknowledge(*, alert: Alert, actor: Actor, now: datetime) -> Alert:
     """A project admin says they have seen the alert; it stays open until its condition

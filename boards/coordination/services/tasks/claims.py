@@ -32,6 +32,7 @@ from boards.coordination.services.actors import CODER
 from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
+    agents_only,
     refuse_if_stopped,
     refuse_if_unavailable,
     require_role,
@@ -283,7 +284,7 @@ def _check_claimer(
     None), returns what the coder already holds and goes on with: its own REJECTED task, or its
     own live CLAIMED task. `service` names the attempt of a role refusal (the claim's service:
     its locked agent is the one checked)."""
-    require_role(Attempt(project, agent, service, now), agent_roles=CODER, human=None, task=task)
+    require_role(Attempt(project, agent, service, now), agent_roles=CODER, task=task)
     refuse_if_stopped(project, actor=agent, action="claim", now=now, task=task)
     held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
     # Issue 24: a spent budget (project, agent, sprint, goal, the task's) refuses the claim.
@@ -336,6 +337,7 @@ def _refuse_unclaimable(
             raise conflict(f"{task.key} waits on {', '.join(waiting)}", waiting_on=waiting)
 
 
+@agents_only
 @records_refusals
 def task_claim(
     *, task: Task, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""
@@ -396,6 +398,7 @@ def task_claim(
     return claimed
 
 
+@agents_only
 @records_refusals
 def task_claim_next(
     *, project: Project, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""

@@ -19,7 +19,7 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.reviews import round_approvals
 from boards.coordination.services.actors import SYSTEM, Actor
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.cleaning import require_known_names
 from boards.coordination.services.edges import move_task, save_task
 from boards.coordination.services.locking import lock_task
@@ -163,6 +163,7 @@ def _shown(value: Any) -> str:
     return "project default" if value is None else str(value).lower()
 
 
+@people(ADMIN)
 @records_refusals
 def task_set_limits(*, task: Task, actor: Actor, now: datetime, **changes: Any) -> Task:
     """Per-task overrides (seed 002 "Config Scope"): max_iterations, max_review_cycles,

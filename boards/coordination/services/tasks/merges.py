@@ -10,7 +10,7 @@ from agents.models import Agent
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.actors import REVIEWER
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import agents_only, require_role
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.edges import move_task
 from boards.coordination.services.locking import lock_task_in
@@ -21,6 +21,7 @@ from boards.errors import (
 from boards.protocol import TaskStatus
 
 
+@agents_only
 @records_refusals
 def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datetime) -> Task:
     """APPROVED → MERGED, by an approving reviewer; the worktree is cleaned up (seed 000)."""
@@ -44,6 +45,7 @@ def task_report_merge(*, task: Task, agent: Agent, merge_commit: str, now: datet
     return task
 
 
+@agents_only
 @records_refusals
 def task_report_integration_failure(
     *, task: Task, agent: Agent, reason: str, now: datetime
@@ -63,7 +65,6 @@ def _require_reviewer(task: Task, agent: Agent, operation: str, *, now: datetime
     require_role(
         Attempt(task.project, agent, operation, now),
         agent_roles=REVIEWER,
-        human=None,
         task=task,
     )
 

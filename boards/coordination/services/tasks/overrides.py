@@ -17,7 +17,7 @@ from boards import protocol as p
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.actors import Actor, actor_ref, is_agent
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
 from boards.coordination.services.edges import move_task, save_task
 from boards.coordination.services.locking import agent_row, lock_task_in
@@ -34,6 +34,7 @@ from boards.errors import (
 from boards.protocol import TaskStatus
 
 
+@people(ADMIN)
 @records_refusals
 def task_override_block(
     *, task: Task, actor: Actor, reason: str, now: datetime, questions: Sequence[str] = ()
@@ -116,6 +117,7 @@ def take_claim_back(
     return _release(task=task, actor=actor, reason=_reason(answer), now=now)
 
 
+@people(ADMIN)
 @records_refusals
 def task_release_claim(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
     """Release a stuck claim (SPEC §7).
@@ -160,6 +162,7 @@ def task_release_claim(*, task: Task, actor: Actor, reason: str, now: datetime) 
         )
 
 
+@people(ADMIN)
 @records_refusals
 def task_cancel(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
     """Seed 004 `cancel`: override block + abandon in one transaction, each edge with its event.
@@ -203,6 +206,7 @@ def _clear_suspension(task: Task) -> None:
     task.suspended_reason = ""
 
 
+@people(ADMIN)
 @records_refusals
 def task_suspend(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
     """Suspend a non-terminal task: nobody can claim it or its review until it is resumed.
@@ -260,6 +264,7 @@ def task_suspend(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     return task
 
 
+@people(ADMIN)
 @records_refusals
 def task_resume(*, task: Task, actor: Actor, now: datetime) -> Task:
     """Lift the suspension; the task is claimable again where it stands.

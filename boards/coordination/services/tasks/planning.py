@@ -13,12 +13,11 @@ from django.db import IntegrityError, transaction
 from boards import protocol as p
 from boards.coordination.models.projects import Goal, Project
 from boards.coordination.models.tasks import Task
-from boards.coordination.selectors.access import PLAN
 from boards.coordination.selectors.sprints import sprint_open
 from boards.coordination.selectors.tasks import dependency_cycle
 from boards.coordination.services.actors import PLANNER, Actor
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import PLAN, people, require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.coordination.services.edges import (
     move_task,
@@ -131,6 +130,7 @@ def check_dependencies(task: Task, deps: Sequence[Task]) -> None:
         )
 
 
+@people(PLAN)
 @records_refusals
 def task_create(
     *,
@@ -145,7 +145,7 @@ def task_create(
 ) -> Task:
     """The planner writes a new DRAFT task (coders must ignore it until it is finalized)."""
     attempt = Attempt(project, actor, "task_create", now)
-    require_role(attempt, agent_roles=PLANNER, human=PLAN)
+    require_role(attempt, agent_roles=PLANNER)
     if sprint_scope not in (None, "planned", "stretch"):
         raise ProtocolValidationError("sprint_scope", "planned, stretch or null")
     with transaction.atomic():
@@ -180,6 +180,7 @@ def _replace_dependencies(task: Task, depends_on: Sequence[str]) -> list[Task]:
     return deps
 
 
+@people(PLAN)
 @records_refusals
 def task_set_dependencies(
     *, task: Task, actor: Actor, depends_on: Sequence[str], now: datetime
@@ -187,7 +188,7 @@ def task_set_dependencies(
     """Replace depends_on; cycles and unknown keys are refused with 400 naming the field."""
     project = task.project
     attempt = Attempt(project, actor, "task_set_dependencies", now)
-    require_role(attempt, agent_roles=PLANNER, human=PLAN, task=task)
+    require_role(attempt, agent_roles=PLANNER, task=task)
     with transaction.atomic():
         lock_project(project)
         task = lock_task(task)
@@ -236,6 +237,7 @@ def _cleaned_edit(changes: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
+@people(PLAN)
 @records_refusals
 def task_edit(
     *, task: Task, actor: Actor, now: datetime, depends_on: Sequence[str] | None = None, **changes
@@ -248,7 +250,7 @@ def task_edit(
     """
     project = task.project
     attempt = Attempt(project, actor, "task_edit", now)
-    require_role(attempt, agent_roles=PLANNER, human=PLAN, task=task)
+    require_role(attempt, agent_roles=PLANNER, task=task)
     cleaned = _cleaned_edit(changes)
     edit = Attempt(project, actor, "edit", now)
     with transaction.atomic():
@@ -303,13 +305,12 @@ def task_edit(
     return task
 
 
+@people(PLAN)
 @records_refusals
 def task_finalize(*, task: Task, actor: Actor, now: datetime) -> Task:
     """DRAFT → UNCLAIMED: needs done_when and spec_ref (seed 002)."""
     project = task.project
-    require_role(
-        Attempt(project, actor, "task_finalize", now), agent_roles=PLANNER, human=PLAN, task=task
-    )
+    require_role(Attempt(project, actor, "task_finalize", now), agent_roles=PLANNER, task=task)
     finalize = Attempt(project, actor, "finalize", now)
     with transaction.atomic():
         task = lock_task_in(task, [TaskStatus.DRAFT], to=TaskStatus.UNCLAIMED, attempt=finalize)

@@ -17,7 +17,7 @@ from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.tasks import is_limit_blocked
 from boards.coordination.services.actors import PLANNER, Actor, is_human
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.coordination.services.edges import (
     move_task,
@@ -35,6 +35,7 @@ from boards.errors import (
 from boards.protocol import GoalStatus, TaskStatus
 
 
+@people(ADMIN)
 @records_refusals
 def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
     """BLOCKED → UNCLAIMED: failed_by kept, worktree deleted (seed 000 requirements).
@@ -75,6 +76,7 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     return task
 
 
+@people(ADMIN)
 @records_refusals
 def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Task:
     """BLOCKED → ABANDONED with a rationale."""
@@ -91,6 +93,7 @@ def task_abandon(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     return task
 
 
+@people(ADMIN)
 @records_refusals
 def task_rescope(
     *, task: Task, actor: Actor, reason: str, new_tasks: Sequence[dict[str, Any]], now: datetime

@@ -14,7 +14,7 @@ from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.tasks import hypothesis_exhausted
 from boards.coordination.services.actors import CODER
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import require_role
+from boards.coordination.services.authority import agents_only, require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
 from boards.coordination.services.edges import move_task
 from boards.coordination.services.locking import lock_own_claim
@@ -26,6 +26,7 @@ from boards.errors import (
 from boards.protocol import AgentStatus, TaskStatus
 
 
+@agents_only
 @records_refusals
 def task_submit_for_review(
     *,
@@ -44,7 +45,6 @@ def task_submit_for_review(
     require_role(
         Attempt(project, agent, "task_submit_for_review", now),
         agent_roles=CODER,
-        human=None,
         task=task,
     )
     review_commit = clean_text(review_commit, "review_commit", max_length=64)
@@ -91,6 +91,7 @@ def task_submit_for_review(
     return task
 
 
+@agents_only
 @records_refusals
 def task_block(
     *,
@@ -103,9 +104,7 @@ def task_block(
 ) -> Task:
     """The coder cannot proceed: CLAIMED → BLOCKED with a diagnosis (seed 002 Mark blocked)."""
     project = task.project
-    require_role(
-        Attempt(project, agent, "task_block", now), agent_roles=CODER, human=None, task=task
-    )
+    require_role(Attempt(project, agent, "task_block", now), agent_roles=CODER, task=task)
     reason = clean_text(reason, "reason", max_length=2000)
     questions = clean_string_list(
         list(questions or []), "questions", min_items=1, max_items=p.MAX_BLOCKED_QUESTIONS
