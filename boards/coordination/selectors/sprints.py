@@ -102,8 +102,14 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
         "iterations_total": Sum("iteration", default=0),
         "review_cycles_total": Sum("review_cycles_total", default=0),
     }
+    # Only the three actions counted below (a sprint's history is mostly other events), of
+    # its planned tasks, read from the sprint's own rows (no join through the tasks).
+    counted = (Action.APPROVED, Action.REJECTED, Action.READY_FOR_REVIEW)
     events = Event.objects.filter(
-        project_id=sprint.project_id, task__in=planned, outcome=Event.Outcome.APPLIED
+        project_id=sprint.project_id,
+        task_id__in=Sprint.planned.through.objects.filter(sprint=sprint).values("task_id"),
+        outcome=Event.Outcome.APPLIED,
+        action__in=counted,
     )
     if sprint.started:
         events = events.filter(timestamp__gte=sprint.started)
