@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
 from django.contrib.postgres.expressions import ArraySubquery
+from django.db import connection
 from django.db.models import (
     Count,
     F,
@@ -36,17 +38,17 @@ from boards.board.selectors.cards import (
 )
 from boards.coordination import rows
 from boards.coordination.models.projects import Goal, Project, Sprint
-from boards.coordination.models.records import Alert
+from boards.coordination.models.records import Alert, CircuitBreaker
 from boards.coordination.models.tasks import Handoff, Review, Task
 from boards.coordination.selectors.access import config_of, in_project
 from boards.coordination.selectors.availability import agents_availability
-from boards.coordination.selectors.breaker import breaker_status
+from boards.coordination.selectors.breaker import breaker_sql
 from boards.coordination.selectors.filters import TaskFilter, filter_errors, in_sprint_q
 from boards.coordination.selectors.history import task_history, time_in_states
 from boards.coordination.selectors.limits import concurrency_shown
 from boards.coordination.selectors.sprints import (
-    goal_current,
-    sprint_current,
+    goal_current_sql,
+    sprint_current_sql,
     sprint_metrics_current,
 )
 from boards.protocol import TaskStatus
@@ -403,12 +405,44 @@ def header_counts(*, project: Project) -> tuple[dict[str, int], dict[str, int]]:
     return {"blocked": row["blocked"]}, {level: n for level, n in by_level.items() if n}
 
 
+def header_rows(*, project: Project) -> tuple[Sprint | None, CircuitBreaker, Goal | None]:
+    """`sprint_current`, `breaker_status` and `goal_current` in one statement: each one's own
+    SQL, side by side."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _header_sql(),
+            [project.pk, *p.OPEN_SPRINT_STATES, project.pk, project.pk, p.GoalStatus.IN_PROGRESS],
+        )
+        values = cursor.fetchone()
+    found: list = []
+    for model, _alias in _HEADER_ROWS:
+        width = rows.width(model)
+        chunk, values = values[:width], values[width:]
+        found.append(rows.from_row(model, chunk) if chunk[0] is not None else None)
+    sprint, breaker, goal = found
+    return sprint, breaker or CircuitBreaker(project=project), goal
+
+
+_HEADER_ROWS = ((Sprint, "s"), (CircuitBreaker, "b"), (Goal, "g"))
+
+
+@cache
+def _header_sql() -> str:
+    columns = ", ".join(rows.select_list(model, alias) for model, alias in _HEADER_ROWS)
+    return (
+        f"SELECT {columns} FROM (SELECT 1) one"
+        f" LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
+        f" LEFT JOIN LATERAL ({breaker_sql('%s')}) b ON TRUE"
+        f" LEFT JOIN LATERAL ({goal_current_sql('%s')}) g ON TRUE"
+    )
+
+
 def board_header(
     *, project: Project, metrics: bool = True, now: datetime | None = None
 ) -> dict[str, object]:
     """The board header: goal, sprint status and deadline, live metrics (seed 002), the counts
     every viewer shares (`header_counts`), and when the watcher last swept the project."""
-    sprint = sprint_current(project=project)
+    sprint, breaker, goal = header_rows(project=project)
     config = config_of(project)
     counts, alert_counts = header_counts(project=project)
     return {
@@ -417,8 +451,8 @@ def board_header(
         "counts": counts,
         "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
         "open_alerts": alert_counts,
-        "breaker": breaker_status(project=project),
-        "goal": goal_current(project=project),
+        "breaker": breaker,
+        "goal": goal,
         "sprint": sprint,
         "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,
     }
