@@ -66,10 +66,10 @@ def test_the_board_query_count_is_the_same_for_10_and_1000_tasks(small_and_large
 
     assert len(small_sql) == len(large_sql), "\n".join(large_sql)
     # Issue #26 item 4: the header in three statements (the sprint, breaker and goal rows;
-    # counts and alerts; sprint metrics); the column counts with the archived count in one; the shown cards'
-    # versions in one (the selection, the security reviewers and every input together), the
-    # missing cards' rows in one; the filter menus' sprints and goals in one. Session, user,
-    # project, membership included.
+    # counts and alerts; sprint metrics); the column counts with the archived count in one;
+    # the shown cards' versions in one (the selection, the security reviewers and every input
+    # together), the missing cards' rows in one; the filter menus' sprints and goals in one.
+    # Session, user, project, membership included.
     assert len(large_sql) == BOARD_QUERIES + (1 if lanes else 0), len(large_sql)
     # Both boards really show cards with dependencies and open reviews.
     for html in (small_html, large_html):
