@@ -3,7 +3,9 @@
     .venv/bin/python bench/board.py [--quick] [--json] [--keep-db]
 
 Creates its own throwaway PostgreSQL database (`liza_bench_board`, dropped at the end) and uses
-Redis database 13 with a channel prefix of its own, then measures:
+Redis database 13 with a channel prefix of its own (`LIZA_BENCH_BOARD_DB` and
+`LIZA_BENCH_BOARD_REDIS` choose others: two runs on one machine must not share them), then
+measures:
 
 (a) render  server time of the board view (`boards.board.web.board.board`, in-process,
 RequestFactory)
@@ -337,6 +339,11 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
         view()
         shared_ms = (time.perf_counter() - t0) * 1000
         cards = html.count('<article class="card')
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as counted:
+            view()
         view_ms, cpu_ms = [], []
         for _ in range(repeats):
             t0, c0 = time.perf_counter(), time.process_time()
@@ -400,6 +407,7 @@ def time_render(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
             "lanes_assignee_ms_p50": round(statistics.median(lanes_ms["assignee"]), 2),
             "lanes_sprint_ms_p50": round(statistics.median(lanes_ms["sprint"]), 2),
             "html_kb": round(len(html) / 1024),
+            "queries": len(counted.captured_queries),
         }
         log("render", row)
         rows.append(row)
@@ -769,14 +777,14 @@ def print_tables(result: dict[str, Any]) -> None:
     print("cached anywhere; shared = the fragments in the shared cache, none in this process)")
     print(
         f"{'tasks':>6} {'cards':>6} {'view ms':>9} {'best':>7} {'CPU ms':>7} {'cold ms':>8} "
-        f"{'shared':>7} {'SQL ms':>7} {'best':>6} {'ratio':>6} {'event ms':>9}"
+        f"{'shared':>7} {'SQL ms':>7} {'best':>6} {'ratio':>6} {'event ms':>9} {'queries':>8}"
     )
     for r in result["render"]:
         print(
             f"{r['tasks']:>6} {r['cards']:>6} {r['view_ms_p50']:>9} {r['view_ms_min']:>7} "
             f"{r['view_cpu_ms_p50']:>7} {r['view_ms_cold']:>8} {r.get('view_ms_shared', '-'):>7} "
             f"{r['sql_ms_p50']:>7} {r['sql_ms_min']:>6} {r['ratio']:>6} "
-            f"{r['event_render_ms_p50']:>9}"
+            f"{r['event_render_ms_p50']:>9} {r.get('queries', '-'):>8}"
         )
     print(f"\n(b) transition → browser latency at {RATE:g} events/s through Redis")
     print(f"{'clients':>7} {'server':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'lost':>5}")

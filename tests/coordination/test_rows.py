@@ -18,14 +18,15 @@ from agents.models import Agent, AgentKey
 from agents.selectors import agent_key_lookup
 from agents.services import agent_key_issue, agent_key_revoke
 from boards.coordination import rows
-from boards.coordination.models.projects import ProjectConfig, Sprint
-from boards.coordination.models.records import Event
+from boards.coordination.models.projects import Goal, ProjectConfig, Sprint
+from boards.coordination.models.records import CircuitBreaker, Event
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.selectors.sprints import sprint_current
-from boards.coordination.services.goals import goal_create
+from boards.coordination.selectors.breaker import breaker_status
+from boards.coordination.selectors.sprints import goal_current, sprint_current
+from boards.coordination.services.goals import goal_abort, goal_create
 from boards.coordination.services.sprints import sprint_abort, sprint_checkpoint, sprint_create
-from boards.protocol import OPEN_SPRINT_STATES
+from boards.protocol import OPEN_SPRINT_STATES, GoalStatus
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -234,3 +235,37 @@ def test_the_current_sprint_is_the_orms_at_every_step_of_a_sprint_life():
     assert same().pk == second.pk
     sprint_abort(sprint=second, actor=admin, reason="again", now=world.tick())
     assert same().pk == second.pk  # the latest, both closed
+
+
+def _orm_goal(project) -> Goal | None:
+    in_progress_first = Case(When(status=GoalStatus.IN_PROGRESS, then=0), default=1)
+    return (
+        Goal.objects.filter(project=project).order_by(in_progress_first, "-created", "-id").first()
+    )
+
+
+def test_the_current_goal_and_the_breaker_are_the_orms_through_a_goal_life():
+    """`goal_current` and `breaker_status` (the board header, every render): the goal
+    IN_PROGRESS first, else the latest; the breaker row, else an unsaved one. One lean
+    statement each, checked against the ORM."""
+    world = World()
+    project, planner, admin = world.project, world.planner, world.admin
+
+    def same() -> Goal | None:
+        lean, orm = goal_current(project=project), _orm_goal(project)
+        assert (lean and _values(lean)) == (orm and _values(orm))
+        breaker = CircuitBreaker.objects.filter(project=project).first()
+        assert _values(breaker_status(project=project)) == _values(
+            breaker or CircuitBreaker(project=project)
+        )
+        return lean
+
+    CircuitBreaker.objects.filter(project=project).delete()  # a project made before breakers
+    assert same() is None
+    first = goal_create(project=project, actor=planner, description="G1", now=world.tick())
+    assert same().pk == first.pk
+    goal_abort(goal=first, actor=admin, reason="wrong goal", now=world.tick())
+    second = goal_create(project=project, actor=planner, description="G2", now=world.tick())
+    assert same().pk == second.pk
+    goal_abort(goal=second, actor=admin, reason="again", now=world.tick())
+    assert same().pk == second.pk  # the latest, both ended

@@ -2,17 +2,18 @@
 
 A card's markup (`boards/_card.html`) is stored in Django's cache (Redis in production, so every
 web and websocket process shares it) under a key made of the task's id and its version
-(`selectors.cards.CardVersion`: the row's version, its waiting-on keys, its open reviews and
-whether each is live, its open alerts, its running run) salted with what every card of the
-project reads (the project's settings, its security reviewers, the template and the code
-that builds a card, the language). A change to any of these is a new key: nothing is ever
-invalidated, an old fragment is simply no longer asked for (and expires).
+(`selectors.cards.CardVersion`: a digest of the row's version, its waiting-on keys, its open
+reviews and whether each is live, its open alerts, its running run, the project's security
+reviewers) salted with what else every card of the project reads (the project's settings, the
+template and the code that builds a card, the language). A change to any of these is a new
+key: nothing is ever invalidated, an old fragment is simply no longer asked for (and expires).
 
-The board page reads the versions of its shown cards (two narrow queries), fetches their
-fragments in one round trip, and reads the full rows of, and renders, only the missing ones
-(one query, always made, empty when nothing is missing: the page costs the same queries
-whether the cache is warm or not). A live event renders its card under the same key, so the
-next page render, in any process, reuses it.
+The board page reads the versions of its shown cards (one narrow statement, the digests
+computed by the database: no work per card in Python), fetches their fragments in one round
+trip, and reads the full rows of, and renders, only the missing ones (one statement, always
+made, empty when nothing is missing: the page costs the same queries whether the cache is
+warm or not). A live event renders its card under the same key, so the next page render, in
+any process, reuses it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from django.utils import translation
 
 from boards.board.selectors import cards as card_selectors
 from boards.board.selectors.cards import Card, CardVersion, card_versions, cards_of_ids
-from boards.coordination.selectors.reviews import security_reviewer_ids
 from liza_site.outages import REDIS
 
 # A day: a fragment nobody asked for since is dropped by the cache itself.
@@ -65,10 +65,10 @@ def _code_digest() -> str:
     return hashlib.blake2b(f"{FRAGMENT_FORMAT}\0{source}".encode(), digest_size=8).hexdigest()
 
 
-def project_salt(project_id: int, config, security_ids: set[str]) -> str:
-    """What every card of the project reads besides its own task: the settings (iteration and
-    review-cycle limits, the lease grace), the security reviewers (the human gate), and the
-    template, code, language and database the markup came from."""
+def project_salt(project_id: int, config) -> str:
+    """What every card of the project reads besides the rows its version covers (the security
+    reviewers among them): the settings (iteration and review-cycle limits, the lease grace),
+    and the template, code, language and database the markup came from."""
     fields = tuple(getattr(config, f.attname) for f in config._meta.concrete_fields)
     parts = (
         _code_digest(),
@@ -76,14 +76,13 @@ def project_salt(project_id: int, config, security_ids: set[str]) -> str:
         settings.DATABASES["default"].get("NAME"),
         project_id,
         fields,
-        tuple(sorted(security_ids)),
     )
     return hashlib.blake2b(repr(parts).encode(), digest_size=12).hexdigest()
 
 
-def fragment_key(salt: str, version: CardVersion) -> str:
-    digest = hashlib.blake2b(repr((salt, version.stamp)).encode(), digest_size=16).hexdigest()
-    return f"card:{version.id}:{digest}"
+def fragment_key(version: CardVersion) -> str:
+    """The shared cache key of a card's fragment: its task and its version (salted)."""
+    return f"card:{version.id}:{version.stamp}"
 
 
 def render_card(card: Card) -> str:
@@ -142,42 +141,37 @@ def _store(fragments: dict[str, str]) -> None:
 
 
 def page_fragments(queryset: QuerySet, *, project, config, now) -> list[CardFragment]:
-    """The shown cards of a board page, in `queryset`'s order: four queries whatever their
-    number or the cache's state (the security reviewers; the versions: two; the missing
-    cards' rows, empty when none is missing) and at most one shared cache round trip to read,
-    one to write."""
-    security = security_reviewer_ids(project.pk)
-    salt = project_salt(project.pk, config, security)
-    versions = card_versions(queryset, config=config, now=now)
-    keys = {version.id: fragment_key(salt, version) for version in versions}
-    found = _fetch(list(keys.values()))
-    missing = [version.id for version in versions if keys[version.id] not in found]
+    """The shown cards of a board page, in `queryset`'s order: two statements whatever their
+    number or the cache's state (the versions; the missing cards' rows, empty when none is
+    missing) and at most one shared cache round trip to read, one to write."""
+    salt = project_salt(project.pk, config)
+    versions = card_versions(queryset, config=config, now=now, salt=salt)
+    keys = [fragment_key(version) for version in versions]
+    found = _fetch(keys)
+    missing = [version.id for version, key in zip(versions, keys, strict=True) if key not in found]
     rendered: dict[str, str] = {}
     fresh: dict[int, tuple[str, str]] = {}
-    for version, card in cards_of_ids(missing, config=config, now=now, security_ids=security):
+    for version, card in cards_of_ids(missing, config=config, now=now, salt=salt):
         # Stored under the version it was rendered from (it may be newer than the one read
         # just before, if the task moved in between: then this page shows the newer card).
-        key = fragment_key(salt, version)
+        key = fragment_key(version)
         rendered[key] = render_card(card)
         fresh[version.id] = (version.status, rendered[key])
     _store(rendered)
     out = []
-    for version in versions:
+    for version, key in zip(versions, keys, strict=True):
         if version.id in fresh:
             status, html = fresh[version.id]
             out.append(CardFragment(version.key, status, html))
-        elif keys[version.id] in found:
-            out.append(CardFragment(version.key, version.status, found[keys[version.id]]))
+        elif key in found:
+            out.append(CardFragment(version.key, version.status, found[key]))
     return out
 
 
-def card_fragment(
-    *, project_id: int, config, security_ids: set[str], version: CardVersion, card: Card
-) -> str:
+def card_fragment(*, version: CardVersion, card: Card) -> str:
     """The markup of one card whose version and content were just read (a live event): the
     shared fragment when another process rendered it already, else rendered and shared."""
-    salt = project_salt(project_id, config, security_ids)
-    key = fragment_key(salt, version)
+    key = fragment_key(version)
     html = _fetch([key]).get(key)
     if html is None:
         html = render_card(card)

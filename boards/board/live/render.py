@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import Agent, Run
-from boards.board.live.fragments import card_fragment
+from boards.board.live.fragments import card_fragment, project_salt
 from boards.board.selectors import board as board_selectors
 from boards.board.selectors.cards import versioned_cards
 from boards.coordination.models.projects import Project
@@ -23,7 +23,6 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.outbox import AGENT, EVENT, EVENT_TYPES, RUN, SPRINT, TASK
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.availability import agent_availability
-from boards.coordination.selectors.reviews import security_reviewer_ids
 
 
 def task_changed(project: Project, task_id: int, *, config, now) -> dict[str, Any] | None:
@@ -31,17 +30,14 @@ def task_changed(project: Project, task_id: int, *, config, now) -> dict[str, An
     process did yet, then reused by every browser and the next board page), and the goal and
     sprints a board filters live cards by. A constant handful of queries."""
     task = Task.objects.filter(pk=task_id, project=project)
-    security = security_reviewer_ids(project.pk)
-    cards = versioned_cards(task, config=config, now=now, security_ids=security)
+    cards = versioned_cards(task, config=config, now=now, salt=project_salt(project.pk, config))
     if not cards:
         return None
     version, card = cards[0]
     scope = list(
         task.values_list("goal__goal_id", "planned_in__sprint_id", "stretch_in__sprint_id")
     )
-    html = card_fragment(
-        project_id=project.pk, config=config, security_ids=security, version=version, card=card
-    )
+    html = card_fragment(version=version, card=card)
     return {
         "type": EVENT_TYPES[TASK],
         "task": {

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import connection
 from django.db.models import (
     Count,
     F,
+    OuterRef,
     Q,
     QuerySet,
+    Value,
     Window,
 )
 from django.db.models.functions import RowNumber
@@ -32,18 +37,18 @@ from boards.board.selectors.cards import (
     with_lanes,
 )
 from boards.coordination import rows
-from boards.coordination.models.projects import Project
-from boards.coordination.models.records import Alert
+from boards.coordination.models.projects import Goal, Project, Sprint
+from boards.coordination.models.records import Alert, CircuitBreaker
 from boards.coordination.models.tasks import Handoff, Review, Task
 from boards.coordination.selectors.access import config_of, in_project
 from boards.coordination.selectors.availability import agents_availability
-from boards.coordination.selectors.breaker import breaker_status
+from boards.coordination.selectors.breaker import breaker_sql
 from boards.coordination.selectors.filters import TaskFilter, filter_errors, in_sprint_q
 from boards.coordination.selectors.history import task_history, time_in_states
 from boards.coordination.selectors.limits import concurrency_shown
 from boards.coordination.selectors.sprints import (
-    goal_current,
-    sprint_current,
+    goal_current_sql,
+    sprint_current_sql,
     sprint_metrics_current,
 )
 from boards.protocol import TaskStatus
@@ -101,9 +106,12 @@ class BoardFilters:
             values = [v for v in params.getlist(name) if v != ""]
             if values:
                 data.setlist(name, values)
-        checked = TaskFilter(data=data, queryset=Task.objects.none())
-        errors = filter_errors(checked) if not checked.is_valid() else {}
-        clean = {k: v for k, v in (checked.form.cleaned_data or {}).items() if k not in errors}
+        errors: dict[str, list[str]] = {}
+        clean: dict[str, object] = {}
+        if data:  # nothing given, nothing to check (the unfiltered board, most views)
+            checked = TaskFilter(data=data, queryset=Task.objects.none())
+            errors = filter_errors(checked) if not checked.is_valid() else {}
+            clean = {k: v for k, v in (checked.form.cleaned_data or {}).items() if k not in errors}
         return cls(
             goal=clean.get("goal") or "",
             sprint=clean.get("sprint") or "",
@@ -148,7 +156,9 @@ def board_tasks(*, project: Project, filters: BoardFilters, sprint) -> QuerySet[
             data.setlist(name, value)
         else:
             data[name] = value
-    qs = TaskFilter(data=data, queryset=Task.objects.filter(project=project)).qs
+    qs = Task.objects.filter(project=project)
+    if data:  # with no filter the FilterSet (a form, its fields copied) returns `qs` unchanged
+        qs = TaskFilter(data=data, queryset=qs).qs
     if not filters.sprint and sprint is not None:
         qs = qs.filter(in_sprint_q(sprint_pk=sprint.pk))
     return qs
@@ -236,15 +246,19 @@ def board_state(
     # "Active sprint by default": the open sprint's tasks, or every task when none is open.
     active = header["sprint"] if header["sprint"] is not None and header["sprint"].is_open else None
     tasks = board_tasks(project=project, filters=filters, sprint=active)
-    archived = 0
     cutoff = archive_cutoff(config, now)
+    by_status = tasks.order_by().values_list("status")
     if cutoff is not None and not filters.archived:
         # Archival (issue #11): tasks that ended long ago leave the default view; history,
-        # search (?archived=1), the API and exports still have them.
+        # search (?archived=1), the API and exports still have them. Counted beside the
+        # columns' counts, in the same statement.
         old = archived_q(cutoff)
-        archived = tasks.filter(old).count()
+        grouped = by_status.annotate(n=Count("id", filter=~old), old=Count("id", filter=old))
         tasks = tasks.exclude(old)
-    counts = dict(tasks.order_by().values_list("status").annotate(n=Count("id")))
+    else:
+        grouped = by_status.annotate(n=Count("id"), old=Value(0))
+    counts = {status: n for status, n, _ in grouped if n}
+    archived = sum(old for _, _, old in grouped)
     limits = wip_limits(config)
     shown = [s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded]
     ranked = tasks.filter(status__in=shown).annotate(
@@ -287,6 +301,7 @@ def board_state(
     alerts = list(open_alerts(project=project)[:20])
     return {
         **header,
+        "menus": filter_menus(project=project),
         # Issue 24: the enforced concurrency caps, shown above the agents.
         "concurrency": concurrency_shown(project=project, config=config, now=now),
         "columns": columns,
@@ -298,6 +313,23 @@ def board_state(
         "total": sum(counts.values()),
         "archived": archived,
     }
+
+
+def filter_menus(*, project: Project) -> dict[str, list[str]]:
+    """The ids the board's filter menus offer, sprints and goals in their models' order: one
+    statement."""
+
+    def ids(model, field: str) -> ArraySubquery:
+        rows = model.objects.filter(project_id=OuterRef("pk")).order_by(*model._meta.ordering)
+        return ArraySubquery(rows.values(field))
+
+    sprints, goals = (
+        Project.objects.filter(pk=project.pk)
+        .annotate(sprint_ids=ids(Sprint, "sprint_id"), goal_ids=ids(Goal, "goal_id"))
+        .values_list("sprint_ids", "goal_ids")
+        .get()
+    )
+    return {"sprints": sprints, "goals": goals}
 
 
 def wip_limits(config) -> dict[str, int]:
@@ -373,12 +405,44 @@ def header_counts(*, project: Project) -> tuple[dict[str, int], dict[str, int]]:
     return {"blocked": row["blocked"]}, {level: n for level, n in by_level.items() if n}
 
 
+def header_rows(*, project: Project) -> tuple[Sprint | None, CircuitBreaker, Goal | None]:
+    """`sprint_current`, `breaker_status` and `goal_current` in one statement: each one's own
+    SQL, side by side."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _header_sql(),
+            [project.pk, *p.OPEN_SPRINT_STATES, project.pk, project.pk, p.GoalStatus.IN_PROGRESS],
+        )
+        values = cursor.fetchone()
+    found: list = []
+    for model, _alias in _HEADER_ROWS:
+        width = rows.width(model)
+        chunk, values = values[:width], values[width:]
+        found.append(rows.from_row(model, chunk) if chunk[0] is not None else None)
+    sprint, breaker, goal = found
+    return sprint, breaker or CircuitBreaker(project=project), goal
+
+
+_HEADER_ROWS = ((Sprint, "s"), (CircuitBreaker, "b"), (Goal, "g"))
+
+
+@cache
+def _header_sql() -> str:
+    columns = ", ".join(rows.select_list(model, alias) for model, alias in _HEADER_ROWS)
+    return (
+        f"SELECT {columns} FROM (SELECT 1) one"
+        f" LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
+        f" LEFT JOIN LATERAL ({breaker_sql('%s')}) b ON TRUE"
+        f" LEFT JOIN LATERAL ({goal_current_sql('%s')}) g ON TRUE"
+    )
+
+
 def board_header(
     *, project: Project, metrics: bool = True, now: datetime | None = None
 ) -> dict[str, object]:
     """The board header: goal, sprint status and deadline, live metrics (seed 002), the counts
     every viewer shares (`header_counts`), and when the watcher last swept the project."""
-    sprint = sprint_current(project=project)
+    sprint, breaker, goal = header_rows(project=project)
     config = config_of(project)
     counts, alert_counts = header_counts(project=project)
     return {
@@ -387,8 +451,8 @@ def board_header(
         "counts": counts,
         "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
         "open_alerts": alert_counts,
-        "breaker": breaker_status(project=project),
-        "goal": goal_current(project=project),
+        "breaker": breaker,
+        "goal": goal,
         "sprint": sprint,
         "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,
     }

@@ -3,6 +3,7 @@ queryset read in a constant number of queries (`board_cards`)."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,11 +19,12 @@ from django.db.models import (
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 
-from agents.models import Run
+from agents.models import Agent, Run
 from boards import protocol as p
 from boards.coordination.models.projects import Sprint
 from boards.coordination.models.records import Alert, Event
 from boards.coordination.models.tasks import Review, Task
+from boards.coordination.selectors.leases import lease_stale_before
 from boards.coordination.selectors.reviews import (
     approvers,
     awaiting_human_approval,
@@ -261,7 +263,6 @@ class _TaskRow:
 
 
 _TASK_ROW_FIELDS = tuple(_TaskRow.__dataclass_fields__)
-_PROJECT = _TASK_ROW_FIELDS.index("project_id")
 
 
 def _among(model, column: str, ids: list[int]) -> RawSQL:
@@ -282,160 +283,167 @@ def _among(model, column: str, ids: list[int]) -> RawSQL:
     return RawSQL(f"{table}.{column} IN ({listed})", [], output_field=BooleanField())
 
 
-def _inputs_sql(ids: list[int], *, full: bool) -> tuple[str, list]:
-    """One statement for the tasks `ids`: their rows (all a card reads when `full`, else the
-    id, key and status) with each row's version, and beside them what a card shows from other
-    rows, each read once for all the ids (the ids written in, see `_among`): the dependencies
-    not yet MERGED (their keys), the open reviews (reviewer, verdict, lease, in claim order),
-    the open alerts' levels, the start of a still-running run, and when `full` the time it
-    entered its state (`_entered_states`' rule).
+def _shown_ids(ids: list[int]) -> tuple[str, list]:
+    """Tasks already chosen, in the order given, as `_inputs_sql`'s source (the ids written
+    in, see `_among`)."""
+    listed = ",".join(str(int(i)) for i in ids)
+    return f"SELECT id, n FROM unnest('{{{listed}}}'::bigint[]) WITH ORDINALITY AS u(id, n)", []
 
-    The version is the row's (xmin, ctid): a write of the row, even a heartbeat or a second
-    one in the same transaction, makes a new row version with a new pair; a lock does not. A
-    card's age in its state comes from its last transition event, which the service that
-    moved the task writes in the transaction that saved its row."""
+
+def _shown_query(queryset: QuerySet) -> tuple[str, list]:
+    """`queryset`'s tasks, in its order, as `_inputs_sql`'s source: its own SQL, run once."""
+    sql, params = queryset.values("id").query.sql_with_params()
+    # Numbered as the ordered subquery yields them: nothing between the two reorders rows.
+    return f"SELECT q.id, row_number() OVER () AS n FROM ({sql}) q", list(params)
+
+
+def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[str, list]:
+    """One statement for the tasks of `shown` (`_shown_ids`, `_shown_query`), in its order:
+    their rows (all a card reads when `full`, else the id, key and status) with each one's
+    version, and beside them what a card shows from other rows, each read once for all the
+    shown tasks: the dependencies not yet MERGED (their keys), the open reviews (reviewer,
+    verdict, lease, in claim order), the open alerts' levels, the start of a still-running run,
+    the project's security reviewers, and when `full` the time it entered its state
+    (`_entered_states`' rule). The selection runs once (materialized), so no input re-runs it.
+
+    What a version covers (`_stamp`): the row's (xmin, ctid) — a write of the row, even a
+    heartbeat or a second one in the same transaction, makes a new row version with a new
+    pair; a lock does not —, the other rows' values above, each in a fixed order, and whether
+    each open review is live *now* (`lease_alive` as a query bound: the one input that moves
+    with the clock). A card's age in its state comes from its last transition event, which
+    the service that moved the task writes in the transaction that saved its row."""
     from django.db import connection
 
     q = connection.ops.quote_name
     task, edge = q(Task._meta.db_table), q(Task.depends_on.through._meta.db_table)
     review, alert, run, event = (q(m._meta.db_table) for m in (Review, Alert, Run, Event))
-    listed = ",".join(str(int(i)) for i in ids) or "NULL"
+    agent = q(Agent._meta.db_table)
     names = _TASK_ROW_FIELDS if full else ("id", "key", "status")
     columns = ", ".join(f"t.{q(Task._meta.get_field(name).column)}" for name in names)
-    params: list = [TaskStatus.MERGED]
+    source, params = shown
+    among = "IN (SELECT id FROM shown)"
+    in_order = "ORDER BY claimed_at, id"
+    # In the order of the placeholders: the source's, the dependencies' MERGED, the reviews'
+    # liveness bound (`lease_alive` as a query bound), then the entered rule's.
+    params = [*params, TaskStatus.MERGED, lease_stale_before(now, config)]
     entered_column, entered_join = "", ""
     if full:
         entered_column = ", en.at"
         entered_join = (
             f" LEFT JOIN (SELECT task_id, max({q('timestamp')}) AS at FROM {event}"
-            f" WHERE task_id IN ({listed}) AND outcome = %s AND to_status <> ''"
+            f" WHERE task_id {among} AND outcome = %s AND to_status <> ''"
             " AND from_status <> to_status GROUP BY task_id) en ON en.task_id = t.id"
         )
         params.append(Event.Outcome.APPLIED)
-    in_order = "ORDER BY claimed_at, id"
     sql = (
-        f"SELECT {columns}, w.keys, rv.reviewers, rv.verdicts, rv.leases, al.levels,"
-        f" rn.started, t.xmin::text || ':' || t.ctid::text{entered_column} FROM {task} t"
-        f" LEFT JOIN (SELECT e.from_task_id AS task_id, array_agg(d.{q('key')}) AS keys"
+        f"WITH shown AS MATERIALIZED ({source}),"
+        f" sec AS (SELECT project_id, array_agg(agent_id ORDER BY agent_id) AS ids FROM {agent}"
+        f" WHERE security_reviewer AND project_id IN (SELECT project_id FROM {task}"
+        f" WHERE id {among}) GROUP BY project_id)"
+        f" SELECT {columns}, t.xmin::text || ':' || t.ctid::text, w.keys, rv.reviewers,"
+        " rv.verdicts, rv.leases, rv.live, al.levels, rn.started,"
+        f" sec.ids{entered_column} FROM shown s JOIN {task} t ON t.id = s.id"
+        f" LEFT JOIN (SELECT e.from_task_id AS task_id,"
+        f" array_agg(d.{q('key')} ORDER BY d.{q('key')}) AS keys"
         f" FROM {edge} e JOIN {task} d ON d.id = e.to_task_id"
-        f" WHERE e.from_task_id IN ({listed}) AND d.status <> %s GROUP BY e.from_task_id) w"
+        f" WHERE e.from_task_id {among} AND d.status <> %s GROUP BY e.from_task_id) w"
         " ON w.task_id = t.id"
         f" LEFT JOIN (SELECT task_id, array_agg(reviewer {in_order}) AS reviewers,"
         f" array_agg(verdict {in_order}) AS verdicts, array_agg(lease_expires {in_order})"
-        f" AS leases FROM {review} WHERE task_id IN ({listed}) AND closed_at IS NULL"
+        " AS leases, array_agg(coalesce(verdict = '' AND lease_expires > %s, false)"
+        f" {in_order}) AS live FROM {review} WHERE task_id {among} AND closed_at IS NULL"
         " GROUP BY task_id) rv ON rv.task_id = t.id"
-        f" LEFT JOIN (SELECT task_id, array_agg(level) AS levels FROM {alert}"
-        f" WHERE task_id IN ({listed}) AND resolved_at IS NULL GROUP BY task_id) al"
+        f" LEFT JOIN (SELECT task_id, array_agg(level ORDER BY level) AS levels FROM {alert}"
+        f" WHERE task_id {among} AND resolved_at IS NULL GROUP BY task_id) al"
         " ON al.task_id = t.id"
         f" LEFT JOIN (SELECT task_id, max(started) AS started FROM {run}"
-        f" WHERE task_id IN ({listed}) AND ended IS NULL GROUP BY task_id) rn"
-        f" ON rn.task_id = t.id{entered_join}"
-        f" WHERE t.id IN ({listed})"
+        f" WHERE task_id {among} AND ended IS NULL GROUP BY task_id) rn"
+        f" ON rn.task_id = t.id LEFT JOIN sec ON sec.project_id = t.project_id{entered_join}"
+        " ORDER BY s.n"
     )
     return sql, params
 
 
-def _read(ids: list[int], *, full: bool) -> dict[int, tuple]:
+def _read(shown: tuple[str, list], *, full: bool, config, now) -> list[tuple]:
     from django.db import connection
 
-    sql, params = _inputs_sql(ids, full=full)
+    sql, params = _inputs_sql(shown, full=full, config=config, now=now)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return {row[0]: row for row in cursor.fetchall()}
+        return cursor.fetchall()
+
+
+# `_inputs_sql`'s columns after the row's: what a version covers (`_stamp`), then `entered`.
+_INPUTS = 9
+
+
+def _stamp(salt: str, inputs: tuple) -> str:
+    """A card's version: `salt` and its inputs as read (already in a fixed order), hashed.
+    The only work per card when its fragment is cached."""
+    return hashlib.blake2b(f"{salt}|{inputs!r}".encode(), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
 class CardVersion:
-    """A shown task's identity and everything its card depends on, as of `now`, without its
-    wide row: the key of its rendered fragment (`boards.board.live.fragments`)."""
+    """A shown task's identity and the version of everything its card depends on, as of `now`
+    (`_stamp`), without its wide row: the key of its rendered fragment
+    (`boards.board.live.fragments`)."""
 
     id: int
     key: str
     status: str
-    stamp: tuple
+    stamp: str
 
 
-def _version(task_id, key, status, inputs: tuple, *, config, now):
-    """(CardVersion, waiting-on keys, open reviews as rows) from `_inputs_sql`'s columns."""
-    waiting, reviewers, verdicts, leases, alerts, running, version = inputs
-    open_reviews = [
-        _ReviewRow(*r) for r in zip(reviewers or (), verdicts or (), leases or (), strict=True)
-    ]
-    waiting, alerts = tuple(sorted(waiting or ())), tuple(alerts or ())
-    stamp = (
-        version,
-        waiting,
-        # Whether each open review is still live moves with the clock, not with a write.
-        tuple(
-            (r.reviewer, r.verdict, r.lease_expires, review_live(r, now, config))
-            for r in open_reviews
-        ),
-        tuple(sorted(alerts)),
-        running,
-    )
-    return CardVersion(task_id, key, status, stamp), waiting, open_reviews
-
-
-def _ids(queryset: QuerySet) -> list[int]:
-    return list(queryset.values_list("id", flat=True))
-
-
-def card_versions(queryset: QuerySet, *, config, now) -> list[CardVersion]:
-    """The versions of `queryset`'s cards, in its order: two narrow queries whatever their
-    number (the ids, then each one's version and the inputs beside its row)."""
-    ids = _ids(queryset)
-    rows = _read(ids, full=False)
-    return [
-        _version(*rows[i][:3], rows[i][3:], config=config, now=now)[0] for i in ids if i in rows
-    ]
+def card_versions(queryset: QuerySet, *, config, now, salt: str = "") -> list[CardVersion]:
+    """The versions of `queryset`'s cards, in its order: one narrow statement whatever their
+    number. `salt`: what every card of the project reads besides the rows its version covers
+    (`boards.board.live.fragments.project_salt`)."""
+    rows = _read(_shown_query(queryset), full=False, config=config, now=now)
+    return [CardVersion(r[0], r[1], r[2], _stamp(salt, r[3:])) for r in rows]
 
 
 def versioned_cards(
-    queryset: QuerySet, *, config, now, security_ids: set[str] | None = None
+    queryset: QuerySet, *, config, now, salt: str = ""
 ) -> list[tuple[CardVersion, Card]]:
-    """The cards of `queryset`'s tasks with their versions, in its order: three queries (the
-    ids, the rows with what each card reads beside them, the project's security reviewers)
-    whatever their number; `security_ids` given saves the last."""
-    return cards_of_ids(_ids(queryset), config=config, now=now, security_ids=security_ids)
+    """The cards of `queryset`'s tasks with their versions, in its order: one statement (the
+    rows with what each card reads beside them) whatever their number."""
+    return _versioned(_shown_query(queryset), config=config, now=now, salt=salt)
 
 
-def cards_of_ids(
-    ids: list[int], *, config, now, security_ids: set[str] | None = None
-) -> list[tuple[CardVersion, Card]]:
-    """`versioned_cards` of tasks already chosen, in the order of `ids` (one query, even for
-    none: the board's queries do not depend on how many cards it renders)."""
+def cards_of_ids(ids: list[int], *, config, now, salt: str = "") -> list[tuple[CardVersion, Card]]:
+    """`versioned_cards` of tasks already chosen, in the order of `ids` (one statement, even
+    for none: the board's queries do not depend on how many cards it renders)."""
+    return _versioned(_shown_ids(ids), config=config, now=now, salt=salt)
+
+
+def _versioned(shown, *, config, now, salt: str) -> list[tuple[CardVersion, Card]]:
     width = len(_TASK_ROW_FIELDS)
-    rows = _read(ids, full=True)
-    if security_ids is None:
-        first = next(iter(rows.values()), None)
-        security_ids = security_reviewer_ids(first[_PROJECT]) if first else set()
     out = []
-    for task_id in ids:
-        if task_id not in rows:
-            continue  # gone since the ids were read
-        values = rows[task_id]
+    for values in _read(shown, full=True, config=config, now=now):
         row = _TaskRow(*values[:width])
-        card_version, waiting, open_reviews = _version(
-            row.id, row.key, row.status, values[width:-1], config=config, now=now
-        )
-        alerts = card_version.stamp[3]
+        inputs = values[width : width + _INPUTS]
+        _version, waiting, reviewers, verdicts, leases, _live, alerts, running, security = inputs
+        open_reviews = [
+            _ReviewRow(*r) for r in zip(reviewers or (), verdicts or (), leases or (), strict=True)
+        ]
         card = _card(
             row,
-            waiting_on=waiting,
+            waiting_on=waiting or (),
             open_reviews=open_reviews,
             config=config,
             now=now,
-            security_ids=security_ids,
-            alerts=tuple(sorted(alerts, key=ALERT_SEVERITY.__getitem__)),
+            security_ids=set(security or ()),
+            alerts=tuple(sorted(alerts or (), key=ALERT_SEVERITY.__getitem__)),
             entered=values[-1],
-            running_since=card_version.stamp[4],
+            running_since=running,
         )
-        out.append((card_version, card))
+        out.append((CardVersion(row.id, row.key, row.status, _stamp(salt, inputs)), card))
     return out
 
 
 def board_cards(queryset: QuerySet, *, config, now) -> list[Card]:
-    """The cards of `queryset`'s tasks, in its order: three queries whatever their number."""
+    """The cards of `queryset`'s tasks, in its order: one statement whatever their number."""
     return [card for _, card in versioned_cards(queryset, config=config, now=now)]
 
 

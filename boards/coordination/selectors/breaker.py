@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
+from django.db import connection
+
+from boards.coordination import rows
 from boards.coordination.models.projects import Project
 from boards.coordination.models.records import CircuitBreaker, CircuitBreakerCheck
 
@@ -35,7 +39,22 @@ class BreakerState:
 
 def breaker_status(*, project: Project) -> CircuitBreaker:
     """The project's breaker row (an unsaved OK one for a project made before breakers)."""
-    return CircuitBreaker.objects.filter(project=project).first() or CircuitBreaker(project=project)
+    row = rows.fetch(CircuitBreaker, _breaker_sql(), [project.pk])
+    return row or CircuitBreaker(project=project)
+
+
+@cache
+def _breaker_sql() -> str:
+    return breaker_sql("%s")
+
+
+def breaker_sql(project: str) -> str:
+    """The project's breaker row as SQL, for the project `project` (a placeholder, or a column
+    of an enclosing statement: the board header reads it beside the sprint)."""
+    quote = connection.ops.quote_name
+    return rows.select_sql(
+        CircuitBreaker, f"{quote('project_id')} = {project}", tail=f"ORDER BY {quote('id')} LIMIT 1"
+    )
 
 
 def breaker_state(*, project: Project) -> BreakerState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from django.db import connection
-from django.db.models import Case, Count, Q, Sum, When
+from django.db.models import Count, Q, Sum
 
 from boards import protocol as p
 from boards.coordination import rows
@@ -61,9 +61,25 @@ def goal_current(*, project: Project) -> Goal | None:
 
     One query (the board header asks on every render): the goal IN_PROGRESS (at most one, a
     constraint) sorts first, then the latest."""
-    in_progress_first = Case(When(status=GoalStatus.IN_PROGRESS, then=0), default=1)
-    return (
-        Goal.objects.filter(project=project).order_by(in_progress_first, "-created", "-id").first()
+    return rows.fetch(Goal, _goal_sql(), [project.pk, GoalStatus.IN_PROGRESS])
+
+
+@cache
+def _goal_sql() -> str:
+    return goal_current_sql("%s")
+
+
+def goal_current_sql(project: str) -> str:
+    """THE current goal as SQL, for the project `project` (a placeholder, or a column of an
+    enclosing statement: the board header reads it beside the sprint); its parameter is
+    `IN_PROGRESS`, after any of `project`. The ORM's
+    `order_by(Case(When(status=IN_PROGRESS)), "-created", "-id")`."""
+    quote = connection.ops.quote_name
+    return rows.select_sql(
+        Goal,
+        f"{quote('project_id')} = {project}",
+        tail=f"ORDER BY CASE WHEN {quote('status')} = %s THEN 0 ELSE 1 END, "
+        f"{quote('created')} DESC, {quote('id')} DESC LIMIT 1",
     )
 
 
@@ -102,8 +118,14 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
         "iterations_total": Sum("iteration", default=0),
         "review_cycles_total": Sum("review_cycles_total", default=0),
     }
+    # Only the three actions counted below (a sprint's history is mostly other events), of
+    # its planned tasks, read from the sprint's own rows (no join through the tasks).
+    counted = (Action.APPROVED, Action.REJECTED, Action.READY_FOR_REVIEW)
     events = Event.objects.filter(
-        project_id=sprint.project_id, task__in=planned, outcome=Event.Outcome.APPLIED
+        project_id=sprint.project_id,
+        task_id__in=Sprint.planned.through.objects.filter(sprint=sprint).values("task_id"),
+        outcome=Event.Outcome.APPLIED,
+        action__in=counted,
     )
     if sprint.started:
         events = events.filter(timestamp__gte=sprint.started)

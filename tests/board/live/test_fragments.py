@@ -18,13 +18,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from agents.services import agent_set_security_reviewer
 from boards.board.live import fragments
 from boards.board.live.render import render_changes
 from boards.board.selectors.cards import card_versions
 from boards.coordination.models.tasks import Task
 from boards.coordination.outbox import TASK
 from boards.coordination.selectors.access import config_of
-from boards.coordination.selectors.reviews import security_reviewer_ids
 from boards.coordination.services import tasks
 from tests.board.live.helpers import in_memory_layer_settings, sprint_world
 from tests.factories import member
@@ -79,10 +79,10 @@ def _card(html: str, key: str) -> str:
 def _key(world, key: str) -> str:
     """The shared cache key of `key`'s card as it is now."""
     config = config_of(world.project)
-    salt = fragments.project_salt(world.project.pk, config, security_reviewer_ids(world.project.pk))
+    salt = fragments.project_salt(world.project.pk, config)
     tasks_ = Task.objects.filter(project=world.project, key=key)
-    [version] = card_versions(tasks_, config=config, now=timezone.now())
-    return fragments.fragment_key(salt, version)
+    [version] = card_versions(tasks_, config=config, now=timezone.now(), salt=salt)
+    return fragments.fragment_key(version)
 
 
 def test_a_card_is_rendered_once_and_again_only_when_its_task_changes(client, world):
@@ -170,3 +170,16 @@ def test_the_page_costs_the_same_queries_with_its_cards_cached_or_not(client, wo
         _, rendered = _page(client, world)
     assert rendered == 0
     assert len(warm.captured_queries) == len(cold.captured_queries)
+
+
+def test_a_security_reviewer_flagged_changes_every_card_of_its_project(world):
+    """The security reviewers decide the human gate a card shows: they are in every version."""
+    config, now = config_of(world.project), world.tick()
+    shown = Task.objects.filter(project=world.project).order_by("key")
+    before = card_versions(shown, config=config, now=now)
+    agent_set_security_reviewer(
+        agent=world.reviewer, actor=world.admin, security_reviewer=True, now=world.tick()
+    )
+    after = card_versions(shown, config=config, now=now)
+    assert [v.key for v in after] == [v.key for v in before] == sorted(v.key for v in before)
+    assert all(a.stamp != b.stamp for a, b in zip(after, before, strict=True))

@@ -399,3 +399,28 @@ def test_wip_limits_form_spelling(text, parsed):
     assert p.wip_limits_parse(text) == parsed
     if not p.wip_limits_error(parsed):
         assert p.wip_limits_parse(p.wip_limits_text(parsed)) == parsed
+
+
+def test_the_header_rows_are_the_selectors_own(world):
+    """The header reads the current sprint, the breaker and the current goal in one statement:
+    each what its own selector answers (none yet, then each one's row)."""
+    from boards.coordination.selectors.breaker import breaker_status
+    from boards.coordination.selectors.sprints import goal_current, sprint_current
+
+    def selectors(project):
+        return (
+            sprint_current(project=project),
+            breaker_status(project=project),
+            goal_current(project=project),
+        )
+
+    empty = World().project
+    sprint, breaker, goal = board_selectors.header_rows(project=empty)
+    assert (sprint, goal) == (None, None)
+    assert breaker.status == selectors(empty)[1].status
+    together = board_selectors.header_rows(project=world.project)
+    apart = selectors(world.project)
+    assert all(row is not None for row in apart)
+    for mine, theirs in zip(together, apart, strict=True):
+        values = [f.attname for f in type(theirs)._meta.concrete_fields]
+        assert [getattr(mine, f) for f in values] == [getattr(theirs, f) for f in values]
