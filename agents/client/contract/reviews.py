@@ -38,7 +38,8 @@ REVIEWS: tuple[Endpoint, ...] = (
         client="review_release", roles=REVIEWER_ONLY, cli=("review", "release"),
         help=(
             "Give back your review claim before a verdict (your session is ending, the change "
-            "is beyond you): another reviewer can take it at once, not when your lease lapses."
+            "is beyond you): another reviewer can take it at once, not when your lease lapses; "
+            "you are not offered it again until the coder resubmits."
         ),
     ),
     E("review_verdict", "POST", "tasks/{key}/verdict", "api-verdict", "reviews_verdict",
