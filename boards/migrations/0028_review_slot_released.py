@@ -7,15 +7,20 @@ the task over (with one reviewer, claim-next handed the same review straight bac
 named `review_claim` treats `released` as open: a human, or the reviewer itself, may still take
 it on purpose (docs/decisions.md "A review given back is not handed back").
 
-The round is the task's current submission: the release counts when its event comes after the
-task's last applied entry into READY_FOR_REVIEW (from another state; the watcher's "time in
-state" reads the same event). Event ids give the log's order: a release and the submission
-before it are serialized by the task row's lock, so the later one always has the larger id,
-whatever the clocks say. After the coder resubmits, the reviewer may be offered the task again.
-The fact is read from the event log the release already writes; no column is added.
+A release is what `review_release` already stores, no new column: the review row it closed
+(this reviewer's, closed without a verdict) and its event. The row alone is not enough — a
+human's or the watcher's take-back closes it the same way, and says nothing about the
+reviewer — and it carries no round. The round is the task's current submission: the release
+counts when its event comes after the task's last applied entry into READY_FOR_REVIEW (from
+another state; the watcher's "time in state" reads the same event). Event ids give the log's
+order: a release and the submission before it are serialized by the task row's lock, so the
+later one always has the larger id, whatever the clocks say. After the coder resubmits, the
+reviewer may be offered the task again.
 
 Every other answer, and the order of the checks, is v1's. `released` comes last, so it is only
-answered when the slot is otherwise open, and the event log is read only for those tasks.
+answered when the slot is otherwise open. The task's reviews are read once, closed ones too (a
+few a round), and its event log only when the reviewer has a review of it closed without a
+verdict.
 tests/coordination/selectors/test_reviews_slot.py holds it equal to the reference model.
 
 v1 stays: a server of the previous release, still running while this one is deployed, calls
@@ -29,19 +34,29 @@ CREATE FUNCTION liza_review_slot_v2(
     t boards_task, p_reviewer text, p_reviewer_status text, p_security_reviewer boolean,
     p_security text[], p_required jsonb, p_now timestamptz, p_grace integer
 ) RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    WITH held AS (
-        -- The round's reviews still held: a verdict given, or a claim whose lease is alive.
-        SELECT r.reviewer, r.verdict FROM boards_review r
-        WHERE r.task_id = t.id AND r.closed_at IS NULL
-          AND (r.verdict <> '' OR r.lease_expires + make_interval(secs => p_grace) > p_now)
+    WITH reviews AS (
+        -- The task's reviews, read once. Held: the open round's, a verdict given or a claim
+        -- whose lease is alive.
+        SELECT r.reviewer, r.verdict, r.closed_at,
+            coalesce(r.closed_at IS NULL AND (
+                r.verdict <> '' OR r.lease_expires + make_interval(secs => p_grace) > p_now
+            ), false) AS held
+        FROM boards_review r
+        WHERE r.task_id = t.id
     ), round AS (
         SELECT
-            coalesce(bool_or(reviewer = p_reviewer), false) AS mine,
-            count(*) FILTER (WHERE verdict = 'APPROVED') AS approving,
-            count(*) FILTER (WHERE verdict = '') AS active,
-            coalesce(bool_or(verdict IN ('APPROVED', '') AND reviewer = ANY(p_security)), false)
-                AS secured
-        FROM held
+            coalesce(bool_or(held AND reviewer = p_reviewer), false) AS mine,
+            count(*) FILTER (WHERE held AND verdict = 'APPROVED') AS approving,
+            count(*) FILTER (WHERE held AND verdict = '') AS active,
+            coalesce(bool_or(
+                held AND verdict IN ('APPROVED', '') AND reviewer = ANY(p_security)
+            ), false) AS secured,
+            -- A release closes a review of this reviewer without a verdict (so do a human's
+            -- and the watcher's take-backs): the event log is read only when there is one.
+            coalesce(bool_or(
+                closed_at IS NOT NULL AND verdict = '' AND reviewer = p_reviewer
+            ), false) AS let_go
+        FROM reviews
     )
     SELECT CASE
         WHEN t.status <> 'READY_FOR_REVIEW' THEN 'status'
@@ -61,7 +76,7 @@ CREATE FUNCTION liza_review_slot_v2(
             AND (p_required ->> t.criticality)::integer - round.approving - round.active = 1
             AND NOT p_security_reviewer AND NOT round.secured
             THEN 'security'
-        WHEN EXISTS (
+        WHEN round.let_go AND EXISTS (
             -- The reviewer gave its review of this round back: after the task last entered
             -- READY_FOR_REVIEW (both read through the event index on project, task).
             SELECT 1 FROM boards_event e

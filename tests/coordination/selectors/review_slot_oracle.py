@@ -4,9 +4,9 @@
 This is the rule review claims, review claim-next and `/work` followed in Python until issue 26
 moved it into one SQL function (`boards.coordination.selectors.reviews.review_slot_refusal`
 before that change), restated over plain values, with what v2 added: a reviewer that gave back
-its review of the task's current round (`review_released` after the task last entered
-READY_FOR_REVIEW) gets `released`. Product code never imports it: the SQL is the product's only
-implementation.
+its review of the task's current round (a review of it closed without a verdict, and its
+`review_released` after the task last entered READY_FOR_REVIEW) gets `released`. Product code
+never imports it: the SQL is the product's only implementation.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class Card:
     failed_by: tuple[str, ...]
     criticality: str
     round: tuple[Claim, ...]
+    closed: tuple[Claim, ...]  # the task's closed reviews, of every round
     history: tuple[Mark, ...]
     priority: int
     created: datetime
@@ -112,7 +113,8 @@ def slot(
         and not (set(approving) | set(active)) & security_ids
     ):
         return "security"
-    if reviewer.agent_id in released_this_round(card.history):
+    let_go = any(c.reviewer == reviewer.agent_id and not c.verdict for c in card.closed)
+    if let_go and reviewer.agent_id in released_this_round(card.history):
         return "released"  # open, but claim-next passes it over; a named claim takes it
     return None
 

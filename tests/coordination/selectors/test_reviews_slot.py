@@ -8,8 +8,8 @@ combination of the fields it reads must get the reference model's answer. Review
 just before and just after the grace boundary; each task's log holds submissions, reviews given
 back (by agents and by a person of the same name, applied and refused) and in-state events, in
 an order its timestamps do not tell. Planted differences — `>` as `>=` on the grace boundary, a
-release remembered past a resubmission, an in-state event taken for a submission — are found
-by the property. A statement-count test pins the pick at one statement.
+release remembered past a resubmission, an in-state event taken for a submission, a release's
+event trusted without the review it closed — are found by the property. A statement-count test pins the pick at one statement.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def _build(board):
         task = properties.task_row(
             project, goals, i, spec, failed_by=spec["failed_by"], criticality=spec["criticality"]
         )
-        claims = []
+        claims, closed = [], []
         for claim in spec["round"]:
             expires = (
                 None
@@ -144,8 +144,9 @@ def _build(board):
                 verdict=claim["verdict"],
                 closed_at=T0 if claim["closed"] else None,
             )
-            if not claim["closed"]:
-                claims.append(Claim(claim["reviewer"], claim["verdict"], expires))
+            (closed if claim["closed"] else claims).append(
+                Claim(claim["reviewer"], claim["verdict"], expires)
+            )
         history = [_event(project, task, mark) for mark in spec["history"]]
         cards.append(
             Card(
@@ -157,6 +158,7 @@ def _build(board):
                 failed_by=tuple(spec["failed_by"]),
                 criticality=spec["criticality"],
                 round=tuple(claims),
+                closed=tuple(closed),
                 history=tuple(history),
                 priority=spec["priority"],
                 created=task.created,
@@ -245,30 +247,35 @@ def _mark(kind: str, by: str = "code-reviewer-1", *, applied: bool = True, agent
     return {"kind": kind, "by": by, "applied": applied, "agent": agent, "at": 0}
 
 
-# One standard task, its round empty, its log one of these (the reviewers are all IDLE): the
-# release of code-reviewer-1 stands in this round, or it does not.
+# One standard task, no review open, code-reviewer-1's review of it closed without a verdict (as a
+# release leaves it) or none, and its log one of these (the reviewers all IDLE): the release of
+# code-reviewer-1 stands in this round, or it does not.
+LET_GO = {"reviewer": "code-reviewer-1", "verdict": "", "lease": None, "closed": True}
+ENTERED = _mark("entered", "coder-1")
 ROUNDS = {
-    "released this round": [_mark("entered", "coder-1"), _mark("released")],
-    "released, then resubmitted": [
-        _mark("entered", "coder-1"),
-        _mark("released"),
-        _mark("entered", "coder-1"),
-    ],
-    "released, then an in-state event": [
-        _mark("entered", "coder-1"),
-        _mark("released"),
-        _mark("stayed", "planner-1"),
-    ],
-    "released, no submission logged (imported)": [_mark("released")],
-    "a refused release": [_mark("entered", "coder-1"), _mark("released", applied=False)],
+    "released this round": ([LET_GO], [ENTERED, _mark("released")]),
+    "released, then resubmitted": ([LET_GO], [ENTERED, _mark("released"), ENTERED]),
+    "released, then an in-state event": (
+        [LET_GO],
+        [ENTERED, _mark("released"), _mark("stayed", "planner-1")],
+    ),
+    "released, no submission logged (imported)": ([LET_GO], [_mark("released")]),
+    "a refused release": ([LET_GO], [ENTERED, _mark("released", applied=False)]),
+    "a person's release, named like the reviewer": (
+        [LET_GO],
+        [ENTERED, _mark("released", agent=False)],
+    ),
+    "a release logged, no review of it closed": ([], [ENTERED, _mark("released")]),
 }
 ROUND_BOARDS = {
     name: {
         "grace": 0,
         "reviewers": ({"status": "IDLE", "security": False},) * 3,
-        "tasks": [{**_on_the_boundary(grace=0, nudge=0)["tasks"][0], "round": [], "history": log}],
+        "tasks": [
+            {**_on_the_boundary(grace=0, nudge=0)["tasks"][0], "round": rows, "history": log}
+        ],
     }
-    for name, log in ROUNDS.items()
+    for name, (rows, log) in ROUNDS.items()
 }
 
 
@@ -284,9 +291,12 @@ def test_the_round_boards_tell_a_release_of_this_round_apart():
     property always runs, so each must be the case its name says."""
     reviewer = Reviewer("code-reviewer-1", "IDLE", False)
     answers = {}
-    for name, log in ROUNDS.items():
+    for name, (rows, log) in ROUNDS.items():
+        closed = tuple(Claim(r["reviewer"], r["verdict"], None) for r in rows)
         marks = tuple(Mark(*_mark_fields(m)) for m in log)
-        card = Card(1, "READY_FOR_REVIEW", False, None, "coder-1", (), "standard", (), marks, 1, T0)
+        card = Card(
+            1, "READY_FOR_REVIEW", False, None, "coder-1", (), "standard", (), closed, marks, 1, T0
+        )
         answers[name] = slot(card, reviewer, security_ids=set(), now=NOW, grace=0)
     assert answers == {
         "released this round": "released",
@@ -294,6 +304,8 @@ def test_the_round_boards_tell_a_release_of_this_round_apart():
         "released, then an in-state event": "released",
         "released, no submission logged (imported)": "released",
         "a refused release": None,
+        "a person's release, named like the reviewer": None,
+        "a release logged, no review of it closed": None,
     }
 
 
@@ -334,6 +346,12 @@ def test_a_planted_difference_on_the_grace_boundary_is_caught():
         ("e.id > coalesce(", "e.id > 0 * coalesce(", "released, then resubmitted"),
         # An event that leaves the task READY_FOR_REVIEW taken for a submission.
         ("AND s.from_status <> 'READY_FOR_REVIEW'", "", "released, then an in-state event"),
+        # The event log trusted without the review row the release closed.
+        (
+            "WHEN round.let_go AND EXISTS (",
+            "WHEN EXISTS (",
+            "a release logged, no review of it closed",
+        ),
     ],
 )
 def test_a_planted_difference_in_the_round_is_caught(needle, replacement, caught_on):
