@@ -9,7 +9,8 @@ just before and just after the grace boundary; each task's log holds submissions
 back (by agents and by a person of the same name, applied and refused) and in-state events, in
 an order its timestamps do not tell. Planted differences — `>` as `>=` on the grace boundary, a
 release remembered past a resubmission, an in-state event taken for a submission, a release's
-event trusted without the review it closed — are found by the property. A statement-count test pins the pick at one statement.
+event trusted without the review it closed — are found by the property. A statement-count test
+pins the pick at one statement.
 """
 
 from __future__ import annotations
