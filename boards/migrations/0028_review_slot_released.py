@@ -17,6 +17,14 @@ order: a release and the submission before it are serialized by the task row's l
 later one always has the larger id, whatever the clocks say. After the coder resubmits, the
 reviewer may be offered the task again.
 
+A give-back because the reviewer's session is stopping (`review_release(stopping=True)`, its
+event's data `{"stopping": true}`: `liza supervise` stopped by its operator, the machine
+rebooted) is not the reviewer judging it cannot finish the review: the reviewer, restarted, is
+offered it again (else a lone reviewer's restart stalled the task until a human claimed it by
+name). The reviewer's last give-back of the round decides: a second one follows a claim by name
+(claim-next no longer offered it), which took the review up again on purpose, so a stop after
+it does not bring the first judgement back.
+
 Every other answer, and the order of the checks, is v1's. `released` comes last, so it is only
 answered when the slot is otherwise open. The task's reviews are read once, closed ones too (a
 few a round), and its event log only when the reviewer has a review of it closed without a
@@ -76,10 +84,12 @@ CREATE FUNCTION liza_review_slot_v2(
             AND (p_required ->> t.criticality)::integer - round.approving - round.active = 1
             AND NOT p_security_reviewer AND NOT round.secured
             THEN 'security'
-        WHEN round.let_go AND EXISTS (
-            -- The reviewer gave its review of this round back: after the task last entered
-            -- READY_FOR_REVIEW (both read through the event index on project, task).
-            SELECT 1 FROM boards_event e
+        WHEN round.let_go AND (
+            -- The reviewer's last give-back of this round (after the task last entered
+            -- READY_FOR_REVIEW; both read through the event index on project, task) was its
+            -- judgement, not its session stopping. No give-back: NULL, the slot is open.
+            SELECT NOT e.data @> '{"stopping": true}'
+            FROM boards_event e
             WHERE e.project_id = t.project_id AND e.task_id = t.id
               AND e.action = 'review_released' AND e.outcome = 'applied'
               AND e.actor_kind = 'agent' AND e.actor_id = p_reviewer
@@ -89,6 +99,8 @@ CREATE FUNCTION liza_review_slot_v2(
                     AND s.outcome = 'applied' AND s.to_status = 'READY_FOR_REVIEW'
                     AND s.from_status <> 'READY_FOR_REVIEW'
               ), 0)
+            ORDER BY e.id DESC
+            LIMIT 1
         ) THEN 'released'
     END
     FROM round

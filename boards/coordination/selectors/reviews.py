@@ -95,9 +95,10 @@ class SlotRefusal:
     details: dict
 
 
-# The slot's answer when the reviewer gave back its review of this round (review_release): the
-# slot is open, but review claim-next and `/work` pass the task over; a named `review_claim`
-# takes it (docs/decisions.md "A review given back is not handed back").
+# The slot's answer when the reviewer gave back its review of this round (review_release), by
+# judgement — not because its session was stopping (`stopping`): the slot is open, but review
+# claim-next and `/work` pass the task over; a named `review_claim` takes it (docs/decisions.md
+# "A review given back is not handed back").
 RELEASED = "released"
 
 

@@ -257,13 +257,18 @@ def _end_own_claim(review: Review, agent: Agent, now: datetime) -> None:
 
 
 @records_refusals
-def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "") -> Review:
+def review_release(
+    *, task: Task, agent: Agent, now: datetime, reason: str = "", stopping: bool = False
+) -> Review:
     """The reviewer gives its open review claim back before a verdict: the slot opens at once
     for another reviewer (not when the lease lapses, seed 000 "Review Lease Lifecycle"), the
     task stays READY_FOR_REVIEW and the reviewer goes IDLE. Verdicts already given stay.
 
     Its event (`review_released`) is what the slot rule reads: this reviewer's claim-next passes
-    the task over until the coder resubmits it; a claim by name still takes it."""
+    the task over until the coder resubmits it; a claim by name still takes it. Unless
+    `stopping` (stored in the event's data): the reviewer's session is ending — its supervisor
+    stopped, restarted — which says nothing of whether it can finish the review, so it may be
+    offered the review again at once."""
     project = task.project
     attempt = Attempt(project, agent, "review_release", now)
     require_role(attempt, agent_roles=REVIEWER, human=None, task=task)
@@ -273,11 +278,14 @@ def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "")
         agent, task, review = _lock_own_review(task, agent, attempt, config)
         review.closed_at = now
         _end_own_claim(review, agent, now)
+        data: dict[str, object] = {"reason": reason} if reason else {}
+        if stopping:
+            data["stopping"] = True  # what liza_review_slot_v2 reads
         attempt.record(
             action=Action.REVIEW_RELEASED,
             task=task,
             detail=reason or f"{agent.agent_id} gave back its review of {task.key}",
-            data={"reason": reason} if reason else None,
+            data=data,
         )
     return review
 

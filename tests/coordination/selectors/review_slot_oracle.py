@@ -5,7 +5,8 @@ This is the rule review claims, review claim-next and `/work` followed in Python
 moved it into one SQL function (`boards.coordination.selectors.reviews.review_slot_refusal`
 before that change), restated over plain values, with what v2 added: a reviewer that gave back
 its review of the task's current round (a review of it closed without a verdict, and its
-`review_released` after the task last entered READY_FOR_REVIEW) gets `released`. Product code
+`review_released` after the task last entered READY_FOR_REVIEW, the last of its own this round
+not made while its session was stopping) gets `released`. Product code
 never imports it: the SQL is the product's only implementation.
 """
 
@@ -37,6 +38,7 @@ class Mark:
     outcome: str  # "applied" or "rejected"
     from_status: str
     to_status: str
+    stopping: bool = False  # a give-back's data says its session was stopping
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,10 @@ class Reviewer:
 
 
 def released_this_round(history: tuple[Mark, ...]) -> set[str]:
-    """The agents that gave back their review of the current round: each submission (an applied
-    move into READY_FOR_REVIEW from another state) starts the round afresh."""
+    """The agents that gave back their review of the current round, judging they could not
+    finish it: each submission (an applied move into READY_FOR_REVIEW from another state) starts
+    the round afresh, and an agent's last give-back decides — one because its session was
+    stopping does not count, nor brings back a judgement before it."""
     released: set[str] = set()
     for mark in history:
         if mark.outcome != "applied":
@@ -74,7 +78,10 @@ def released_this_round(history: tuple[Mark, ...]) -> set[str]:
         if mark.to_status == "READY_FOR_REVIEW" and mark.from_status != "READY_FOR_REVIEW":
             released = set()
         elif mark.action == "review_released" and mark.actor_kind == "agent":
-            released.add(mark.actor_id)
+            if mark.stopping:
+                released.discard(mark.actor_id)
+            else:
+                released.add(mark.actor_id)
     return released
 
 

@@ -6,11 +6,13 @@ from and `/work` asks (`reviewable_tasks`), and each task's refusal (`review_slo
 Boards are written row by row, not walked through the services: the rule reads rows, and every
 combination of the fields it reads must get the reference model's answer. Review leases sit on,
 just before and just after the grace boundary; each task's log holds submissions, reviews given
-back (by agents and by a person of the same name, applied and refused) and in-state events, in
-an order its timestamps do not tell. Planted differences — `>` as `>=` on the grace boundary, a
-release remembered past a resubmission, an in-state event taken for a submission, a release's
-event trusted without the review it closed — are found by the property. A statement-count test
-pins the pick at one statement.
+back (by agents and by a person of the same name, applied and refused, judged or because the
+reviewer's session was stopping) and in-state events, in an order its timestamps do not tell.
+Planted differences — `>` as `>=` on the grace boundary, a release remembered past a
+resubmission, an in-state event taken for a submission, a release's event trusted without the
+review it closed, a stopping release taken for a judged one, the first release of the round
+taken for the last — are found by the property. A statement-count test pins the pick at one
+statement.
 """
 
 from __future__ import annotations
@@ -61,16 +63,18 @@ CLAIM = st.fixed_dictionaries(
     }
 )
 # The task's log, in append order: a submission (into READY_FOR_REVIEW from CLAIMED), a review
-# given back, or an event that leaves the task READY_FOR_REVIEW; by an agent or by a person
-# named like one, applied or refused, at a time that may tie or run backwards.
+# given back (judged, or because the reviewer's session was stopping: its data says so, as
+# review_release writes it), or an event that leaves the task READY_FOR_REVIEW; by an agent or
+# by a person named like one, applied or refused, at a time that may tie or run backwards.
 MARKS = {
-    "entered": (Action.READY_FOR_REVIEW, "CLAIMED", "READY_FOR_REVIEW"),
-    "released": (Action.REVIEW_RELEASED, "", ""),
-    "stayed": (Action.EDITED, "READY_FOR_REVIEW", "READY_FOR_REVIEW"),
+    "entered": (Action.READY_FOR_REVIEW, "CLAIMED", "READY_FOR_REVIEW", {}),
+    "released": (Action.REVIEW_RELEASED, "", "", {"reason": "out of context"}),
+    "stopped": (Action.REVIEW_RELEASED, "", "", {"reason": "signal", "stopping": True}),
+    "stayed": (Action.EDITED, "READY_FOR_REVIEW", "READY_FOR_REVIEW", {"stopping": True}),
 }
 MARK = st.fixed_dictionaries(
     {
-        "kind": st.sampled_from(("entered", "released", "released", "stayed")),
+        "kind": st.sampled_from(("entered", "released", "released", "stopped", "stayed")),
         "by": st.sampled_from(("coder-1", *REVIEWERS)),
         "applied": st.sampled_from((True, True, True, False)),
         "agent": st.sampled_from((True, True, True, False)),
@@ -86,7 +90,7 @@ TASK = st.fixed_dictionaries(
         "failed_by": st.lists(st.sampled_from(PEOPLE[1:]), max_size=2, unique=True),
         "criticality": st.sampled_from(CRITICALITIES),
         "round": st.lists(CLAIM, max_size=3, unique_by=lambda c: c["reviewer"]),
-        "history": st.lists(MARK, max_size=4),
+        "history": st.lists(MARK, max_size=5),
         "priority": st.integers(1, 3),
         "created": st.integers(0, 2),  # ties happen, then the id decides
     }
@@ -170,7 +174,7 @@ def _build(board):
 
 def _event(project, task: Task, mark: dict) -> Mark:
     """The event row of `mark` (ids in the order written), and the reference model's mark."""
-    action, from_status, to_status = MARKS[mark["kind"]]
+    action, from_status, to_status, data = MARKS[mark["kind"]]
     row = Event.objects.create(
         project=project,
         task=task,
@@ -182,9 +186,16 @@ def _event(project, task: Task, mark: dict) -> Mark:
         to_status=to_status,
         outcome="applied" if mark["applied"] else "rejected",
         detail=mark["kind"],
+        data=data,
     )
     return Mark(
-        row.action, row.actor_kind, row.actor_id, row.outcome, row.from_status, row.to_status
+        row.action,
+        row.actor_kind,
+        row.actor_id,
+        row.outcome,
+        row.from_status,
+        row.to_status,
+        stopping=mark["kind"] == "stopped",
     )
 
 
@@ -267,6 +278,17 @@ ROUNDS = {
         [ENTERED, _mark("released", agent=False)],
     ),
     "a release logged, no review of it closed": ([], [ENTERED, _mark("released")]),
+    # Its supervisor stopped (restarted, the machine rebooted): not its judgement.
+    "released while stopping": ([LET_GO], [ENTERED, _mark("stopped")]),
+    # Two give-backs in a round: a claim by name between them; the last decides.
+    "released, claimed by name, stopped": (
+        [LET_GO],
+        [ENTERED, _mark("released"), _mark("stopped")],
+    ),
+    "stopped, claimed by name, released": (
+        [LET_GO],
+        [ENTERED, _mark("stopped"), _mark("released")],
+    ),
 }
 ROUND_BOARDS = {
     name: {
@@ -307,14 +329,18 @@ def test_the_round_boards_tell_a_release_of_this_round_apart():
         "a refused release": None,
         "a person's release, named like the reviewer": None,
         "a release logged, no review of it closed": None,
+        "released while stopping": None,
+        "released, claimed by name, stopped": None,
+        "stopped, claimed by name, released": "released",
     }
 
 
-def _mark_fields(mark: dict) -> tuple[str, ...]:
-    action, from_status, to_status = MARKS[mark["kind"]]
+def _mark_fields(mark: dict) -> tuple:
+    action, from_status, to_status, _ = MARKS[mark["kind"]]
     outcome = "applied" if mark["applied"] else "rejected"
     kind = "agent" if mark["agent"] else "human"
-    return (str(action), kind, mark["by"], outcome, from_status, to_status)
+    stopping = mark["kind"] == "stopped"
+    return (str(action), kind, mark["by"], outcome, from_status, to_status, stopping)
 
 
 @contextmanager
@@ -344,21 +370,33 @@ def test_a_planted_difference_on_the_grace_boundary_is_caught():
     ("needle", "replacement", "caught_on"),
     [
         # The round forgotten: a release stands past the coder's resubmission.
-        ("e.id > coalesce(", "e.id > 0 * coalesce(", "released, then resubmitted"),
+        ("e.id > coalesce(", "e.id > 0 * coalesce(", {"released, then resubmitted"}),
         # An event that leaves the task READY_FOR_REVIEW taken for a submission.
-        ("AND s.from_status <> 'READY_FOR_REVIEW'", "", "released, then an in-state event"),
+        ("AND s.from_status <> 'READY_FOR_REVIEW'", "", {"released, then an in-state event"}),
         # The event log trusted without the review row the release closed.
         (
-            "WHEN round.let_go AND EXISTS (",
-            "WHEN EXISTS (",
-            "a release logged, no review of it closed",
+            "WHEN round.let_go AND (",
+            "WHEN (",
+            {"a release logged, no review of it closed"},
+        ),
+        # A give-back while the session was stopping taken for the reviewer's judgement.
+        (
+            """SELECT NOT e.data @> '{"stopping": true}'""",
+            "SELECT true",
+            {"released while stopping", "released, claimed by name, stopped"},
+        ),
+        # The round's first give-back taken for its last.
+        (
+            "ORDER BY e.id DESC",
+            "ORDER BY e.id",
+            {"released, claimed by name, stopped", "stopped, claimed by name, released"},
         ),
     ],
 )
 def test_a_planted_difference_in_the_round_is_caught(needle, replacement, caught_on):
     with _planted(needle, replacement):
         found = {name for name, board in ROUND_BOARDS.items() if _differences(board)}
-    assert found == {caught_on}
+    assert found == caught_on
 
 
 @pytest.mark.parametrize("ready", [1, 3])

@@ -1,7 +1,8 @@
 """A reviewer gives its review claim back (services.reviews.review_release): the slot opens at
 once for another reviewer, instead of when the lease and its grace lapse; the same reviewer's
 claim-next and `/work` pass the task over until the coder resubmits it, while a claim by name
-still takes it (the slot's `released`, selectors.reviews)."""
+still takes it (the slot's `released`, selectors.reviews) — unless it gave it back because its
+session was stopping (`stopping`: its supervisor stopped or restarted), not by judgement."""
 
 from __future__ import annotations
 
@@ -15,9 +16,20 @@ from boards.errors import Forbidden, InvalidTransition, LeaseLost
 from boards.protocol import AgentStatus, TaskStatus
 
 
-def release(world, key: str = "t1", reviewer: str = "code-reviewer-1", reason: str = ""):
+def release(
+    world,
+    key: str = "t1",
+    reviewer: str = "code-reviewer-1",
+    reason: str = "",
+    *,
+    stopping: bool = False,
+):
     return reviews.review_release(
-        task=world.task(key), agent=world.agent(reviewer), now=world.tick(), reason=reason
+        task=world.task(key),
+        agent=world.agent(reviewer),
+        now=world.tick(),
+        reason=reason,
+        stopping=stopping,
     )
 
 
@@ -99,6 +111,9 @@ def test_claim_next_does_not_hand_a_review_back_to_the_reviewer_that_gave_it_bac
 
     # Alone, it would get the same review straight back and give it back again: a loop.
     assert next_review(world) is None
+    assert Event.objects.get(project=world.project, action="review_released").data == {
+        "reason": "Out of context"
+    }
     answer = work(world)
     assert (answer["work"], answer["exit"]) == (False, None)  # it waits: t1 is still open
     assert answer["retry_after"]
@@ -158,3 +173,42 @@ def test_only_the_reviewers_own_release_passes_the_task_over(world):
     )
 
     assert next_review(world).task.key == "t1"
+
+
+def test_a_review_given_back_because_the_session_stops_is_offered_to_it_again_at_once(world):
+    """Its supervisor stopped (an operator's restart, a reboot): not the reviewer judging it
+    cannot finish the review. Restarted, a lone reviewer takes it up again, by `/work` and
+    claim-next alike, instead of waiting for a human to claim it by name."""
+    world.ready_for_review("t1")
+    assert next_review(world).task.key == "t1"
+    release(world, reason="the supervisor was stopped", stopping=True)
+
+    event = Event.objects.get(project=world.project, action="review_released")
+    assert event.data == {"reason": "the supervisor was stopped", "stopping": True}
+    assert world.agent("code-reviewer-1").status == AgentStatus.IDLE
+    assert work(world)["work"] is True
+    again = next_review(world)
+    assert (again.task.key, again.reviewer, again.closed_at) == ("t1", "code-reviewer-1", None)
+
+
+def test_a_stop_after_a_claim_by_name_does_not_bring_the_judged_release_back(world):
+    """The reviewer's last give-back of the round decides: it took the review up again on
+    purpose (by name) after giving it back, so a stop then is only a stop."""
+    world.ready_for_review("t1")
+    world.claim_review("t1")
+    release(world, reason="Out of context")
+    world.claim_review("t1")
+    release(world, stopping=True)
+
+    assert next_review(world).task.key == "t1"
+
+
+def test_a_judged_release_after_a_stopping_one_passes_the_task_over(world):
+    world.ready_for_review("t1")
+    assert next_review(world).task.key == "t1"
+    release(world, stopping=True)
+    assert next_review(world).task.key == "t1"  # restarted, it goes on with it
+    release(world, reason="A conflict of interest: I wrote part of it")
+
+    assert next_review(world) is None
+    assert next_review(world, "code-reviewer-2").task.key == "t1"
