@@ -64,7 +64,8 @@ class Action(StrEnum):
     REVIEW_CLAIMED = "review_claimed"
     REVIEW_EXTENDED = "review_extended"
     REVIEW_RECLAIMED = "review_reclaimed"
-    REVIEW_CLAIM_RELEASED = "review_claim_released"
+    REVIEW_CLAIM_RELEASED = "review_claim_released"  # a human or the watcher closed a claim
+    REVIEW_RELEASED = "review_released"  # its reviewer gave it back (the review slot reads it)
     APPROVED = "approved"
     REJECTED = "rejected"
     AWAITING_HUMAN_APPROVAL = "awaiting_human_approval"

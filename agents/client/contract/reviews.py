@@ -34,11 +34,21 @@ REVIEWS: tuple[Endpoint, ...] = (
     ),
     E("review_release", "POST", "tasks/{key}/review/release", "api-review-release",
         "reviews_release", result="review",
-        params=(KEY, P("reason", "string", max_length=2000, help="why you give it back")),
+        params=(
+            KEY,
+            P("reason", "string", max_length=2000, help="why you give it back"),
+            P(
+                "stopping", "boolean",
+                help="your session is stopping (told to stop, your supervisor stopped), not "
+                "your judgement that you cannot finish the review: you may be offered it again",
+            ),
+        ),
         client="review_release", roles=REVIEWER_ONLY, cli=("review", "release"),
         help=(
-            "Give back your review claim before a verdict (your session is ending, the change "
-            "is beyond you): another reviewer can take it at once, not when your lease lapses."
+            "Give back your review claim before a verdict (you cannot finish it: out of context, "
+            "the tooling broken, a conflict of interest): another reviewer can take it at once, "
+            "not when your lease lapses; you are not offered it again until the coder "
+            "resubmits, unless you give it back with `stopping`."
         ),
     ),
     E("review_verdict", "POST", "tasks/{key}/verdict", "api-verdict", "reviews_verdict",

@@ -63,12 +63,15 @@ class SignalsMixin:
 
     def _give_review_back(self, key: str) -> None:
         """A review left open would hold its slot until its lease and grace lapse: another
-        reviewer may take it at once. A verdict already given leaves nothing to give back."""
+        reviewer may take it at once. A verdict already given leaves nothing to give back.
+        Given back as `stopping`: a stop (an operator's restart, a reboot) is no judgement
+        that the reviewer cannot finish it, so restarted it is offered the review again."""
         try:
             self.client.review_release(
                 key,
                 reason=f"the supervisor of {self.agent['agent_id']} was stopped by signal "
                 f"{signal.Signals(self.stopping or signal.SIGTERM).name}",
+                stopping=True,
             )
             self.say(f"{key}: review given back")
         except LizaError as error:

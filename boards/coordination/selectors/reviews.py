@@ -95,17 +95,26 @@ class SlotRefusal:
     details: dict
 
 
-# The slot rule is SQL, written once in a migration (boards 0026, `liza_review_slot_v1`): the
-# task row and the reviewer → NULL when its slot is open, else why not (the migration lists the
-# codes). tests/coordination/selectors/test_reviews_slot.py holds it equal to a reference model.
+# The slot's answer when the reviewer gave back its review of this round (review_release), by
+# judgement — not because its session was stopping (`stopping`): the slot is open, but review
+# claim-next and `/work` pass the task over; a named `review_claim` takes it (docs/decisions.md
+# "A review given back is not handed back").
+RELEASED = "released"
+
+
+# The slot rule is SQL, written once in a migration (boards 0028, `liza_review_slot_v2`): the
+# task row and the reviewer → NULL when its slot is open, else why not (migrations 0026 and 0028
+# list the codes). tests/coordination/selectors/test_reviews_slot.py holds it equal to a
+# reference model.
 def review_slot(
     reviewer: Agent, now: datetime, config: ProjectConfig, *, project_id: int
 ) -> RawSQL:
-    """The expression `liza_review_slot_v1(task row, ...)` for `reviewer` at `now`: NULL when
-    it may claim a review of the task, else the refusal's code. The project's security-flagged
-    reviewers are a subquery of the same statement."""
+    """The expression `liza_review_slot_v2(task row, ...)` for `reviewer` at `now`: NULL when
+    it may claim a review of the task, else the refusal's code — `released` when only its own
+    release of this round's review stands in the way (`RELEASED`). The project's
+    security-flagged reviewers are a subquery of the same statement."""
     return RawSQL(
-        f"liza_review_slot_v1({Task._meta.db_table}.*, %s, %s, %s, "
+        f"liza_review_slot_v2({Task._meta.db_table}.*, %s, %s, %s, "
         f"ARRAY(SELECT a.agent_id FROM {Agent._meta.db_table} a "
         "WHERE a.project_id = %s AND a.security_reviewer), %s::jsonb, %s, %s)",
         (
@@ -124,8 +133,11 @@ def review_slot(
 def review_slot_refusal(
     task: Task, reviewer: Agent, *, reviews: list[Review], now: datetime, config: ProjectConfig
 ) -> SlotRefusal | None:
-    """The one review-slot rule (`liza_review_slot_v1`, asked of the task's row): None when
+    """The one review-slot rule (`liza_review_slot_v2`, asked of the task's row): None when
     `reviewer` may claim a review of `task` now, else the refusal in words.
+
+    A claim by name takes a review the reviewer gave back this round (`RELEASED`): it asks for
+    that task on purpose, where claim-next would only hand it straight back.
 
     `reviews` is the task's open round as the caller read it (a claim: locked), only to name
     who holds the slots; a review whose lease is dead (grace included) counts as a free slot,
@@ -137,7 +149,7 @@ def review_slot_refusal(
         .values_list("slot", flat=True)
         .first()
     )
-    if code is None:
+    if code is None or code == RELEASED:
         return None
 
     def conflict(message: str, **details) -> SlotRefusal:
@@ -175,8 +187,9 @@ def reviewable_tasks(
     *, project: Project, reviewer: Agent, now: datetime, config: ProjectConfig
 ) -> list[Task]:
     """The READY_FOR_REVIEW tasks `reviewer` could claim a review of now, by priority then age:
-    the ones whose slot `liza_review_slot_v1` opens to it (one statement, after the spent
-    budgets' read)."""
+    the ones whose slot `liza_review_slot_v2` opens to it (one statement, after the spent
+    budgets' read). A review it gave back this round (`RELEASED`) is not among them: offered
+    again at once, the same reviewer would get the same review back in a loop."""
     ready = Task.objects.filter(project=project, status=TaskStatus.READY_FOR_REVIEW)
     if spent := exhausted_subjects(project=project):  # issue 24: a spent task or goal budget
         ready = ready.exclude(spent)

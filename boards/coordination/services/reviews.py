@@ -151,7 +151,8 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
     """The server picks the review: the first READY_FOR_REVIEW task (priority, then age) whose
     slot `reviewable_tasks` — the very `review_slot_refusal` of `review_claim` — opens to
     `agent`, claimed through `review_claim`. A reviewer holding a live review gets it back (a
-    restarted reviewer goes on with it). None when there is none.
+    restarted reviewer goes on with it); one it gave back this round (`review_release`) it
+    does not. None when there is none.
 
     A candidate another reviewer takes between the read and the claim is skipped (`Conflict`
     inside its own savepoint); the next one is tried.
@@ -261,10 +262,18 @@ def _end_own_claim(review: Review, agent: Agent, now: datetime) -> None:
 
 @agents_only
 @records_refusals
-def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "") -> Review:
+def review_release(
+    *, task: Task, agent: Agent, now: datetime, reason: str = "", stopping: bool = False
+) -> Review:
     """The reviewer gives its open review claim back before a verdict: the slot opens at once
     for another reviewer (not when the lease lapses, seed 000 "Review Lease Lifecycle"), the
-    task stays READY_FOR_REVIEW and the reviewer goes IDLE. Verdicts already given stay."""
+    task stays READY_FOR_REVIEW and the reviewer goes IDLE. Verdicts already given stay.
+
+    Its event (`review_released`) is what the slot rule reads: this reviewer's claim-next passes
+    the task over until the coder resubmits it; a claim by name still takes it. Unless
+    `stopping` (stored in the event's data): the reviewer's session is ending — its supervisor
+    stopped, restarted — which says nothing of whether it can finish the review, so it may be
+    offered the review again at once."""
     project = task.project
     attempt = Attempt(project, agent, "review_release", now)
     require_role(attempt, agent_roles=REVIEWER, task=task)
@@ -274,11 +283,14 @@ def review_release(*, task: Task, agent: Agent, now: datetime, reason: str = "")
         agent, task, review = _lock_own_review(task, agent, attempt, config)
         review.closed_at = now
         _end_own_claim(review, agent, now)
+        data: dict[str, object] = {"reason": reason} if reason else {}
+        if stopping:
+            data["stopping"] = True  # what liza_review_slot_v2 reads
         attempt.record(
-            action="review_released",
+            action=Action.REVIEW_RELEASED,
             task=task,
             detail=reason or f"{agent.agent_id} gave back its review of {task.key}",
-            data={"reason": reason} if reason else None,
+            data=data,
         )
     return review
 

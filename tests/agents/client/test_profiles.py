@@ -171,6 +171,14 @@ def test_the_planner_playbook_opens_a_sprint():
     assert "liza sprint create" in playbooks.render("planner", profile("aider"), usage=usage)
 
 
+def test_the_reviewer_playbook_says_how_to_give_a_review_back():
+    assert "review_release" in playbooks.referenced("code_reviewer")
+    assert "liza review release KEY" in playbooks.render(
+        "code_reviewer", profile("aider"), usage=usage
+    )
+    assert "`mcp__liza__review_release`" in playbooks.render("code_reviewer", profile("claude"))
+
+
 def test_a_project_overrides_a_playbook(tmp_path):
     (tmp_path / ".liza" / "prompts").mkdir(parents=True)
     (tmp_path / ".liza" / "prompts" / "coder.md").write_text("Ours: {{op submit}} only.")

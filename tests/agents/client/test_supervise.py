@@ -23,6 +23,7 @@ from agents.models import Agent, Run
 from agents.selectors import recent_crashes
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Review
+from boards.coordination.services.projects import config_update
 from boards.protocol import TaskStatus
 from tests.agents.client.gitrepo import git, new_repo
 from tests.api.helpers import key_for
@@ -385,10 +386,25 @@ def test_sigterm_is_forwarded_and_the_task_handed_off(supervisors, world, signum
     assert not Event.objects.filter(project=world.project, action="agent_crashed").exists()
 
 
-def test_a_stopped_reviewer_supervisor_gives_its_review_back(supervisors, world):
-    """Left open, the review would hold its slot until its lease and grace lapsed."""
+def test_a_stopped_reviewer_supervisor_gives_its_review_back_and_restarted_takes_it_again(
+    supervisors, world
+):
+    """Left open, the review would hold its slot until its lease and grace lapsed. Given back
+    as its session stopping, not as the reviewer's judgement: the lone reviewer, restarted (an
+    operator's restart, a reboot), is offered it again instead of waiting for a human."""
+    # Leases of seconds: the stopped supervisor's identity lapses before the restart, as over
+    # a reboot (within its lease, the restart is a collision, exit 6).
+    config_update(
+        project=world.project,
+        actor=world.admin,
+        now=timezone.now(),
+        lease_duration=3,
+        heartbeat_interval=1,
+        lease_grace=1,
+    )
     world.ready_for_review("T1")
-    proc = supervisors.start("code-reviewer-1", write_agent(supervisors.tmp, "sleep", SLEEPY))
+    sleepy = write_agent(supervisors.tmp, "sleep", SLEEPY)
+    proc = supervisors.start("code-reviewer-1", sleepy)
     wait_for(lambda: Run.objects.filter(project=world.project).exists(), what="the agent to start")
     assert Review.objects.get(task=world.task("T1"), closed_at__isnull=True).reviewer == (
         "code-reviewer-1"
@@ -403,6 +419,22 @@ def test_a_stopped_reviewer_supervisor_gives_its_review_back(supervisors, world)
     assert not Review.objects.filter(task=world.task("T1"), closed_at__isnull=True).exists()
     released = Event.objects.get(project=world.project, action="review_released")
     assert released.detail == "the supervisor of code-reviewer-1 was stopped by signal SIGTERM"
+    assert released.data["stopping"] is True
+
+    lapsed = world.agent("code-reviewer-1").lease_expires
+    wait_for(lambda: timezone.now() > lapsed, what="the stopped reviewer's lease to lapse")
+    proc = supervisors.start("code-reviewer-1", sleepy)
+    wait_for(
+        lambda: Run.objects.filter(project=world.project).count() == 2,
+        what="the restarted reviewer's agent",
+    )
+    again = Review.objects.get(task=world.task("T1"), closed_at__isnull=True)
+    assert again.reviewer == "code-reviewer-1"
+    runs = Run.objects.filter(project=world.project).order_by("started")
+    assert [r.task.key for r in runs] == ["T1", "T1"]
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc, timeout=30)
+    assert code == 0 and "T1: review given back" in out, out
 
 
 def test_a_restarted_supervisor_resumes_a_handed_off_task_working_and_hands_off_again(
@@ -547,8 +579,6 @@ time.sleep(120)
 def test_a_killed_coders_task_is_taken_over_after_its_lease_expires(
     supervisors, world, tmp_path, repo
 ):
-    from boards.coordination.services.projects import config_update
-
     config_update(
         project=world.project,
         actor=world.admin,

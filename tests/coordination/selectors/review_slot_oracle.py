@@ -1,10 +1,13 @@
-"""The review-slot rule in plain Python: the reference model (oracle) that `liza_review_slot_v1`
-(boards migration 0026) is held equal to.
+"""The review-slot rule in plain Python: the reference model (oracle) that `liza_review_slot_v2`
+(boards migration 0028) is held equal to.
 
 This is the rule review claims, review claim-next and `/work` followed in Python until issue 26
 moved it into one SQL function (`boards.coordination.selectors.reviews.review_slot_refusal`
-before that change), restated over plain values. Product code never imports it: the SQL is the
-product's only implementation.
+before that change), restated over plain values, with what v2 added: a reviewer that gave back
+its review of the task's current round (a review of it closed without a verdict, and its
+`review_released` after the task last entered READY_FOR_REVIEW, the last of its own this round
+not made while its session was stopping) gets `released`. Product code
+never imports it: the SQL is the product's only implementation.
 """
 
 from __future__ import annotations
@@ -26,6 +29,19 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """One event of the task's log, in append order: what the rule reads of it."""
+
+    action: str
+    actor_kind: str  # "agent", "human" or "system"
+    actor_id: str
+    outcome: str  # "applied" or "rejected"
+    from_status: str
+    to_status: str
+    stopping: bool = False  # a give-back's data says its session was stopping
+
+
+@dataclass(frozen=True)
 class Card:
     """What the rule reads of one task."""
 
@@ -37,6 +53,8 @@ class Card:
     failed_by: tuple[str, ...]
     criticality: str
     round: tuple[Claim, ...]
+    closed: tuple[Claim, ...]  # the task's closed reviews, of every round
+    history: tuple[Mark, ...]
     priority: int
     created: datetime
 
@@ -46,6 +64,25 @@ class Reviewer:
     agent_id: str
     status: str
     security_reviewer: bool
+
+
+def released_this_round(history: tuple[Mark, ...]) -> set[str]:
+    """The agents that gave back their review of the current round, judging they could not
+    finish it: each submission (an applied move into READY_FOR_REVIEW from another state) starts
+    the round afresh, and an agent's last give-back decides — one because its session was
+    stopping does not count, nor brings back a judgement before it."""
+    released: set[str] = set()
+    for mark in history:
+        if mark.outcome != "applied":
+            continue
+        if mark.to_status == "READY_FOR_REVIEW" and mark.from_status != "READY_FOR_REVIEW":
+            released = set()
+        elif mark.action == "review_released" and mark.actor_kind == "agent":
+            if mark.stopping:
+                released.discard(mark.actor_id)
+            else:
+                released.add(mark.actor_id)
+    return released
 
 
 def slot(
@@ -83,6 +120,9 @@ def slot(
         and not (set(approving) | set(active)) & security_ids
     ):
         return "security"
+    let_go = any(c.reviewer == reviewer.agent_id and not c.verdict for c in card.closed)
+    if let_go and reviewer.agent_id in released_this_round(card.history):
+        return "released"  # open, but claim-next passes it over; a named claim takes it
     return None
 
 

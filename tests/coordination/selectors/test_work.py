@@ -6,9 +6,11 @@ if and only if
 
 * a coder: `task_claim_next` then gives it a task, or it already holds a CLAIMED task that its
   heartbeat keeps (work in hand: a restarted session picks it up, it does not claim it);
-* a code reviewer: `review_claim` then succeeds on at least one READY_FOR_REVIEW task, or
-  `review_claim_next` gives it a review (one it holds: work in hand), or it must still report
-  the merge of a task it approved (`task_report_merge` then succeeds).
+* a code reviewer: `review_claim` then succeeds on at least one READY_FOR_REVIEW task whose
+  review of this round it did not give back (`review_release`: a claim by name takes that one,
+  claim-next and `/work` pass it over; the round read from the task's log by the slot rule's
+  reference model), or `review_claim_next` gives it a review (one it holds: work in hand), or
+  it must still report the merge of a task it approved (`task_report_merge` then succeeds).
 
 Each claim attempt runs in a savepoint that is rolled back, so every check sees the same board;
 each example is built in its own savepoint too, so examples never see each other's rows.
@@ -22,11 +24,12 @@ from datetime import timedelta
 import pytest
 import time_machine
 from django.core.exceptions import PermissionDenied
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from agents.models import Agent
 from agents.services import agent_handoff, agent_heartbeat, agent_set_availability
+from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.tasks import retry_at
@@ -39,6 +42,7 @@ from boards.protocol import AgentStatus
 from boards.watch.services.watch import watch_sweep
 from tests.api.helpers import agent_client, api_base
 from tests.coordination.selectors.properties import rolled_back
+from tests.coordination.selectors.review_slot_oracle import Mark, released_this_round
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db
@@ -76,9 +80,11 @@ coder = st.sampled_from(CODERS)
 reviewer = st.sampled_from(REVIEWERS)
 criticality = st.sampled_from(CRITICALITIES)
 
-# A review round: each reviewer claims the review, then maybe gives its verdict.
+# A review round: each reviewer claims the review, then maybe gives its verdict or gives the
+# review back.
 ROUND = st.lists(
-    st.tuples(reviewer, st.sampled_from(("claim", "APPROVED", "REJECTED"))), max_size=3
+    st.tuples(reviewer, st.sampled_from(("claim", "APPROVED", "REJECTED", "release"))),
+    max_size=3,
 )
 # READY_FOR_REVIEW, where review rounds happen, comes up more often than the others.
 STAGES = (
@@ -113,6 +119,7 @@ STEPS = st.one_of(
     st.tuples(st.just("block_release"), key),
     st.tuples(st.just("review"), key, reviewer),
     st.tuples(st.just("verdict"), key, reviewer, st.sampled_from(("APPROVED", "REJECTED"))),
+    st.tuples(st.just("release"), key, reviewer),
     st.tuples(st.just("suspend"), key),
     st.tuples(st.just("handoff"), key),
     st.tuples(st.just("heartbeat"), st.sampled_from(AGENTS)),
@@ -166,7 +173,9 @@ def _task(world: World, key: str, crit, stage, who, failer, round_, depends) -> 
     if stage == "ready":
         for name, action in round_:
             world.claim_review(key, name)
-            if action != "claim":
+            if action == "release":
+                _step(world, ("release", key, name))
+            elif action != "claim":
                 world.verdict(key, action, reviewer=name)
         return
     approver = _approve(world, key)
@@ -206,6 +215,9 @@ def _step(world: World, step: tuple) -> None:
     elif kind == "verdict":
         k, who, verdict = args
         world.verdict(k, verdict, reviewer=who)
+    elif kind == "release":
+        k, who = args
+        reviews.review_release(task=world.task(k), agent=world.agent(who), now=world.tick())
     elif kind == "suspend":
         tasks.task_suspend(
             task=world.task(args[0]), actor=world.admin, reason="Hold on", now=world.tick()
@@ -308,7 +320,11 @@ def _reviewer_gets_work(world: World, agent_id: str, now) -> bool:
     )
     if next_review is not None and not isinstance(next_review, Exception):
         return True
-    ready = Task.objects.filter(project=world.project, status="READY_FOR_REVIEW")
+    ready = [
+        task
+        for task in Task.objects.filter(project=world.project, status="READY_FOR_REVIEW")
+        if not _gave_back(task, agent_id)
+    ]
     return any(
         not isinstance(
             _undone(
@@ -320,6 +336,16 @@ def _reviewer_gets_work(world: World, agent_id: str, now) -> bool:
         )
         for task in ready
     )
+
+
+def _gave_back(task: Task, agent_id: str) -> bool:
+    """Whether `agent_id` gave back its review of `task`'s current round, as the reference model
+    of the slot rule reads the task's log."""
+    log = Event.objects.filter(task=task).order_by("id")
+    marks = tuple(
+        Mark(e.action, e.actor_kind, e.actor_id, e.outcome, e.from_status, e.to_status) for e in log
+    )
+    return agent_id in released_this_round(marks)
 
 
 def _claims_deliver(world: World, agent_id: str, now) -> bool:
@@ -352,6 +378,11 @@ def _board(world: World, now) -> str:
     return "\n".join([*rows, " ".join(agents)])
 
 
+# A board random ones reach only now and then: one task under review, whose only reviewer so far
+# gave it back (claimable by that reviewer's name, not offered by its claim-next or `/work`).
+GIVEN_BACK = ("standard", "ready", "coder-1", None, [("code-reviewer-1", "release")], False)
+
+
 # Each example builds a board through the services (~0.4 s): 50 and 15 examples are a minute of
 # the suite's time on two cores. There is no example database in CI, so every run draws fresh
 # boards and the exploration adds up over runs (as tests/contract's MAX_EXAMPLES).
@@ -362,6 +393,7 @@ def _board(world: World, now) -> str:
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],  # no slow "explain"
 )
 @pytest.mark.parametrize("agents", [CODERS, REVIEWERS], ids=["coder", "code_reviewer"])
+@example(recipes=[GIVEN_BACK], steps=[], stop=None, at=0)
 @given(
     recipes=st.lists(TASK, min_size=1, max_size=3),
     steps=st.lists(STEPS, max_size=4),
@@ -391,6 +423,7 @@ def test_work_says_yes_exactly_when_a_claim_then_succeeds(db, agents, recipes, s
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],  # no slow "explain"
 )
+@example(recipes=[GIVEN_BACK], steps=[], at=0)
 @given(recipes=st.lists(TASK, min_size=1, max_size=3), steps=st.lists(STEPS, max_size=4), at=AT)
 def test_the_work_endpoint_answers_what_the_claims_deliver(db, recipes, steps, at):
     """The same property through `GET /work` with each agent's own key, the clock held at
