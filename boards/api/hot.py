@@ -53,7 +53,8 @@ from boards.api.base import (
     key_refusal,
 )
 from boards.api.parsers import JSONParser
-from boards.errors import database_unavailable
+from boards.errors import database_unavailable, lost_race
+from boards.operations.base import run_again_on_lost_race, runs_left
 from boards.protocol import AgentStatus
 from liza_site import key_generation, redis_client
 from liza_site.exceptions import api_exception_handler
@@ -173,6 +174,8 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
             view._begin_idempotent(agent_request)  # type: ignore[arg-type]
             response = view_class.post(view, agent_request, slug)  # type: ignore[attr-defined,arg-type]
         except Exception as exc:
+            if runs_left() and lost_race(exc):
+                raise  # to the runner around the transaction, as ProjectView.handle_exception
             response = _error(view, exc)
         # The cached agent's status is as old as its entry: finalize_response gets the status
         # the answer shows, or STARTING when the answer does not say it, so that agent_ready
@@ -212,11 +215,15 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
         principal = PrincipalRateThrottle()
         if not principal.allow_request(agent_request, None):
             return _throttled(request, view_class, initkwargs, slug, principal.wait())
-        try:
+
+        def once() -> HttpResponseBase:
             if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
                 with transaction.atomic():  # as ProjectView.dispatch
                     return answer(agent_request, key, slug)
             return answer(agent_request, key, slug)
+
+        try:
+            return run_again_on_lost_race(once)  # as ProjectView.dispatch
         except Exception:
             # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
             # cached key may no longer stand for what it did, its rows deleted since the lookup
