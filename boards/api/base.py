@@ -164,10 +164,13 @@ class ProjectView(APIView):
         return super().dispatch(request, *args, **kwargs)
 
     def initialize_request(self, request, *args: Any, **kwargs: Any) -> Request:
-        # A run again reads the body its first run parsed: the stream is read only once.
-        if self._parsed is None:
-            self._parsed = super().initialize_request(request, *args, **kwargs)
-        return self._parsed
+        # A run again (dispatch) reads the body its first run parsed: the stream is read once.
+        parsed = getattr(self, "_parsed", None)
+        if parsed is None:
+            parsed = super().initialize_request(request, *args, **kwargs)
+            if hasattr(self, "_parsed"):
+                self._parsed = parsed
+        return parsed
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

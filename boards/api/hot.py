@@ -215,15 +215,8 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
         principal = PrincipalRateThrottle()
         if not principal.allow_request(agent_request, None):
             return _throttled(request, view_class, initkwargs, slug, principal.wait())
-
-        def once() -> HttpResponseBase:
-            if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
-                with transaction.atomic():  # as ProjectView.dispatch
-                    return answer(agent_request, key, slug)
-            return answer(agent_request, key, slug)
-
         try:
-            return run_again_on_lost_race(once)  # as ProjectView.dispatch
+            return _in_its_transaction(request, lambda: answer(agent_request, key, slug))
         except Exception:
             # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
             # cached key may no longer stand for what it did, its rows deleted since the lookup
@@ -239,6 +232,21 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
     hot.__dict__.update(drf_view.__dict__)
     hot.drf_view = drf_view  # type: ignore[attr-defined]
     return hot
+
+
+def _in_its_transaction(
+    request: HttpRequest, call: Callable[[], HttpResponseBase]
+) -> HttpResponseBase:
+    """`call()` run as ProjectView.dispatch runs a request: a write with an Idempotency-Key in
+    one transaction, and run again whole when PostgreSQL rolled it back for another's sake."""
+
+    def once() -> HttpResponseBase:
+        if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
+            with transaction.atomic():
+                return call()
+        return call()
+
+    return run_again_on_lost_race(once)
 
 
 def _throttled(
