@@ -44,6 +44,9 @@ EXIT_CODES: dict[str, int] = {
     "aborted": Exit.STOP,
     "server_error": Exit.UNREACHABLE,
     "unavailable": Exit.UNREACHABLE,
+    # The rows were busy with another request (a deadlock, a lost serialization race, a lock
+    # or statement timeout): nothing was written, the same request may be sent again.
+    "contention": Exit.UNREACHABLE,
     "idempotency_key_reused": Exit.REFUSED,
     # The agent itself may take no work now (in error, overloaded): wait and ask again.
     "agent_unavailable": Exit.UNREACHABLE,
@@ -243,11 +246,71 @@ class Unavailable(ProtocolError):
         super().__init__(None, message, {"retry_after": self.RETRY_AFTER})
 
 
+class Contention(ProtocolError):
+    """The database is up but this request's transaction met another one on the same rows and
+    was rolled back: PostgreSQL chose it as a deadlock's victim (SQLSTATE 40P01) or a
+    serialization failure (40001) — the operation runner has already run it again, and it lost
+    each time — or it waited for a row lock past `lock_timeout` (55P03) or `statement_timeout`
+    (57014). Nothing was written: HTTP 409 with Retry-After, exit 7, and the same request (with
+    its Idempotency-Key) may be sent again at once. `details.reason` says which."""
+
+    code = "contention"
+    status_code = 409
+    RETRY_AFTER = 1  # seconds: the other transaction holds its rows for milliseconds
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            None,
+            f"Another request held the rows this one needed ({reason.replace('_', ' ')}); "
+            "nothing was written: send it again.",
+            {"reason": reason, "retry_after": self.RETRY_AFTER},
+        )
+
+
+# PostgreSQL's SQLSTATEs of a transaction that met another on the same rows (Appendix A).
+CONTENTION_SQLSTATES: dict[str, str] = {
+    "40P01": "deadlock",
+    "40001": "serialization_failure",
+    "55P03": "lock_timeout",
+    "57014": "statement_timeout",
+}
+# Of those, the ones where PostgreSQL rolled the transaction back so that the other could go
+# on: run again, it is very likely to pass. A timeout already waited its full time: it is not.
+LOST_RACE_SQLSTATES = frozenset({"40P01", "40001"})
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE of a database error (psycopg's, which Django's error wraps), else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        state = getattr(seen, "sqlstate", None)
+        if state:
+            return str(state)
+        seen = seen.__cause__
+    return None
+
+
+def contention(exc: BaseException) -> str | None:
+    """Why `exc` is contention on rows (`CONTENTION_SQLSTATES`' reason), else None."""
+    from django.db import DatabaseError
+
+    if not isinstance(exc, DatabaseError):
+        return None
+    return CONTENTION_SQLSTATES.get(sqlstate(exc) or "")
+
+
+def lost_race(exc: BaseException) -> bool:
+    """Did PostgreSQL roll `exc`'s transaction back for another's sake (a deadlock's victim, a
+    serialization failure), so that the whole transaction may be run again?"""
+    return contention(exc) is not None and sqlstate(exc) in LOST_RACE_SQLSTATES
+
+
 def database_unavailable(exc: BaseException) -> bool:
-    """Is `exc` the database being unreachable (as opposed to a bug in a query)?"""
+    """Is `exc` the database being unreachable (refused, lost, restarting), as opposed to a bug
+    in a query or contention on rows (`contention`: the database answered)?"""
     from django.db import InterfaceError, OperationalError
 
-    return isinstance(exc, OperationalError | InterfaceError)
+    return isinstance(exc, OperationalError | InterfaceError) and contention(exc) is None
 
 
 def _first_message(detail: Any) -> str:
@@ -286,6 +349,8 @@ def as_protocol_error(exc: BaseException) -> ProtocolError | None:
 
     if isinstance(exc, ProtocolError):
         return exc
+    if (reason := contention(exc)) is not None:
+        return Contention(reason)
     if database_unavailable(exc):
         return Unavailable()
     if isinstance(exc, DjangoValidationError):

@@ -6,7 +6,7 @@ from django.http import HttpResponse, JsonResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from boards.errors import Unavailable, database_unavailable
+from boards.errors import Contention, Unavailable, contention, database_unavailable
 from liza_site.exceptions import envelope
 from liza_site.security import LoginForm
 
@@ -55,16 +55,26 @@ UNAVAILABLE_PAGE = (
 )
 
 
+BUSY_PAGE = (
+    "<!doctype html><html lang=en><meta charset=utf-8><title>Liza Board: busy</title>"
+    "<h1>Liza Board was busy with another change to the same rows</h1>"
+    "<p>Nothing you sent was applied; send it again.</p></html>"
+)
+
+
 def handler500(request):
     """A database that cannot be reached is a 503 with Retry-After (a restart or failover, not a
-    bug: the request may be retried as is); anything else stays a 500."""
+    bug: the request may be retried as is); rows busy with another transaction (`contention`:
+    a deadlock, a timeout) a 409 with Retry-After; anything else stays a 500."""
     exc = sys.exc_info()[1]
-    if exc is not None and database_unavailable(exc):
-        error = Unavailable()
+    reason = contention(exc) if exc is not None else None
+    if reason is not None or (exc is not None and database_unavailable(exc)):
+        error = Contention(reason) if reason is not None else Unavailable()
         if request.path.startswith("/api/"):
-            response = JsonResponse(error.as_envelope(), status=503)
+            response = JsonResponse(error.as_envelope(), status=error.status_code)
         else:
-            response = HttpResponse(UNAVAILABLE_PAGE, status=503)
+            page = BUSY_PAGE if reason is not None else UNAVAILABLE_PAGE
+            response = HttpResponse(page, status=error.status_code)
         response["Retry-After"] = str(error.RETRY_AFTER)
         return response
     if request.path.startswith("/api/"):

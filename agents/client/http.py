@@ -3,10 +3,12 @@
 A 3xx is not followed (httpx's default): it is a `Redirected` error naming the Location, exit 7,
 so a key is never sent on to another address (e.g. a proxy's http → https redirect).
 
-Retries: a connection error, a timeout or a 503 is retried with exponential backoff (a 503's
-Retry-After is honoured up to the backoff cap); a 4xx never is — the server has answered, and
-asking again would get the same answer. Every write carries a fresh `Idempotency-Key`, the same
-on each of its retries, so a write whose answer was lost is applied once (docs/decisions.md).
+Retries: a connection error, a timeout, a 503 or an answer the contract calls retryable
+(`contract.RETRYABLE`: a 409 `contention`, the rows busy with another request) is retried with
+exponential backoff (an answer's Retry-After is honoured up to the backoff cap); any other 4xx
+never is — the server has answered, and asking again would get the same answer. Every write
+carries a fresh `Idempotency-Key`, the same on each of its retries, so a write whose answer was
+lost is applied once (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from agents.client.contract import CONTRACT, Endpoint
+from agents.client.contract import CONTRACT, RETRYABLE, Endpoint
 from agents.client.errors import LizaError, Redirected, Unreachable, UsageError
 from agents.client.usage import Usage
 
@@ -39,6 +41,19 @@ class Answer:
 
 def _drop_none(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
+
+
+def _send_again(response: httpx.Response) -> bool:
+    """A 503, or an error whose code says the server wrote nothing (`RETRYABLE`)."""
+    if response.status_code == 503:
+        return True
+    if response.status_code < 400:
+        return False
+    try:
+        code = response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return code in RETRYABLE
 
 
 def _mark_progress() -> None:
@@ -123,7 +138,7 @@ class Client:
                 self._sleep(self._delay(attempt))
                 attempt += 1
                 continue
-            if response.status_code == 503 and attempt < self.retries:
+            if attempt < self.retries and _send_again(response):
                 self._sleep(self._delay(attempt, response.headers.get("Retry-After")))
                 attempt += 1
                 continue

@@ -48,8 +48,9 @@ from boards.coordination.selectors.breaker import breaker_state
 from boards.coordination.selectors.budgets import budget_states
 from boards.coordination.selectors.tasks import TASK_PREFETCH, task_get, task_list
 from boards.coordination.services.authority import require_reader
-from boards.errors import Forbidden, NotFound, ProtocolValidationError
+from boards.errors import Forbidden, NotFound, ProtocolValidationError, lost_race
 from boards.operations import operation, resolve_target
+from boards.operations.base import run_again_on_lost_race, runs_left
 from boards.protocol import AgentStatus
 from liza_site.throttling import count_address_first
 
@@ -152,14 +153,11 @@ class ProjectView(APIView):
 
     def dispatch(self, request, *args: Any, **kwargs: Any):
         self._idempotent: IdempotentRequest | None = None
+        self._parsed: Request | None = None
         try:
-            if request.method in WRITE_METHODS and IDEMPOTENCY_HEADER in request.headers:
-                # The key's record and what the write does commit together (or not at all), and
-                # a concurrent retry waits on the record's unique index until this transaction
-                # ends.
-                with transaction.atomic():
-                    return super().dispatch(request, *args, **kwargs)
-            return super().dispatch(request, *args, **kwargs)
+            # A transaction PostgreSQL rolled back for another's sake (a deadlock's victim) is
+            # run again, whole (`run_again_on_lost_race`); `handle_exception` lets it through.
+            return run_again_on_lost_race(lambda: self._dispatch_once(request, *args, **kwargs))
         except ObjectDoesNotExist:
             # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
             # agent may have been deleted since authentication. Then the answer is the one its
@@ -172,6 +170,25 @@ class ProjectView(APIView):
             self._idempotent = None
             response = self.handle_exception(refused)
             return self.finalize_response(self.request, response, *args, **kwargs)
+
+    def _dispatch_once(self, request, *args: Any, **kwargs: Any):
+        self._idempotent = None
+        if request.method in WRITE_METHODS and IDEMPOTENCY_HEADER in request.headers:
+            # The key's record and what the write does commit together (or not at all), and
+            # a concurrent retry waits on the record's unique index until this transaction
+            # ends.
+            with transaction.atomic():
+                return super().dispatch(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
+
+    def initialize_request(self, request, *args: Any, **kwargs: Any) -> Request:
+        # A run again (dispatch) reads the body its first run parsed: the stream is read once.
+        parsed = getattr(self, "_parsed", None)
+        if parsed is None:
+            parsed = super().initialize_request(request, *args, **kwargs)
+            if hasattr(self, "_parsed"):
+                self._parsed = parsed
+        return parsed
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -215,6 +232,8 @@ class ProjectView(APIView):
         self._idempotent = record
 
     def handle_exception(self, exc: Exception) -> Response:
+        if runs_left() and lost_race(exc):
+            raise exc  # to the runner around the transaction, which runs it again
         if isinstance(exc, _Replay):
             return Response(
                 exc.record.body,

@@ -53,7 +53,8 @@ from boards.api.base import (
     key_refusal,
 )
 from boards.api.parsers import JSONParser
-from boards.errors import database_unavailable
+from boards.errors import database_unavailable, lost_race
+from boards.operations.base import run_again_on_lost_race, runs_left
 from boards.protocol import AgentStatus
 from liza_site import key_generation, redis_client
 from liza_site.exceptions import api_exception_handler
@@ -173,6 +174,8 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
             view._begin_idempotent(agent_request)  # type: ignore[arg-type]
             response = view_class.post(view, agent_request, slug)  # type: ignore[attr-defined,arg-type]
         except Exception as exc:
+            if runs_left() and lost_race(exc):
+                raise  # to the runner around the transaction, as ProjectView.handle_exception
             response = _error(view, exc)
         # The cached agent's status is as old as its entry: finalize_response gets the status
         # the answer shows, or STARTING when the answer does not say it, so that agent_ready
@@ -213,10 +216,7 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
         if not principal.allow_request(agent_request, None):
             return _throttled(request, view_class, initkwargs, slug, principal.wait())
         try:
-            if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
-                with transaction.atomic():  # as ProjectView.dispatch
-                    return answer(agent_request, key, slug)
-            return answer(agent_request, key, slug)
+            return _in_its_transaction(request, lambda: answer(agent_request, key, slug))
         except Exception:
             # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
             # cached key may no longer stand for what it did, its rows deleted since the lookup
@@ -232,6 +232,21 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
     hot.__dict__.update(drf_view.__dict__)
     hot.drf_view = drf_view  # type: ignore[attr-defined]
     return hot
+
+
+def _in_its_transaction(
+    request: HttpRequest, call: Callable[[], HttpResponseBase]
+) -> HttpResponseBase:
+    """`call()` run as ProjectView.dispatch runs a request: a write with an Idempotency-Key in
+    one transaction, and run again whole when PostgreSQL rolled it back for another's sake."""
+
+    def once() -> HttpResponseBase:
+        if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
+            with transaction.atomic():
+                return call()
+        return call()
+
+    return run_again_on_lost_race(once)
 
 
 def _throttled(

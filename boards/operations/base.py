@@ -3,14 +3,17 @@ words of its success) and how it runs; the kinds of row an operation acts on."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from django.db import connection
 from rest_framework import serializers
 
-from boards.errors import validation_error
+from boards.errors import lost_race, validation_error
 from boards.operations.inputs.contract import contract_body_input
 
 # What an operation acts on; the adapters resolve it (404 for missing or foreign rows).
@@ -73,7 +76,51 @@ class Operation:
     def run(self, *, target: Any, actor: Any, now: datetime, data: dict[str, Any]) -> Any:
         kwargs = self.arguments(dict(data)) if self.arguments else dict(data)
         on = {} if self.target == SITE else {self.target: target}
-        return self.service(**on, **{self.principal: actor, "now": now}, **kwargs)
+        return run_again_on_lost_race(
+            lambda: self.service(**on, **{self.principal: actor, "now": now}, **kwargs)
+        )
+
+
+# How many times one request's transaction runs when PostgreSQL keeps choosing it as the
+# victim of a deadlock or a serialization failure (`errors.lost_race`): the first run and two
+# more, a few milliseconds apart, before the caller is answered `contention`.
+LOST_RACE_RUNS = 3
+LOST_RACE_PAUSE = 0.005  # seconds, times the run's number: the winner's commit is that near
+
+T = TypeVar("T")
+_runner = threading.local()
+
+
+def runs_left() -> int:
+    """How many more times the runner of this thread's request will run it (0 outside one):
+    an adapter that turns errors into answers lets a lost race through while this is not 0."""
+    return getattr(_runner, "left", 0)
+
+
+def run_again_on_lost_race(call: Callable[[], T]) -> T:
+    """`call()`, run again (up to `LOST_RACE_RUNS` in all) when PostgreSQL rolled its transaction
+    back for another's sake (a deadlock's victim, 40P01; a serialization failure, 40001).
+
+    Only the whole transaction is run again: when the error reaches here inside a transaction
+    (an Idempotency-Key's, opened by the API for the whole request), it is raised to the runner
+    around that transaction, which the adapter puts outside it. Nothing has been sent then: the
+    live messages and webhooks go out on commit, and the answer after this returns. Nested
+    runners (the API's around an operation's) run it once; the outermost one runs it again.
+    """
+    if hasattr(_runner, "left"):
+        return call()
+    try:
+        for run in range(1, LOST_RACE_RUNS + 1):
+            _runner.left = LOST_RACE_RUNS - run
+            try:
+                return call()
+            except Exception as exc:
+                if not _runner.left or not lost_race(exc) or connection.in_atomic_block:
+                    raise
+            time.sleep(LOST_RACE_PAUSE * run)
+        raise AssertionError("unreachable")  # the last run returns or raises
+    finally:
+        del _runner.left
 
 
 def op(

@@ -16,7 +16,8 @@ import pytest
 
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
-from boards.errors import EXIT_CODES
+from boards.errors import EXIT_CODES, Contention, Unavailable
+from boards.operations.base import LOST_RACE_RUNS
 from boards.protocol import TASK_STATES, TERMINAL_TASK_STATES, TaskStatus
 from tests.api.helpers import agent_client, api_base, http_start, session_client
 from tests.lifecycle import World
@@ -226,6 +227,26 @@ def render() -> str:
         "an aborted sprint answers claims `paused` / `checkpoint` / `aborted` (409, exit 42); an",
         "agent whose work was taken away answers `lease_lost` (409, exit 42) to every operation on",
         "that task; another project's task, or a missing one, is 404 `not_found` (exit 5).",
+        "",
+        "Any operation, in any state, may also answer one of two retryable errors; the same",
+        "request (with its `Idempotency-Key`) may be sent again, and nothing of the first was",
+        "written:",
+        "",
+        "| code | HTTP | exit | Retry-After | when |",
+        "|---|---|---|---|---|",
+        f"| `contention` | {Contention.status_code} | {EXIT_CODES['contention']} |"
+        f" {Contention.RETRY_AFTER} s | the rows it needed were"
+        " busy with another request: PostgreSQL chose its transaction as a deadlock's victim"
+        f" (40P01) or a serialization failure (40001) each of the {LOST_RACE_RUNS} times the"
+        " server ran it, or"
+        " it waited past a lock or statement timeout (55P03, 57014); `details.reason` says which"
+        " (`deadlock`, `serialization_failure`, `lock_timeout`, `statement_timeout`) |",
+        f"| `unavailable` | {Unavailable.status_code} | {EXIT_CODES['unavailable']} |"
+        f" {Unavailable.RETRY_AFTER} s | the database cannot be"
+        " reached (refused, lost, restarting) |",
+        "",
+        "The `liza` client sends both again itself (its backoff, at least the Retry-After) before",
+        "it gives up with exit 7.",
         "",
     ]
     return "\n".join(lines)

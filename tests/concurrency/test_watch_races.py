@@ -15,6 +15,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents.models import Agent
 from boards.coordination.models.projects import Sprint
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Review
@@ -194,3 +195,37 @@ def test_projects_due_together_are_swept_together_every_interval():
         watcher.kill()
         watcher.communicate()
     assert lines == ["2 project(s) swept"] * 4
+
+
+def test_a_sweep_kept_waiting_on_a_busy_row_is_logged_and_the_watcher_goes_on():
+    """A sweep that waits for a row past the statement timeout (another transaction holds the
+    coder's agent row) is contention, not an outage: nothing of it was written, the watcher
+    says so and goes on (`--once`: exits 0); the next sweep does what was due."""
+    world = World()
+    world.claimed("C-1", "coder-1")  # made at T0: by the real clock its lease is long dead
+    coder = world.agent("coder-1")
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_coder() -> None:
+        try:
+            with transaction.atomic():
+                Agent.objects.select_for_update().get(pk=coder.pk)
+                held.set()
+                release.wait(60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_coder, daemon=True)
+    holder.start()
+    assert held.wait(30)
+    try:
+        watcher = watcher_process(world.project.slug, once=True, env={"DB_STATEMENT_TIMEOUT": "1"})
+        _, err = watcher.communicate(timeout=120)
+    finally:
+        release.set()
+        holder.join(30)
+    assert watcher.returncode == 0, err
+    assert f"{world.project.slug}: busy (statement_timeout), swept again" in err
+    assert _system_events(world, Action.LEASE_EXPIRED) == 0
+    sweep = watch_sweep(project=world.project, now=timezone.now())
+    assert sweep.actions == ["lease expired: coder-1 on C-1"]

@@ -40,7 +40,7 @@ from agents.client.contract.base import (
     P,
     Param,
 )
-from agents.client.contract.exits import EXIT, error_envelope
+from agents.client.contract.exits import EXIT, RETRYABLE, error_envelope
 from agents.client.contract.oversight import ALERT_TYPES, ANOMALY_TYPES
 
 # One entry an operation, in the routes' order: a literal path comes before a parameter at the
@@ -72,6 +72,7 @@ __all__ = [
     "KEY",
     "PLANNER",
     "PLANNER_ONLY",
+    "RETRYABLE",
     "REVIEWER",
     "REVIEWER_ONLY",
     "ROLES",

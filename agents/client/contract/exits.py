@@ -20,6 +20,12 @@ EXIT: dict[str, int] = {
     "stop": 42,  # lease lost, paused, checkpoint, aborted: stop and restart (seed 000)
 }
 
+# The error codes after which the same request may be sent again as it is (with its
+# Idempotency-Key): the server wrote nothing — its database away (`unavailable`, 503) or the
+# rows busy with another request (`contention`, 409: a deadlock it lost, a lock timeout). The
+# client sends them again itself, as it does a 503 (agents.client.http).
+RETRYABLE: frozenset[str] = frozenset({"unavailable", "contention"})
+
 
 def error_envelope(
     code: str, message: str, details: Mapping[str, Any], exit: int

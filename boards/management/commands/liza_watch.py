@@ -10,13 +10,15 @@ import threading
 from datetime import datetime, timedelta
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 
 from agents.client.wakeup import Wakeup
 from boards import protocol as p
 from boards.coordination.selectors.access import config_of
+from boards.errors import contention
 from boards.interop.exporting import project_violations
+from boards.operations.base import run_again_on_lost_race
 from boards.watch.selectors.watch import projects_to_watch
 from boards.watch.services.watch import watch_sweep
 from boards.watch.services.webhooks import WebhookSender, webhook_deliver_due
@@ -81,7 +83,21 @@ class Command(BaseCommand):
                 if options["once"] or checked.get(project.pk, now) <= now:
                     violations, _ = project_violations(project)
                     checked[project.pk] = now + INVARIANTS_EVERY
-                sweep = watch_sweep(project=project, now=now, violations=violations)
+                try:
+                    # One transaction: lost to another (a deadlock's victim), it is run again.
+                    sweep = run_again_on_lost_race(
+                        lambda project=project, now=now, violations=violations: watch_sweep(
+                            project=project, now=now, violations=violations
+                        )
+                    )
+                except DatabaseError as exc:
+                    if contention(exc) is None:
+                        raise
+                    # Rows busy with other requests all along: nothing of it was written, and
+                    # the project is swept again next round; the watcher goes on.
+                    due[project.pk] = now
+                    self._log(f"{project.slug}: busy ({contention(exc)}), swept again", error=True)
+                    continue
                 if sweep.skipped:
                     self._log(f"{project.slug}: skipped, another watcher is sweeping it")
                     continue

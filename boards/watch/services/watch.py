@@ -226,8 +226,10 @@ def _sync_alerts(
 def _expire_coder_lease(project: Project, agent: Agent, now: datetime) -> str:
     """The coder's task lease died: it no longer holds the task (its next request answers
     lease_lost, exit 42). The task keeps its status: a claim takes it over (seed 002)."""
-    task = lock_task_and_its_agents(agent.current_task)
-    holder = agent_row(project, agent.agent_id)  # locked with the task's agents
+    # The coder itself with the task's agents, before the task (the lock order), even if the
+    # task names another holder by now.
+    task = lock_task_and_its_agents(agent.current_task, agent)
+    holder = agent_row(project, agent.agent_id)  # already locked: re-read
     config = config_of(project)
     if (
         holder is None

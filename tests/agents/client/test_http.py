@@ -16,8 +16,9 @@ import httpx
 import pytest
 
 from agents.client import Client, LizaError, Unreachable
+from agents.client.contract import RETRYABLE
 from agents.client.errors import UsageError
-from boards.errors import EXIT_CODES
+from boards.errors import EXIT_CODES, Contention, Unavailable
 
 
 def scripted(*answers):
@@ -112,6 +113,32 @@ def test_a_500_is_unreachable_and_not_retried_but_a_last_503_is_unreachable_too(
     with pytest.raises(Unreachable):
         client(transport, retries=1).heartbeat()
     assert len(seen) == 2
+
+
+def test_a_contention_answer_is_sent_again_with_its_key_and_a_last_one_is_exit_7():
+    """409 `contention`: the server wrote nothing (a deadlock it lost, a lock timeout), so the
+    same request goes again, after at least its Retry-After, rather than ending the agent."""
+    busy = envelope(409, "contention", 7)
+    busy.headers["Retry-After"] = "1"
+    slept: list[float] = []
+    transport, seen = scripted(busy, busy, httpx.Response(200, json={"task": None}))
+    c = Client("http://liza.test", "p", "k", transport=transport, sleep=slept.append)
+
+    c.claim_next()
+
+    assert len(seen) == 3 and len({r.headers["Idempotency-Key"] for r in seen}) == 1
+    assert slept == [1.0, 1.0]  # the Retry-After, above the first backoff steps
+
+    transport, seen = scripted(*[envelope(409, "contention", 7)] * 2)
+    with pytest.raises(LizaError) as caught:
+        client(transport, retries=1).heartbeat()
+    assert len(seen) == 2
+    assert (caught.value.code, caught.value.exit) == ("contention", 7)
+
+
+def test_the_retryable_codes_are_the_servers_answers_that_wrote_nothing():
+    assert {Contention.code, Unavailable.code} == RETRYABLE
+    assert {EXIT_CODES[code] for code in RETRYABLE} == {7}
 
 
 def test_a_client_without_its_configuration_is_a_usage_error():

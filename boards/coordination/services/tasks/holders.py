@@ -142,11 +142,14 @@ def lock_task_and_its_agents(task: Task, *also: Agent) -> Task:
     never waits on this in a circle.
 
     Who works on it is read before the task is locked; if that changed by then, the locks are
-    given back (a rolled-back savepoint releases them) and taken again.
+    given back (a rolled-back savepoint releases them) and taken again, for the agents the
+    locked row named.
     """
     extra = {a.pk for a in also}
+    project = task.project
+    seen = task
     for _attempt in range(3):
-        wanted = {agent_id for agent_id in task_agents(task) if agent_id}
+        wanted = {agent_id for agent_id in task_agents(seen) if agent_id}
         try:
             with transaction.atomic():
                 list(
@@ -154,11 +157,11 @@ def lock_task_and_its_agents(task: Task, *also: Agent) -> Task:
                     .filter(Q(agent_id__in=wanted) | Q(pk__in=extra), project_id=task.project_id)
                     .order_by("pk")
                 )
-                locked = lock_task(task)
-                if not {a for a in task_agents(locked) if a} <= wanted:
+                seen = lock_task(task)
+                if not {a for a in task_agents(seen) if a} <= wanted:
                     raise _AgentsMoved
         except _AgentsMoved:
             continue
-        locked.project = task.project  # already loaded: spare a query
-        return locked
+        seen.project = project  # already loaded: spare a query
+        return seen
     raise Conflict(f"{task.key} is changing hands right now; try again", {"task": task.key})

@@ -19,8 +19,8 @@ from boards.coordination.services.actors import Actor, actor_ref, is_agent
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.cleaning import clean_string_list, clean_text
-from boards.coordination.services.edges import move_task, save_task
-from boards.coordination.services.locking import agent_row, lock_task_in
+from boards.coordination.services.edges import move_task, require_task_status, save_task
+from boards.coordination.services.locking import agent_row
 from boards.coordination.services.tasks.holders import (
     close_review_round,
     lock_task_and_its_agents,
@@ -65,7 +65,10 @@ def task_override_block(
         list(questions or []), "questions", max_items=p.MAX_BLOCKED_QUESTIONS
     )
     with transaction.atomic():
-        task = lock_task_in(task, p.OVERRIDE_BLOCK_SOURCES, to=TaskStatus.BLOCKED, attempt=block)
+        # Its holder and pending reviewers before the task (the lock order, locking): their
+        # heartbeats lock their agent row, then the task.
+        task = lock_task_and_its_agents(task)
+        require_task_status(task, p.OVERRIDE_BLOCK_SOURCES, to=TaskStatus.BLOCKED, attempt=block)
         task.blocked_reason = reason
         task.blocked_questions = questions or [f"What should happen to {task.key}?"]
         task.lease_expires = None

@@ -21,12 +21,13 @@ from boards.coordination.services.authority import ADMIN, people, require_role
 from boards.coordination.services.cleaning import clean_text, resolve_keys
 from boards.coordination.services.edges import (
     move_task,
+    require_task_status,
     save_task,
     task_transition_run,
 )
 from boards.coordination.services.locking import agent_row, lock_task_in
 from boards.coordination.services.sprints import sprint_complete_if_done
-from boards.coordination.services.tasks.holders import release_holder
+from boards.coordination.services.tasks.holders import lock_task_and_its_agents, release_holder
 from boards.coordination.services.tasks.planning import NEW_TASK_FIELDS, new_task
 from boards.errors import (
     Forbidden,
@@ -48,7 +49,9 @@ def task_release(*, task: Task, actor: Actor, reason: str, now: datetime) -> Tas
     config = config_of(project)
     release = Attempt(project, actor, "release", now)
     with transaction.atomic():
-        task = lock_task_in(task, [TaskStatus.BLOCKED], to=TaskStatus.UNCLAIMED, attempt=release)
+        # Its previous holder before the task (the lock order, locking).
+        task = lock_task_and_its_agents(task)
+        require_task_status(task, [TaskStatus.BLOCKED], to=TaskStatus.UNCLAIMED, attempt=release)
         if is_limit_blocked(task, config) and not is_human(actor):
             raise release.refuse(
                 Forbidden(
