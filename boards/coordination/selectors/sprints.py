@@ -42,14 +42,8 @@ def sprint_current_sql(project: str) -> str:
     enclosing statement: the heartbeat reads it beside its agent row); its parameters are
     `OPEN_SPRINT_STATES`, after any of `project`. The ORM's
     `order_by(Case(When(status__in=open)), "-started", "-id")`."""
-    quote = connection.ops.quote_name
     states = ", ".join(["%s"] * len(p.OPEN_SPRINT_STATES))
-    return rows.select_sql(
-        Sprint,
-        f"{quote('project_id')} = {project}",
-        tail=f"ORDER BY CASE WHEN {quote('status')} IN ({states}) THEN 0 ELSE 1 END, "
-        f"{quote('started')} DESC, {quote('id')} DESC LIMIT 1",
-    )
+    return _current_row_sql(Sprint, project, f"IN ({states})", latest="started")
 
 
 def sprint_get(*, project: Project, sprint_id: str) -> Sprint:
@@ -74,12 +68,18 @@ def goal_current_sql(project: str) -> str:
     enclosing statement: the board header reads it beside the sprint); its parameter is
     `IN_PROGRESS`, after any of `project`. The ORM's
     `order_by(Case(When(status=IN_PROGRESS)), "-created", "-id")`."""
+    return _current_row_sql(Goal, project, "= %s", latest="created")
+
+
+def _current_row_sql(model, project: str, first: str, *, latest: str) -> str:
+    """The project's one row of `model` whose status passes `first` (a test on the status),
+    else its latest by `latest`, then by id."""
     quote = connection.ops.quote_name
     return rows.select_sql(
-        Goal,
+        model,
         f"{quote('project_id')} = {project}",
-        tail=f"ORDER BY CASE WHEN {quote('status')} = %s THEN 0 ELSE 1 END, "
-        f"{quote('created')} DESC, {quote('id')} DESC LIMIT 1",
+        tail=f"ORDER BY CASE WHEN {quote('status')} {first} THEN 0 ELSE 1 END, "
+        f"{quote(latest)} DESC, {quote('id')} DESC LIMIT 1",
     )
 
 
