@@ -22,6 +22,7 @@ closed, as Django does. Every other request goes through Django's handler unchan
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -33,7 +34,7 @@ from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.http import HttpResponseBase
-from django.urls import Resolver404, resolve, set_script_prefix
+from django.urls import resolve, set_script_prefix
 
 ONE_HOP = "liza_one_hop"
 # Without a database pool each request opens its own connection: a few threads still share
@@ -82,7 +83,7 @@ class OneHopASGIHandler(ASGIHandler):
         path = scope["path"].removeprefix(get_script_prefix(scope))
         try:
             match = resolve(path)
-        except Resolver404:
+        except Exception:  # Resolver404, or whatever else: Django's handler answers that path
             return False
         return getattr(match.func, ONE_HOP, False)
 
@@ -95,7 +96,10 @@ class OneHopASGIHandler(ASGIHandler):
         set_script_prefix(get_script_prefix(scope))
         try:
             response = await self._serve_in_thread(scope, body_file)
-            await self.send_response(response, send)
+            # A send on a closed connection raises an OSError (ASGI): the client is gone, and
+            # Django's handler, which listens for the disconnect, would have sent nothing.
+            with contextlib.suppress(OSError):
+                await self.send_response(response, send)
             if response.streaming:
                 await sync_to_async(response.close, thread_sensitive=False)()
         finally:
