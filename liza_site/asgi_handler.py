@@ -14,7 +14,7 @@ served the way a WSGI server serves every request: the same middleware, loaded i
 run with the view and both signals in one call on a long-lived thread (a small pool per
 process, no larger than the database pool, so a thread always finds a connection soon). The
 answer is the one the async chain gives — the same middleware classes in the same order, so
-the same status, body and headers (tests/liza_site/test_asgi_handler.py compares them). The
+the same status, body and headers (tests/site/test_asgi_handler.py compares them). The
 response is closed (`request_finished`: the connection goes back to the pool) before it is
 sent: it is never a streaming one on these routes; a streaming answer is sent first, then
 closed, as Django does. Every other request goes through Django's handler unchanged.
