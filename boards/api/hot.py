@@ -57,6 +57,7 @@ from boards.errors import database_unavailable, lost_race
 from boards.operations.base import run_again_on_lost_race, runs_left
 from boards.protocol import AgentStatus
 from liza_site import key_generation, redis_client
+from liza_site.asgi_handler import one_hop
 from liza_site.exceptions import api_exception_handler
 from liza_site.outages import REDIS
 from liza_site.throttling import ClientAddressRateThrottle, PrincipalRateThrottle
@@ -231,7 +232,8 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
     # the route from them, unchanged.
     hot.__dict__.update(drf_view.__dict__)
     hot.drf_view = drf_view  # type: ignore[attr-defined]
-    return hot
+    # Under ASGI, its middleware, the view and the request signals in one thread hop.
+    return one_hop(hot)
 
 
 def _in_its_transaction(
