@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MIGRATED = "liza test template: migrated"  # the template's comment once it is complete
 
 
-def _migrations_hash() -> str:
+def migrations_hash() -> str:
     digest = hashlib.sha256()
     for path in sorted(ROOT.glob("*/**/migrations/*.py")):
         if ".venv" in path.parts or "node_modules" in path.parts:
@@ -44,7 +44,7 @@ def migrated_template(settings_dict: Mapping[str, Any]) -> str:
 
     url = database_url(settings_dict)
     prefix = f"test_{settings_dict['NAME']}_tpl_"
-    name = prefix + _migrations_hash()
+    name = prefix + migrations_hash()
     lock_path = Path(tempfile.gettempdir()) / f"{name}.lock"
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one migrates, the others wait for its template

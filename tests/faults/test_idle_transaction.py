@@ -65,9 +65,11 @@ def test_a_foreign_idle_transaction_holding_a_task_does_not_stall_claims(databas
 
 
 # Our own code, hung inside a transaction with task-1's row locked. It prints when it has the
-# lock, and after its sleep what became of its connection.
+# lock, then hangs until the test wakes it (a line on its stdin, once the claim has answered:
+# a fixed sleep had to outlast a claim on a loaded machine), and prints what became of its
+# connection.
 HUNG = """
-import time
+import sys
 import django
 django.setup()
 from django.db import DatabaseError, transaction
@@ -76,7 +78,7 @@ try:
     with transaction.atomic():
         Task.objects.select_for_update().get(key="task-1")
         print("locked", flush=True)
-        time.sleep(10)
+        sys.stdin.readline()
         print("woke", flush=True)
         Task.objects.count()
     print("still connected", flush=True)
@@ -91,15 +93,20 @@ def test_our_connection_idle_in_a_transaction_is_ended_and_the_claim_goes_throug
     with live_server(name="idle-ours", database_url=database.database_url) as server:
         api = _api(server, database.keys["coder-1"])
         hung = subprocess.Popen(
-            [sys.executable, "-c", HUNG], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", HUNG],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             assert hung.stdout.readline().strip() == "locked"
             answer = api.post("/tasks/task-1/claim", json={"base_commit": "base0001"})
-            # The claim did not wait for the hung code to wake: PostgreSQL had ended its
-            # session (and its lock) after one idle second.
+            # The claim did not wait for the hung code to wake (it is woken only now):
+            # PostgreSQL had ended its session (and its lock) after one idle second.
             answered_while_it_slept = hung.poll() is None and not _has_output(hung)
-            rest = hung.communicate(timeout=60)[0]
+            rest = hung.communicate(input="wake\n", timeout=60)[0]
         finally:
             if hung.poll() is None:
                 hung.kill()

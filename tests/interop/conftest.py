@@ -126,24 +126,79 @@ class OriginalLiza:
         return done.stdout.strip()
 
 
-def _yq_command() -> str:
-    """The installed yq, called straight into its `cli` when its Python can import it.
+def _yq_interpreter() -> str | None:
+    """The Python of the installed yq when it can import yq's own module, else None.
 
-    The validator runs yq ~45 times per export; Debian's /usr/bin/yq is an easy_install entry
-    script that first looks its own entry point up in every installed distribution's metadata
-    (~30 % of each call). Calling the same module's `cli` with the same interpreter runs the
-    same yq code on the same jq, minus that lookup; anything else falls back to the script.
-    """
+    Debian's /usr/bin/yq is an easy_install entry script that first looks its own entry point
+    up in every installed distribution's metadata (~30 % of each call); the same interpreter
+    calls the same module's code without that lookup."""
     script = Path(shutil.which("yq"))
     interpreter = script.read_text(encoding="utf-8", errors="replace").partition("\n")[0][2:]
-    entry = "import sys; from yq import cli; sys.argv[0] = 'yq'; sys.exit(cli())"
     if interpreter.startswith("/") and Path(interpreter).is_file():
         found = subprocess.run(
             [interpreter, "-c", "import yq"], capture_output=True, timeout=60, check=False
         )
         if found.returncode == 0:
-            return f'{interpreter} -c "{entry}"'
-    return str(script)
+            return interpreter
+    return None
+
+
+# yq is its YAML loader writing each document of the file as JSON into jq, which then runs with
+# the arguments yq was given (yq's `load_yaml_docs`, then `jq ARGS` on that text). The validator
+# asks ~45 questions of one unchanged state.yaml, and each yq call starts a Python and imports
+# yaml again: here that loader writes the JSON of each version of a file (by its content's
+# hash) once, byte for byte what yq would pipe into jq, and every question then goes to the
+# same jq with the same arguments on that text. A file it cannot load (a YAML error) and a
+# call without a file are left to yq itself, so its own errors and exit codes stand.
+_YAML_TO_JSON = """
+import sys
+from yq import get_loader, load_yaml_docs
+with open(sys.argv[1]) as source:
+    load_yaml_docs(in_stream=source, out_stream=sys.stdout, jq=None,
+                   loader_class=get_loader(use_annotations=False, expand_aliases=True,
+                                           expand_merge_keys=True),
+                   max_expansion_factor=1024, exit_func=sys.exit, prog="yq")
+"""
+
+_SHIM = """#!/bin/bash
+last="${{!#}}"
+if [ "$#" -ge 2 ] && [ -f "$last" ]; then
+    json="{cache}/$(sha256sum <"$last" | cut -c1-64).json"
+    if [ ! -f "$json" ]; then
+        partial="$(mktemp "{cache}/.partial.XXXXXX")"
+        if {interpreter} {to_json} "$last" >"$partial" 2>/dev/null; then
+            mv -f "$partial" "$json"
+        else
+            rm -f "$partial"
+        fi
+    fi
+    if [ -f "$json" ]; then
+        exec jq -r "${{@:1:$#-1}}" "$json"
+    fi
+fi
+exec {yq} -r "$@"
+"""
+
+
+def _write_yq_shim(shim: Path) -> None:
+    """`shim/yq`: the installed yq, always with -r as the original's scripts expect."""
+    interpreter = _yq_interpreter()
+    if interpreter is None:
+        (shim / "yq").write_text(f'#!/bin/bash\nexec {shutil.which("yq")} -r "$@"\n')
+    else:
+        entry = "import sys; from yq import cli; sys.argv[0] = 'yq'; sys.exit(cli())"
+        (shim / "cache").mkdir()
+        (shim / "yaml_to_json.py").write_text(_YAML_TO_JSON, encoding="utf-8")
+        (shim / "yq").write_text(
+            _SHIM.format(
+                cache=shim / "cache",
+                interpreter=interpreter,
+                to_json=shim / "yaml_to_json.py",
+                yq=f'{interpreter} -c "{entry}"',
+            ),
+            encoding="utf-8",
+        )
+    (shim / "yq").chmod(0o755)
 
 
 @pytest.fixture(scope="session")
@@ -162,8 +217,7 @@ def original_liza(tmp_path_factory) -> OriginalLiza:
             pytest.fail(message + " (.ci/test installs them)")
         pytest.skip(message)
     shim = tmp_path_factory.mktemp("yq-shim")
-    (shim / "yq").write_text(f'#!/bin/bash\nexec {_yq_command()} -r "$@"\n', encoding="utf-8")
-    (shim / "yq").chmod(0o755)
+    _write_yq_shim(shim)
     return OriginalLiza(shim=shim)
 
 
