@@ -178,7 +178,11 @@ def test_a_deadlock_victim_is_run_again_whole_and_both_sides_pass():
 
     outcomes = run_together(side("a", a, b), side("b", b, a))
     assert all(o.ok for o in outcomes), [o.error for o in outcomes]
-    assert sorted(runs.values()) == [1, 2]  # the victim's transaction ran once more
+    # The winner ran once; the victim ran again, whole (more than once when, on a loaded
+    # machine, its run again took the first row back before the winner got it: another
+    # deadlock, which the runner's third run outlasts).
+    winner, victim = sorted(runs.values())
+    assert winner == 1 and 2 <= victim <= LOST_RACE_RUNS
 
 
 def test_a_transaction_that_keeps_losing_runs_three_times_then_answers_contention():
