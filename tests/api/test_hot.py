@@ -25,7 +25,7 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.services.projects import project_pause
 from boards.protocol import TaskStatus
 from liza_site import key_generation, throttling
-from tests.api.helpers import api_base, bearer, http_start, key_for
+from tests.api.helpers import api_base, bearer, blank_times, http_start, key_for
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db
@@ -49,21 +49,11 @@ def no_drf_dispatch(monkeypatch):
     monkeypatch.setattr(ProjectView, "dispatch", refuse)
 
 
-def _blank_times(value):
-    if isinstance(value, dict):
-        return {k: _blank_times(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_blank_times(v) for v in value]
-    if isinstance(value, str) and len(value) >= 20 and value[4:5] == "-" and value[10:11] == "T":
-        return "<time>"
-    return value
-
-
 def _answer(response):
     return (
         response.status_code,
         {h: response.get(h) for h in HEADERS},
-        _blank_times(response.json()),
+        blank_times(response.json()),
     )
 
 

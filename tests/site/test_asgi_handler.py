@@ -21,7 +21,7 @@ from django.middleware.security import SecurityMiddleware
 
 from agents import keycache
 from liza_site.asgi_handler import OneHopASGIHandler
-from tests.api.helpers import api_base, http_start, key_for
+from tests.api.helpers import api_base, blank_times, http_start, key_for
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -81,21 +81,11 @@ def _asgi(app, method: str, path: str, body: bytes = b"", headers=()) -> tuple[i
     return start["status"], list(start["headers"]), content
 
 
-def _blank_times(value):
-    if isinstance(value, dict):
-        return {k: _blank_times(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_blank_times(v) for v in value]
-    if isinstance(value, str) and len(value) >= 20 and value[4:5] == "-" and value[10:11] == "T":
-        return "<time>"
-    return value
-
-
 def _answer(status: int, headers: list, body: bytes):
     """What a client sees, times blanked (a heartbeat moves the lease): Content-Length aside,
     which follows the body."""
     try:
-        shown = _blank_times(json.loads(body))
+        shown = blank_times(json.loads(body))
     except ValueError:
         shown = body
     return status, [(k, v) for k, v in headers if k.lower() != b"content-length"], shown
