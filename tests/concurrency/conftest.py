@@ -6,6 +6,7 @@ server process read it through connections of their own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from tests.live_server import LiveServer, live_server, suite_database_url
 
@@ -66,6 +67,33 @@ def run_together(*calls: Callable[[], Any], timeout: float = 60) -> list[Outcome
 # ---------------------------------------------------------------------------------------------
 # a real ASGI server on the test database
 # ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def agent_row_held(pk: int, *, timeout: float = 30) -> Iterator[None]:
+    """While the block runs, another transaction (a thread on its own connection) holds the
+    agent row `pk` locked; released, and the thread gone, when the block ends."""
+    held, release = threading.Event(), threading.Event()
+
+    from agents.models import Agent
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                Agent.objects.select_for_update().get(pk=pk)
+                held.set()
+                release.wait(2 * timeout)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert held.wait(timeout), "the agent row was not locked in time"
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(timeout)
 
 
 def _server_kind() -> str:

@@ -31,7 +31,7 @@ from boards.errors import (
 )
 from boards.operations.base import LOST_RACE_RUNS, run_again_on_lost_race
 from tests.api.helpers import api_base, assert_envelope, bearer, http_start, key_for
-from tests.concurrency.conftest import run_together
+from tests.concurrency.conftest import agent_row_held, run_together
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -298,29 +298,14 @@ def test_a_statement_timeout_is_answered_contention_and_its_key_applies_later(ke
     client = bearer(key_for(world.coder))
     url = f"{api_base(world.project.slug)}/agents/heartbeat"
     headers = {"HTTP_IDEMPOTENCY_KEY": str(uuid.uuid4())} if keyed else {}
-    held, release = threading.Event(), threading.Event()
-
-    def hold_the_agent() -> None:
-        try:
-            with transaction.atomic():
-                rows.get_locked(Agent, world.coder.pk)
-                held.set()
-                release.wait(30)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=hold_the_agent, daemon=True)
-    thread.start()
-    assert held.wait(10)
-    with connection.cursor() as cursor:
-        cursor.execute("SET statement_timeout = '300ms'")
-    try:
-        response = client.post(url, {}, format="json", **headers)
-    finally:
-        release.set()
-        thread.join(30)
+    with agent_row_held(world.coder.pk, timeout=10):
         with connection.cursor() as cursor:
-            cursor.execute("RESET statement_timeout")
+            cursor.execute("SET statement_timeout = '300ms'")
+        try:
+            response = client.post(url, {}, format="json", **headers)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET statement_timeout")
     error = assert_envelope(response, 409, "contention")
     assert error["details"] == {"reason": "statement_timeout", "retry_after": 1, "exit": 7}
     assert response["Retry-After"] == "1"

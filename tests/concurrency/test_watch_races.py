@@ -15,7 +15,6 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agents.models import Agent
 from boards.coordination.models.projects import Sprint
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Review
@@ -24,7 +23,7 @@ from boards.coordination.services.goals import goal_create
 from boards.coordination.services.projects import config_update
 from boards.protocol import Action, AgentStatus, SprintStatus, TaskStatus
 from boards.watch.services.watch import _take_sweep_lock, watch_sweep
-from tests.concurrency.conftest import run_together
+from tests.concurrency.conftest import agent_row_held, run_together
 from tests.factories import register
 from tests.lifecycle import World
 from tests.live_server import watcher_process
@@ -204,26 +203,9 @@ def test_a_sweep_kept_waiting_on_a_busy_row_is_logged_and_the_watcher_goes_on():
     world = World()
     world.claimed("C-1", "coder-1")  # made at T0: by the real clock its lease is long dead
     coder = world.agent("coder-1")
-    held, release = threading.Event(), threading.Event()
-
-    def hold_the_coder() -> None:
-        try:
-            with transaction.atomic():
-                Agent.objects.select_for_update().get(pk=coder.pk)
-                held.set()
-                release.wait(60)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_the_coder, daemon=True)
-    holder.start()
-    assert held.wait(30)
-    try:
+    with agent_row_held(coder.pk):
         watcher = watcher_process(world.project.slug, once=True, env={"DB_STATEMENT_TIMEOUT": "1"})
         _, err = watcher.communicate(timeout=120)
-    finally:
-        release.set()
-        holder.join(30)
     assert watcher.returncode == 0, err
     assert f"{world.project.slug}: busy (statement_timeout), swept again" in err
     assert _system_events(world, Action.LEASE_EXPIRED) == 0
