@@ -192,6 +192,19 @@ def ended_runs(world: World) -> int:
     return Run.objects.filter(project=world.project, ended__isnull=False).count()
 
 
+def leases_of_seconds(world: World) -> None:
+    """Leases of 3 s (1 s heartbeats, 1 s grace): a stopped or killed agent's lease lapses
+    within the test."""
+    config_update(
+        project=world.project,
+        actor=world.admin,
+        now=timezone.now(),
+        lease_duration=3,
+        heartbeat_interval=1,
+        lease_grace=1,
+    )
+
+
 def wait_for(predicate, timeout: float = 60, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -394,14 +407,7 @@ def test_a_stopped_reviewer_supervisor_gives_its_review_back_and_restarted_takes
     operator's restart, a reboot), is offered it again instead of waiting for a human."""
     # Leases of seconds: the stopped supervisor's identity lapses before the restart, as over
     # a reboot (within its lease, the restart is a collision, exit 6).
-    config_update(
-        project=world.project,
-        actor=world.admin,
-        now=timezone.now(),
-        lease_duration=3,
-        heartbeat_interval=1,
-        lease_grace=1,
-    )
+    leases_of_seconds(world)
     world.ready_for_review("T1")
     sleepy = write_agent(supervisors.tmp, "sleep", SLEEPY)
     proc = supervisors.start("code-reviewer-1", sleepy)
@@ -579,14 +585,7 @@ time.sleep(120)
 def test_a_killed_coders_task_is_taken_over_after_its_lease_expires(
     supervisors, world, tmp_path, repo
 ):
-    config_update(
-        project=world.project,
-        actor=world.admin,
-        now=timezone.now(),
-        lease_duration=3,
-        heartbeat_interval=1,
-        lease_grace=1,
-    )
+    leases_of_seconds(world)
     world.unclaimed("T1")
     first = supervisors.start(
         "coder-1", write_agent(tmp_path, "sleeper", SLEEPER), MARKERS=str(tmp_path)
