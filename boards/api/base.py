@@ -110,6 +110,7 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 READ_METHODS = frozenset({"GET", "HEAD"})
 
 H = TypeVar("H", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def readers(role: str) -> Callable[[H], H]:
@@ -136,6 +137,22 @@ class _Replay(Exception):
         self.record = record
 
 
+def in_request_transaction(request: HttpRequest, call: Callable[[], T]) -> T:
+    """`call()` (a request's handling) as every API request runs: a write with an
+    Idempotency-Key in one transaction — the key's record and what the write does commit
+    together (or not at all), and a concurrent retry waits on the record's unique index until
+    it ends — and run again whole when PostgreSQL rolled it back for another's sake
+    (`run_again_on_lost_race`). ProjectView.dispatch and the hot path (boards.api.hot)."""
+
+    def once() -> T:
+        if request.method in WRITE_METHODS and IDEMPOTENCY_HEADER in request.headers:
+            with transaction.atomic():
+                return call()
+        return call()
+
+    return run_again_on_lost_race(once)
+
+
 class ProjectView(APIView):
     """Base of every project endpoint: authentication, tenancy, the acting principal."""
 
@@ -156,8 +173,10 @@ class ProjectView(APIView):
         self._parsed: Request | None = None
         try:
             # A transaction PostgreSQL rolled back for another's sake (a deadlock's victim) is
-            # run again, whole (`run_again_on_lost_race`); `handle_exception` lets it through.
-            return run_again_on_lost_race(lambda: self._dispatch_once(request, *args, **kwargs))
+            # run again, whole (`in_request_transaction`); `handle_exception` lets it through.
+            return in_request_transaction(
+                request, lambda: self._dispatch_once(request, *args, **kwargs)
+            )
         except ObjectDoesNotExist:
             # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
             # agent may have been deleted since authentication. Then the answer is the one its
@@ -173,12 +192,6 @@ class ProjectView(APIView):
 
     def _dispatch_once(self, request, *args: Any, **kwargs: Any):
         self._idempotent = None
-        if request.method in WRITE_METHODS and IDEMPOTENCY_HEADER in request.headers:
-            # The key's record and what the write does commit together (or not at all), and
-            # a concurrent retry waits on the record's unique index until this transaction
-            # ends.
-            with transaction.atomic():
-                return super().dispatch(request, *args, **kwargs)
         return super().dispatch(request, *args, **kwargs)
 
     def initialize_request(self, request, *args: Any, **kwargs: Any) -> Request:

@@ -32,7 +32,6 @@ from functools import cached_property
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase
 from django.urls import URLPattern
 from django.utils import timezone
@@ -46,15 +45,14 @@ from agents.authentication import AgentPrincipal
 from agents.models import AgentKey
 from agents.services import agent_key_used
 from boards.api.base import (
-    IDEMPOTENCY_HEADER,
-    WRITE_METHODS,
     ProjectView,
     _Replay,
+    in_request_transaction,
     key_refusal,
 )
 from boards.api.parsers import JSONParser
 from boards.errors import database_unavailable, lost_race
-from boards.operations.base import run_again_on_lost_race, runs_left
+from boards.operations.base import runs_left
 from boards.protocol import AgentStatus
 from liza_site import key_generation, redis_client
 from liza_site.asgi_handler import one_hop
@@ -217,7 +215,7 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
         if not principal.allow_request(agent_request, None):
             return _throttled(request, view_class, initkwargs, slug, principal.wait())
         try:
-            return _in_its_transaction(request, lambda: answer(agent_request, key, slug))
+            return in_request_transaction(request, lambda: answer(agent_request, key, slug))
         except Exception:
             # No envelope for it (a row the service locks is gone: Agent.DoesNotExist): the
             # cached key may no longer stand for what it did, its rows deleted since the lookup
@@ -234,21 +232,6 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
     hot.drf_view = drf_view  # type: ignore[attr-defined]
     # Under ASGI, its middleware, the view and the request signals in one thread hop.
     return one_hop(hot)
-
-
-def _in_its_transaction(
-    request: HttpRequest, call: Callable[[], HttpResponseBase]
-) -> HttpResponseBase:
-    """`call()` run as ProjectView.dispatch runs a request: a write with an Idempotency-Key in
-    one transaction, and run again whole when PostgreSQL rolled it back for another's sake."""
-
-    def once() -> HttpResponseBase:
-        if IDEMPOTENCY_HEADER in request.headers and request.method in WRITE_METHODS:
-            with transaction.atomic():
-                return call()
-        return call()
-
-    return run_again_on_lost_race(once)
 
 
 def _throttled(
