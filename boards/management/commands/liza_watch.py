@@ -91,12 +91,12 @@ class Command(BaseCommand):
                         )
                     )
                 except DatabaseError as exc:
-                    if contention(exc) is None:
+                    if (busy := contention(exc)) is None:
                         raise
                     # Rows busy with other requests all along: nothing of it was written, and
                     # the project is swept again next round; the watcher goes on.
                     due[project.pk] = now
-                    self._log(f"{project.slug}: busy ({contention(exc)}), swept again", error=True)
+                    self._log(f"{project.slug}: busy ({busy}), swept again", error=True)
                     continue
                 if sweep.skipped:
                     self._log(f"{project.slug}: skipped, another watcher is sweeping it")
