@@ -19,8 +19,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 
 from agents.models import Agent
 from boards.coordination import outbox
@@ -229,7 +231,8 @@ def differences(board) -> list[str]:
         got = _run(PRODUCT, project, agent, task, board)
     # What the examples reached (pytest --hypothesis-show-statistics).
     actions = sorted({e["action"] for e in expected[1]["events"]})
-    event(f"{'named' if task is not None else 'next'} {expected[0][0]} {actions}")
+    if currently_in_test_context():
+        event(f"{'named' if task is not None else 'next'} {expected[0][0]} {actions}")
     if got[0] != expected[0]:
         found.append(f"answer {got[0]} != model's {expected[0]}")
     for name, rows in expected[1].items():
@@ -343,3 +346,35 @@ KIND_BOARDS = [
 @properties.with_boundaries(KIND_BOARDS)
 def test_claims_equal_the_reference_model(board):
     assert differences(board) == []
+
+
+def _planted(needle: str, replacement: str) -> None:
+    """Replace `needle` (once in the function) in `liza_claim_v1`, in this test's transaction
+    only: DDL is transactional in PostgreSQL, and the rollback restores the migration's."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_claim_v1'"
+        )
+        definition = cursor.fetchone()[0]
+        assert definition.count(needle) == 1
+        cursor.execute(definition.replace(needle, replacement))
+
+
+def test_a_planted_difference_in_the_takeover_is_caught():
+    """The takeover's failed_by entry (SPEC §5.1) left out: every board where another coder's
+    task is taken over tells them apart, and only those and the blocks (whose reason names
+    failed_by): a fresh claim, a rework, a retry, an integration fix do not."""
+    _planted("t.failed_by := t.failed_by || to_jsonb(previous);", "NULL;")
+    caught = [bool(differences(board)) for board in KIND_BOARDS]
+    events = [_reference_events(board) for board in KIND_BOARDS]
+    takeovers = [any(" taken over from " in e["detail"] for e in board) for board in events]
+    blocks = [any(e["action"] == "blocked" for e in board) for board in events]
+    assert sum(takeovers) >= 3
+    assert all(c for c, t in zip(caught, takeovers, strict=True) if t)
+    assert not any(c for c, t, b in zip(caught, takeovers, blocks, strict=True) if not (t or b))
+
+
+def _reference_events(board) -> list[dict]:
+    with properties.rolled_back():
+        project, agent, task = _build(board)
+        return _run(REFERENCE, project, agent, task, board)[1]["events"]
