@@ -42,7 +42,7 @@ LEASE = 300
 CLAIMER = "coder-1"
 CODERS = (CLAIMER, "coder-2", "coder-3")
 # Where a task's lease sits: dead by far, on its retry boundary nudged by µs, or alive.
-NUDGES = (-3_600_000_000, -3_600_000_000, -1, 0, 1, 3_600_000_000)
+NUDGES = (-3_600_000_000, -3_600_000_000, -3_600_000_000, -1, 0, 1, 3_600_000_000)
 
 TASK = st.fixed_dictionaries(
     {
@@ -62,8 +62,8 @@ TASK = st.fixed_dictionaries(
             )
         ),
         "assigned_to": st.sampled_from(("", "", *CODERS, "coder-2", "coder-3")),
-        "failed_by": st.sampled_from(([], [], ["coder-2"], ["coder-3"], [CLAIMER])),
-        "crashes": st.integers(0, 3),
+        "failed_by": st.sampled_from(([], [], [], ["coder-2"], ["coder-3"], [CLAIMER])),
+        "crashes": st.sampled_from((0, 0, 0, 1, 2, 3)),
         "lease": st.one_of(st.none(), st.sampled_from(NUDGES)),
         "suspended": st.sampled_from((False, False, False, False, True)),
         "goal": st.sampled_from((None, None, None, *properties.GOALS)),
