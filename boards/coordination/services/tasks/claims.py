@@ -1,5 +1,11 @@
 """Claims (seed 000 "Transition Requirements"; SPEC §5.1, §6): a named claim and claim-next
 under `FOR UPDATE SKIP LOCKED`.
+
+The services check here who may claim what (reads: the role, stop work, budgets, one task at a
+time, availability, the limits, a named task's state); the pick and every write of the claim
+are `liza_claim_v1` (boards migration 0029), called in one statement by `_claim_sql`, whose
+refusals are raised here. tests/coordination/services/tasks/test_claims_sql.py holds it equal
+to the Python the claim kinds were before (`claim_oracle`).
 """
 
 from __future__ import annotations
