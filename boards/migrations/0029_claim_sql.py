@@ -84,6 +84,8 @@ DECLARE
     snapshot text[] := ARRAY(SELECT jsonb_array_elements_text(p_rules->'snapshot'));
     works_from text[] := ARRAY(SELECT jsonb_array_elements_text(p_rules->'works_from'));
     stop_from text[] := ARRAY(SELECT jsonb_array_elements_text(p_rules->'stop_from'));
+    -- What Python's str.split() splits on (audit.record_event's one-line detail), exactly.
+    spaces text := '[\t\n\u000b\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+';
 BEGIN
     SELECT * INTO a FROM agents_agent WHERE id = p_agent FOR UPDATE;
 
@@ -224,7 +226,7 @@ BEGIN
                 ) VALUES (
                     t.project_id, t.id, p_now, 'system', p_rules->>'system', 'blocked',
                     from_status, t.status, 'applied',
-                    left(btrim(regexp_replace(t.blocked_reason, '\s+', ' ', 'g')), 500),
+                    left(btrim(regexp_replace(t.blocked_reason, spaces, ' ', 'g')), 500),
                     jsonb_build_object('limit', lim),
                     (SELECT jsonb_object_agg(key, value) FROM jsonb_each(to_jsonb(t))
                      WHERE key = ANY(snapshot))
@@ -341,7 +343,7 @@ BEGIN
                 t.project_id, t.id, p_now, 'agent', a.agent_id, action, from_status, t.status,
                 'applied',
                 -- "One-line detail is mandatory" (seed 002 log.yaml): as audit.record_event.
-                coalesce(nullif(left(btrim(regexp_replace(detail, '\s+', ' ', 'g')), 500), ''),
+                coalesce(nullif(left(btrim(regexp_replace(detail, spaces, ' ', 'g')), 500), ''),
                          action),
                 data,
                 (SELECT jsonb_object_agg(key, value) FROM jsonb_each(to_jsonb(t))

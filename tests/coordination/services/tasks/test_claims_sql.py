@@ -77,7 +77,10 @@ TASK = st.fixed_dictionaries(
         "iteration": st.sampled_from((None, 1, 2)),
         "review_cycles_current": st.integers(0, 2),
         "depends": st.sampled_from(([], [], [], [0], [1, 2])),
-        "description": st.sampled_from(("plain", "two  spaces", "a\nnew line\t tab ")),
+        # Whitespace the event's one-line detail folds (Python's, which the SQL must match).
+        "description": st.sampled_from(
+            ("plain", "two  spaces", "a\nnew line\t tab ", "nbsp\u00a0unit\x1fsep\u2028 ")
+        ),
     }
 )
 AGENT = st.fixed_dictionaries(
@@ -304,6 +307,7 @@ ALIVE = 3_600_000_000
 # then): the retry and the takeover on each side of the retry boundary.
 KIND_BOARDS = [
     _board(_task(description="a\nnew line\t tab ")),
+    _board(_task(description="\u3000nbsp\u00a0unit\x1f\x85sep\u2028 \u200bzero-width")),
     _board(_task(status="REJECTED", assigned_to=CLAIMER, iteration=2, worktree="wt/old")),
     *[
         _board(_task(status="CLAIMED", assigned_to=CLAIMER, crashes=crashes, lease=nudge))
