@@ -1,8 +1,8 @@
 """Claim-next and the named claim against their reference model (`claim_oracle`, the Python
 the service ran before issue 26) over random boards, at the same `now`: the answer (the task,
 none, or the refusal with its error and details), every task, agent and anomaly row after, the
-events written (action, actor, from/to, detail, data, board snapshot, outcome) and what open
-boards are told to redraw (the outbox).
+events written (action, actor, from/to, detail, data, board snapshot, outcome), the task's
+alerts a move ends, and what open boards are told to redraw (the outbox).
 
 Each board is written once; the reference model runs on it in a savepoint that is rolled back,
 then the service in another, so both start from the same rows (the same keys). Boards are
@@ -27,7 +27,7 @@ from hypothesis.control import currently_in_test_context
 from agents.models import Agent
 from boards.coordination import outbox
 from boards.coordination.models.projects import Project, ProjectConfig
-from boards.coordination.models.records import Anomaly, Event
+from boards.coordination.models.records import Alert, Anomaly, Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.services import tasks as service
 from boards.errors import ProtocolError
@@ -43,6 +43,15 @@ CLAIMER = "coder-1"
 CODERS = (CLAIMER, "coder-2", "coder-3")
 # Where a task's lease sits: dead by far, on its retry boundary nudged by µs, or alive.
 NUDGES = (-3_600_000_000, -3_600_000_000, -3_600_000_000, -1, 0, 1, 3_600_000_000)
+
+# Alerts bound to states a claim leaves (or a block), and to none (a state timeout).
+ALERTS = (
+    Alert.Type.LEASE_EXPIRED,
+    Alert.Type.INTEGRATION_FAILED,
+    Alert.Type.APPROACHING_LIMITS,
+    Alert.Type.ORPHANED_REJECTED,
+    Alert.Type.STATE_TIMEOUT,
+)
 
 TASK = st.fixed_dictionaries(
     {
@@ -150,6 +159,12 @@ def _build(board):
             )
         )
         Task.objects.filter(pk=rows[-1].pk).update(description=f"task {i} {spec['description']}")
+    for task in rows:
+        # Open alerts about the task: the claim's and the block's moves end some of them.
+        Alert.objects.bulk_create(
+            Alert(project=project, task=task, type=kind, subject=task.key, message=kind, created=T0)
+            for kind in ALERTS
+        )
     for task, spec in zip(rows, board["tasks"], strict=True):
         task.depends_on.set([rows[d] for d in spec["depends"] if d < len(rows) and rows[d] != task])
     claimer = None
@@ -186,6 +201,11 @@ def _state(project_id: int) -> dict:
         "tasks": list(Task.objects.filter(project_id=project_id).order_by("pk").values()),
         "agents": list(Agent.objects.filter(project_id=project_id).order_by("pk").values()),
         "events": events,
+        "alerts": list(
+            Alert.objects.filter(project_id=project_id)
+            .order_by("pk")
+            .values_list("pk", "resolved_at")
+        ),
         "anomalies": [
             {k: v for k, v in a.items() if k != "id"}
             for a in Anomaly.objects.filter(project_id=project_id).order_by("pk").values()
