@@ -206,7 +206,7 @@ def exhausted_subjects(*, project: Project) -> Q:
 
 def spent_subjects(*, project: Project) -> tuple[list[int], list[int]]:
     """The keys of the tasks and of the goals whose own budget is spent (`exhausted_subjects`
-    as keys, for `liza_claim_v1`)."""
+    as keys, for `liza_claim_v2`)."""
     tasks: list[int] = []
     goals: list[int] = []
     for budget in Budget.objects.filter(

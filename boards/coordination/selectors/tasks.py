@@ -134,17 +134,6 @@ def holder_task(*, project_id: int, agent_id: str) -> Task | None:
     )
 
 
-def takeover_exhausts(task: Task, agent_id: str) -> bool:
-    """Taking `task` from its previous holder adds that holder to failed_by; when two distinct
-    coders are then there, the claim blocks the task instead (hypothesis exhaustion, SPEC §5.1)."""
-    previous = task.assigned_to
-    if not previous or previous == agent_id:
-        return False
-    if task.status not in (TaskStatus.REJECTED, TaskStatus.CLAIMED):
-        return False
-    return len({*task.failed_by, previous}) >= 2
-
-
 def claimer_refusal(
     agent, held: Task | None, *, task: Task | None, now: datetime, config: ProjectConfig
 ) -> str | None:
@@ -165,34 +154,66 @@ def claimer_refusal(
     return f"{agent.agent_id} already holds {held.key} ({held.status})"
 
 
-def claim_next_available(*, project: Project, agent, now: datetime, config: ProjectConfig) -> bool:
+def claim_next_queues(
+    held: Task | None, *, column_full: bool = False
+) -> tuple[list[int], Task | None]:
+    """Where claim-next looks for a coder holding `held` (`holder_task`, not refused by
+    `claimer_refusal`, not its own live claim): the queues of `liza_claim_queue_v1`, and the one
+    task it is limited to. Its own dead claim is retried once its backoff has passed, nothing
+    else meanwhile (one task at a time); its own REJECTED task goes back to it before anything
+    else (seed 000); a coder holding nothing has no REJECTED task of its own (queue 1 skipped).
+    `column_full`: the CLAIMED column is at its enforced WIP limit (issue 24), so only a task
+    already in it (a retry, a takeover) may be claimed."""
+    if held is not None and held.status == TaskStatus.CLAIMED:
+        return [4], held
+    queues = [1] if held is not None else [2, 3, 4]
+    if column_full:
+        queues = [n for n in queues if CLAIM_QUEUES[n - 1] == TaskStatus.CLAIMED]
+    return queues, None
+
+
+def claim_limit(agent_id: str, config: ProjectConfig) -> RawSQL:
+    """The expression `liza_claim_limit_v1(task row, ...)`: the limit that makes a claim of
+    this task by `agent_id` block it instead of giving it out (NULL: it is given out). The rule
+    `liza_claim_v2` asks for the task it picked (boards migration 0030)."""
+    return RawSQL(
+        f"liza_claim_limit_v1({Task._meta.db_table}.*, %s, %s::integer[])",
+        (agent_id, [int(s) for s in config.retry_backoff]),
+    )
+
+
+def claim_next_available(
+    *, project: Project, agent, now: datetime, config: ProjectConfig, column_full: bool = False
+) -> bool:
     """Whether `task_claim_next` would now give `agent` a task: its own checks, read-only (what
-    `/work` answers). A stop (pause, checkpoint, abort) is the caller's to check."""
+    `/work` answers). A stop (pause, checkpoint, abort), availability and the enforced limits
+    are the caller's to check (`column_full`: see `claim_next_queues`).
+
+    The queue, the spent budgets and "the claim blocks it instead" are the claim's own SQL
+    (`liza_claim_queue_v1`, `liza_claim_limit_v1`), asked in one statement: a task the claim
+    would block is passed over, as claim-next passes over it once it blocked it."""
     held = holder_task(project_id=project.pk, agent_id=agent.agent_id)
     if claimer_refusal(agent, held, task=None, now=now, config=config) is not None:
         return False
-    candidates = claim_candidates(project, agent.agent_id, now, config)
-    if held is not None and held.status == TaskStatus.CLAIMED:
-        if lease_alive(held.lease_expires, now, config):
-            return True  # its own live claim, handed back
-        # Its own dead claim: retried once the backoff passed, unless that blocks it instead.
-        return not retry_exhausts(held, config) and candidates[3].filter(pk=held.pk).exists()
-    for queryset in candidates[:1] if held is not None else candidates[1:]:
-        # Only a claim that exhausts the task is passed over (the claim blocks it instead),
-        # so this reads at most those rows and one more.
-        fields = ("id", "status", "assigned_to", "failed_by", "crashes", "lease_expires")
-        for task in queryset.only(*fields).iterator():
-            if not claim_blocks(task, agent.agent_id, config):
-                return True
-    return False
-
-
-def claim_blocks(task: Task, agent_id: str, config: ProjectConfig) -> bool:
-    """A claim of this candidate blocks it instead of giving it out: a takeover that exhausts
-    the hypothesis (first), or a dead lease one crash past the retry schedule."""
-    return takeover_exhausts(task, agent_id) or (
-        task.status == TaskStatus.CLAIMED and retry_exhausts(task, config)
+    if (
+        held is not None
+        and held.status == TaskStatus.CLAIMED
+        and lease_alive(held.lease_expires, now, config)
+    ):
+        return True  # its own live claim, handed back
+    queues, only = claim_next_queues(held, column_full=column_full)
+    if not queues:
+        return False
+    tasks = Task.objects.filter(
+        project=project, status__in=[CLAIM_QUEUES[n - 1] for n in queues]
+    ).alias(
+        queue=claim_queue(agent.agent_id, now, config), limit=claim_limit(agent.agent_id, config)
     )
+    if only is not None:
+        tasks = tasks.filter(pk=only.pk)
+    if spent := exhausted_subjects(project=project):
+        tasks = tasks.exclude(spent)
+    return tasks.filter(queue__in=queues, limit__isnull=True).exists()
 
 
 def waiting_on(task: Task) -> list[str]:

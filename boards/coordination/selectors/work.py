@@ -203,7 +203,7 @@ def _coder(ask: _Ask, answer: WorkAnswer) -> WorkAnswer | tuple[_Outlook, WorkAn
                 retrying = True
                 retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
         own_claim = held is not None and held.status == TaskStatus.CLAIMED
-        if work and not own_claim and (limited := _limited(project, config, agent, now)):
+        if work and not own_claim and (limited := _coder_limited(ask)):
             return replace(answer, **limited)
         if (work or retrying) and not ask.available.takes_work and not own_claim:
             # Seed 003: no new work for an agent in error or overloaded; a claim is refused
@@ -280,6 +280,28 @@ ROLE_RULES = {
     Agent.Role.CODE_REVIEWER: _reviewer,
     Agent.Role.PLANNER: _planner,
 }
+
+
+def _coder_limited(ask: _Ask) -> dict[str, object] | None:
+    """An enforced limit that would refuse the coder's claim-next, in the claim's order: the
+    agents at work (`max_concurrent`), then the CLAIMED column's WIP limit — which still lets
+    it take a task already in the column (a takeover, `claim_next_queues`)."""
+    project, config, agent, now = ask.project, ask.config, ask.agent, ask.now
+    if not limits_enforced(config):
+        return None
+    refused = None
+    for into_column in (False, True):  # with `True`, only the column's WIP limit is left
+        refused = refused or admission_refusal(
+            project=project, config=config, role=agent.role, now=now, into_column=into_column
+        )
+    if refused is None or (
+        refused.limit == "wip:CLAIMED"
+        and claim_next_available(
+            project=project, agent=agent, now=now, config=config, column_full=True
+        )
+    ):
+        return None
+    return {"retry_after": refused.retry_after, "reason": refused.message}
 
 
 def _limited(project: Project, config, agent: Agent, now: datetime) -> dict[str, object] | None:

@@ -3,7 +3,7 @@ under `FOR UPDATE SKIP LOCKED`.
 
 The services check here who may claim what (reads: the role, stop work, budgets, one task at a
 time, availability, the limits, a named task's state); the pick and every write of the claim
-are `liza_claim_v1` (boards migration 0029), called in one statement by `_claim_sql`, whose
+are `liza_claim_v2` (boards migration 0030), called in one statement by `_claim_sql`, whose
 refusals are raised here. tests/coordination/services/tasks/test_claims_sql.py holds it equal
 to the Python the claim kinds were before (`claim_oracle`).
 """
@@ -33,6 +33,7 @@ from boards.coordination.selectors.limits import limits_enforced
 from boards.coordination.selectors.snapshots import SNAPSHOT_FIELDS
 from boards.coordination.selectors.tasks import (
     CLAIM_QUEUES,
+    claim_next_queues,
     claimer_refusal,
     holder_task,
     retry_at,
@@ -60,12 +61,12 @@ from boards.errors import (
 from boards.protocol import AGENT_EDGES, AgentStatus, TaskStatus
 from liza_site import metrics
 
-# -- the claim's writes: `liza_claim_v1` (boards migration 0029) ---------------------------------
+# -- the claim's writes: `liza_claim_v2` (boards migration 0030) ---------------------------------
 
 
 @dataclass(frozen=True)
 class _Claimed:
-    """What `liza_claim_v1` answered: its outcome (`claimed`, `none`, `blocked`, or the refusal
+    """What `liza_claim_v2` answered: its outcome (`claimed`, `none`, `blocked`, or the refusal
     `busy`, `reworked`, `base_commit`), the task (as prepared, for a refusal's event), the
     claimer's row as written, the events written and the agents it released."""
 
@@ -88,7 +89,7 @@ def _claim_sql(
     base_commit: str = "",
     spent: tuple[list[int], list[int]] = ([], []),
 ) -> _Claimed:
-    """Call `liza_claim_v1` for the locked `agent` in one statement (`mode`: `next` walks
+    """Call `liza_claim_v2` for the locked `agent` in one statement (`mode`: `next` walks
     `queues`, limited to `task` when given; `named` claims `task`, locked and checked; `resume`
     hands back its own live claim `task`), then note what open boards redraw and count the
     events, as `audit.record_event` does for the events it writes."""
@@ -152,7 +153,7 @@ def _call_sql() -> str:
     return (
         f"SELECT c.outcome, {rows.select_list(Task, '(c.task_row)')}, "
         f"{rows.select_list(Agent, '(c.agent_row)')}, c.events, c.released "
-        "FROM liza_claim_v1(%s::bigint, %s::text, %s::bigint, %s::integer[], %s::timestamptz, "
+        "FROM liza_claim_v2(%s::bigint, %s::text, %s::bigint, %s::integer[], %s::timestamptz, "
         "%s::integer, %s::integer, %s::integer[], %s::text, %s::text, %s::bigint[], "
         "%s::bigint[], %s::jsonb) c"
     )
@@ -164,7 +165,7 @@ def _agent_edge_sources(*names: str) -> list[str]:
 
 @cache
 def _rules() -> str:
-    """The tables `liza_claim_v1` follows that live in Python, as its argument: so that each
+    """The tables `liza_claim_v2` follows that live in Python, as its argument: so that each
     stays the one place that names it."""
     works_from = {
         *_agent_edge_sources(Agent.start_work.__name__, Agent.resume_work.__name__),
@@ -326,7 +327,7 @@ def task_claim(
 
 
 def _raise_refusal(answer: _Claimed, *, project: Project, agent: Agent, now: datetime) -> None:
-    """The refusals `liza_claim_v1` answers, raised (the transaction then rolls back), each
+    """The refusals `liza_claim_v2` answers, raised (the transaction then rolls back), each
     naming the task as the claim had prepared it."""
     task = answer.task
     if answer.outcome == "reworked":
@@ -372,19 +373,12 @@ def task_claim_next(
             held = _claim_sql(agent, mode="resume", task=held, now=now, config=config).task
             held.project = project
             return held
-        only = None
-        if held is not None and held.status == TaskStatus.CLAIMED:
-            # Its own dead claim: retried once the backoff has passed (the queue's predicate),
-            # nothing else meanwhile (one task at a time). The task's retry, not new work: an
-            # agent in error still gets it, so the expiry past the schedule blocks the task
-            # however close the expiries were (decisions.md "Retries and agent in error").
-            queues, only = [4], held
-        else:
-            # Anything else is new work, which an agent in error or overloaded does not get.
+        if held is None or held.status != TaskStatus.CLAIMED:
+            # Anything but its own dead claim is new work, which an agent in error or
+            # overloaded does not get. Its own dead claim is the task's retry: an agent in error
+            # still gets it, so the expiry past the schedule blocks the task however close the
+            # expiries were (decisions.md "Retries and agent in error").
             refuse_if_unavailable(agent, action="claim", now=now)
-            # Seed 000: REJECTED goes back to its own coder before it takes anything else; a
-            # coder that holds nothing has no REJECTED task of its own (that queue is skipped).
-            queues = [1] if held is not None else [2, 3, 4]
         # Enforced limits (issue 24): agents at work; with the CLAIMED column full, only a task
         # already in it (a retry, a takeover) may be claimed.
         admit(
@@ -393,8 +387,8 @@ def task_claim_next(
         full = limits_enforced(config) and wip_full(
             project=project, config=config, agent=agent, now=now
         )
-        if full:
-            queues = [n for n in queues if CLAIM_QUEUES[n - 1] == TaskStatus.CLAIMED]
+        # Where to look: the same rule as `/work`'s.
+        queues, only = claim_next_queues(held, column_full=bool(full))
         # The pick and the claim, passing over busy previous holders and blocked tasks.
         answer = _claim_sql(
             agent,

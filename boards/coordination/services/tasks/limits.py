@@ -7,10 +7,11 @@ anomaly; an admin may set a task's own limits.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from boards import protocol as p
 from boards.coordination.models.projects import ProjectConfig
@@ -50,25 +51,25 @@ LIMIT_QUESTIONS = {
 
 
 def _limit_reason(task: Task, config: ProjectConfig, limit: str) -> str:
-    if limit == "review_deadlock":
-        return (
-            f"Review deadlock: {task.review_cycles_current} rejected review cycles "
-            f"(max {task.effective_max_review_cycles(config)})"
+    """The block's reason for `limit`, in `liza_limit_reason_v1`'s words (boards migration
+    0030): the claim's blocks word theirs there, so every limit block reads alike."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT liza_limit_reason_v1(%s::text, %s::integer, %s::text, %s::integer[], "
+            "%s::jsonb, %s::integer, %s::integer, %s::integer, %s::integer)",
+            [
+                limit,
+                task.crashes,
+                task.assigned_to,
+                [int(s) for s in config.retry_backoff],
+                json.dumps(list(task.failed_by)),
+                task.review_cycles_current,
+                task.effective_max_review_cycles(config),
+                task.iteration,
+                task.effective_max_iterations(config),
+            ],
         )
-    if limit == "max_iterations":
-        return (
-            f"Max iterations: {task.iteration} iterations without approval "
-            f"(max {task.effective_max_iterations(config)})"
-        )
-    if limit == "retry_exhausted":
-        return (
-            f"Retry exhausted: {task.crashes} lease expiries of {task.assigned_to} "
-            f"(retries after {', '.join(f'{s} s' for s in config.retry_backoff)})"
-        )
-    return (
-        f"Hypothesis exhaustion: {len(set(task.failed_by))} coders failed "
-        f"({', '.join(task.failed_by)})"
-    )
+        return cursor.fetchone()[0]
 
 
 def limit_anomaly(task: Task, *, now: datetime, limit: str) -> None:

@@ -2,7 +2,7 @@
 test_claims_sql.py).
 
 This is the Python the service ran before issue 26 moved the pick and the claim's writes into
-`liza_claim_v1` (boards migration 0029): the claim kinds (seed 000 "Transition
+`liza_claim_v1` (boards migration 0029, now `liza_claim_v2`): the claim kinds (seed 000 "Transition
 Requirements": fresh, rework, retry, takeover, integration fix; SPEC §5.1 failed_by and
 hypothesis exhaustion; seed 003's retries and their exhaustion), the previous holder released,
 the coder WORKING, the claim's event, and claim-next's pick (`FOR UPDATE SKIP LOCKED` over
@@ -28,11 +28,7 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.limits import limits_enforced
-from boards.coordination.selectors.tasks import (
-    claim_candidates,
-    retry_exhausts,
-    takeover_exhausts,
-)
+from boards.coordination.selectors.tasks import claim_candidates, retry_exhausts
 from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import refuse_if_unavailable
@@ -49,6 +45,42 @@ from boards.coordination.services.tasks.holders import (
 from boards.coordination.services.tasks.limits import crash_limit_block, limit_block
 from boards.errors import Conflict, ProtocolValidationError
 from boards.protocol import AgentStatus, TaskStatus
+
+
+def takeover_exhausts(task: Task, agent_id: str) -> bool:
+    """Taking `task` from its previous holder adds that holder to failed_by; when two distinct
+    coders are then there, the claim blocks the task instead (hypothesis exhaustion, SPEC §5.1).
+    (The product asks `liza_claim_limit_v1`, boards migration 0030.)"""
+    previous = task.assigned_to
+    if not previous or previous == agent_id:
+        return False
+    if task.status not in (TaskStatus.REJECTED, TaskStatus.CLAIMED):
+        return False
+    return len({*task.failed_by, previous}) >= 2
+
+
+def limit_reason(task: Task, config: ProjectConfig, limit: str) -> str:
+    """A limit block's reason as Python worded it before `liza_limit_reason_v1` (boards
+    migration 0030), for the test that holds the SQL to it."""
+    if limit == "review_deadlock":
+        return (
+            f"Review deadlock: {task.review_cycles_current} rejected review cycles "
+            f"(max {task.effective_max_review_cycles(config)})"
+        )
+    if limit == "max_iterations":
+        return (
+            f"Max iterations: {task.iteration} iterations without approval "
+            f"(max {task.effective_max_iterations(config)})"
+        )
+    if limit == "retry_exhausted":
+        return (
+            f"Retry exhausted: {task.crashes} lease expiries of {task.assigned_to} "
+            f"(retries after {', '.join(f'{s} s' for s in config.retry_backoff)})"
+        )
+    return (
+        f"Hypothesis exhaustion: {len(set(task.failed_by))} coders failed "
+        f"({', '.join(task.failed_by)})"
+    )
 
 
 def _agent_works_on(agent: Agent, task: Task, now: datetime) -> None:

@@ -29,6 +29,7 @@ from boards.coordination import outbox
 from boards.coordination.models.projects import Project, ProjectConfig
 from boards.coordination.models.records import Alert, Anomaly, Event
 from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.work import work_for_role
 from boards.coordination.services import tasks as service
 from boards.errors import ProtocolError
 from tests.coordination.selectors import properties
@@ -252,16 +253,33 @@ def differences(board) -> list[str]:
         project, agent, task = _build(board)
         expected = _run(REFERENCE, project, agent, task, board)
         got = _run(PRODUCT, project, agent, task, board)
+        says = _work_says(project, agent) if task is None else None
     # What the examples reached (pytest --hypothesis-show-statistics).
     actions = sorted({e["action"] for e in expected[1]["events"]})
     if currently_in_test_context():
         event(f"{'named' if task is not None else 'next'} {expected[0][0]} {actions}")
     if got[0] != expected[0]:
         found.append(f"answer {got[0]} != model's {expected[0]}")
+    # A missing base commit is refused after the pick found a task: the request's, not the
+    # board's answer, which `/work` does not know.
+    gives = (got[0][0] == "task" and got[0][1] is not None) or got[0][-2:-1] == (
+        "base_commit: integration HEAD at claim time is required",
+    )
+    if says is not None and says != gives:
+        # `/work` asks the claim's own SQL (issue 26): it says work exactly when claim-next,
+        # asked next, gives a task — also where the claim blocks a task and passes on.
+        found.append(f"/work says work={says}, claim-next answers {got[0]}")
     for name, rows in expected[1].items():
         if got[1][name] != rows:
             found.append(f"{name}: {_diff(got[1][name], rows)}")
     return found
+
+
+def _work_says(project, agent) -> bool:
+    """`/work`'s answer for the claimer at `NOW`, before any claim (read-only, rolled back)."""
+    with properties.rolled_back():
+        fresh = Agent.objects.get(pk=agent.pk)
+        return work_for_role(project=project, role=fresh.role, agent=fresh, now=NOW)["work"]
 
 
 def _diff(got, expected) -> str:
@@ -373,11 +391,11 @@ def test_claims_equal_the_reference_model(board):
 
 
 def _planted(needle: str, replacement: str) -> None:
-    """Replace `needle` (once in the function) in `liza_claim_v1`, in this test's transaction
+    """Replace `needle` (once in the function) in `liza_claim_v2`, in this test's transaction
     only: DDL is transactional in PostgreSQL, and the rollback restores the migration's."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_claim_v1'"
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_claim_v2'"
         )
         definition = cursor.fetchone()[0]
         assert definition.count(needle) == 1

@@ -1,5 +1,5 @@
 """What one claim-next costs in SQL (issue 26): the reads of its checks (the agent locked, the
-stop answer, what the coder holds, budgets, availability) and one call of `liza_claim_v1`
+stop answer, what the coder holds, budgets, availability) and one call of `liza_claim_v2`
 (boards migration 0029), which picks, locks and writes — the task, the previous holder, the
 coder, the event. Pinned so that the writes cannot creep back into Python statements."""
 
@@ -27,7 +27,7 @@ def test_a_claim_next_writes_in_one_statement(world):
     got, sql = statements(world, base_commit="b1")
     assert got.key == "task-1"
     # The pick and every write are the last statement; before it, only the checks' reads.
-    assert "FROM liza_claim_v1(" in sql[-1]
+    assert "FROM liza_claim_v2(" in sql[-1]
     assert all(s.lstrip().startswith("SELECT") for s in sql), "\n".join(sql)
-    assert not any("liza_claim_v1" in s for s in sql[:-1])
+    assert not any("liza_claim_v2" in s for s in sql[:-1])
     assert len(sql) <= 7, "\n".join(s[:120] for s in sql)

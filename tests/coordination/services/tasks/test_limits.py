@@ -9,11 +9,15 @@ human's written release.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from boards import protocol as p
+from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.records import Anomaly, Event
 from boards.coordination.models.tasks import HumanNote, Task
 from boards.coordination.services import tasks as task_services
+from boards.coordination.services.tasks.limits import _limit_reason
 from boards.errors import (
     Conflict,
     Forbidden,
@@ -24,6 +28,7 @@ from tests.coordination.services.helpers import (
     assert_refused_unchanged,
     assert_valid,
 )
+from tests.coordination.services.tasks import claim_oracle as oracle
 
 pytestmark = pytest.mark.django_db
 
@@ -228,3 +233,37 @@ def test_limit_blocked_task_is_not_released_by_the_planner(world, limit):
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+CODER_IDS = st.sampled_from(("coder-1", "coder-2", "coder-3", "c\u00e9 \u00a0x"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    limit=st.sampled_from(
+        ("review_deadlock", "max_iterations", "retry_exhausted", "hypothesis_exhaustion")
+    ),
+    crashes=st.integers(0, 5),
+    assigned_to=st.one_of(st.just(""), CODER_IDS),
+    failed_by=st.lists(CODER_IDS, max_size=4),
+    backoff=st.lists(st.integers(1, 3600), max_size=4),
+    cycles=st.integers(0, 9),
+    iteration=st.integers(1, 9),
+    task_limits=st.sampled_from((None, 2, 7)),
+)
+def test_a_limit_blocks_reason_is_worded_as_python_worded_it(
+    limit, crashes, assigned_to, failed_by, backoff, cycles, iteration, task_limits
+):
+    """`liza_limit_reason_v1` (the words of every limit block: the claim's in SQL, the
+    watcher's and the reviews' through `limits._limit_reason`) equals the Python it replaced."""
+    config = ProjectConfig(retry_backoff=backoff, max_review_cycles=3, max_coder_iterations=5)
+    task = Task(
+        crashes=crashes,
+        assigned_to=assigned_to,
+        failed_by=failed_by,
+        review_cycles_current=cycles,
+        iteration=iteration,
+        max_iterations=task_limits,
+        max_review_cycles=task_limits,
+    )
+    assert _limit_reason(task, config, limit) == oracle.limit_reason(task, config, limit)
