@@ -155,6 +155,7 @@ def budget_refusal(
     agent: Agent | None,
     tasks: list[Task] = (),
     has_budgets: bool | None = None,
+    budgets: list[Budget] | None = None,
 ) -> BudgetState | None:
     """The first exhausted budget that the next spend of `agent` (on `tasks`, or on nothing
     yet) would count against: the project's, the agent's, the open sprint's, the goal's (the
@@ -162,10 +163,12 @@ def budget_refusal(
 
     With no budget in the project this is one cheap query (every claim and heartbeat asks);
     none at all when the caller knows it (`has_budgets` False: the heartbeat reads whether the
-    project has any in its agent row's statement, `budget_exists_sql`)."""
+    project has any in its agent row's statement, `budget_exists_sql`); `budgets`: the
+    project's, when the caller has read them (`project_budgets`)."""
     if has_budgets is False:
         return None
-    budgets = list(Budget.objects.filter(project=project))
+    if budgets is None:
+        budgets = project_budgets(project=project)
     if not budgets:
         return None
     tasks = [t for t in tasks if t is not None]
@@ -204,14 +207,26 @@ def exhausted_subjects(*, project: Project) -> Q:
     return q
 
 
-def spent_subjects(*, project: Project) -> tuple[list[int], list[int]]:
+def project_budgets(*, project: Project) -> list[Budget]:
+    """The project's budget rows (no spend): read once by a claim-next for its two questions,
+    `budget_refusal` and `spent_subjects`."""
+    return list(Budget.objects.filter(project=project))
+
+
+def spent_subjects(
+    *, project: Project, budgets: list[Budget] | None = None
+) -> tuple[list[int], list[int]]:
     """The keys of the tasks and of the goals whose own budget is spent (`exhausted_subjects`
-    as keys, for `liza_claim_v2`)."""
+    as keys, for `liza_claim_v2`). `budgets`: the project's, when the caller has read them."""
     tasks: list[int] = []
     goals: list[int] = []
-    for budget in Budget.objects.filter(
-        project=project, scope__in=(Budget.Scope.TASK, Budget.Scope.GOAL)
-    ):
+    if budgets is None:
+        budgets = Budget.objects.filter(
+            project=project, scope__in=(Budget.Scope.TASK, Budget.Scope.GOAL)
+        )
+    for budget in budgets:
+        if budget.scope not in (Budget.Scope.TASK, Budget.Scope.GOAL):
+            continue
         if budget_state(budget).state == EXHAUSTED:
             (tasks if budget.scope == Budget.Scope.TASK else goals).append(
                 budget.task_id if budget.scope == Budget.Scope.TASK else budget.goal_id

@@ -31,10 +31,12 @@ def refuse_if_over_budget(
     now: datetime,
     tasks: list[Task | None] = (),
     task: Task | None = None,
+    budgets: list[Budget] | None = None,
 ) -> None:
     """A spent budget that the agent's next work would count against refuses it (409
-    `budget_exhausted`, exit 14), written as a rejected attempt."""
-    exhausted = budget_refusal(project=project, agent=agent, tasks=[*tasks, task])
+    `budget_exhausted`, exit 14), written as a rejected attempt. `budgets`: the project's,
+    when the caller has read them (`project_budgets`)."""
+    exhausted = budget_refusal(project=project, agent=agent, tasks=[*tasks, task], budgets=budgets)
     if exhausted is not None:
         raise Attempt(project=project, actor=agent, action=action, now=now).refuse(
             BudgetExhausted(

@@ -19,7 +19,7 @@ from functools import cache
 
 from django.db import connection, transaction
 
-from agents.models import Agent
+from agents.models import Agent, Budget
 from boards import protocol as p
 from boards.coordination import outbox, rows
 from boards.coordination.models.projects import Project, ProjectConfig
@@ -27,7 +27,7 @@ from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.alerts import task_alerts_ended_by
-from boards.coordination.selectors.budgets import spent_subjects
+from boards.coordination.selectors.budgets import project_budgets, spent_subjects
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.limits import limits_enforced
 from boards.coordination.selectors.snapshots import SNAPSHOT_FIELDS
@@ -199,16 +199,20 @@ def _check_claimer(
     task: Task | None,
     config: ProjectConfig,
     service: str,
+    budgets: list[Budget] | None = None,
 ) -> Task | None:
     """Who may claim now (`claimer_refusal`, the rule `/work` reads). For claim-next (`task`
     None), returns what the coder already holds and goes on with: its own REJECTED task, or its
     own live CLAIMED task. `service` names the attempt of a role refusal (the claim's service:
-    its locked agent is the one checked)."""
+    its locked agent is the one checked). `budgets`: the project's, when the caller has read
+    them."""
     require_role(Attempt(project, agent, service, now), agent_roles=CODER, task=task)
     refuse_if_stopped(project, actor=agent, action="claim", now=now, task=task)
     held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
     # Issue 24: a spent budget (project, agent, sprint, goal, the task's) refuses the claim.
-    refuse_if_over_budget(project, agent=agent, action="claim", now=now, task=task or held)
+    refuse_if_over_budget(
+        project, agent=agent, action="claim", now=now, task=task or held, budgets=budgets
+    )
     refused = claimer_refusal(agent, held, task=task, now=now, config=config)
     if refused is not None:
         raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
@@ -361,8 +365,17 @@ def task_claim_next(
     with transaction.atomic():
         admission_lock(project=project, config=config)  # as in task_claim
         agent = lock_agent(agent)  # before the holder check, as in task_claim
+        # Read once for both questions: whether a spent budget refuses the claim, and which
+        # tasks the pick passes over because their own or their goal's is spent.
+        budgets = project_budgets(project=project)
         held = _check_claimer(
-            project, agent, now, task=None, config=config, service="task_claim_next"
+            project,
+            agent,
+            now,
+            task=None,
+            config=config,
+            service="task_claim_next",
+            budgets=budgets,
         )
         if (
             held is not None
@@ -399,7 +412,7 @@ def task_claim_next(
             config=config,
             worktree=worktree,
             base_commit=base_commit,
-            spent=spent_subjects(project=project),
+            spent=spent_subjects(project=project, budgets=budgets),
         )
         _raise_refusal(answer, project=project, agent=agent, now=now)
         if answer.outcome == "claimed":

@@ -1,6 +1,6 @@
 """What one claim-next costs in SQL (issue 26): the reads of its checks (the agent locked, the
 stop answer, what the coder holds, budgets, availability) and one call of `liza_claim_v2`
-(boards migration 0029), which picks, locks and writes — the task, the previous holder, the
+(boards migration 0030), which picks, locks and writes — the task, the previous holder, the
 coder, the event. Pinned so that the writes cannot creep back into Python statements."""
 
 from __future__ import annotations
@@ -30,4 +30,6 @@ def test_a_claim_next_writes_in_one_statement(world):
     assert "FROM liza_claim_v2(" in sql[-1]
     assert all(s.lstrip().startswith("SELECT") for s in sql), "\n".join(sql)
     assert not any("liza_claim_v2" in s for s in sql[:-1])
-    assert len(sql) <= 7, "\n".join(s[:120] for s in sql)
+    # The project's budgets are read once, for the over-budget refusal and the spent tasks.
+    assert sum('FROM "agents_budget"' in s for s in sql) == 1, "\n".join(sql)
+    assert len(sql) <= 6, "\n".join(s[:120] for s in sql)
