@@ -281,7 +281,9 @@ class _Beats:
             # The sequence's own client is synchronous: off the loop, which other requests'
             # publishes are waiting on.
             message["seq"] = await asyncio.to_thread(next_sequence, project_id)
-            await get_channel_layer().group_send(board_group(project_id), message)
+            layer = get_channel_layer()
+            if layer is not None:  # as `_group_send`: no layer configured, nobody to tell
+                await layer.group_send(board_group(project_id), message)
         except Exception as exc:
             _missed.add(project_id)
             REDIS.failed(exc)
