@@ -5,9 +5,9 @@ Over the limit a request gets 429 with Retry-After in the JSON error envelope
 LIZA_API_RATE_PER_IP). Each is counted in fixed windows with one atomic increment — in Redis when
 REDIS_URL is set, so every process counts together (one round trip on the process's shared
 client, `liza_site.redis_client`; the agents' hot path counts both limits in one, `count_hot`),
-else in this process's cache — instead of DRF's
-SimpleRateThrottle, which reads and rewrites the list of every request's timestamp in the window
-(tens of thousands of entries at the address limit) on each request.
+else in this process's cache — instead of DRF's SimpleRateThrottle, which reads and rewrites
+the list of every request's timestamp in the window (tens of thousands of entries at the
+address limit) on each request.
 
 A limiter that cannot reach its cache lets the request through: Redis being down must not stop
 agents (SPEC §11); the lockouts that protect passwords live in the database (django-axes).
