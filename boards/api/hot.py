@@ -139,6 +139,49 @@ def _count(
     )
 
 
+def _admit(
+    request: HttpRequest, plain: str, slug: str
+) -> _AgentRequest | exceptions.Throttled | None:
+    """The key and the rate limits of a request with a bearer key, as ProjectView checks them:
+    the stand-in request to serve, 429 over a limit, or None for DRF's view to answer (a key
+    unknown, revoked, disabled or of another project; the database unavailable)."""
+    # The key as the cache holds it, if it does: its own limit is then counted in the same
+    # round trip as the address's, trusted only if the counter read there is its stamp.
+    held = keycache.held(plain)
+    trusted = None
+    if held is not None and held.key.agent.enabled and held.key.agent.project.slug == slug:
+        trusted = _AgentRequest(request, held.key)
+    allowed, wait, generation, principal = _count(
+        request, trusted, held.generation if held is not None else 0
+    )
+    if not allowed:
+        return exceptions.Throttled(wait)
+    try:
+        if principal is not None and held is not None:  # the counter read is its stamp
+            key = held.key
+        else:
+            key = keycache.lookup(plain, generation)
+        if key is None or not key.agent.enabled or key.agent.project.slug != slug:
+            return None  # 401, 403 or 404, as DRF answers them
+        agent_key_used(key=key, now=timezone.now())
+    except Exception as exc:
+        if database_unavailable(exc):
+            return None  # its 503 `unavailable`, as DRF answers it
+        raise
+    keycache.used(key)
+    if principal is not None and trusted is not None:  # counted in the one round trip
+        agent_request = trusted
+        allowed, wait = principal
+    else:  # the cache did not hold the key, or no longer trusted it: counted now
+        agent_request = _AgentRequest(request, key)
+        throttle = PrincipalRateThrottle()
+        allowed = throttle.allow_request(agent_request, None)
+        wait = throttle.wait()
+    if not allowed:
+        return exceptions.Throttled(wait)
+    return agent_request
+
+
 def _error(view: ProjectView, exc: Exception) -> Response:
     """What ProjectView.handle_exception answers (the replay of an Idempotency-Key included)."""
     if isinstance(exc, _Replay):
@@ -198,40 +241,12 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
         plain = _bearer(request)
         if plain is None:
             return drf_view(request, slug=slug)
-        # The key as the cache holds it, if it does: its own limit is then counted in the same
-        # round trip as the address's, trusted only if the counter read there is its stamp.
-        held = keycache.held(plain)
-        trusted = None
-        if held is not None and held.key.agent.enabled and held.key.agent.project.slug == slug:
-            trusted = _AgentRequest(request, held.key)
-        allowed, wait, generation, principal = _count(
-            request, trusted, held.generation if held is not None else 0
-        )
-        if not allowed:
-            return _throttled(request, view_class, initkwargs, slug, wait)
-        try:
-            if principal is not None and held is not None:  # the counter read is its stamp
-                key = held.key
-            else:
-                key = keycache.lookup(plain, generation)
-            if key is None or not key.agent.enabled or key.agent.project.slug != slug:
-                return drf_view(request, slug=slug)  # 401, 403 or 404, as DRF answers them
-            agent_key_used(key=key, now=timezone.now())
-        except Exception as exc:
-            if database_unavailable(exc):
-                return drf_view(request, slug=slug)  # its 503 `unavailable`, as DRF answers it
-            raise
-        keycache.used(key)
-        if principal is not None and trusted is not None:  # counted in the one round trip
-            agent_request = trusted
-            allowed, wait = principal
-        else:  # the cache did not hold the key, or no longer trusted it: counted now
-            agent_request = _AgentRequest(request, key)
-            throttle = PrincipalRateThrottle()
-            allowed = throttle.allow_request(agent_request, None)
-            wait = throttle.wait()
-        if not allowed:
-            return _throttled(request, view_class, initkwargs, slug, wait)
+        admitted = _admit(request, plain, slug)
+        if admitted is None:
+            return drf_view(request, slug=slug)  # 401, 403, 404 or 503, as DRF answers them
+        if isinstance(admitted, exceptions.Throttled):
+            return _refused(request, view_class, initkwargs, slug, admitted)
+        agent_request, key = admitted, admitted.auth
         try:
             return in_request_transaction(request, lambda: answer(agent_request, key, slug))
         except Exception:
@@ -250,17 +265,6 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
     hot.drf_view = drf_view  # type: ignore[attr-defined]
     # Under ASGI, its middleware, the view and the request signals in one thread hop.
     return one_hop(hot)
-
-
-def _throttled(
-    request: HttpRequest,
-    view_class: type[ProjectView],
-    initkwargs: dict[str, Any],
-    slug: str,
-    wait: float | None,
-) -> HttpResponseBase:
-    """429 with Retry-After, as DRF's `throttled` and liza_site.exceptions answer it."""
-    return _refused(request, view_class, initkwargs, slug, exceptions.Throttled(wait))
 
 
 def _refused(
