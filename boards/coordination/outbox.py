@@ -206,7 +206,6 @@ class _PublisherLoop:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
-        self._tasks: set[asyncio.Task] = set()
 
     def _started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -219,17 +218,6 @@ class _PublisherLoop:
 
     def run(self, coro, timeout: float = 2.0):
         return asyncio.run_coroutine_threadsafe(coro, self._started()).result(timeout)
-
-    def later(self, delay: float, publish) -> None:
-        """Run `publish()` (a coroutine function) on the loop in `delay` seconds; nobody waits."""
-        loop = self._started()
-
-        def start() -> None:
-            task = loop.create_task(publish())
-            self._tasks.add(task)  # the loop keeps only a weak reference to a task
-            task.add_done_callback(self._tasks.discard)
-
-        loop.call_soon_threadsafe(loop.call_later, delay, start)
 
 
 _publisher = _PublisherLoop()
@@ -262,33 +250,25 @@ class _Beats:
                     waiting[change] = waiting.get(change) or controls
                 return
             self._waiting[project_id] = dict(changes)
-        _publisher.later(BEAT_WINDOW, lambda: self._publish(project_id))
+        timer = threading.Timer(BEAT_WINDOW, self._publish, [project_id])
+        timer.daemon = True
+        timer.start()
 
     def _take(self, project_id: int) -> dict[tuple[str, int], bool]:
         with self._lock:
             return self._waiting.pop(project_id, {})
 
-    async def _publish(self, project_id: int) -> None:
-        """On the publisher's loop: send what waited, as `send` does (a failure is a gap)."""
+    def _publish(self, project_id: int) -> None:
+        """On the window's timer thread: send what waited, as a transition's message is sent."""
         changes = self._take(project_id)
         if not changes:  # already sent (`send_waiting`)
             return
-        message = _message(project_id, changes)
-        if not REDIS.allow():
+        if REDIS.down:
+            # Heartbeats make no attempt to reach Redis again (a transition's message does):
+            # a gap instead, and open boards resynchronise when live updates resume.
             _missed.add(project_id)
             return
-        try:
-            # The sequence's own client is synchronous: off the loop, which other requests'
-            # publishes are waiting on.
-            message["seq"] = await asyncio.to_thread(next_sequence, project_id)
-            layer = get_channel_layer()
-            if layer is not None:  # as `_group_send`: no layer configured, nobody to tell
-                await layer.group_send(board_group(project_id), message)
-        except Exception as exc:
-            _missed.add(project_id)
-            REDIS.failed(exc)
-            return
-        REDIS.succeeded()
+        send(_message(project_id, changes))
 
     def send_waiting(self) -> None:
         """Send every waiting message now (the process is exiting)."""
