@@ -352,6 +352,9 @@ def as_protocol_error(exc: BaseException) -> ProtocolError | None:
     if (reason := contention(exc)) is not None:
         return Contention(reason)
     if database_unavailable(exc):
+        from liza_site.outages import DATABASE
+
+        DATABASE.failed(exc)  # its cause, logged once per outage
         return Unavailable()
     if isinstance(exc, DjangoValidationError):
         detail = (

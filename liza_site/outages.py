@@ -6,7 +6,8 @@ records the first failure (one WARNING with the error's one-line summary), keeps
 silent and counted, lets callers skip the dependency while it backs off (0.5 s doubling to
 30 s), and logs the recovery once. `REDIS` is the one for the Redis server behind the channel
 layer, the board sequence and the rate-limit counters; the live board (`boards.board.live.health`)
-and the metrics read it.
+and the metrics read it. `DATABASE` only says why the API answers 503 `unavailable` (the
+cause, once, and the recovery): every request still tries PostgreSQL, nothing backs off.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ class Outage:
         self,
         name: str,
         *,
+        consequence: str = "retrying with backoff",
         first_backoff: float = 0.5,
         max_backoff: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         on_failure: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
+        self.consequence = consequence  # what the first failure's warning says happens now
         self.on_failure = on_failure  # e.g. a metrics counter
         self.first_backoff = first_backoff
         self.max_backoff = max_backoff
@@ -60,10 +63,11 @@ class Outage:
             if not self.down:
                 self.down, self.since, self._backoff = True, now, self.first_backoff
                 logger.warning(
-                    "%s unreachable (%s: %s); live updates paused, retrying with backoff",
+                    "%s unreachable (%s: %s); %s",
                     self.name,
                     type(exc).__name__,
                     str(exc).splitlines()[0] if str(exc) else "",
+                    self.consequence,
                 )
             else:
                 self._backoff = min(self._backoff * 2, self.max_backoff)
@@ -83,7 +87,14 @@ class Outage:
             self.down, self.since, self.failures = False, None, 0
 
 
-REDIS = Outage("Redis", on_failure=metrics.REDIS_FAILURES.inc)
+REDIS = Outage(
+    "Redis",
+    consequence="live updates paused, retrying with backoff",
+    on_failure=metrics.REDIS_FAILURES.inc,
+)
+# Without it a 503 `unavailable` said nothing of its cause in the server's log: a refused
+# connection, a full `max_connections`, a lost server all looked alike.
+DATABASE = Outage("PostgreSQL", consequence="the API answers 503 until it answers again")
 
 
 def redis_answers() -> bool | None:

@@ -48,10 +48,11 @@ from boards.coordination.selectors.breaker import breaker_state
 from boards.coordination.selectors.budgets import budget_states
 from boards.coordination.selectors.tasks import TASK_PREFETCH, task_get, task_list
 from boards.coordination.services.authority import require_reader
-from boards.errors import Forbidden, NotFound, ProtocolValidationError, lost_race
+from boards.errors import Forbidden, NotFound, ProtocolValidationError, Unavailable, lost_race
 from boards.operations import operation, resolve_target
 from boards.operations.base import run_again_on_lost_race, runs_left
 from boards.protocol import AgentStatus
+from liza_site.outages import DATABASE
 from liza_site.throttling import count_address_first
 
 ERRORS = {
@@ -150,7 +151,10 @@ def in_request_transaction(request: HttpRequest, call: Callable[[], T]) -> T:
                 return call()
         return call()
 
-    return run_again_on_lost_race(once)
+    answer = run_again_on_lost_race(once)
+    if getattr(answer, "status_code", None) != Unavailable.status_code:
+        DATABASE.succeeded()  # ends the outage the API answered 503 for: its recovery logged
+    return answer
 
 
 class ProjectView(APIView):

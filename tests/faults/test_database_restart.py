@@ -96,3 +96,8 @@ def test_a_restart_answers_503_then_recovers_and_a_retried_write_applies_once(da
         assert django_run(database.database_url, COUNT_CLAIMS) == "1"
         log = server.log_tail(20000)
         assert "Internal Server Error" not in log
+        # Each 503 `unavailable` had a cause, and the log says it (once a process), then the end.
+        outage = [line for line in log.splitlines() if "PostgreSQL unreachable (" in line]
+        assert outage, log[-3000:]
+        assert all("; the API answers 503 until it answers again" in line for line in outage)
+        assert "PostgreSQL reachable again" in log, log[-3000:]

@@ -37,6 +37,21 @@ def _env(port: int, tmp_path) -> dict[str, str]:
     return env
 
 
+def _what_went_wrong(output: str, clone) -> str:
+    """A failed run's first problems (an outage's cause is logged once, long before the end),
+    its last lines, and the end of the embedded cluster's own log."""
+    problems = [
+        line
+        for line in output.splitlines()
+        if re.search(r"unreachable|Error|Traceback|FATAL|crash", line)
+    ]
+    server_log = clone / "var" / "postgres" / "server.log"
+    cluster = server_log.read_text(errors="replace")[-3000:] if server_log.exists() else ""
+    return "\n".join(
+        ["first problems:", *problems[:30], "last lines:", output[-4000:], "cluster log:", cluster]
+    )
+
+
 def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path):
     with socket.socket() as other:  # someone else's server
         other.bind(("127.0.0.1", 0))
@@ -89,7 +104,7 @@ def test_the_readme_team_command_works_from_a_fresh_clone(tmp_path):
                 assert serve.poll() is None, "".join(seen)[-6000:]
         output = "".join(seen)
         done = re.search(r"liza demo-team: done in ([\d.]+) s \(exit (\d+)\)", output)
-        assert done and done.group(2) == "0", output[-6000:]
+        assert done and done.group(2) == "0", _what_went_wrong(output, clone)
         assert float(done.group(1)) < LIMIT, done.group(1)
         assert "the goal is COMPLETED" in output
         assert "cannot read the key file" not in output

@@ -195,7 +195,20 @@ def exhausted_subjects(*, project: Project) -> Q:
     """Tasks that may not be claimed or reviewed because their own budget or their goal's is
     spent, as a filter to exclude (an empty Q when none is): claim-next and review claim-next
     pass over them, so `/work` offers what a claim then gives."""
-    tasks, goals = [], []
+    tasks, goals = spent_subjects(project=project)
+    q = Q()
+    if tasks:
+        q |= Q(pk__in=tasks)
+    if goals:
+        q |= Q(goal_id__in=goals)
+    return q
+
+
+def spent_subjects(*, project: Project) -> tuple[list[int], list[int]]:
+    """The keys of the tasks and of the goals whose own budget is spent (`exhausted_subjects`
+    as keys, for `liza_claim_v1`)."""
+    tasks: list[int] = []
+    goals: list[int] = []
     for budget in Budget.objects.filter(
         project=project, scope__in=(Budget.Scope.TASK, Budget.Scope.GOAL)
     ):
@@ -203,12 +216,7 @@ def exhausted_subjects(*, project: Project) -> Q:
             (tasks if budget.scope == Budget.Scope.TASK else goals).append(
                 budget.task_id if budget.scope == Budget.Scope.TASK else budget.goal_id
             )
-    q = Q()
-    if tasks:
-        q |= Q(pk__in=tasks)
-    if goals:
-        q |= Q(goal_id__in=goals)
-    return q
+    return tasks, goals
 
 
 def usage_attribution(*, project: Project, task: Task | None) -> dict[str, object]:

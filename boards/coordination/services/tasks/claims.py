@@ -1,34 +1,45 @@
 """Claims (seed 000 "Transition Requirements"; SPEC §5.1, §6): a named claim and claim-next
 under `FOR UPDATE SKIP LOCKED`.
+
+The services check here who may claim what (reads: the role, stop work, budgets, one task at a
+time, availability, the limits, a named task's state); the pick and every write of the claim
+are `liza_claim_v1` (boards migration 0029), called in one statement by `_claim_sql`, whose
+refusals are raised here. tests/coordination/services/tasks/test_claims_sql.py holds it equal
+to the Python the claim kinds were before (`claim_oracle`).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from agents.models import Agent
 from boards import protocol as p
-from boards.coordination import rows
+from boards.coordination import outbox, rows
 from boards.coordination.models.projects import Project, ProjectConfig
+from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.alerts import task_alerts_ended_by
+from boards.coordination.selectors.budgets import spent_subjects
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.limits import limits_enforced
+from boards.coordination.selectors.snapshots import SNAPSHOT_FIELDS
 from boards.coordination.selectors.tasks import (
-    claim_candidates,
+    CLAIM_QUEUES,
     claimer_refusal,
     holder_task,
     retry_at,
-    retry_exhausts,
     retry_waits,
-    takeover_exhausts,
     waiting_on,
 )
-from boards.coordination.services.actors import CODER
+from boards.coordination.services.actors import CODER, SYSTEM
 from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
@@ -39,236 +50,144 @@ from boards.coordination.services.authority import (
 )
 from boards.coordination.services.budgets import refuse_if_over_budget
 from boards.coordination.services.cleaning import clean_text
-from boards.coordination.services.edges import require_task_status, save_task, task_transition_run
+from boards.coordination.services.edges import require_task_status
 from boards.coordination.services.locking import lock_agent, lock_task
-from boards.coordination.services.tasks.holders import (
-    HolderBusy,
-    append_failed_by,
-    lock_previous_holder,
-    release_holder,
-)
-from boards.coordination.services.tasks.limits import crash_limit_block, limit_block
+from boards.coordination.services.tasks.limits import LIMIT_QUESTIONS
 from boards.errors import (
     Conflict,
     ProtocolValidationError,
 )
-from boards.protocol import AgentStatus, TaskStatus
+from boards.protocol import AGENT_EDGES, AgentStatus, TaskStatus
+from liza_site import metrics
 
-
-def _agent_works_on(agent: Agent, task: Task, now: datetime) -> None:
-    """The coder now holds `task`: WORKING on it (from STARTING, IDLE or WAITING), its lease
-    at least the task's. Also for a restarted session handed back its own live claim (a
-    handed-off task): without it the agent would hold the task IDLE, and its next handoff
-    could not free the identity (agent_handoff moves only a WORKING agent to HANDOFF)."""
-    if agent.status == AgentStatus.STARTING:
-        agent.ready()
-    if agent.status == AgentStatus.WAITING:
-        agent.resume_work()
-    elif agent.status == AgentStatus.IDLE:
-        agent.start_work()
-    # WORKING stays WORKING: the coder lost its previous task and goes straight on.
-    agent.current_task = task
-    agent.lost_task, agent.lost_reason = None, ""
-    agent.lease_expires = max(filter(None, [agent.lease_expires, task.lease_expires]))
-    agent.heartbeat = now
-    rows.save_fields(agent)
-
-
-@dataclass
-class _Claim:
-    """One claim under way: the row-locked task, its claimer, and what the task was."""
-
-    task: Task
-    agent: Agent
-    now: datetime
-    config: ProjectConfig
-    worktree: str
-    previous: str  # the task's holder before this claim ("" for none)
-    from_status: str
-    old_holder: Agent | None  # the previous holder's row when it is another coder, locked
-
-    def fresh_holder(self, *, keep_worktree: bool = False) -> None:
-        """New holder (seed 000): review_cycles_current reset, iteration 1, fresh worktree —
-        `keep_worktree` for an integration fix, which resolves the failed merge in it."""
-        task = self.task
-        task.assigned_to = self.agent.agent_id
-        task.review_cycles_current = 0
-        task.iteration = 1
-        task.crashes = 0  # retries count per coder
-        if not keep_worktree or not task.worktree:
-            task.worktree = self.worktree or f".worktrees/{task.key}"
-
-    def next_iteration(self) -> None:
-        """Same coder continues: worktree and review counters kept, one more iteration."""
-        self.task.iteration = (self.task.iteration or 0) + 1
-        if not self.task.worktree:
-            self.task.worktree = self.worktree or f".worktrees/{self.task.key}"
+# -- the claim's writes: `liza_claim_v1` (boards migration 0029) ---------------------------------
 
 
 @dataclass(frozen=True)
-class ClaimKind:
-    """What a kind of claim does to the task before the edge (False: a limit blocked the task
-    instead), and what its event says."""
+class _Claimed:
+    """What `liza_claim_v1` answered: its outcome (`claimed`, `none`, `blocked`, or the refusal
+    `busy`, `reworked`, `base_commit`), the task (as prepared, for a refusal's event), the
+    claimer's row as written, the events written and the agents it released."""
 
-    prepare: Callable[[_Claim], bool]
-    detail: Callable[[_Claim], str]
-    data: Callable[[_Claim], dict] = lambda claim: {}
-
-
-def _prepare_fresh(claim: _Claim) -> bool:
-    claim.fresh_holder()
-    return True
+    outcome: str
+    task: Task | None
+    agent: Agent
+    events: list[dict]
+    released: list[int]
 
 
-def _prepare_rework(claim: _Claim) -> bool:
-    claim.next_iteration()
-    return True
-
-
-def _prepare_retry(claim: _Claim) -> bool:
-    """Its own lease died (seed 003): the same coder tries again, worktree, iteration and review
-    counters kept ("keep task context on retry"), one crashed attempt more — or blocked once
-    the retries are exhausted."""
-    task = claim.task
-    if retry_exhausts(task, claim.config):
-        limit = crash_limit_block(task, now=claim.now, config=claim.config)
-        release_holder(claim.agent, task, lost=f"blocked: {limit}")
-        return False
-    task.crashes += 1
-    return True
-
-
-def _prepare_takeover(claim: _Claim) -> bool:
-    """Another coder's REJECTED or dead CLAIMED task (SPEC §5.1): failed_by gets the previous
-    coder; blocked instead at hypothesis exhaustion or past its coder's crash schedule."""
-    task, old_holder, now, config = claim.task, claim.old_holder, claim.now, claim.config
-    if claim.from_status == TaskStatus.REJECTED and (
-        old_holder is not None and lease_alive(old_holder.lease_expires, now, config)
-    ):
-        # Another coder may take a REJECTED task only once its coder's lease is dead.
-        raise Attempt(project=task.project, actor=claim.agent, action="claim", now=now).refuse(
-            Conflict(f"{task.key} is being reworked by {claim.previous}", {"task": task.key}),
-            task=task,
-            to_status=TaskStatus.CLAIMED,
-        )
-    exhausted = takeover_exhausts(task, claim.agent.agent_id)
-    if not exhausted and claim.from_status == TaskStatus.CLAIMED and retry_exhausts(task, config):
-        # Its coder's crash past the retry schedule: blocked whoever claims (seed 003).
-        limit = crash_limit_block(task, now=now, config=config)
-        release_holder(old_holder, task, lost=f"blocked: {limit}")
-        return False
-    # "failed_by gets the coder appended when ... another coder takes it over" (SPEC §5.1).
-    append_failed_by(task, claim.previous)
-    if exhausted:
-        release_holder(old_holder, task, lost="blocked: hypothesis exhaustion")
-        limit_block(task, now=now, config=config, limit="hypothesis_exhaustion")
-        return False
-    claim.fresh_holder()
-    return True
-
-
-def _prepare_integration_fix(claim: _Claim) -> bool:
-    if claim.previous == claim.agent.agent_id:
-        claim.next_iteration()
-    else:
-        claim.fresh_holder(keep_worktree=True)
-    claim.task.integration_fix = True
-    return True
-
-
-def _described(claim: _Claim) -> str:
-    return f"{claim.task.key}: {claim.task.description}"
-
-
-# The kinds of claim (seed 000 "Transition Requirements", seed 003 retries), chosen by
-# `_claim_kind`.
-CLAIM_KINDS: dict[str, ClaimKind] = {
-    "fresh": ClaimKind(_prepare_fresh, _described),
-    "rework": ClaimKind(_prepare_rework, _described),
-    "retry": ClaimKind(
-        _prepare_retry,
-        lambda c: f"{c.task.key}: retry {c.task.crashes} after its lease expired",
-        lambda c: {"retry": c.task.crashes},
-    ),
-    "takeover": ClaimKind(
-        _prepare_takeover,
-        lambda c: f"{c.task.key} taken over from {c.previous} (lease expired)",
-        lambda c: {"previous": c.previous},
-    ),
-    "integration_fix": ClaimKind(
-        _prepare_integration_fix, lambda c: f"{c.task.key}: integration fix"
-    ),
-}
-
-
-def _claim_kind(claim: _Claim) -> str:
-    same_coder = claim.previous == claim.agent.agent_id
-    if claim.from_status == TaskStatus.INTEGRATION_FAILED:
-        return "integration_fix"
-    if same_coder and claim.from_status == TaskStatus.CLAIMED:
-        return "retry"
-    if same_coder and claim.from_status == TaskStatus.REJECTED:
-        return "rework"
-    if claim.previous and not same_coder and claim.from_status in CLAIMABLE_FROM_ANOTHER:
-        return "takeover"
-    return "fresh"
-
-
-CLAIMABLE_FROM_ANOTHER = (TaskStatus.REJECTED, TaskStatus.CLAIMED)
-
-
-def _claim_locked(
-    task: Task,
+def _claim_sql(
     agent: Agent,
     *,
+    mode: str,
+    task: Task | None = None,
+    queues: list[int] | None = None,
     now: datetime,
     config: ProjectConfig,
-    worktree: str,
-    base_commit: str,
-) -> Task | None:
-    """Claim `task` (already row-locked) for `agent`. None when a limit blocked it instead."""
-    project = task.project
-    previous = task.assigned_to
-    from_status = task.status
-    # Raises HolderBusy before anything is changed.
-    same_coder = previous == agent.agent_id
-    old_holder = lock_previous_holder(project, previous) if previous and not same_coder else None
-    claim = _Claim(task, agent, now, config, worktree, previous, from_status, old_holder)
-    kind_name = _claim_kind(claim)
-    kind = CLAIM_KINDS[kind_name]
-    if not kind.prepare(claim):
-        return None
-    if base_commit:
-        task.base_commit = base_commit
-    attempt = Attempt(project, agent, "claim", now)
-    if not task.integration_fix and not task.base_commit:
-        raise attempt.refuse(
-            ProtocolValidationError("base_commit", "integration HEAD at claim time is required"),
-            task=task,
-            to_status=TaskStatus.CLAIMED,
+    worktree: str = "",
+    base_commit: str = "",
+    spent: tuple[list[int], list[int]] = ([], []),
+) -> _Claimed:
+    """Call `liza_claim_v1` for the locked `agent` in one statement (`mode`: `next` walks
+    `queues`, limited to `task` when given; `named` claims `task`, locked and checked; `resume`
+    hands back its own live claim `task`), then note what open boards redraw and count the
+    events, as `audit.record_event` does for the events it writes."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _call_sql(),
+            [
+                agent.pk,
+                mode,
+                task.pk if task is not None else None,
+                queues or [],
+                now,
+                config.lease_duration,
+                config.lease_grace,
+                [int(s) for s in config.retry_backoff],
+                worktree,
+                base_commit,
+                *spent,
+                _rules(),
+            ],
         )
-    task.lease_expires = task.lease_until(now=now, config=config)
-    if from_status != TaskStatus.CLAIMED:  # a retry or a takeover stays CLAIMED: no edge
-        task_transition_run(task, p.TASK_EDGES[(from_status, TaskStatus.CLAIMED)], attempt)
-    save_task(task, now)
-    if old_holder is not None:
-        release_holder(old_holder, task, lost=f"taken over by {agent.agent_id}")
-    agent.iterations_total += 1
-    _agent_works_on(agent, task, now)
-    retry = kind_name == "retry"
-    attempt.record(
-        action="claimed" if from_status != TaskStatus.CLAIMED or retry else "reassigned",
-        task=task,
-        from_status=from_status,
-        to_status=TaskStatus.CLAIMED,
-        detail=kind.detail(claim),
-        data={
-            "iteration": task.iteration,
-            "lease_expires": p.format_timestamp(task.lease_expires),
-            **kind.data(claim),
-        },
+        row = cursor.fetchone()
+    cut = rows.width(Task) + 1
+    task_values, agent_values = row[1:cut], row[cut : cut + rows.width(Agent)]
+    events, released = row[-2], row[-1]
+    if isinstance(events, str):
+        events = json.loads(events)
+    answered = _Claimed(
+        outcome=row[0],
+        task=None if task_values[0] is None else rows.from_row(Task, task_values),
+        agent=rows.from_row(Agent, agent_values),
+        events=events,
+        released=released,
     )
-    return task
+    project_id = agent.project_id
+    for event in answered.events:
+        # What `record_event` notes: the task, the acting agent, the header's metrics (every
+        # event here moves a task), the activity feed; and counts once it commits.
+        outbox.changed(project_id, outbox.TASK, event["task"])
+        if event["actor"] == Event.ActorKind.AGENT:
+            outbox.changed(project_id, outbox.AGENT, agent.pk)
+        outbox.changed(project_id, outbox.SPRINT, project_id)
+        outbox.changed(project_id, outbox.EVENT, event["id"])
+        transaction.on_commit(
+            functools.partial(
+                metrics.event_recorded,
+                event["action"],
+                str(Event.Outcome.APPLIED),
+                None,
+                event["from"],
+                event["to"],
+            )
+        )
+    for released_pk in answered.released:
+        outbox.changed(project_id, outbox.AGENT, released_pk)  # as `release_holder`
+    return answered
+
+
+@cache
+def _call_sql() -> str:
+    return (
+        f"SELECT c.outcome, {rows.select_list(Task, '(c.task_row)')}, "
+        f"{rows.select_list(Agent, '(c.agent_row)')}, c.events, c.released "
+        "FROM liza_claim_v1(%s::bigint, %s::text, %s::bigint, %s::integer[], %s::timestamptz, "
+        "%s::integer, %s::integer, %s::integer[], %s::text, %s::text, %s::bigint[], "
+        "%s::bigint[], %s::jsonb) c"
+    )
+
+
+def _agent_edge_sources(*names: str) -> list[str]:
+    return sorted({source for (source, _), (name, _) in AGENT_EDGES.items() if name in names})
+
+
+@cache
+def _rules() -> str:
+    """The tables `liza_claim_v1` follows that live in Python, as its argument: so that each
+    stays the one place that names it."""
+    works_from = {
+        *_agent_edge_sources(Agent.start_work.__name__, Agent.resume_work.__name__),
+        # `ready` (STARTING → IDLE), then `start_work`; WORKING stays WORKING (a coder that
+        # lost its previous task goes straight on).
+        *_agent_edge_sources(Agent.ready.__name__),
+        AgentStatus.WORKING,
+    }
+    return json.dumps(
+        {
+            "queue_states": list(CLAIM_QUEUES),
+            "snapshot": list(SNAPSHOT_FIELDS),
+            "ended": {s: task_alerts_ended_by(s) for s in (TaskStatus.CLAIMED, TaskStatus.BLOCKED)},
+            "questions": {
+                limit: LIMIT_QUESTIONS[limit]
+                for limit in ("retry_exhausted", "hypothesis_exhaustion")
+            },
+            "system": SYSTEM.name,
+            "coder": Agent.Role.CODER,
+            "works_from": sorted(works_from),
+            "stop_from": _agent_edge_sources(Agent.stop_work.__name__),
+        }
+    )
 
 
 def _check_claimer(
@@ -378,24 +297,51 @@ def task_claim(
             task=task,
         )
         task = lock_task(task)
-        task.project = project  # already loaded: spare _claim_locked a query
+        task.project = project  # already loaded: spare the refusals a query
         _refuse_unclaimable(task, agent, now=now, config=config, conflict=conflict)
-        try:
-            claimed = _claim_locked(
-                task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit
-            )
-        except HolderBusy as exc:
+        answer = _claim_sql(
+            agent,
+            mode="named",
+            task=task,
+            now=now,
+            config=config,
+            worktree=worktree,
+            base_commit=base_commit,
+        )
+        if answer.outcome == "busy":
             raise conflict(
                 f"{task.key}: its holder {task.assigned_to} is active right now; try again"
-            ) from exc
-        blocked = claimed is None
+            )
+        _raise_refusal(answer, project=project, agent=agent, now=now)
+        blocked = answer.outcome == "blocked"
+        claimed = answer.task
+        claimed.project = project
     if blocked:
         # The limit's block is committed; the caller still did not get the task.
         raise Conflict(
-            f"{task.key} was blocked: {task.blocked_reason}",
+            f"{task.key} was blocked: {claimed.blocked_reason}",
             {"task": task.key, "status": TaskStatus.BLOCKED},
         )
     return claimed
+
+
+def _raise_refusal(answer: _Claimed, *, project: Project, agent: Agent, now: datetime) -> None:
+    """The refusals `liza_claim_v1` answers, raised (the transaction then rolls back), each
+    naming the task as the claim had prepared it."""
+    task = answer.task
+    if answer.outcome == "reworked":
+        # Another coder may take a REJECTED task only once its coder's lease is dead.
+        raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
+            Conflict(f"{task.key} is being reworked by {task.assigned_to}", {"task": task.key}),
+            task=task,
+            to_status=TaskStatus.CLAIMED,
+        )
+    if answer.outcome == "base_commit":
+        raise Attempt(project, agent, "claim", now).refuse(
+            ProtocolValidationError("base_commit", "integration HEAD at claim time is required"),
+            task=task,
+            to_status=TaskStatus.CLAIMED,
+        )
 
 
 @agents_only
@@ -417,28 +363,28 @@ def task_claim_next(
         held = _check_claimer(
             project, agent, now, task=None, config=config, service="task_claim_next"
         )
-        querysets = claim_candidates(project, agent.agent_id, now, config)
         if (
             held is not None
             and held.status == TaskStatus.CLAIMED
             and lease_alive(held.lease_expires, now, config)
         ):
-            held = lock_task(held)  # its own live claim (e.g. handed off): go on with it
-            if agent.status != AgentStatus.WORKING or agent.current_task_id != held.pk:
-                _agent_works_on(agent, held, now)
+            # Its own live claim (e.g. handed off): go on with it.
+            held = _claim_sql(agent, mode="resume", task=held, now=now, config=config).task
+            held.project = project
             return held
+        only = None
         if held is not None and held.status == TaskStatus.CLAIMED:
             # Its own dead claim: retried once the backoff has passed (the queue's predicate),
             # nothing else meanwhile (one task at a time). The task's retry, not new work: an
             # agent in error still gets it, so the expiry past the schedule blocks the task
             # however close the expiries were (decisions.md "Retries and agent in error").
-            querysets = [querysets[3].filter(pk=held.pk)]
+            queues, only = [4], held
         else:
             # Anything else is new work, which an agent in error or overloaded does not get.
             refuse_if_unavailable(agent, action="claim", now=now)
             # Seed 000: REJECTED goes back to its own coder before it takes anything else; a
-            # coder that holds nothing has no REJECTED task of its own (that query is skipped).
-            querysets = querysets[:1] if held is not None else querysets[1:]
+            # coder that holds nothing has no REJECTED task of its own (that queue is skipped).
+            queues = [1] if held is not None else [2, 3, 4]
         # Enforced limits (issue 24): agents at work; with the CLAIMED column full, only a task
         # already in it (a retry, a takeover) may be claimed.
         admit(
@@ -448,31 +394,23 @@ def task_claim_next(
             project=project, config=config, agent=agent, now=now
         )
         if full:
-            querysets = [q.filter(status=TaskStatus.CLAIMED) for q in querysets]
-        busy: list[int] = []  # rows whose previous holder is mid-heartbeat: not this time
-        for queryset in querysets:
-            while True:
-                if busy:
-                    queryset = queryset.exclude(pk__in=busy)
-                task = queryset.select_for_update(skip_locked=True, of=("self",)).first()
-                if task is None:
-                    break
-                task.project = project  # already loaded: spare _claim_locked a query
-                try:
-                    claimed = _claim_locked(
-                        task,
-                        agent,
-                        now=now,
-                        config=config,
-                        worktree=worktree,
-                        base_commit=base_commit,
-                    )
-                except HolderBusy:
-                    busy.append(task.pk)
-                    continue
-                if claimed is not None:
-                    return claimed
-                # A limit blocked that one; it left the queryset, try the next.
+            queues = [n for n in queues if CLAIM_QUEUES[n - 1] == TaskStatus.CLAIMED]
+        # The pick and the claim, passing over busy previous holders and blocked tasks.
+        answer = _claim_sql(
+            agent,
+            mode="next",
+            task=only,
+            queues=queues,
+            now=now,
+            config=config,
+            worktree=worktree,
+            base_commit=base_commit,
+            spent=spent_subjects(project=project),
+        )
+        _raise_refusal(answer, project=project, agent=agent, now=now)
+        if answer.outcome == "claimed":
+            answer.task.project = project
+            return answer.task
         if full:
             raise_limit(full, project=project, agent=agent, action="claim", now=now)
     return None
