@@ -215,10 +215,11 @@ def agent_heartbeat(
                 ),
                 task=task,
             )
-        # Heartbeats write no Event, but open boards show leases and heartbeat ages.
-        outbox.changed(project.pk, outbox.AGENT, agent.pk)
+        # Heartbeats write no Event, but open boards show leases and heartbeat ages: published
+        # within outbox.BEAT_WINDOW, merged with the project's other heartbeats.
+        outbox.changed(project.pk, outbox.AGENT, agent.pk, beat=True)
         if task is not None:
-            outbox.changed(project.pk, outbox.TASK, task.pk)
+            outbox.changed(project.pk, outbox.TASK, task.pk, beat=True)
     stop = _heartbeat_stop(
         agent,
         project,
