@@ -52,6 +52,40 @@ _entries: OrderedDict[str, _Entry] = OrderedDict()
 _lock = threading.Lock()
 
 
+@dataclass(frozen=True)
+class Held:
+    """What the cache holds for a token: its key (new objects), and the counter its entry was
+    stamped with — the key stands only if the counter still has that value."""
+
+    key: AgentKey
+    generation: int
+
+
+def held(plain: str) -> Held | None:
+    """The key the cache holds for `plain` (an entry younger than `TTL` whose secret matches),
+    before the counter is read: its principal can then be counted in the same round trip as
+    the counter's read (boards.api.hot). Use it only if `generation` is the counter as read
+    then; else `lookup` with that counter."""
+    prefix = key_prefix(plain)
+    if prefix is None:
+        return None
+    with _lock:
+        entry = _entries.get(prefix)
+        if entry is None or clock() >= entry.expires:
+            return None
+        _entries.move_to_end(prefix)
+    return _held(entry, AgentKey.hash(plain))
+
+
+def _held(entry: _Entry, digest: str) -> Held | None:
+    if not hmac.compare_digest(entry.row[KEY_HASH_AT], digest):
+        return None
+    key = agent_key_from_row(entry.row)
+    if entry.last_used_at is not None:
+        key.last_used_at = entry.last_used_at
+    return Held(key, entry.generation)
+
+
 def lookup(plain: str, generation: int | None) -> AgentKey | None:
     """The active key for `plain` (as `agent_key_lookup`), from the cache when its entry is
     younger than `TTL` and was stamped with `generation`, the counter as read for this request
@@ -69,11 +103,9 @@ def lookup(plain: str, generation: int | None) -> AgentKey | None:
                 else:
                     del _entries[prefix]
                     entry = None
-        if entry is not None and hmac.compare_digest(entry.row[KEY_HASH_AT], digest):
-            key = agent_key_from_row(entry.row)
-            if entry.last_used_at is not None:
-                key.last_used_at = entry.last_used_at
-            return key
+        found = _held(entry, digest) if entry is not None else None
+        if found is not None:
+            return found.key
     row = agent_key_row(prefix=prefix)
     if row is None or not hmac.compare_digest(row[KEY_HASH_AT], digest):
         return None

@@ -13,8 +13,12 @@ from agents.models import Agent, AgentKey, Run, RunState
 from boards.coordination import rows
 from boards.coordination.models.projects import Project, ProjectConfig
 from boards.coordination.models.records import Event
+from boards.coordination.models.tasks import Review
 from boards.coordination.selectors.access import in_project
-from boards.protocol import Action
+from boards.coordination.selectors.leases import lease_alive
+from boards.coordination.selectors.reviews import review_live
+from boards.coordination.selectors.tasks import holder_task
+from boards.protocol import Action, TaskStatus
 
 
 def agent_get(*, project: Project, agent_id: str) -> Agent:
@@ -25,6 +29,31 @@ def agent_get(*, project: Project, agent_id: str) -> Agent:
 
 def agent_list(*, project: Project) -> QuerySet[Agent]:
     return Agent.objects.filter(project=project).select_related("current_task")
+
+
+def leave_refusal(*, agent: Agent, now: datetime, config: ProjectConfig) -> str | None:
+    """Why `agent`'s session may not end now (`agent_leave`), or None when it may: it still
+    holds work under a live lease, which its leaving would strand until the lease lapsed — a
+    coder's task claim it has not handed off, a reviewer's review claim it has not given back.
+    Read under the agent's lock: its own claims lock the agent first."""
+    held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
+    if (
+        held is not None
+        and held.status == TaskStatus.CLAIMED
+        and not held.handoff_pending
+        and lease_alive(held.lease_expires, now, config)
+    ):
+        return f"{agent.agent_id} holds {held.key} under a live lease: hand it off first"
+    reviews = Review.objects.filter(
+        project_id=agent.project_id, reviewer=agent.agent_id, closed_at__isnull=True, verdict=""
+    ).select_related("task")
+    for review in reviews.order_by("id"):
+        if review_live(review, now, config):
+            return (
+                f"{agent.agent_id} holds the review of {review.task.key} under a live lease: "
+                "give it back first (review release)"
+            )
+    return None
 
 
 def key_get(*, project: Project, prefix: str) -> AgentKey:
@@ -140,6 +169,7 @@ def run_get(*, project: Project, run_id: int | str) -> Run:
 NOT_PROGRESS = (
     Action.REGISTERED,
     Action.RESTARTED,
+    Action.DEREGISTERED,
     Action.AGENT_CRASHED,
     Action.REVIEW_EXTENDED,
     Action.HANDOFF_READ,

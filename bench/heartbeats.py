@@ -39,6 +39,7 @@ from bench.claims import (  # noqa: E402 - after the path set-up above
     DEFAULT_SERVER,
     HOST,
     Run,
+    _busy_cpu,
     bench_env,
     create_database,
     drive_load,
@@ -189,7 +190,15 @@ def run_http(run: Run, server, slug: str, seeded: list[dict[str, Any]], duration
         "body": "{}",
         "keys": [[s["key"]] for s in seeded],
     }
+    # The server's CPU (every worker process) per heartbeat: steadier than the rate on a
+    # shared machine, whose other processes take what the server does not.
+    before, busy_before = server.cpu(), _busy_cpu()
     drive_load(run, spec, duration)
+    if run.claims:
+        run.cpu = {
+            "server": round((server.cpu() - before) / run.claims * 1000, 3),
+            "machine": round((_busy_cpu() - busy_before) / run.claims * 1000, 3),
+        }
 
 
 def measure(mode: str, args, env: dict[str, str], counter: list[int]) -> dict[str, Any]:
@@ -207,6 +216,7 @@ def measure(mode: str, args, env: dict[str, str], counter: list[int]) -> dict[st
         run_threads(run, args.duration, seeded, worker)
     row = {k: v for k, v in run.summary().items() if "claim" not in k and k != "verified"}
     row["heartbeats"], row["rate"] = run.claims, round(run.rate, 1)
+    row["cpu_ms_per_heartbeat"] = run.cpu or None
     row["hot_pct"] = hot_share(before)
     return row
 
@@ -320,15 +330,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"heartbeats, {args.agents} agents, {args.duration:g} s a mode, http via {args.server}")
     print(
-        "| mode | heartbeats/s | p50 ms | p99 ms | ÷ raw | HOT % (agent/task/review/all) | errors |"
+        "| mode | heartbeats/s | p50 ms | p99 ms | ÷ raw | HOT % (agent/task/review/all) "
+        "| server CPU ms / heartbeat | errors |"
     )
-    print("|---|---:|---:|---:|---:|---|---|")
+    print("|---|---:|---:|---:|---:|---|---:|---|")
     for r in rows:
         hot = r["hot_pct"]
         shares = "/".join(str(hot[t]) for t in (*TABLES, "all"))
+        cpu = (r["cpu_ms_per_heartbeat"] or {}).get("server", "-")
         print(
             f"| {r['mode']} | {r['rate']:.0f} | {r['p50_ms']} | {r['p99_ms']} | "
-            f"{r['ratio_to_raw'] or '-'} | {shares} | {r['errors'] or 0} |"
+            f"{r['ratio_to_raw'] or '-'} | {shares} | {cpu} | {r['errors'] or 0} |"
         )
     return 0
 

@@ -4,9 +4,10 @@ Over the limit a request gets 429 with Retry-After in the JSON error envelope
 (`liza_site.exceptions`). Rates are `N/s|min|hour|day` (LIZA_API_RATE_PER_KEY,
 LIZA_API_RATE_PER_IP). Each is counted in fixed windows with one atomic increment — in Redis when
 REDIS_URL is set, so every process counts together (one round trip on the process's shared
-client, `liza_site.redis_client`), else in this process's cache — instead of DRF's
-SimpleRateThrottle, which reads and rewrites the list of every request's timestamp in the window
-(tens of thousands of entries at the address limit) on each request.
+client, `liza_site.redis_client`; the agents' hot path counts both limits in one, `count_hot`),
+else in this process's cache — instead of DRF's SimpleRateThrottle, which reads and rewrites
+the list of every request's timestamp in the window (tens of thousands of entries at the
+address limit) on each request.
 
 A limiter that cannot reach its cache lets the request through: Redis being down must not stop
 agents (SPEC §11); the lockouts that protect passwords live in the database (django-axes).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from typing import NamedTuple
 
 from django.conf import settings
 from django.core.cache import cache as default_cache
@@ -126,6 +128,70 @@ class ClientAddressRateThrottle(_FixedWindow):
 
     def ident(self, request) -> str:
         return client_ip(request)
+
+
+class HotCount(NamedTuple):
+    """What `count_hot` counted and read in its one round trip."""
+
+    address: bool  # within the address limit
+    address_wait: float | None
+    read: bytes | None  # the value of the key it read (None: no such key)
+    principal: bool | None  # within the principal's limit; None: not counted
+    principal_wait: float | None
+
+
+# The address counted; then the principal, only if the address is within its limit and KEYS[2]
+# (the key cache's counter) still holds ARGV[3] (what the caller's cached key was stamped with:
+# else the key may no longer stand, and the caller counts it once it has looked it up); and
+# KEYS[2] read. Lua's false is Redis's nil: "not counted", "no such key".
+_COUNT_HOT = """
+local address = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+local read = redis.call('GET', KEYS[2])
+local principal = false
+if KEYS[3] and address <= tonumber(ARGV[2]) and (read or '0') == ARGV[3] then
+    principal = redis.call('INCR', KEYS[3])
+    redis.call('EXPIRE', KEYS[3], ARGV[4])
+end
+return {address, read, principal}
+"""
+_count_hot_script = []  # the registered script (redis-py's Script: EVALSHA, EVAL if unknown)
+
+
+def count_hot(request, principal_request=None, *, read: str, stamped: int = 0) -> HotCount | None:
+    """The hot path's limits in one Redis round trip (boards.api.hot, with REDIS_URL): the
+    request's address counted, `read` read, and `principal_request`'s principal counted too when
+    the address is within its limit and `read` still holds `stamped`. The same counters, limits
+    and Retry-After as the throttles above. None when Redis cannot answer (no limit, and nothing
+    read). The request is marked counted for its address."""
+    request._liza_address_counted = True
+    address = ClientAddressRateThrottle()
+    address_key, address_limit, address_ttl = address.counter(request)
+    keys, args = [address_key, read], [address_ttl, address_limit, stamped]
+    principal = PrincipalRateThrottle() if principal_request is not None else None
+    counter = principal.counter(principal_request) if principal is not None else None
+    if counter is not None:
+        keys.append(counter[0])
+        args.append(counter[2])
+    if not REDIS.allow():
+        return None  # Redis down and backing off: not even a connection attempt
+    client = redis_client.client()
+    try:
+        if not _count_hot_script:
+            _count_hot_script.append(client.register_script(_COUNT_HOT))
+        address_count, value, principal_count = _count_hot_script[0](keys, args, client=client)
+    except Exception as exc:  # Redis's connection errors, whatever they are
+        REDIS.failed(exc)
+        return None
+    REDIS.succeeded()
+    within = principal_count is None or principal_count <= counter[1]
+    return HotCount(
+        address=address_count <= address_limit,
+        address_wait=address.wait(),
+        read=value,
+        principal=None if principal_count is None else within,
+        principal_wait=principal.wait() if principal is not None else None,
+    )
 
 
 def count_address_first(view, request) -> None:

@@ -73,6 +73,17 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
     default.setdefault("TEST", {})["TEMPLATE"] = migrated_template(default)
 
 
+@pytest.fixture(autouse=True)
+def _heartbeats_published_within_their_test():
+    """A committed heartbeat's board message waits up to `outbox.BEAT_WINDOW`: sent when its
+    test ends, not during a later test — whose Redis may be a dead port, where the failure
+    would mark Redis down (liza_site.outages) for that test."""
+    yield
+    from boards.coordination import outbox
+
+    outbox._beats.send_waiting()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _key_counter_of_this_worker():
     """This worker's own key counter (liza_site.key_generation): the workers share one Redis

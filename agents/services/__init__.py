@@ -2,7 +2,7 @@
 
 - `identities`: created (with a key), enabled or disabled, available or overloaded;
 - `keys`: issued, used, revoked, labelled;
-- `heartbeats`: registering a session, the heartbeat and its leases;
+- `heartbeats`: registering a session, the heartbeat and its leases, leaving;
 - `handoffs`: a claim handed to a successor session, and its pickup;
 - `runs`: each spawn of `liza supervise`, its output;
 - `usage`: a run's usage, a quota pause;
@@ -18,6 +18,7 @@ from agents.services.handoffs import (
 from agents.services.heartbeats import (
     HeartbeatResult,
     agent_heartbeat,
+    agent_leave,
     agent_register,
     progress_stale,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "agent_key_label",
     "agent_key_revoke",
     "agent_key_used",
+    "agent_leave",
     "agent_quota_pause",
     "agent_ready",
     "agent_register",

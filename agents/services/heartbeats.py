@@ -1,5 +1,5 @@
 """An agent's session and liveness (seed 000 "Agent State Machine", seed 002 "Lease Model"):
-registering, the heartbeat that extends its leases or tells it to stop."""
+registering, the heartbeat that extends its leases or tells it to stop, leaving."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from agents.models import (
     Agent,
 )
+from agents.selectors import leave_refusal
 from boards.coordination import outbox, rows
 from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.models.tasks import Review, Task
@@ -20,8 +21,10 @@ from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.budgets import budget_exists_sql, budget_refusal
 from boards.coordination.selectors.sprints import sprint_current_sql
 from boards.coordination.selectors.work import Stop, stop_reason
+from boards.coordination.services.actors import ANY_AGENT
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
-from boards.coordination.services.authority import agents_only
+from boards.coordination.services.authority import agents_only, require_role
+from boards.coordination.services.locking import lock_agent
 from boards.errors import (
     Collision,
     Forbidden,
@@ -32,6 +35,7 @@ from boards.protocol import (
     AGENT_EDGES,
     AGENT_ID_PREFIX,
     OPEN_SPRINT_STATES,
+    Action,
     AgentStatus,
     TaskStatus,
     agent_id_matches_role,
@@ -112,6 +116,43 @@ def agent_register(
     return agent
 
 
+@agents_only  # the agent of the key: its supervisor as it stops, or `liza leave`
+@records_refusals
+def agent_leave(*, project: Project, agent: Agent, now: datetime) -> Agent:
+    """The agent's session ends: its identity is given up now, not when its lease lapses, so
+    the same id registers again at once (SPEC §5.2 "HANDOFF → (deregistered)"; the original
+    Liza deletes its registry entry when the agent exits).
+
+    Its lease ends now (registration, `/work` and the board read a lease in the past as no
+    session). A WORKING coder or REVIEWING reviewer goes to HANDOFF, seed 000's state before
+    the process terminates (it holds no live claim by then, see below); any other state stays,
+    as registration restarts the machine from every state. Refused (409) while it still holds
+    work under a live lease (`agents.selectors.leave_refusal`): it hands off or gives back
+    first, or that work would wait for its lease to lapse with nobody behind it.
+    """
+    attempt = Attempt(project, agent, "agent_leave", now)
+    require_role(attempt, agent_roles=ANY_AGENT)
+    config = config_of(project)
+    with transaction.atomic():
+        agent = lock_agent(agent)  # its claims lock it first: none can come in between
+        refusal = leave_refusal(agent=agent, now=now, config=config)
+        if refusal is not None:
+            raise attempt.conflict(refusal, from_status=agent.status)
+        from_status = agent.status
+        if agent.status in (AgentStatus.WORKING, AgentStatus.REVIEWING):
+            agent.hand_off()
+        if agent.has_live_lease(now):
+            agent.lease_expires = now
+        agent.save()
+        attempt.record(
+            action=Action.DEREGISTERED,
+            detail=f"{agent.agent_id} left: its id is free to register again",
+            from_status=from_status,
+            to_status=agent.status,
+        )
+    return agent
+
+
 @agents_only  # the agent of the key, as agent_register
 @records_refusals
 def agent_heartbeat(
@@ -174,10 +215,11 @@ def agent_heartbeat(
                 ),
                 task=task,
             )
-        # Heartbeats write no Event, but open boards show leases and heartbeat ages.
-        outbox.changed(project.pk, outbox.AGENT, agent.pk)
+        # Heartbeats write no Event, but open boards show leases and heartbeat ages: published
+        # within outbox.BEAT_WINDOW, merged with the project's other heartbeats.
+        outbox.changed(project.pk, outbox.AGENT, agent.pk, beat=True)
         if task is not None:
-            outbox.changed(project.pk, outbox.TASK, task.pk)
+            outbox.changed(project.pk, outbox.TASK, task.pk, beat=True)
     stop = _heartbeat_stop(
         agent,
         project,

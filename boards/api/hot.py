@@ -12,8 +12,11 @@ but
 * the key is authenticated through `agents.keycache` (per process, bounded TTL and size,
   dropped at once on revoke, disable, project changes and deleted rows through
   `liza_site.key_generation`), whose counter is read in the same Redis round trip as the
-  per-address rate limit; a key whose rows are gone by the time the service runs gets DRF's
-  answer to it (`boards.api.base.key_refusal`, as ProjectView.dispatch does), not a 500;
+  per-address rate limit and, when the cache holds the key and the counter still stands for
+  its entry, the key's own rate limit (`liza_site.throttling.count_hot`: one round trip a
+  request; a key looked up is counted after, as before); a key whose rows are gone by the
+  time the service runs gets DRF's answer to it (`boards.api.base.key_refusal`, as
+  ProjectView.dispatch does), not a 500;
 * nothing else of DRF's `dispatch` runs: the request is a small stand-in (`_AgentRequest`)
   carrying what the handlers read.
 
@@ -54,11 +57,10 @@ from boards.api.parsers import JSONParser
 from boards.errors import database_unavailable, lost_race
 from boards.operations.base import runs_left
 from boards.protocol import AgentStatus
-from liza_site import key_generation, redis_client
+from liza_site import key_generation
 from liza_site.asgi_handler import one_hop
 from liza_site.exceptions import api_exception_handler
-from liza_site.outages import REDIS
-from liza_site.throttling import ClientAddressRateThrottle, PrincipalRateThrottle
+from liza_site.throttling import ClientAddressRateThrottle, PrincipalRateThrottle, count_hot
 
 _RENDERER = JSONRenderer()
 _PARSER = JSONParser()
@@ -112,30 +114,72 @@ def _bearer(request: HttpRequest) -> str | None:
     return header[1]
 
 
-def _count_address(request: HttpRequest) -> tuple[bool, float | None, int | None]:
-    """The per-address limit (counted here, before authentication, as ProjectView does) and the
-    key cache's counter, in one Redis round trip: (allowed, wait, generation)."""
-    throttle = ClientAddressRateThrottle()
+def _count(
+    request: HttpRequest, trusted: _AgentRequest | None, stamped: int
+) -> tuple[bool, float | None, int | None, tuple[bool, float | None] | None]:
+    """The per-address limit (counted here, before authentication, as ProjectView does), the key
+    cache's counter and, when the cache holds the request's key (`trusted`, stamped with the
+    counter at `stamped`) and the counter still has that value, the key's own limit — in one
+    Redis round trip: (allowed, wait, generation, the key's limit as (allowed, wait), or None
+    when not counted: then it is counted once the key is known, as before)."""
     if not settings.REDIS_URL:
+        throttle = ClientAddressRateThrottle()
         allowed = throttle.allow_request(request, None)  # marks the request counted
-        return allowed, throttle.wait(), key_generation.current()
-    request._liza_address_counted = True  # the DRF view, if it takes over, counts it no more
-    counter = throttle.counter(request)
-    if not REDIS.allow():
-        return True, None, None  # Redis down: no limit, and no cache (its counter is unknown)
+        return allowed, throttle.wait(), key_generation.current(), None
+    # Marks the request counted: the DRF view, if it takes over, counts it no more.
+    counted = count_hot(request, trusted, read=key_generation.KEY, stamped=stamped)
+    if counted is None:
+        return True, None, None, None  # Redis down: no limit, and no cache (its counter unknown)
+    principal = None if counted.principal is None else (counted.principal, counted.principal_wait)
+    return (
+        counted.address,
+        counted.address_wait,
+        key_generation.parse(counted.read),
+        principal,
+    )
+
+
+def _admit(
+    request: HttpRequest, plain: str, slug: str
+) -> _AgentRequest | exceptions.Throttled | None:
+    """The key and the rate limits of a request with a bearer key, as ProjectView checks them:
+    the stand-in request to serve, 429 over a limit, or None for DRF's view to answer (a key
+    unknown, revoked, disabled or of another project; the database unavailable)."""
+    # The key as the cache holds it, if it does: its own limit is then counted in the same
+    # round trip as the address's, trusted only if the counter read there is its stamp.
+    held = keycache.held(plain)
+    trusted = None
+    if held is not None and held.key.agent.enabled and held.key.agent.project.slug == slug:
+        trusted = _AgentRequest(request, held.key)
+    allowed, wait, generation, principal = _count(
+        request, trusted, held.generation if held is not None else 0
+    )
+    if not allowed:
+        return exceptions.Throttled(wait)
     try:
-        pipe = redis_client.client().pipeline(transaction=False)
-        if counter is not None:
-            pipe.incr(counter[0])
-            pipe.expire(counter[0], counter[2])
-        pipe.get(key_generation.KEY)
-        replies = pipe.execute()
-    except Exception as exc:  # Redis's connection errors, whatever they are
-        REDIS.failed(exc)
-        return True, None, None
-    REDIS.succeeded()
-    allowed = counter is None or int(replies[0]) <= counter[1]
-    return allowed, throttle.wait(), key_generation.parse(replies[-1])
+        if principal is not None and held is not None:  # the counter read is its stamp
+            key = held.key
+        else:
+            key = keycache.lookup(plain, generation)
+        if key is None or not key.agent.enabled or key.agent.project.slug != slug:
+            return None  # 401, 403 or 404, as DRF answers them
+        agent_key_used(key=key, now=timezone.now())
+    except Exception as exc:
+        if database_unavailable(exc):
+            return None  # its 503 `unavailable`, as DRF answers it
+        raise
+    keycache.used(key)
+    if principal is not None and trusted is not None:  # counted in the one round trip
+        agent_request = trusted
+        allowed, wait = principal
+    else:  # the cache did not hold the key, or no longer trusted it: counted now
+        agent_request = _AgentRequest(request, key)
+        throttle = PrincipalRateThrottle()
+        allowed = throttle.allow_request(agent_request, None)
+        wait = throttle.wait()
+    if not allowed:
+        return exceptions.Throttled(wait)
+    return agent_request
 
 
 def _error(view: ProjectView, exc: Exception) -> Response:
@@ -197,23 +241,12 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
         plain = _bearer(request)
         if plain is None:
             return drf_view(request, slug=slug)
-        allowed, wait, generation = _count_address(request)
-        if not allowed:
-            return _throttled(request, view_class, initkwargs, slug, wait)
-        try:
-            key = keycache.lookup(plain, generation)
-            if key is None or not key.agent.enabled or key.agent.project.slug != slug:
-                return drf_view(request, slug=slug)  # 401, 403 or 404, as DRF answers them
-            agent_key_used(key=key, now=timezone.now())
-        except Exception as exc:
-            if database_unavailable(exc):
-                return drf_view(request, slug=slug)  # its 503 `unavailable`, as DRF answers it
-            raise
-        keycache.used(key)
-        agent_request = _AgentRequest(request, key)
-        principal = PrincipalRateThrottle()
-        if not principal.allow_request(agent_request, None):
-            return _throttled(request, view_class, initkwargs, slug, principal.wait())
+        admitted = _admit(request, plain, slug)
+        if admitted is None:
+            return drf_view(request, slug=slug)  # 401, 403, 404 or 503, as DRF answers them
+        if isinstance(admitted, exceptions.Throttled):
+            return _refused(request, view_class, initkwargs, slug, admitted)
+        agent_request, key = admitted, admitted.auth
         try:
             return in_request_transaction(request, lambda: answer(agent_request, key, slug))
         except Exception:
@@ -232,17 +265,6 @@ def fast(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespons
     hot.drf_view = drf_view  # type: ignore[attr-defined]
     # Under ASGI, its middleware, the view and the request signals in one thread hop.
     return one_hop(hot)
-
-
-def _throttled(
-    request: HttpRequest,
-    view_class: type[ProjectView],
-    initkwargs: dict[str, Any],
-    slug: str,
-    wait: float | None,
-) -> HttpResponseBase:
-    """429 with Retry-After, as DRF's `throttled` and liza_site.exceptions answer it."""
-    return _refused(request, view_class, initkwargs, slug, exceptions.Throttled(wait))
 
 
 def _refused(

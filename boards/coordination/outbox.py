@@ -10,6 +10,10 @@ process that delivers it, once per message whatever the number of open boards (s
 `boards.board.live.consumers`), so broadcasts cost a transition one INCR and one PUBLISH, not a
 render.
 
+A heartbeat's changes (no event: its lease and heartbeat age) are the exception: with Redis,
+they wait up to `BEAT_WINDOW` seconds and go in one message with the project's other
+heartbeats of that while (`_Beats`).
+
 A board that sees a gap in the sequence, or reconnects, resynchronises from the server. With
 `REDIS_URL` the sequence lives in Redis, so every ASGI process numbers one stream. Publishing
 never fails a transition: if the layer is down the change is committed anyway, the error is
@@ -19,6 +23,7 @@ logged, and boards catch up at their next resync.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
 import logging
 import threading
@@ -133,17 +138,27 @@ _outbox = threading.local()
 def _pending() -> dict[int, dict[tuple[str, int], bool]]:
     if not hasattr(_outbox, "changes"):
         _outbox.changes = {}
+        _outbox.urgent = set()  # projects with a change that is not a heartbeat's
     return _outbox.changes
 
 
-def changed(project_id: int, kind: str, object_id: int, *, controls: bool = False) -> None:
+def changed(
+    project_id: int, kind: str, object_id: int, *, controls: bool = False, beat: bool = False
+) -> None:
     """Note a change to publish when the current transaction commits.
 
     `controls`: the change moves what the header's oversight controls offer (sprint or goal
     state, pause): only then do open boards fetch their controls again.
+
+    `beat`: a heartbeat's change (no event; its lease and heartbeat age on open boards). With
+    Redis, a transaction whose changes to a project are all heartbeats' is published within
+    `BEAT_WINDOW` seconds, in one message with every other heartbeat of the project that came
+    in meanwhile (`_Beats`), not by the request that committed it.
     """
     changes = _pending().setdefault(project_id, {})
     changes[(kind, object_id)] = changes.get((kind, object_id)) or controls
+    if not beat:
+        _outbox.urgent.add(project_id)
     transaction.on_commit(flush)
 
 
@@ -152,20 +167,30 @@ def run_output(project_id: int, run_id: int) -> None:
     changed(project_id, RUN, run_id)
 
 
+def _message(project_id: int, changes: dict[tuple[str, int], bool]) -> dict[str, Any]:
+    return {
+        "type": "board.event",
+        "project_id": project_id,
+        "changes": [
+            {"kind": kind, "id": object_id, **({"controls": True} if controls else {})}
+            for (kind, object_id), controls in changes.items()
+        ],
+    }
+
+
 def flush() -> list[dict[str, Any]]:
-    """Send what this thread's committed work changed: one message per project."""
+    """Send what this thread's committed work changed: one message per project (a project
+    changed only by heartbeats: handed to `_beats`, sent within `BEAT_WINDOW`)."""
     pending = _pending()
+    urgent = _outbox.urgent
     sent = []
     while pending:
         project_id, changes = pending.popitem()
-        message = {
-            "type": "board.event",
-            "project_id": project_id,
-            "changes": [
-                {"kind": kind, "id": object_id, **({"controls": True} if controls else {})}
-                for (kind, object_id), controls in changes.items()
-            ],
-        }
+        if project_id not in urgent and settings.REDIS_URL:
+            _beats.add(project_id, changes)
+            continue
+        urgent.discard(project_id)
+        message = _message(project_id, changes)
         if send(message):
             sent.append(message)
     return sent
@@ -182,17 +207,79 @@ class _PublisherLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
 
-    def run(self, coro, timeout: float = 2.0):
+    def _started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 threading.Thread(
                     target=self._loop.run_forever, name="liza-board-publisher", daemon=True
                 ).start()
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+            return self._loop
+
+    def run(self, coro, timeout: float = 2.0):
+        return asyncio.run_coroutine_threadsafe(coro, self._started()).result(timeout)
 
 
 _publisher = _PublisherLoop()
+
+
+# Heartbeats: at 16 agents a project gets hundreds a second, each noting its agent (and task)
+# for open boards, which show their lease and heartbeat ages. Published one by one, each cost
+# its request a sequence INCR and a PUBLISH handed to the publisher loop and waited for (~11 %
+# of a heartbeat worker's Python time, bench/README.md). A board renders a message's ids as
+# they are when it arrives, so one message for every heartbeat of a window shows what each of
+# them would have, a moment later; it takes the project's next sequence number like any
+# other, so no board sees a gap, and a change that is not a heartbeat's is never held back.
+BEAT_WINDOW = 0.5  # seconds a heartbeat's change may wait to be merged with others
+
+
+class _Beats:
+    """Heartbeat changes waiting for their project's next message, per project (Redis only:
+    without it the in-memory layer lives in the server's own loop, reachable from a request's
+    thread only, so each heartbeat publishes as it commits)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[int, dict[tuple[str, int], bool]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, project_id: int, changes: dict[tuple[str, int], bool]) -> None:
+        with self._lock:
+            waiting = self._waiting.get(project_id)
+            if waiting is not None:  # a message is already due: this rides along
+                for change, controls in changes.items():
+                    waiting[change] = waiting.get(change) or controls
+                return
+            self._waiting[project_id] = dict(changes)
+        timer = threading.Timer(BEAT_WINDOW, self._publish, [project_id])
+        timer.daemon = True
+        timer.start()
+
+    def _take(self, project_id: int) -> dict[tuple[str, int], bool]:
+        with self._lock:
+            return self._waiting.pop(project_id, {})
+
+    def _publish(self, project_id: int) -> None:
+        """On the window's timer thread: send what waited, as a transition's message is sent."""
+        changes = self._take(project_id)
+        if not changes:  # already sent (`send_waiting`)
+            return
+        if REDIS.down:
+            # Heartbeats make no attempt to reach Redis again (a transition's message does):
+            # a gap instead, and open boards resynchronise when live updates resume.
+            _missed.add(project_id)
+            return
+        send(_message(project_id, changes))
+
+    def send_waiting(self) -> None:
+        """Send every waiting message now (the process is exiting)."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, {}
+        for project_id, changes in waiting.items():
+            send(_message(project_id, changes))
+
+
+_beats = _Beats()
+atexit.register(_beats.send_waiting)
 
 
 def _group_send(group: str, message: dict[str, Any]) -> None:

@@ -29,6 +29,7 @@ WORK: list[Operation] = [
     by_agent(agent_services.run_start, PROJECT),
     by_agent(agent_services.run_finish, RUN),
     by_agent(agent_services.agent_quota_pause, PROJECT),
+    by_agent(agent_services.agent_leave, PROJECT),
     by_agent(agent_services.usage_record, PROJECT, i.UsageInput),
     by_agent(agent_services.run_output_append, RUN, i.RunOutputInput),
     # -- the code reviewer ---------------------------------------------------------------

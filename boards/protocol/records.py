@@ -102,6 +102,9 @@ class Action(StrEnum):
     # agents and keys
     REGISTERED = "registered"
     RESTARTED = "restarted"
+    # Its session ended (`agent_leave`, its supervisor stopping): the identity is free at once
+    # (SPEC §5.2 "HANDOFF → (deregistered)").
+    DEREGISTERED = "deregistered"
     AGENT_CRASHED = "agent_crashed"  # a supervised agent command exited neither 0 nor 42
     RUN_STALLED = "run_stalled"  # issue 24: the progress watchdog terminated a run
     QUOTA_PAUSED = "quota_paused"  # issue 24: a provider's quota wall pauses a supervisor

@@ -8,12 +8,16 @@ sends a request to the DRF view, so each case is asked both ways and the answers
 
 from __future__ import annotations
 
+import socket
 import threading
 import uuid
 
 import pytest
+import redis
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+from redis.connection import AbstractConnection
 from rest_framework.views import APIView
 
 from agents import authentication, keycache
@@ -24,8 +28,16 @@ from boards.api.base import ProjectView
 from boards.coordination.models.tasks import Task
 from boards.coordination.services.projects import project_pause
 from boards.protocol import TaskStatus
-from liza_site import key_generation, throttling
-from tests.api.helpers import api_base, bearer, blank_times, http_start, key_for
+from liza_site import key_generation, redis_client, throttling
+from liza_site.outages import REDIS
+from tests.api.helpers import (
+    api_base,
+    assert_envelope,
+    bearer,
+    blank_times,
+    http_start,
+    key_for,
+)
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db
@@ -267,3 +279,171 @@ def test_an_agent_deleted_after_authentication_answers_as_the_thin_path_does(
     assert not Agent.objects.filter(pk__in=[fast_coder.pk, drf_coder.pk]).exists()
     assert not IdempotentRequest.objects.exists()  # nothing recorded to replay
     assert Task.objects.get(project=world.project, key="T-1").status == TaskStatus.UNCLAIMED
+
+
+# -- the rate limits and the key counter in one Redis round trip ---------------------------------
+# With the key in the process's cache, the address's limit, the key's own limit and the key
+# counter are one script call (liza_site.throttling.count_hot); a key looked up (not cached, or
+# its entry no longer trusted) is counted after the lookup, as before.
+
+WINDOW = 86_400 * 5 // 60  # the one-minute window of the `rates` clock
+
+
+@pytest.fixture
+def rates(monkeypatch):
+    """Counters of the test's own, ten seconds into a one-minute window; `rates(...)` sets the
+    limits. Yields a reader of a counter: `count("address", "127.0.0.1")`."""
+    prefix = f"liza-test:{uuid.uuid4().hex}"
+    monkeypatch.setattr(throttling._FixedWindow, "prefix", prefix)
+    monkeypatch.setattr(throttling._FixedWindow, "timer", staticmethod(lambda: 86_400.0 * 5 + 10))
+    store = redis.Redis.from_url(settings.REDIS_URL)
+
+    def set_rates(*, principal: str = "1000/min", address: str = "1000/min") -> None:
+        monkeypatch.setattr(
+            throttling._FixedWindow, "THROTTLE_RATES", {"principal": principal, "address": address}
+        )
+
+    def count(scope: str, ident: str) -> int:
+        return int(store.get(f"{prefix}:{scope}:{ident}:60:{WINDOW}") or 0)
+
+    set_rates()
+    set_rates.count = count
+    yield set_rates
+    store.close()
+
+
+@pytest.fixture
+def round_trips(monkeypatch):
+    """What this process sent to Redis, one entry a round trip (a command, a pipeline or a
+    script call is sent at once, then its replies read)."""
+    sent: list = []
+    original = AbstractConnection.send_packed_command
+
+    def send(self, command, check_health=True):
+        sent.append(command)
+        return original(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", send)
+    return sent
+
+
+@pytest.fixture
+def lookups(monkeypatch):
+    """How many times a key was looked up in the database."""
+    calls: list[str] = []
+    original = keycache.agent_key_row
+
+    def counted(*, prefix):
+        calls.append(prefix)
+        return original(prefix=prefix)
+
+    monkeypatch.setattr(keycache, "agent_key_row", counted)
+    return calls
+
+
+needs_redis = pytest.mark.skipif(not settings.REDIS_URL, reason="the counters live in Redis")
+
+
+def _beat(client, world):
+    return client.post(f"{api_base(world.project.slug)}/agents/heartbeat", {}, format="json")
+
+
+def _key_ident(plain: str) -> str:
+    return f"key-{AgentKey.objects.get(prefix=plain.split('_')[1]).pk}"
+
+
+@needs_redis
+def test_a_cached_key_costs_one_redis_round_trip(world, rates, round_trips, lookups):
+    plain = key_for(world.coder)
+    client = bearer(plain)
+    assert _beat(client, world).status_code == 200  # looked up, then its limit counted
+    round_trips.clear()
+    assert [_beat(client, world).status_code for _ in range(3)] == [200] * 3
+    assert len(round_trips) == 3
+    assert len(lookups) == 1
+    # Both limits counted every request, the first's too.
+    assert rates.count("address", "127.0.0.1") == rates.count("principal", _key_ident(plain)) == 4
+
+
+@needs_redis
+def test_the_address_limit_bites_through_the_one_call(world, rates, round_trips):
+    rates(address="3/min")
+    plain = key_for(world.coder)
+    client = bearer(plain)
+    assert [_beat(client, world).status_code for _ in range(3)] == [200] * 3
+    round_trips.clear()
+    refused = _beat(client, world)
+    assert_envelope(refused, 429, "throttled")
+    assert refused["Retry-After"] == "50"  # the rest of the one-minute window
+    assert len(round_trips) == 1
+    # As before: over the address's limit, the key's own is not counted.
+    assert rates.count("principal", _key_ident(plain)) == 3
+    elsewhere = bearer(plain, REMOTE_ADDR="10.0.0.7")
+    assert _beat(elsewhere, world).status_code == 200
+
+
+@needs_redis
+def test_the_key_limit_bites_through_the_one_call(world, rates, round_trips):
+    rates(principal="3/min")
+    plain = key_for(world.coder)
+    client = bearer(plain)
+    assert [_beat(client, world).status_code for _ in range(3)] == [200] * 3
+    round_trips.clear()
+    refused = _beat(client, world)
+    assert_envelope(refused, 429, "throttled")
+    assert refused["Retry-After"] == "50"
+    assert len(round_trips) == 1
+    # Another key of the same agent has a limit of its own.
+    assert _beat(bearer(key_for(world.coder)), world).status_code == 200
+    assert rates.count("address", "127.0.0.1") == 5
+
+
+@needs_redis
+def test_a_bumped_key_counter_is_seen_on_the_very_next_request(world, rates, lookups):
+    """The counter is read in the same call that would count the cached key: bumped (by
+    another process), the entry is not used — the key is looked up again and counted once,
+    after the lookup; revoked, it is refused and its limit not counted."""
+    plain = key_for(world.coder)
+    client = bearer(plain)
+    ident = _key_ident(plain)
+    assert [_beat(client, world).status_code for _ in range(2)] == [200, 200]
+    assert len(lookups) == 1
+    other = redis.Redis.from_url(settings.REDIS_URL)  # another process's connection
+    try:
+        other.incr(key_generation.KEY)
+        assert _beat(client, world).status_code == 200
+        assert len(lookups) == 2
+        assert rates.count("principal", ident) == 3
+        with connection.cursor() as cursor:  # revoked as another process would
+            cursor.execute(
+                "UPDATE agents_agentkey SET revoked_at = now() WHERE prefix = %s",
+                [plain.split("_")[1]],
+            )
+        other.incr(key_generation.KEY)
+    finally:
+        other.close()
+    assert_envelope(_beat(client, world), 401, "authentication_failed")
+    assert len(lookups) == 3
+    assert rates.count("principal", ident) == 3
+
+
+def test_with_redis_down_a_cached_key_is_neither_limited_nor_trusted(world, monkeypatch, lookups):
+    """As before the one call: Redis unreachable, no limit applies and the cache is not used
+    (the key counter is unknown), so every request looks its key up."""
+    client = bearer(key_for(world.coder))
+    assert _beat(client, world).status_code == 200  # the key cached
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    monkeypatch.setattr(settings, "REDIS_URL", dead)
+    monkeypatch.setattr(
+        throttling._FixedWindow, "THROTTLE_RATES", {"principal": "1/min", "address": "1/min"}
+    )
+    redis_client.client.cache_clear()
+    try:
+        assert [_beat(client, world).status_code for _ in range(3)] == [200] * 3
+        assert REDIS.down
+    finally:
+        REDIS.succeeded()  # the outage was this test's alone
+        redis_client.client.cache_clear()  # the next test's client is for the real Redis
+    assert len(lookups) == 4

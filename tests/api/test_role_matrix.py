@@ -716,6 +716,12 @@ def registered(t: Tenant, values: dict[str, str], response) -> None:
     assert response.json()["agent_id"] == "coder-4"
 
 
+def agent_left(t: Tenant, values: dict[str, str], response) -> None:
+    assert not t.agent("coder-1").has_live_lease(timezone.now())
+    assert response.json()["agent_id"] == "coder-1"
+    assert Event.objects.filter(project=t.project, action="deregistered").exists()
+
+
 def heartbeat_seen(t: Tenant, values: dict[str, str], response) -> None:
     assert t.agent("coder-1").heartbeat > t.world.now
     assert response.json()["stop"] is None
@@ -1073,6 +1079,14 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         task_in("CLAIMED"),
         body={"context_percent": 40},
         check=heartbeat_seen,
+        agent="coder-1",
+    ),
+    Endpoint(
+        "api-agent-leave",
+        "POST",
+        "agents/leave",
+        nothing,
+        check=agent_left,
         agent="coder-1",
     ),
     Endpoint(

@@ -113,7 +113,7 @@ OPERATIONS_BY_PRINCIPAL: dict[str, set[str]] = {
         "usage_record",
         "budgets_list",
     },
-    "coder-5": {"tasks_claim_next", "tasks_claim"},  # idle
+    "coder-5": {"tasks_claim_next", "tasks_claim", "agents_leave"},  # idle
     "planner-1": {
         "tasks_create",
         "tasks_edit",

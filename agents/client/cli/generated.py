@@ -43,6 +43,7 @@ def _run_lines(rows: list[dict[str, Any]]) -> str:
 # task's answer (`result="task"`) is its task line.
 SHOWN: dict[str, Callable[[Any, dict[str, Any]], str]] = {
     "register": lambda a, _: f"{a['agent_id']}  {a['role']}  {a['status']}",
+    "leave": lambda a, _: f"{a['agent_id']}  {a['role']}  {a['status']}  left",
     "handoff": lambda body, given: f"handoff of {given['key']}: {body['summary']}",
     "pickup": lambda body, given: f"{given['key']}: {body['summary']}\nnext: {body['next_action']}",
     "review_claim": lambda body, given: f"reviewing {given['key']}",

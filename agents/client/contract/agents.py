@@ -116,6 +116,14 @@ AGENTS: tuple[Endpoint, ...] = (
         client="register", cli=("register",),
         help="Register this key's agent (exit 6 when its id is held by a live session).",
     ),
+    E("agent_leave", "POST", "agents/leave", "api-agent-leave", "agents_leave", result="agent",
+        client="leave", cli=("leave",),
+        help=(
+            "End this agent's session: its id is free to register again at once, not when its "
+            "lease lapses (409 while it holds a live task or review claim: hand off or give "
+            "back first)."
+        ),
+    ),
     E("agent_quota_pause", "POST", "agents/quota", "api-agent-quota", "agents_quota_pause",
         result="agent",
         params=(

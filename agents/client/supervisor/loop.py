@@ -91,6 +91,12 @@ class Supervisor(ClaimsMixin, AgentMixin, RunsMixin, RestartsMixin, SignalsMixin
         self.integration = self.config.get("integration_branch") or "integration"
         self.state = gitops.state_dir(self.repo, self.agent["agent_id"])
         self.key_file = self._key_file()
+        code = self.rounds()
+        self.leave()
+        return code
+
+    def rounds(self) -> int:
+        """The main loop, until the supervisor stops: its exit code."""
         reason = "start"
         while True:
             if self.stopping is not None:
@@ -200,6 +206,19 @@ class Supervisor(ClaimsMixin, AgentMixin, RunsMixin, RestartsMixin, SignalsMixin
             raise UsageError(f"the key is {agent['agent_id']}, not {self.o.agent_id}")
         self.agent = agent
         self.say(f"registered {agent['agent_id']} ({role})")
+
+    def leave(self) -> None:
+        """The supervisor stops (a signal, its role complete, an abort, a failure that ends it):
+        its agent's identity is given up now, as the original Liza deletes its registry entry
+        on exit, so the same id started again at once registers instead of exiting 6 until the
+        lease lapses. Its task was handed off or its review given back first (`_stopped`);
+        a refusal or a server away changes nothing of its exit, said in one line."""
+        try:
+            self.client.leave()
+        except LizaError as error:
+            self.say(f"leaving failed: {error.code}: {error.message}")
+            return
+        self.say(f"{self.agent['agent_id']} left: its id is free to register again")
 
     def _key_file(self) -> str:
         """The key for the agent command, in a 0600 file (never in its environment)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -405,8 +406,8 @@ def test_a_stopped_reviewer_supervisor_gives_its_review_back_and_restarted_takes
     """Left open, the review would hold its slot until its lease and grace lapsed. Given back
     as its session stopping, not as the reviewer's judgement: the lone reviewer, restarted (an
     operator's restart, a reboot), is offered it again instead of waiting for a human."""
-    # Leases of seconds: the stopped supervisor's identity lapses before the restart, as over
-    # a reboot (within its lease, the restart is a collision, exit 6).
+    # Leases of seconds, as over a reboot: the identity lapses before the restart even where
+    # the stopped supervisor could not give it up (that it does: the next test).
     leases_of_seconds(world)
     world.ready_for_review("T1")
     sleepy = write_agent(supervisors.tmp, "sleep", SLEEPY)
@@ -441,6 +442,82 @@ def test_a_stopped_reviewer_supervisor_gives_its_review_back_and_restarted_takes
     proc.send_signal(signal.SIGTERM)
     code, out = finish(proc, timeout=30)
     assert code == 0 and "T1: review given back" in out, out
+
+
+def test_stopped_supervisors_give_up_their_identities_and_restarted_at_once_register_again(
+    supervisors, world
+):
+    """A supervisor stopped by a signal (Ctrl+C, a deploy) gives its agent's identity up as it
+    stops (SPEC §5.2 "→ (deregistered)"; the original Liza deletes its registry entry on exit):
+    the same id started again at once registers, where it exited 6 (collision) until the lease
+    ran out (minutes). A coder waiting for work, which holds nothing to hand off, and a
+    reviewer holding a review, which it gives back first, alike."""
+    world.ready_for_review("T1")  # coder-1's: no work for coder-2, a review for the reviewer
+    sleepy = write_agent(supervisors.tmp, "sleep", SLEEPY)
+    ids = ("coder-2", "code-reviewer-1")
+    outs: list[tuple[str, str]] = []
+
+    def registered(times: int) -> bool:
+        return all(
+            Event.objects.filter(project=world.project, actor_id=i, action="restarted").count()
+            == times
+            for i in ids
+        )
+
+    for session in (1, 2):
+        procs = [supervisors.start(i, sleepy) for i in ids]
+        wait_for(
+            lambda n=session, procs=procs: (
+                registered(n) or any(p.poll() is not None for p in procs)
+            ),
+            what=f"session {session}'s registrations",
+        )
+        exited = [finish(p) for p in procs if p.poll() is not None]
+        assert not exited, exited  # a collision: exit 6
+        wait_for(
+            lambda n=session: Run.objects.filter(project=world.project).count() == n,
+            what=f"session {session}'s review",
+        )
+        assert Review.objects.get(task=world.task("T1"), closed_at__isnull=True).reviewer == (
+            "code-reviewer-1"
+        )
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        (coder_exit, coder_out), (reviewer_exit, reviewer_out) = finish_all(*procs, timeout=30)
+
+        assert (coder_exit, reviewer_exit) == (0, 0), coder_out + reviewer_out
+        assert "T1: review given back" in reviewer_out
+        outs.append((coder_out, reviewer_out))
+
+    now = timezone.now()
+    for agent_id, said in zip(ids, zip(*outs, strict=True), strict=True):
+        assert all(f"{agent_id} left: its id is free to register again" in o for o in said), said
+        assert not world.agent(agent_id).has_live_lease(now)
+    left = Event.objects.filter(project=world.project, action="deregistered")
+    assert sorted(left.values_list("actor_id", flat=True)) == sorted(ids * 2)
+
+
+def test_a_leave_the_server_does_not_answer_is_said_in_one_line_and_stops_nothing():
+    """The server away as the supervisor stops: the identity stays held until its lease lapses
+    (as before leaving existed), and the stop goes on with the exit code it had."""
+    from agents.client.http import Client
+    from agents.client.supervisor import Options, Supervisor
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{free.getsockname()[1]}"  # closed once the block ends
+    said: list[str] = []
+    client = Client(url, "demo", "liza_key", retries=0)
+    supervisor = Supervisor(
+        Options(url=url, project="demo", key="liza_key", command=["true"]),
+        client=client,
+        say=said.append,
+    )
+    supervisor.agent = {"agent_id": "coder-1", "role": "coder"}
+
+    supervisor.leave()  # raises nothing
+
+    assert len(said) == 1 and said[0].startswith("leaving failed: unreachable: "), said
 
 
 def test_a_restarted_supervisor_resumes_a_handed_off_task_working_and_hands_off_again(

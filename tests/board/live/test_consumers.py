@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.services import agent_key_issue
+from agents.services import agent_heartbeat, agent_key_issue
 from boards.board.live.consumers import CLOSE_NOT_FOUND
 from boards.coordination import outbox as events
 from boards.coordination.services.actors import SYSTEM
@@ -229,6 +229,55 @@ class TestDelivery:
         assert mine[0] == mine[1]
         assert changes_of(mine[0], "task.changed")[0]["task"]["key"] == "task-1"
         assert [c["task"]["key"] for c in changes_of(first_of_theirs, "task.changed")] == ["task-9"]
+
+    def test_a_heartbeat_reaches_an_open_board_in_sequence(self, layer, monkeypatch):
+        """A heartbeat writes no event, but a board shows its agent's and task's leases: it
+        reaches the board in the project's sequence. With Redis, heartbeats that commit within
+        `BEAT_WINDOW` of each other share one message (the outbox's `_Beats`), and a
+        transition meanwhile is not held back for them."""
+        monkeypatch.setattr(events, "BEAT_WINDOW", 2.0)  # both heartbeats land in one window
+        world = sprint_world()
+        world.claimed("task-1", sprint_scope="planned")
+        world.claimed("task-2", coder="coder-2", sprint_scope="planned")
+        world.unclaimed("task-3", sprint_scope="planned")
+        socket = board_socket(world.project.slug, user=member(world.project, "viewer"))
+
+        def beat(agent_id: str) -> None:
+            agent_heartbeat(agent=world.agent(agent_id), now=world.tick())
+
+        async def scenario():
+            assert (await socket.connect())[0]
+            hello = await socket.receive_json_from()
+            await database_sync_to_async(beat)("coder-1")
+            await database_sync_to_async(beat)("coder-2")
+            await database_sync_to_async(world.claim)("task-3", "coder-3")
+            received = [await next_changes(socket) for _ in range(2 if layer == "redis" else 3)]
+            await socket.disconnect()
+            return hello, received
+
+        hello, received = run(scenario)
+        assert sorted(m["seq"] for m in received) == [
+            hello["seq"] + n for n in range(1, len(received) + 1)
+        ]
+
+        def agents_of(message):
+            return sorted(c["agent"]["agent_id"] for c in changes_of(message, "agent.changed"))
+
+        def cards_of(message):
+            return sorted(c["task"]["key"] for c in changes_of(message, "task.changed"))
+
+        claim = next(m for m in received if changes_of(m, "events.recorded"))
+        assert (agents_of(claim), cards_of(claim)) == (["coder-3"], ["task-3"])
+        beats = [m for m in received if m is not claim]
+        if layer == "redis":
+            (beats_message,) = beats
+            assert agents_of(beats_message) == ["coder-1", "coder-2"]
+            assert cards_of(beats_message) == ["task-1", "task-2"]
+        else:
+            assert [(agents_of(m), cards_of(m)) for m in beats] == [
+                (["coder-1"], ["task-1"]),
+                (["coder-2"], ["task-2"]),
+            ]
 
 
 @pytest.mark.usefixtures("in_memory_layer")

@@ -1,0 +1,136 @@
+"""An agent's session ends (agents.services.heartbeats.agent_leave): its lease is given up at
+once, so the same id registers again without waiting for it to lapse; refused while it still
+holds a live task or review claim."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.services import agent_handoff, agent_leave, agent_register
+from boards.coordination.services import reviews
+from boards.errors import Conflict
+from tests.coordination.services.helpers import (
+    applied_events,
+    assert_refused_unchanged,
+    assert_valid,
+    goal_world,
+)
+from tests.coordination.services.tasks.test_limits import _lease_gone
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(db):
+    """The services' world (tests/coordination/services/conftest.py): seed 002 requires a goal
+    IN_PROGRESS."""
+    return goal_world()
+
+
+def leave(world, agent_id: str):
+    return agent_leave(project=world.project, agent=world.agent(agent_id), now=world.tick())
+
+
+def register_again(world, agent_id: str, role: str):
+    return agent_register(project=world.project, agent_id=agent_id, role=role, now=world.tick())
+
+
+def test_an_idle_agent_leaves_and_its_id_registers_again_at_once(world):
+    """Without leaving, the registration is a collision until the lease lapses (minutes)."""
+    assert world.agent("coder-1").has_live_lease(world.now)
+
+    agent = leave(world, "coder-1")
+
+    assert (agent.status, agent.lease_expires) == ("STARTING", world.now)
+    assert not agent.has_live_lease(world.now)
+    (event,) = applied_events(world.project, action="deregistered")
+    assert (event.actor_id, event.from_status, event.to_status) == (
+        "coder-1",
+        "STARTING",
+        "STARTING",
+    )
+    assert event.detail == "coder-1 left: its id is free to register again"
+    assert_valid(world.project, now=world.now)  # its export (seed 002) included
+
+    again = register_again(world, "coder-1", "coder")
+    assert (again.status, again.lease_expires > world.now) == ("STARTING", True)
+
+
+def test_a_coder_holding_a_live_claim_is_refused_until_it_hands_off(world):
+    world.claimed("task-1", "coder-1")
+    caught, event = assert_refused_unchanged(
+        lambda: leave(world, "coder-1"),
+        project=world.project,
+        obj=world.agent("coder-1"),
+        exc_type=Conflict,
+        code="conflict",
+        status_code=409,
+    )
+    assert caught.message == "coder-1 holds task-1 under a live lease: hand it off first"
+    assert (event.action, event.actor_id) == ("agent_leave_failed", "coder-1")
+
+    agent_handoff(
+        agent=world.agent("coder-1"),
+        task=world.task("task-1"),
+        now=world.tick(),
+        summary="stopped",
+        next_action="resume",
+    )
+    agent = leave(world, "coder-1")
+
+    assert agent.status == "HANDOFF" and not agent.has_live_lease(world.now)
+    assert (world.task("task-1").status, world.task("task-1").handoff_pending) == ("CLAIMED", True)
+    assert register_again(world, "coder-1", "coder").status == "STARTING"
+    assert_valid(world.project, now=world.now)
+
+
+def test_a_reviewer_holding_a_live_review_is_refused_until_it_gives_it_back(world):
+    world.under_review("task-1")
+    caught, _ = assert_refused_unchanged(
+        lambda: leave(world, "code-reviewer-1"),
+        project=world.project,
+        obj=world.agent("code-reviewer-1"),
+        exc_type=Conflict,
+        code="conflict",
+    )
+    assert caught.message == (
+        "code-reviewer-1 holds the review of task-1 under a live lease: give it back first "
+        "(review release)"
+    )
+
+    reviews.review_release(
+        task=world.task("task-1"), agent=world.reviewer, now=world.tick(), stopping=True
+    )
+    agent = leave(world, "code-reviewer-1")
+
+    assert agent.status == "IDLE" and not agent.has_live_lease(world.now)
+    assert register_again(world, "code-reviewer-1", "code_reviewer").status == "STARTING"
+
+
+def test_with_its_claims_dead_a_working_coder_and_a_reviewing_reviewer_leave_to_handoff(world):
+    """Seed 000: HANDOFF is the state before the process terminates; WORKING and REVIEWING
+    reach it by their own edge. A claim whose lease and grace lapsed strands nothing: the
+    watcher or another claimer takes it."""
+    world.claimed("task-1", "coder-1")
+    world.under_review("task-2", coder="coder-2")
+    assert (world.coder.status, world.reviewer.status) == ("WORKING", "REVIEWING")
+    world.tick(_lease_gone(world))
+
+    coder, reviewer = leave(world, "coder-1"), leave(world, "code-reviewer-1")
+
+    assert (coder.status, reviewer.status) == ("HANDOFF", "HANDOFF")
+    moves = [
+        (e.actor_id, e.from_status, e.to_status)
+        for e in applied_events(world.project, action="deregistered")
+    ]
+    assert moves == [
+        ("coder-1", "WORKING", "HANDOFF"),
+        ("code-reviewer-1", "REVIEWING", "HANDOFF"),
+    ]
+
+
+def test_a_lease_already_lapsed_is_not_moved_forward(world):
+    lapsed = world.agent("planner-1").lease_expires
+    world.tick(_lease_gone(world))
+
+    assert leave(world, "planner-1").lease_expires == lapsed
