@@ -300,11 +300,14 @@ def _shown_query(queryset: QuerySet) -> tuple[str, list]:
 def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[str, list]:
     """One statement for the tasks of `shown` (`_shown_ids`, `_shown_query`), in its order:
     their rows (all a card reads when `full`, else the id, key and status) with each one's
-    version, and beside them what a card shows from other rows, each read once for all the
-    shown tasks: the dependencies not yet MERGED (their keys), the open reviews (reviewer,
-    verdict, lease, in claim order), the open alerts' levels, the start of a still-running run,
-    the project's security reviewers, and when `full` the time it entered its state
-    (`_entered_states`' rule). The selection runs once (materialized), so no input re-runs it.
+    version, and beside them what a card shows from other rows: the dependencies not yet
+    MERGED (their keys), the open reviews (reviewer, verdict, lease, in claim order), the open
+    alerts' levels, the start of a still-running run, the project's security reviewers, and when
+    `full` the time it entered its state (`_entered_states`' rule). The selection runs once
+    (materialized), so no input re-runs it. Each input is a LATERAL subquery on one task's
+    index: grouped over all shown tasks instead, the planner (which cannot estimate the capped
+    selection: one row, it guesses) rescanned every group for every card — 400 cards × 190
+    dependency groups, and under load one such statement outlived the 30 s statement timeout.
 
     What a version covers (`_stamp`): the row's (xmin, ctid) — a write of the row, even a
     heartbeat or a second one in the same transaction, makes a new row version with a new
@@ -330,9 +333,9 @@ def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[st
     if full:
         entered_column = ", en.at"
         entered_join = (
-            f" LEFT JOIN (SELECT task_id, max({q('timestamp')}) AS at FROM {event}"
-            f" WHERE task_id {among} AND outcome = %s AND to_status <> ''"
-            " AND from_status <> to_status GROUP BY task_id) en ON en.task_id = t.id"
+            f" LEFT JOIN LATERAL (SELECT max({q('timestamp')}) AS at FROM {event}"
+            " WHERE task_id = t.id AND outcome = %s AND to_status <> ''"
+            " AND from_status <> to_status) en ON true"
         )
         params.append(Event.Outcome.APPLIED)
     sql = (
@@ -343,22 +346,19 @@ def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[st
         f" SELECT {columns}, t.xmin::text || ':' || t.ctid::text, w.keys, rv.reviewers,"
         " rv.verdicts, rv.leases, rv.live, al.levels, rn.started,"
         f" sec.ids{entered_column} FROM shown s JOIN {task} t ON t.id = s.id"
-        f" LEFT JOIN (SELECT e.from_task_id AS task_id,"
-        f" array_agg(d.{q('key')} ORDER BY d.{q('key')}) AS keys"
+        f" LEFT JOIN LATERAL (SELECT array_agg(d.{q('key')} ORDER BY d.{q('key')}) AS keys"
         f" FROM {edge} e JOIN {task} d ON d.id = e.to_task_id"
-        f" WHERE e.from_task_id {among} AND d.status <> %s GROUP BY e.from_task_id) w"
-        " ON w.task_id = t.id"
-        f" LEFT JOIN (SELECT task_id, array_agg(reviewer {in_order}) AS reviewers,"
+        " WHERE e.from_task_id = t.id AND d.status <> %s) w ON true"
+        f" LEFT JOIN LATERAL (SELECT array_agg(reviewer {in_order}) AS reviewers,"
         f" array_agg(verdict {in_order}) AS verdicts, array_agg(lease_expires {in_order})"
         " AS leases, array_agg(coalesce(verdict = '' AND lease_expires > %s, false)"
-        f" {in_order}) AS live FROM {review} WHERE task_id {among} AND closed_at IS NULL"
-        " GROUP BY task_id) rv ON rv.task_id = t.id"
-        f" LEFT JOIN (SELECT task_id, array_agg(level ORDER BY level) AS levels FROM {alert}"
-        f" WHERE task_id {among} AND resolved_at IS NULL GROUP BY task_id) al"
-        " ON al.task_id = t.id"
-        f" LEFT JOIN (SELECT task_id, max(started) AS started FROM {run}"
-        f" WHERE task_id {among} AND ended IS NULL GROUP BY task_id) rn"
-        f" ON rn.task_id = t.id LEFT JOIN sec ON sec.project_id = t.project_id{entered_join}"
+        f" {in_order}) AS live FROM {review} WHERE task_id = t.id AND closed_at IS NULL) rv"
+        " ON true"
+        f" LEFT JOIN LATERAL (SELECT array_agg(level ORDER BY level) AS levels FROM {alert}"
+        " WHERE task_id = t.id AND resolved_at IS NULL) al ON true"
+        f" LEFT JOIN LATERAL (SELECT max(started) AS started FROM {run}"
+        " WHERE task_id = t.id AND ended IS NULL) rn ON true"
+        f" LEFT JOIN sec ON sec.project_id = t.project_id{entered_join}"
         " ORDER BY s.n"
     )
     return sql, params
