@@ -18,6 +18,7 @@ from boards.coordination.models.tasks import Discovery, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.availability import Availability, agent_availability
 from boards.coordination.selectors.budgets import budget_refusal
+from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.limits import admission_refusal, limits_enforced
 from boards.coordination.selectors.reviews import held_review, merges_awaiting, reviewable_tasks
 from boards.coordination.selectors.sprints import sprint_current
@@ -203,7 +204,11 @@ def _coder(ask: _Ask, answer: WorkAnswer) -> WorkAnswer | tuple[_Outlook, WorkAn
                 retrying = True
                 retry_after = max(1, math.ceil((at - now).total_seconds()) + 1)
         own_claim = held is not None and held.status == TaskStatus.CLAIMED
-        if work and not own_claim and (limited := _coder_limited(ask)):
+        # Its own live claim is handed back whatever the limits; its own dead claim due for its
+        # retry puts a coder at work again, so `max_concurrent` applies to it as claim-next
+        # applies it (the column's WIP limit does not: the task is in CLAIMED already).
+        live_claim = own_claim and lease_alive(held.lease_expires, now, config)
+        if work and not live_claim and (limited := _coder_limited(ask)):
             return replace(answer, **limited)
         if (work or retrying) and not ask.available.takes_work and not own_claim:
             # Seed 003: no new work for an agent in error or overloaded; a claim is refused

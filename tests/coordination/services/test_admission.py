@@ -102,3 +102,32 @@ def test_the_limits_are_validated_and_the_http_answer_has_retry_after(world):
     body = assert_envelope(response, 429, "limit_reached")
     assert body["details"]["exit"] == 11
     assert response["Retry-After"] == str(config_of(world.project).coder_poll_interval)
+
+
+def test_a_retry_of_its_own_dead_claim_waits_for_max_concurrent_and_work_says_so(world):
+    """A coder's own dead claim due for its retry (seed 003) puts one more coder at work, so
+    `max_concurrent` refuses it as it refuses new work — and `/work` says wait, as the claim
+    would, instead of sending the coder to a refused claim (its WIP column is not in question:
+    the task is in CLAIMED already)."""
+    for key in ("T-1", "T-2"):
+        world.unclaimed(key)
+    assert _claim_next(world, "coder-1").key == "T-1"
+    config = config_of(world.project)
+    world.tick(config.lease_duration + config.lease_grace + int(config.retry_backoff[0]) + 5)
+    assert _claim_next(world, "coder-2").key == "T-2"  # the one coder at work now
+    _limits(world, max_concurrent={"coder": 1}, wip_limits={"CLAIMED": 2})
+    answer = work_for_role(
+        project=world.project, role="coder", agent=world.agent("coder-1"), now=world.now
+    )
+    assert (answer["work"], answer["exit"]) == (False, None), answer
+    assert "max_concurrent coder: 1/1" in answer["reason"]
+    with pytest.raises(LimitReached) as refused:
+        _claim_next(world, "coder-1")
+    assert refused.value.details["limit"] == "max_concurrent:coder"
+    # The other coder's task leaves the column: the retry is admitted, and /work says so first.
+    world.submit("T-2")
+    answer = work_for_role(
+        project=world.project, role="coder", agent=world.agent("coder-1"), now=world.now
+    )
+    assert answer["work"] is True, answer
+    assert _claim_next(world, "coder-1").key == "T-1"
