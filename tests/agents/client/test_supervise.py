@@ -7,6 +7,7 @@ back from the database and from git.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -142,10 +143,47 @@ class Supervisors:
         return proc
 
     def stop(self) -> None:
+        """Every supervisor killed with the agents it started (each in a process group of its
+        own, which a supervisor's SIGKILL leaves running), then the server's requests of theirs
+        still under way let finish: the test's tables are emptied next, and a write under way
+        deadlocked with that once (CI, a run's row)."""
         for proc in self.procs:
             if proc.poll() is None:
+                for child in _children(proc.pid):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(child, signal.SIGKILL)
                 proc.kill()
             proc.wait()
+        _wait_for_quiet_database()
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc: no dependency for one question)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            after_name = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(after_name[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def _wait_for_quiet_database(timeout: float = 15) -> None:
+    """Until no other session of the test database is inside a statement or a transaction."""
+    from django.db import connection
+
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND state <> 'idle'"
+            )
+            if cursor.fetchone()[0] == 0:
+                return
+            time.sleep(0.1)
 
 
 @pytest.fixture
