@@ -261,6 +261,53 @@ def _refuse_unclaimable(
             raise conflict(f"{task.key} waits on {', '.join(waiting)}", waiting_on=waiting)
 
 
+def claim_conflict(task: Task, agent: Agent, now: datetime) -> Callable[..., Conflict]:
+    """A named claim's refusal of `task` (409, the task named in its details, recorded)."""
+
+    def conflict(message: str, **details) -> Conflict:
+        return Attempt.on(task, actor=agent, action="claim", now=now).refuse(
+            Conflict(message, {"task": task.key, **details}),
+            task=task,
+            to_status=TaskStatus.CLAIMED,
+        )
+
+    return conflict
+
+
+def checked_named_claim(
+    task: Task, agent: Agent, *, now: datetime, config: ProjectConfig
+) -> tuple[Agent, Task]:
+    """Inside a named claim's transaction: its rows locked in the lock order and every check
+    that comes before its writes (who may claim, availability, the limits, the task's state);
+    the agent and the task as locked. (The tests' reference model runs the same checks.)"""
+    project = task.project
+    # With an enforced limit, the project row first: claims are counted one at a time.
+    admission_lock(project=project, config=config)
+    # The agent row first: a second claim by the same coder waits here, then sees the
+    # task the first one took (one task at a time, seed 000).
+    agent = lock_agent(agent)
+    _check_claimer(project, agent, now, task=task, config=config, service="task_claim")
+    if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
+        # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
+        # "Retries and agent in error".
+        refuse_if_unavailable(agent, action="claim", now=now, task=task)
+    admit(
+        project=project,
+        config=config,
+        agent=agent,
+        action="claim",
+        now=now,
+        into_column=task.status != TaskStatus.CLAIMED,  # a takeover adds no card
+        task=task,
+    )
+    task = lock_task(task)
+    task.project = project  # already loaded: spare the refusals a query
+    _refuse_unclaimable(
+        task, agent, now=now, config=config, conflict=claim_conflict(task, agent, now)
+    )
+    return agent, task
+
+
 @agents_only
 @records_refusals
 def task_claim(
@@ -273,37 +320,8 @@ def task_claim(
     base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
     config = config_of(project)
     blocked = False
-
-    def conflict(message: str, **details) -> Conflict:
-        return Attempt.on(task, actor=agent, action="claim", now=now).refuse(
-            Conflict(message, {"task": task.key, **details}),
-            task=task,
-            to_status=TaskStatus.CLAIMED,
-        )
-
     with transaction.atomic():
-        # With an enforced limit, the project row first: claims are counted one at a time.
-        admission_lock(project=project, config=config)
-        # The agent row first: a second claim by the same coder waits here, then sees the
-        # task the first one took (one task at a time, seed 000).
-        agent = lock_agent(agent)
-        _check_claimer(project, agent, now, task=task, config=config, service="task_claim")
-        if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
-            # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
-            # "Retries and agent in error".
-            refuse_if_unavailable(agent, action="claim", now=now, task=task)
-        admit(
-            project=project,
-            config=config,
-            agent=agent,
-            action="claim",
-            now=now,
-            into_column=task.status != TaskStatus.CLAIMED,  # a takeover adds no card
-            task=task,
-        )
-        task = lock_task(task)
-        task.project = project  # already loaded: spare the refusals a query
-        _refuse_unclaimable(task, agent, now=now, config=config, conflict=conflict)
+        agent, task = checked_named_claim(task, agent, now=now, config=config)
         answer = _claim_sql(
             agent,
             mode="named",
@@ -314,7 +332,7 @@ def task_claim(
             base_commit=base_commit,
         )
         if answer.outcome == "busy":
-            raise conflict(
+            raise claim_conflict(task, agent, now)(
                 f"{task.key}: its holder {task.assigned_to} is active right now; try again"
             )
         _raise_refusal(answer, project=project, agent=agent, now=now)

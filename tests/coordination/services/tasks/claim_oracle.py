@@ -35,7 +35,11 @@ from boards.coordination.services.authority import refuse_if_unavailable
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.edges import save_task, task_transition_run
 from boards.coordination.services.locking import lock_agent, lock_task
-from boards.coordination.services.tasks.claims import _check_claimer, _refuse_unclaimable
+from boards.coordination.services.tasks.claims import (
+    _check_claimer,
+    checked_named_claim,
+    claim_conflict,
+)
 from boards.coordination.services.tasks.holders import (
     HolderBusy,
     append_failed_by,
@@ -310,43 +314,15 @@ def claim(
     base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
     config = config_of(project)
     blocked = False
-
-    def conflict(message: str, **details) -> Conflict:
-        return Attempt.on(task, actor=agent, action="claim", now=now).refuse(
-            Conflict(message, {"task": task.key, **details}),
-            task=task,
-            to_status=TaskStatus.CLAIMED,
-        )
-
     with transaction.atomic():
-        # With an enforced limit, the project row first: claims are counted one at a time.
-        admission_lock(project=project, config=config)
-        # The agent row first: a second claim by the same coder waits here, then sees the
-        # task the first one took (one task at a time, seed 000).
-        agent = lock_agent(agent)
-        _check_claimer(project, agent, now, task=task, config=config, service="task_claim")
-        if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
-            # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
-            # "Retries and agent in error".
-            refuse_if_unavailable(agent, action="claim", now=now, task=task)
-        admit(
-            project=project,
-            config=config,
-            agent=agent,
-            action="claim",
-            now=now,
-            into_column=task.status != TaskStatus.CLAIMED,  # a takeover adds no card
-            task=task,
-        )
-        task = lock_task(task)
-        task.project = project  # already loaded: spare _claim_locked a query
-        _refuse_unclaimable(task, agent, now=now, config=config, conflict=conflict)
+        # The checks before the writes are the service's own (not what moved to SQL).
+        agent, task = checked_named_claim(task, agent, now=now, config=config)
         try:
             claimed = _claim_locked(
                 task, agent, now=now, config=config, worktree=worktree, base_commit=base_commit
             )
         except HolderBusy as exc:
-            raise conflict(
+            raise claim_conflict(task, agent, now)(
                 f"{task.key}: its holder {task.assigned_to} is active right now; try again"
             ) from exc
         blocked = claimed is None
