@@ -10,7 +10,7 @@ from __future__ import annotations
 import django_filters
 from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from boards import protocol as p
 from boards.coordination.models.tasks import Task
@@ -53,13 +53,16 @@ class TaskFilter(django_filters.FilterSet):
 
 
 def in_sprint_q(*, sprint_id: str | None = None, sprint_pk: int | None = None) -> Q:
-    """Tasks planned or stretch in one sprint, as subqueries (no join, so no duplicate rows)."""
+    """Tasks planned or stretch in one sprint, as EXISTS subqueries (no join, so no duplicate
+    rows): each a probe of the task's own membership rows, whatever the planner estimates.
+    As `IN (subquery) OR IN (subquery)` PostgreSQL cannot turn them into joins, and with
+    statistics that make the sprint's rows look many it scanned them again for every task."""
     from boards.coordination.models.projects import Sprint
 
     scope = {"sprint__sprint_id": sprint_id} if sprint_pk is None else {"sprint_id": sprint_pk}
-    planned = Sprint.planned.through.objects.filter(**scope).values("task_id")
-    stretch = Sprint.stretch.through.objects.filter(**scope).values("task_id")
-    return Q(pk__in=planned) | Q(pk__in=stretch)
+    planned = Sprint.planned.through.objects.filter(task_id=OuterRef("pk"), **scope)
+    stretch = Sprint.stretch.through.objects.filter(task_id=OuterRef("pk"), **scope)
+    return Q(Exists(planned)) | Q(Exists(stretch))
 
 
 def filter_errors(filterset: TaskFilter) -> dict[str, list[str]]:
