@@ -193,7 +193,9 @@ def pg_server() -> str:
 
 def bench_env(db_url: str, *, channel_prefix: str, no_redis: bool) -> dict[str, str]:
     """The environment this process and its servers run under: bench settings on the throwaway
-    database, board broadcasts on Redis database 9 under their own prefix when Redis answers,
+    database, board broadcasts, rate limits and the key cache's counter on Redis database 9
+    (`LIZA_BENCH_REDIS` names another: two benches sharing one would count each other's
+    requests and bump each other's key counter) under their own prefix when Redis answers,
     else the in-memory layer."""
     env = dict(os.environ)
     env.update(
@@ -202,7 +204,7 @@ def bench_env(db_url: str, *, channel_prefix: str, no_redis: bool) -> dict[str, 
         PYTHONPATH=str(ROOT),
         LIZA_BENCH_CHANNEL_PREFIX=channel_prefix,
     )
-    redis_url = "redis://127.0.0.1:6379/9"
+    redis_url = os.environ.get("LIZA_BENCH_REDIS", "redis://127.0.0.1:6379/9")
     if not no_redis and redis_reachable(redis_url):
         env["REDIS_URL"] = redis_url
     else:
