@@ -45,6 +45,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -580,6 +581,37 @@ class Server:
             start_new_session=True,
         )
         self._wait_ready()
+        self._wait_started()
+
+    def _wait_started(self, timeout: float = 90, idle: float = 0.05) -> None:
+        """Until every worker has started and answered once. The first answer comes from one
+        worker while the others may still be importing the product — 1.5–2 s of CPU each, many
+        seconds of wall time on a loaded machine — and a worker's first requests import what
+        the product loads lazily: measured, that start-up landed in the run (most of a 5 s
+        run's server CPU at load 10, py-spy). So: wait until the server's processes are idle
+        (under `idle` CPU seconds per half second), send a burst of requests on new
+        connections (each worker takes some), and wait until idle again."""
+        deadline = time.monotonic() + timeout
+
+        def settle() -> None:
+            last = self.cpu()
+            while time.monotonic() < deadline:
+                time.sleep(0.5)
+                now = self.cpu()
+                if now - last < idle:
+                    return
+                last = now
+
+        def ask(_: int) -> None:
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(
+                    f"http://{HOST}:{self.port}/api/v1/projects/none/tasks", timeout=30
+                )
+
+        settle()
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(ask, range(32)))
+        settle()
 
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
