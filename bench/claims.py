@@ -45,6 +45,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,7 +194,9 @@ def pg_server() -> str:
 
 def bench_env(db_url: str, *, channel_prefix: str, no_redis: bool) -> dict[str, str]:
     """The environment this process and its servers run under: bench settings on the throwaway
-    database, board broadcasts on Redis database 9 under their own prefix when Redis answers,
+    database, board broadcasts, rate limits and the key cache's counter on Redis database 9
+    (`LIZA_BENCH_REDIS` names another: two benches sharing one would count each other's
+    requests and bump each other's key counter) under their own prefix when Redis answers,
     else the in-memory layer."""
     env = dict(os.environ)
     env.update(
@@ -202,7 +205,7 @@ def bench_env(db_url: str, *, channel_prefix: str, no_redis: bool) -> dict[str, 
         PYTHONPATH=str(ROOT),
         LIZA_BENCH_CHANNEL_PREFIX=channel_prefix,
     )
-    redis_url = "redis://127.0.0.1:6379/9"
+    redis_url = os.environ.get("LIZA_BENCH_REDIS", "redis://127.0.0.1:6379/9")
     if not no_redis and redis_reachable(redis_url):
         env["REDIS_URL"] = redis_url
     else:
@@ -578,6 +581,37 @@ class Server:
             start_new_session=True,
         )
         self._wait_ready()
+        self._wait_started()
+
+    def _wait_started(self, timeout: float = 90, idle: float = 0.05) -> None:
+        """Until every worker has started and answered once. The first answer comes from one
+        worker while the others may still be importing the product — 1.5–2 s of CPU each, many
+        seconds of wall time on a loaded machine — and a worker's first requests import what
+        the product loads lazily: measured, that start-up landed in the run (most of a 5 s
+        run's server CPU at load 10, py-spy). So: wait until the server's processes are idle
+        (under `idle` CPU seconds per half second), send a burst of requests on new
+        connections (each worker takes some), and wait until idle again."""
+        deadline = time.monotonic() + timeout
+
+        def settle() -> None:
+            last = self.cpu()
+            while time.monotonic() < deadline:
+                time.sleep(0.5)
+                now = self.cpu()
+                if now - last < idle:
+                    return
+                last = now
+
+        def ask(_: int) -> None:
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(
+                    f"http://{HOST}:{self.port}/api/v1/projects/none/tasks", timeout=30
+                )
+
+        settle()
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(ask, range(32)))
+        settle()
 
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
-from django.db.models import prefetch_related_objects
 from django.http import HttpRequest
 from django.utils import timezone
 from drf_spectacular.openapi import AutoSchema
@@ -46,7 +45,7 @@ from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import human_role
 from boards.coordination.selectors.breaker import breaker_state
 from boards.coordination.selectors.budgets import budget_states
-from boards.coordination.selectors.tasks import TASK_PREFETCH, task_get, task_list
+from boards.coordination.selectors.tasks import task_get, task_list, task_prefetch_one
 from boards.coordination.services.authority import require_reader
 from boards.errors import Forbidden, NotFound, ProtocolValidationError, Unavailable, lost_race
 from boards.operations import operation, resolve_target
@@ -341,7 +340,7 @@ class ProjectView(APIView):
         if task is None:
             return Response({"task": None}, status=status)
         if fresh:
-            prefetch_related_objects([task], *TASK_PREFETCH)
+            task_prefetch_one(task)
         else:
             task = task_list(project=self.project).get(pk=task.pk)
         return Response(
