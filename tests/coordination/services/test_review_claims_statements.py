@@ -35,7 +35,7 @@ def test_a_review_claim_next_writes_in_one_statement(world):
     assert not any("liza_review_claim_v1" in s for s in sql[:-1])
     # The project's budgets are read once, for the over-budget refusal and the spent tasks.
     assert sum('FROM "agents_budget"' in s for s in sql) == 1, "\n".join(sql)
-    assert len(sql) <= 6, "\n".join(s[:120] for s in sql)
+    assert len(sql) <= 5, "\n".join(s[:120] for s in sql)
 
 
 @pytest.mark.django_db
@@ -50,4 +50,4 @@ def test_a_review_claim_next_that_closes_a_dead_claim_costs_no_more(world):
     assert got.reviewer == "code-reviewer-2"
     assert Review.objects.get(reviewer="code-reviewer-1").closed_at is not None
     assert "FROM liza_review_claim_v1(" in sql[-1]
-    assert len(sql) <= 6, "\n".join(s[:120] for s in sql)
+    assert len(sql) <= 5, "\n".join(s[:120] for s in sql)
