@@ -224,6 +224,6 @@ DROP FUNCTION liza_review_held_v1(bigint, text, timestamptz, integer);
 
 
 class Migration(migrations.Migration):
-    dependencies = [("boards", "0030_claim_limit_sql")]
+    dependencies = [("boards", "0031_claim_checks_sql")]
 
     operations = [migrations.RunSQL(HELD + CREATE, DROP)]

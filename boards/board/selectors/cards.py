@@ -324,7 +324,6 @@ def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[st
     names = _TASK_ROW_FIELDS if full else ("id", "key", "status")
     columns = ", ".join(f"t.{q(Task._meta.get_field(name).column)}" for name in names)
     source, params = shown
-    among = "IN (SELECT id FROM shown)"
     in_order = "ORDER BY claimed_at, id"
     # In the order of the placeholders: the source's, the dependencies' MERGED, the reviews'
     # liveness bound (`lease_alive` as a query bound), then the entered rule's.
@@ -340,9 +339,9 @@ def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[st
         params.append(Event.Outcome.APPLIED)
     sql = (
         f"WITH shown AS MATERIALIZED ({source}),"
-        f" sec AS (SELECT project_id, array_agg(agent_id ORDER BY agent_id) AS ids FROM {agent}"
-        f" WHERE security_reviewer AND project_id IN (SELECT project_id FROM {task}"
-        f" WHERE id {among}) GROUP BY project_id)"
+        f" sec AS MATERIALIZED (SELECT project_id, array_agg(agent_id ORDER BY agent_id) AS ids"
+        f" FROM {agent} WHERE security_reviewer AND project_id IN (SELECT t.project_id"
+        f" FROM shown JOIN {task} t ON t.id = shown.id) GROUP BY project_id)"
         f" SELECT {columns}, t.xmin::text || ':' || t.ctid::text, w.keys, rv.reviewers,"
         " rv.verdicts, rv.leases, rv.live, al.levels, rn.started,"
         f" sec.ids{entered_column} FROM shown s JOIN {task} t ON t.id = s.id"

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Q
+from django.db import connection
 
 from agents.models import Agent
 from boards.coordination.models.records import Event
@@ -70,21 +70,41 @@ def _error_until(expiries: list[datetime]) -> datetime | None:
     return expiries[ERROR_EXPIRIES - 1] + timedelta(seconds=ERROR_WINDOW)
 
 
-def _failures(project_id: int, now: datetime):
-    """(action, agent id, when) of the project's lease expiries and supervised crashes in the
-    window, newest first. A lease expiry names its agent in its data (the watcher writes it); a
-    crash is reported by the agent itself."""
-    return (
-        Event.objects.filter(
-            project_id=project_id,
-            action__in=(Action.LEASE_EXPIRED, Action.AGENT_CRASHED),
-            outcome=Event.Outcome.APPLIED,
-            timestamp__gt=now - timedelta(seconds=ERROR_WINDOW),
-            timestamp__lte=now,
-        )
-        .order_by("-timestamp")
-        .values_list("action", "data__agent", "actor_id", "timestamp")
+def failures_sql(*, agent: bool = False) -> str:
+    """THE read of failures: (action, agent named, actor, when) of the project's lease expiries
+    and supervised crashes in the error window, newest first; with `agent`, only one agent's.
+    Its parameters: `failures_params` (claim-next reads it in the statement of its call). A
+    lease expiry names its agent in its data (the watcher writes it); a crash is reported by the
+    agent itself."""
+    mine = (
+        " AND ((e.action = %s AND e.data -> 'agent' = to_jsonb(%s::text))"
+        " OR (e.action = %s AND e.actor_id = %s))"
+        if agent
+        else ""
     )
+    return (
+        "SELECT e.action, e.data ->> 'agent', e.actor_id, e.timestamp "
+        f"FROM {connection.ops.quote_name(Event._meta.db_table)} e WHERE e.project_id = %s "
+        "AND e.action IN (%s, %s) AND e.outcome = %s AND e.timestamp > %s AND e.timestamp <= %s"
+        f"{mine} ORDER BY e.timestamp DESC"
+    )
+
+
+def failures_params(project_id: int, now: datetime, agent_id: str | None = None) -> list:
+    """`failures_sql`'s parameters (`agent_id` with `agent=True`)."""
+    params = [project_id, Action.LEASE_EXPIRED, Action.AGENT_CRASHED, Event.Outcome.APPLIED]
+    params += [now - timedelta(seconds=ERROR_WINDOW), now]
+    if agent_id is not None:
+        params += [Action.LEASE_EXPIRED, agent_id, Action.AGENT_CRASHED, agent_id]
+    return params
+
+
+def _failures(project_id: int, now: datetime, agent_id: str | None = None) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            failures_sql(agent=agent_id is not None), failures_params(project_id, now, agent_id)
+        )
+        return cursor.fetchall()
 
 
 @dataclass(frozen=True)
@@ -130,11 +150,7 @@ def agent_in_error(agent: Agent, now: datetime) -> InError | None:
     """THE "agent in error" predicate: when the error clears by itself and why, or None when
     the agent is not in error. Two sources: repeated lease expiries (recorded by the watcher)
     and a crash loop of its supervised agent command (reported by `liza supervise`)."""
-    rows = _failures(agent.project_id, now).filter(
-        Q(action=Action.LEASE_EXPIRED, data__agent=agent.agent_id)
-        | Q(action=Action.AGENT_CRASHED, actor_id=agent.agent_id)
-    )
-    return _error_from(rows, agent, now)
+    return _error_from(_failures(agent.project_id, now, agent.agent_id), agent, now)
 
 
 def _availability(agent: Agent, error: InError | None) -> Availability:
@@ -155,14 +171,20 @@ def _availability(agent: Agent, error: InError | None) -> Availability:
     return Availability(ENABLED)
 
 
-def agent_availability(agent: Agent, now: datetime) -> Availability:
-    """What claims, claim-next and `/work` respect (one query when the agent is enabled)."""
-    return _availability(agent, None if not agent.enabled else agent_in_error(agent, now))
+def agent_availability(agent: Agent, now: datetime, failures: list | None = None) -> Availability:
+    """What claims, claim-next and `/work` respect (one query when the agent is enabled).
+    `failures`: the agent's rows of `failures_sql`, when the caller has read them (claim-next,
+    in the statement of its call)."""
+    if not agent.enabled:
+        return _availability(agent, None)
+    if failures is None:
+        return _availability(agent, agent_in_error(agent, now))
+    return _availability(agent, _error_from(failures, agent, now))
 
 
 def agents_availability(
     *, project_id: int, agents: list[Agent], now: datetime
 ) -> dict[int, Availability]:
     """`agent_availability` for the board's agents panel in one query: agent pk → state."""
-    rows = list(_failures(project_id, now))
+    rows = _failures(project_id, now)
     return {a.pk: _availability(a, _error_from(rows, a, now)) for a in agents}

@@ -10,12 +10,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from agents.models import Agent
-from boards.coordination.models.projects import Membership, Project, ProjectConfig
+from boards.coordination.models.projects import Membership, Project, ProjectConfig, Sprint
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import PLAN, config_of, person_may
 from boards.coordination.selectors.availability import agent_availability
 from boards.coordination.selectors.leases import lease_alive
-from boards.coordination.selectors.work import stop_reason
+from boards.coordination.selectors.work import UNREAD, stop_reason
 from boards.coordination.services.actors import Actor, SystemActor
 from boards.coordination.services.audit import Attempt
 from boards.errors import AgentUnavailable, Forbidden, LeaseLost, NotFound, StopWork
@@ -148,22 +148,31 @@ def require_lease_holder(
 
 
 def refuse_if_stopped(
-    project: Project, *, actor: Actor, action: str, now: datetime, task: Task | None = None
+    project: Project,
+    *,
+    actor: Actor,
+    action: str,
+    now: datetime,
+    task: Task | None = None,
+    sprint: Sprint | object | None = UNREAD,
 ) -> None:
     """SPEC §5.4, §13: paused project, sprint at CHECKPOINT, aborted sprint or goal → claims
-    refused, exit 42 (`boards.coordination.selectors.work.stop_reason`, the one rule)."""
-    stop = stop_reason(project)
+    refused, exit 42 (`boards.coordination.selectors.work.stop_reason`, the one rule; `sprint`:
+    the current one, when the caller has read it)."""
+    stop = stop_reason(project, sprint=sprint)
     if stop is not None:
         raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
             StopWork(stop.code, stop.message), task=task
         )
 
 
-def refuse_if_unavailable(agent, *, action: str, now: datetime, task: Task | None = None) -> None:
+def refuse_if_unavailable(
+    agent, *, action: str, now: datetime, task: Task | None = None, failures: list | None = None
+) -> None:
     """Seed 003 availability: an agent in error or overloaded gets no new task or review
     (`boards.coordination.selectors.availability.agent_availability`, the one rule `/work` reads
-    too)."""
-    available = agent_availability(agent, now)
+    too; `failures`: the agent's, when the caller has read them)."""
+    available = agent_availability(agent, now, failures)
     if available.takes_work:
         return
     config = config_of(agent.project)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from html.parser import HTMLParser
 
+from django.db import connection
+
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.sprints import sprint_open
 from tests.board.live.helpers import sprint_world
@@ -83,6 +85,19 @@ def bulk_tasks(world: World, count: int, statuses: list[str], *, prefix: str = "
         for t in rows
         if t.status == "READY_FOR_REVIEW"
     )
+    _analyze(Task, Task.depends_on.through, Review, *([Through] if sprint is not None else []))
+
+
+def _analyze(*models) -> None:
+    """The statistics a project this size has: autovacuum analyses a table long before it holds
+    thousands of new rows, but never rows still inside a test's transaction. Without them the
+    planner reads what earlier tests left (a flushed table that autovacuum recorded as pages
+    without rows: none of these rows, it estimates) and joins them in nested loops; the board's
+    statements then took seconds each, and one outlived the 30 s statement timeout in CI.
+    ANALYZE inside the transaction counts the transaction's own rows."""
+    tables = ", ".join(connection.ops.quote_name(m._meta.db_table) for m in models)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {tables}")
 
 
 @dataclass

@@ -1,38 +1,32 @@
 """Claims (seed 000 "Transition Requirements"; SPEC §5.1, §6): a named claim and claim-next
 under `FOR UPDATE SKIP LOCKED`.
 
-The services check here who may claim what (reads: the role, stop work, budgets, one task at a
-time, availability, the limits, a named task's state); the pick and every write of the claim
-are `liza_claim_v2` (boards migration 0030), called in one statement by `_claim_sql`, whose
-refusals are raised here. tests/coordination/services/tasks/test_claims_sql.py holds it equal
+The services check here who may claim what (the role, stop work, budgets, one task at a time,
+availability, the limits, a named task's state), each rule asked where it lives; the pick and
+every write of the claim are SQL, called in one statement by `claim_call.claim_sql`
+(`liza_claim_v3`, boards migration 0031, which also reads what claim-next's checks need),
+whose refusals are raised here. tests/coordination/services/tasks/test_claims_sql.py holds it equal
 to the Python the claim kinds were before (`claim_oracle`).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime
-from functools import cache
 
-from django.db import connection, transaction
+from django.db import transaction
 
-from agents.models import Agent, Budget
+from agents.models import Agent
 from boards import protocol as p
-from boards.coordination import outbox, rows
 from boards.coordination.models.projects import Project, ProjectConfig
-from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.selectors.alerts import task_alerts_ended_by
 from boards.coordination.selectors.budgets import project_budgets, spent_subjects
 from boards.coordination.selectors.leases import lease_alive
-from boards.coordination.selectors.limits import limits_enforced
-from boards.coordination.selectors.snapshots import SNAPSHOT_FIELDS
+from boards.coordination.selectors.limits import LimitRefusal, admission_refusal
 from boards.coordination.selectors.tasks import (
-    CLAIM_QUEUES,
     claim_next_queues,
     claimer_refusal,
     holder_task,
@@ -40,7 +34,7 @@ from boards.coordination.selectors.tasks import (
     retry_waits,
     waiting_on,
 )
-from boards.coordination.services.actors import CODER, SYSTEM
+from boards.coordination.services.actors import CODER
 from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
@@ -53,172 +47,39 @@ from boards.coordination.services.budgets import refuse_if_over_budget
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.edges import require_task_status
 from boards.coordination.services.locking import lock_agent, lock_task
-from boards.coordination.services.tasks.limits import LIMIT_QUESTIONS
-from boards.errors import (
-    Conflict,
-    ProtocolValidationError,
-)
-from boards.protocol import AGENT_EDGES, AgentStatus, TaskStatus
-from liza_site import metrics
-
-# -- the claim's writes: `liza_claim_v2` (boards migration 0030) ---------------------------------
-
-
-@dataclass(frozen=True)
-class _Claimed:
-    """What `liza_claim_v2` answered: its outcome (`claimed`, `none`, `blocked`, or the refusal
-    `busy`, `reworked`, `base_commit`), the task (as prepared, for a refusal's event), the
-    claimer's row as written, the events written and the agents it released."""
-
-    outcome: str
-    task: Task | None
-    agent: Agent
-    events: list[dict]
-    released: list[int]
-
-
-def _claim_sql(
-    agent: Agent,
-    *,
-    mode: str,
-    task: Task | None = None,
-    queues: list[int] | None = None,
-    now: datetime,
-    config: ProjectConfig,
-    worktree: str = "",
-    base_commit: str = "",
-    spent: tuple[list[int], list[int]] = ([], []),
-) -> _Claimed:
-    """Call `liza_claim_v2` for the locked `agent` in one statement (`mode`: `next` walks
-    `queues`, limited to `task` when given; `named` claims `task`, locked and checked; `resume`
-    hands back its own live claim `task`), then note what open boards redraw and count the
-    events, as `audit.record_event` does for the events it writes."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _call_sql(),
-            [
-                agent.pk,
-                mode,
-                task.pk if task is not None else None,
-                queues or [],
-                now,
-                config.lease_duration,
-                config.lease_grace,
-                [int(s) for s in config.retry_backoff],
-                worktree,
-                base_commit,
-                *spent,
-                _rules(),
-            ],
-        )
-        row = cursor.fetchone()
-    cut = rows.width(Task) + 1
-    task_values, agent_values = row[1:cut], row[cut : cut + rows.width(Agent)]
-    events, released = row[-2], row[-1]
-    if isinstance(events, str):
-        events = json.loads(events)
-    answered = _Claimed(
-        outcome=row[0],
-        task=None if task_values[0] is None else rows.from_row(Task, task_values),
-        agent=rows.from_row(Agent, agent_values),
-        events=events,
-        released=released,
-    )
-    project_id = agent.project_id
-    for event in answered.events:
-        # What `record_event` notes: the task, the acting agent, the header's metrics (every
-        # event here moves a task), the activity feed; and counts once it commits.
-        outbox.changed(project_id, outbox.TASK, event["task"])
-        if event["actor"] == Event.ActorKind.AGENT:
-            outbox.changed(project_id, outbox.AGENT, agent.pk)
-        outbox.changed(project_id, outbox.SPRINT, project_id)
-        outbox.changed(project_id, outbox.EVENT, event["id"])
-        transaction.on_commit(
-            functools.partial(
-                metrics.event_recorded,
-                event["action"],
-                str(Event.Outcome.APPLIED),
-                None,
-                event["from"],
-                event["to"],
-            )
-        )
-    for released_pk in answered.released:
-        outbox.changed(project_id, outbox.AGENT, released_pk)  # as `release_holder`
-    return answered
-
-
-@cache
-def _call_sql() -> str:
-    return (
-        f"SELECT c.outcome, {rows.select_list(Task, '(c.task_row)')}, "
-        f"{rows.select_list(Agent, '(c.agent_row)')}, c.events, c.released "
-        "FROM liza_claim_v2(%s::bigint, %s::text, %s::bigint, %s::integer[], %s::timestamptz, "
-        "%s::integer, %s::integer, %s::integer[], %s::text, %s::text, %s::bigint[], "
-        "%s::bigint[], %s::jsonb) c"
-    )
-
-
-def _agent_edge_sources(*names: str) -> list[str]:
-    return sorted({source for (source, _), (name, _) in AGENT_EDGES.items() if name in names})
-
-
-@cache
-def _rules() -> str:
-    """The tables `liza_claim_v2` follows that live in Python, as its argument: so that each
-    stays the one place that names it."""
-    works_from = {
-        *_agent_edge_sources(Agent.start_work.__name__, Agent.resume_work.__name__),
-        # `ready` (STARTING → IDLE), then `start_work`; WORKING stays WORKING (a coder that
-        # lost its previous task goes straight on).
-        *_agent_edge_sources(Agent.ready.__name__),
-        AgentStatus.WORKING,
-    }
-    return json.dumps(
-        {
-            "queue_states": list(CLAIM_QUEUES),
-            "snapshot": list(SNAPSHOT_FIELDS),
-            "ended": {s: task_alerts_ended_by(s) for s in (TaskStatus.CLAIMED, TaskStatus.BLOCKED)},
-            "questions": {
-                limit: LIMIT_QUESTIONS[limit]
-                for limit in ("retry_exhausted", "hypothesis_exhaustion")
-            },
-            "system": SYSTEM.name,
-            "coder": Agent.Role.CODER,
-            "works_from": sorted(works_from),
-            "stop_from": _agent_edge_sources(Agent.stop_work.__name__),
-        }
-    )
+from boards.coordination.services.tasks.claim_call import Claimed, claim_sql, noted
+from boards.errors import Conflict, ProtocolValidationError
+from boards.protocol import TaskStatus
 
 
 def _check_claimer(
-    project: Project,
-    agent: Agent,
-    now: datetime,
-    *,
-    task: Task | None,
-    config: ProjectConfig,
-    service: str,
-    budgets: list[Budget] | None = None,
-) -> Task | None:
-    """Who may claim now (`claimer_refusal`, the rule `/work` reads). For claim-next (`task`
-    None), returns what the coder already holds and goes on with: its own REJECTED task, or its
-    own live CLAIMED task. `service` names the attempt of a role refusal (the claim's service:
-    its locked agent is the one checked). `budgets`: the project's, when the caller has read
-    them."""
-    require_role(Attempt(project, agent, service, now), agent_roles=CODER, task=task)
+    project: Project, agent: Agent, now: datetime, *, task: Task, config: ProjectConfig
+) -> None:
+    """Who may claim the named `task` now: the role, stop work, budgets, one task at a time
+    (`claimer_refusal`, the rule `/work` reads), on the claim's locked agent."""
+    require_role(Attempt(project, agent, "task_claim", now), agent_roles=CODER, task=task)
     refuse_if_stopped(project, actor=agent, action="claim", now=now, task=task)
     held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
     # Issue 24: a spent budget (project, agent, sprint, goal, the task's) refuses the claim.
-    refuse_if_over_budget(
-        project, agent=agent, action="claim", now=now, task=task or held, budgets=budgets
-    )
+    refuse_if_over_budget(project, agent=agent, action="claim", now=now, task=task)
+    _refuse_claimer(project, agent, held, task=task, now=now, config=config)
+
+
+def _refuse_claimer(
+    project: Project,
+    agent: Agent,
+    held: Task | None,
+    *,
+    task: Task | None,
+    now: datetime,
+    config: ProjectConfig,
+) -> None:
+    """One task at a time (`claimer_refusal`), refused naming what the coder holds."""
     refused = claimer_refusal(agent, held, task=task, now=now, config=config)
     if refused is not None:
         raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
             Conflict(refused, {} if held is None else {"task": held.key}), task=task
         )
-    return held if task is None else None
 
 
 def _refuse_unclaimable(
@@ -286,7 +147,7 @@ def checked_named_claim(
     # The agent row first: a second claim by the same coder waits here, then sees the
     # task the first one took (one task at a time, seed 000).
     agent = lock_agent(agent)
-    _check_claimer(project, agent, now, task=task, config=config, service="task_claim")
+    _check_claimer(project, agent, now, task=task, config=config)
     if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
         # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
         # "Retries and agent in error".
@@ -322,7 +183,7 @@ def task_claim(
     blocked = False
     with transaction.atomic():
         agent, task = checked_named_claim(task, agent, now=now, config=config)
-        answer = _claim_sql(
+        answer = claim_sql(
             agent,
             mode="named",
             task=task,
@@ -336,6 +197,7 @@ def task_claim(
                 f"{task.key}: its holder {task.assigned_to} is active right now; try again"
             )
         _raise_refusal(answer, project=project, agent=agent, now=now)
+        noted(answer)
         blocked = answer.outcome == "blocked"
         claimed = answer.task
         claimed.project = project
@@ -348,7 +210,7 @@ def task_claim(
     return claimed
 
 
-def _raise_refusal(answer: _Claimed, *, project: Project, agent: Agent, now: datetime) -> None:
+def _raise_refusal(answer: Claimed, *, project: Project, agent: Agent, now: datetime) -> None:
     """The refusals `liza_claim_v2` answers, raised (the transaction then rolls back), each
     naming the task as the claim had prepared it."""
     task = answer.task
@@ -376,66 +238,105 @@ def task_claim_next(
 
     Concurrent claimers never see the same row: a row another transaction has locked is
     skipped, not waited for (SPEC §6).
+
+    One statement for a coder that holds nothing in a project without budgets (issue 26):
+    `liza_claim_v3` locks the agent and claims, the sprint and the agent's failures read beside
+    it; the checks then run in their order on what it read, and the first refusal rolls the
+    claim back. Otherwise it answers `check` before any write, and the checks that need what
+    the coder holds and the budgets run before a second call (`_checked_next`).
     """
     worktree = clean_text(worktree, "worktree", required=False, max_length=500)
     base_commit = clean_text(base_commit, "base_commit", required=False, max_length=64)
     config = config_of(project)
+    call = functools.partial(
+        claim_sql, now=now, config=config, worktree=worktree, base_commit=base_commit
+    )
     with transaction.atomic():
-        admission_lock(project=project, config=config)  # as in task_claim
-        agent = lock_agent(agent)  # before the holder check, as in task_claim
-        # Read once for both questions: whether a spent budget refuses the claim, and which
-        # tasks the pick passes over because their own or their goal's is spent.
-        budgets = project_budgets(project=project)
-        held = _check_claimer(
-            project,
-            agent,
-            now,
-            task=None,
-            config=config,
-            service="task_claim_next",
-            budgets=budgets,
-        )
-        if (
-            held is not None
-            and held.status == TaskStatus.CLAIMED
-            and lease_alive(held.lease_expires, now, config)
-        ):
-            # Its own live claim (e.g. handed off): go on with it.
-            held = _claim_sql(agent, mode="resume", task=held, now=now, config=config).task
-            held.project = project
-            return held
-        if held is None or held.status != TaskStatus.CLAIMED:
-            # Anything but its own dead claim is new work, which an agent in error or
-            # overloaded does not get. Its own dead claim is the task's retry: an agent in error
-            # still gets it, so the expiry past the schedule blocks the task however close the
-            # expiries were (decisions.md "Retries and agent in error").
-            refuse_if_unavailable(agent, action="claim", now=now)
-        # Enforced limits (issue 24): agents at work; with the CLAIMED column full, only a task
-        # already in it (a retry, a takeover) may be claimed.
-        admit(
-            project=project, config=config, agent=agent, action="claim", now=now, into_column=False
-        )
-        full = limits_enforced(config) and wip_full(
-            project=project, config=config, agent=agent, now=now
-        )
-        # Where to look: the same rule as `/work`'s.
-        queues, only = claim_next_queues(held, column_full=bool(full))
-        # The pick and the claim, passing over busy previous holders and blocked tasks.
-        answer = _claim_sql(
-            agent,
-            mode="next",
-            task=only,
-            queues=queues,
-            now=now,
-            config=config,
-            worktree=worktree,
-            base_commit=base_commit,
-            spent=spent_subjects(project=project, budgets=budgets),
-        )
+        # Enforced limits (issue 24), read under the project row's lock (first in the lock
+        # order, as in task_claim), refused in their turn below.
+        over, full = _limits_read(project=project, config=config, agent=agent, now=now)
+        # Where a coder holding nothing looks: the same rule as `/work`'s.
+        queues, _ = claim_next_queues(None, column_full=bool(full))
+        answer = call(agent, mode="next", queues=queues, gate=True, reads=True)
+        agent = answer.agent
+        agent.project = project  # already loaded: spare the refusals a query
+        require_role(Attempt(project, agent, "task_claim_next", now), agent_roles=CODER)
+        refuse_if_stopped(project, actor=agent, action="claim", now=now, sprint=answer.sprint)
+        if answer.outcome == "check":
+            answer = _checked_next(
+                project, agent, answer, now=now, config=config, full=full, call=call
+            )
+            if answer.outcome == "resumed":
+                return answer.task
+        else:
+            _refuse_claimer(project, agent, None, task=None, now=now, config=config)
+            refuse_if_unavailable(agent, action="claim", now=now, failures=answer.failures)
+        if over:
+            raise_limit(over, project=project, agent=agent, action="claim", now=now)
         _raise_refusal(answer, project=project, agent=agent, now=now)
+        noted(answer)
         if answer.outcome == "claimed":
             answer.task.project = project
             return answer.task
         if full:
             raise_limit(full, project=project, agent=agent, action="claim", now=now)
     return None
+
+
+def _limits_read(
+    *, project: Project, config: ProjectConfig, agent: Agent, now: datetime
+) -> tuple[LimitRefusal | None, LimitRefusal | None]:
+    """With an enforced limit, the project row locked and the two refusals claim-next may
+    meet: agents at work (`admit`'s), and the CLAIMED column full (only a task already in it,
+    a retry or a takeover, may then be claimed). Nothing read without a limit."""
+    if not admission_lock(project=project, config=config):
+        return None, None
+    over = admission_refusal(
+        project=project, config=config, role=agent.role, now=now, into_column=False
+    )
+    return over, wip_full(project=project, config=config, agent=agent, now=now)
+
+
+def _checked_next(
+    project: Project,
+    agent: Agent,
+    first: Claimed,
+    *,
+    now: datetime,
+    config: ProjectConfig,
+    full: LimitRefusal | None,
+    call: Callable[..., Claimed],
+) -> Claimed:
+    """Claim-next of a coder holding a task (`first.task`), or in a project with budgets: the
+    checks that need them, in their order, then the call without the gate. Its own live claim
+    is handed back (outcome `resumed`)."""
+    held = first.task
+    # Read once for both questions: whether a spent budget refuses the claim, and which tasks
+    # the pick passes over because their own or their goal's is spent.
+    budgets = project_budgets(project=project) if first.has_budgets else []
+    # Issue 24: a spent budget (project, agent, sprint, goal, the held task's) refuses it.
+    refuse_if_over_budget(project, agent=agent, action="claim", now=now, task=held, budgets=budgets)
+    _refuse_claimer(project, agent, held, task=None, now=now, config=config)
+    if (
+        held is not None
+        and held.status == TaskStatus.CLAIMED
+        and lease_alive(held.lease_expires, now, config)
+    ):
+        # Its own live claim (e.g. handed off): go on with it.
+        resumed = call(agent, mode="resume", task=held).task
+        resumed.project = project
+        return replace(first, outcome="resumed", task=resumed)
+    if held is None or held.status != TaskStatus.CLAIMED:
+        # Anything but its own dead claim is new work, which an agent in error or overloaded
+        # does not get. Its own dead claim is the task's retry: an agent in error still gets
+        # it, so the expiry past the schedule blocks the task however close the expiries were
+        # (decisions.md "Retries and agent in error").
+        refuse_if_unavailable(agent, action="claim", now=now, failures=first.failures)
+    queues, only = claim_next_queues(held, column_full=bool(full))
+    return call(
+        agent,
+        mode="next",
+        task=only,
+        queues=queues,
+        spent=spent_subjects(project=project, budgets=budgets),
+    )

@@ -8,8 +8,11 @@ hypothesis exhaustion; seed 003's retries and their exhaustion), the previous ho
 the coder WORKING, the claim's event, and claim-next's pick (`FOR UPDATE SKIP LOCKED` over
 `liza_claim_queue_v1`'s queues, passing over a task whose previous holder is busy). It runs on
 the real rows through the ORM with the product's own helpers for what did not move (the
-claimer's checks, admission, the limit block the watcher and the reviews share, the event
-writer), so that the comparison is of the moved rules alone. Product code never imports it.
+rules of claim-next's checks, asked one read at a time in their old order — `_check_claimer`
+below —, the named claim's checks, admission, the limit block the watcher and the reviews
+share, the event writer), so that the comparison is of what moved into SQL: the claim's rules
+and, since migration 0031, the reads of claim-next's checks and the order they refuse in.
+Product code never imports it.
 """
 
 from __future__ import annotations
@@ -28,18 +31,25 @@ from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.limits import limits_enforced
-from boards.coordination.selectors.tasks import claim_candidates, retry_exhausts
+from boards.coordination.selectors.tasks import (
+    claim_candidates,
+    claimer_refusal,
+    holder_task,
+    retry_exhausts,
+)
+from boards.coordination.services.actors import CODER
 from boards.coordination.services.admission import admission_lock, admit, raise_limit, wip_full
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import refuse_if_unavailable
+from boards.coordination.services.authority import (
+    refuse_if_stopped,
+    refuse_if_unavailable,
+    require_role,
+)
+from boards.coordination.services.budgets import refuse_if_over_budget
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.edges import save_task, task_transition_run
 from boards.coordination.services.locking import lock_agent, lock_task
-from boards.coordination.services.tasks.claims import (
-    _check_claimer,
-    checked_named_claim,
-    claim_conflict,
-)
+from boards.coordination.services.tasks.claims import checked_named_claim, claim_conflict
 from boards.coordination.services.tasks.holders import append_failed_by, release_holder
 from boards.coordination.services.tasks.limits import crash_limit_block, limit_block
 from boards.errors import Conflict, ProtocolValidationError
@@ -356,6 +366,26 @@ def claim(
     return claimed
 
 
+def _check_claimer(
+    project: Project, agent: Agent, now: datetime, *, config: ProjectConfig
+) -> Task | None:
+    """Claim-next's checks as the service ran them before issue 26 folded their reads into
+    `liza_claim_v3` (boards migration 0031), one statement each, in this order, on the locked
+    agent: the role, stop work, budgets, one task at a time. What the coder holds, for the
+    rest."""
+    require_role(Attempt(project, agent, "task_claim_next", now), agent_roles=CODER)
+    refuse_if_stopped(project, actor=agent, action="claim", now=now)
+    held = holder_task(project_id=agent.project_id, agent_id=agent.agent_id)
+    # Issue 24: a spent budget (project, agent, sprint, goal, the task's) refuses the claim.
+    refuse_if_over_budget(project, agent=agent, action="claim", now=now, task=held)
+    refused = claimer_refusal(agent, held, task=None, now=now, config=config)
+    if refused is not None:
+        raise Attempt(project=project, actor=agent, action="claim", now=now).refuse(
+            Conflict(refused, {} if held is None else {"task": held.key})
+        )
+    return held
+
+
 @records_refusals
 def claim_next(
     *, project: Project, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""
@@ -371,9 +401,7 @@ def claim_next(
     with transaction.atomic():
         admission_lock(project=project, config=config)  # as in task_claim
         agent = lock_agent(agent)  # before the holder check, as in task_claim
-        held = _check_claimer(
-            project, agent, now, task=None, config=config, service="task_claim_next"
-        )
+        held = _check_claimer(project, agent, now, config=config)
         querysets = claim_candidates(project, agent.agent_id, now, config)
         if (
             held is not None

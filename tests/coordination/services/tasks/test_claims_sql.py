@@ -33,6 +33,7 @@ from boards.coordination.selectors.work import work_for_role
 from boards.coordination.services import tasks as service
 from boards.errors import ProtocolError
 from tests.coordination.selectors import properties
+from tests.coordination.services.tasks import claim_checks as checks
 from tests.coordination.services.tasks import claim_oracle as oracle
 from tests.factories import T0, ProjectFactory
 
@@ -96,7 +97,7 @@ TASK = st.fixed_dictionaries(
 AGENT = st.fixed_dictionaries(
     {
         "exists": st.sampled_from((True, True, True, False)),
-        "status": st.sampled_from(("STARTING", "IDLE", "IDLE", "WORKING", "WAITING")),
+        "status": st.sampled_from(("STARTING", "IDLE", "IDLE", "WORKING", "WAITING", "HANDOFF")),
         "on_task": st.sampled_from((True, True, False)),  # current_task = the task it holds
         "lease": st.one_of(st.none(), st.sampled_from((-3600, 3600, 7200))),
     }
@@ -112,6 +113,7 @@ BOARD = st.fixed_dictionaries(
         "base_commit": st.sampled_from(("b1", "b1", "b1", "")),
         # claim-next, or a named claim of one of the board's tasks
         "named": st.one_of(st.none(), st.integers(0, 4)),
+        "checks": checks.CHECKS,
     }
 )
 
@@ -135,10 +137,12 @@ def _build(board):
             "lease_grace": board["grace"],
             "retry_backoff": board["backoff"],
             "wip_limits": {} if board["wip"] is None else {"CLAIMED": board["wip"]},
+            "max_concurrent": board["checks"]["max_concurrent"],
         },
     )
-    project = Project.objects.get(pk=made.pk)  # its config read afresh
-    goals = properties.goal_rows(project)
+    goals = properties.goal_rows(made)
+    made_checks = checks.project_checks(made, board["checks"], NOW)
+    project = Project.objects.get(pk=made.pk)  # its config and pause read afresh
     rows = []
     for i, spec in enumerate(board["tasks"]):
         rows.append(
@@ -186,6 +190,7 @@ def _build(board):
         )
         if coder == CLAIMER:
             claimer = agent
+    checks.agent_checks(claimer, rows, board["checks"], NOW, made_checks)
     named = board["named"]
     task = rows[named] if named is not None and named < len(rows) else None
     return project, claimer, task
@@ -253,7 +258,10 @@ def differences(board) -> list[str]:
         project, agent, task = _build(board)
         expected = _run(REFERENCE, project, agent, task, board)
         got = _run(PRODUCT, project, agent, task, board)
-        says = _work_says(project, agent) if task is None else None
+        # `/work` answers a coder's question about claim-next (a disabled agent's key is refused
+        # before it asks; a reviewer's `/work` is about reviews).
+        coder = board["checks"]["enabled"] and board["checks"]["role"] == "coder"
+        says = _work_says(project, agent) if task is None and coder else None
     # What the examples reached (pytest --hypothesis-show-statistics).
     actions = sorted({e["action"] for e in expected[1]["events"]})
     if currently_in_test_context():
@@ -320,7 +328,9 @@ def _task(**changes) -> dict:
     return {**task, **changes}
 
 
-def _board(*tasks, named=None, wip=None, claimer="IDLE", base_commit="b1", **agents) -> dict:
+def _board(
+    *tasks, named=None, wip=None, claimer="IDLE", base_commit="b1", checked=None, **agents
+) -> dict:
     """The claimer (IDLE) and the other coders (WORKING on what they hold) with `tasks`."""
     held = {"exists": True, "status": "WORKING", "on_task": True, "lease": None}
     return {
@@ -336,6 +346,7 @@ def _board(*tasks, named=None, wip=None, claimer="IDLE", base_commit="b1", **age
         "worktree": "",
         "base_commit": base_commit,
         "named": named,
+        "checks": checks.checks_of(**(checked or {})),
     }
 
 
@@ -381,21 +392,66 @@ KIND_BOARDS = [
     _board(_task(status="INTEGRATION_FAILED", assigned_to=CLAIMER, iteration=1), named=0),
     _board(_task(status="CLAIMED", assigned_to=CLAIMER, lease=DEAD, crashes=2), named=0),
 ]
+# Each check of claim-next once on each run, refusing or on its edge, with the claimer holding
+# nothing (claimed in one statement, checked after it) and holding a task (checked first).
+HOLDING = (
+    _task(status="CLAIMED", assigned_to=CLAIMER, lease=ALIVE),
+    _task(status="CLAIMED", assigned_to=CLAIMER, lease=DEAD),
+    _task(status="REJECTED", assigned_to=CLAIMER),
+    _task(status="READY_FOR_REVIEW", assigned_to=CLAIMER),
+)
+CHECK_BOARDS = [
+    _board(*held, _task(goal="IN_PROGRESS"), checked=one, **agents)
+    for held in ((), *((h,) for h in HOLDING))
+    for one, agents in (
+        ({"paused": True}, {}),
+        ({"sprint": "CHECKPOINT"}, {}),
+        ({"sprint": "ABORTED"}, {}),
+        ({"sprint": "IN_PROGRESS", "budgets": (("sprint", 0),)}, {}),
+        ({"budgets": (("project", 0),)}, {}),
+        ({"budgets": (("project", 1),)}, {}),
+        ({"budgets": (("agent", 0),)}, {}),
+        ({"budgets": (("task", 0),)}, {}),
+        ({"budgets": (("goal", 0),)}, {}),
+        ({"expiries": (10, 100, 200)}, {}),
+        ({"expiries": (10, 100, "edge")}, {}),
+        ({"expiries": (10, 100, "in")}, {}),
+        ({"expiries": (10, 100, 200), "cleared": 150}, {}),
+        ({"crashes": (5, 50, 150)}, {}),
+        ({"overloaded": True}, {}),
+        ({"enabled": False}, {}),
+        ({"role": "code_reviewer"}, {}),
+        ({"max_concurrent": {"coder": 1}}, {}),
+        ({"max_concurrent": {"project": 2}}, {}),
+        ({"paused": True, "enabled": False}, {}),
+        ({"overloaded": True, "budgets": (("project", 0),)}, {}),
+        ({}, {"claimer": "HANDOFF"}),
+    )
+] + [
+    _board(
+        _task(status="CLAIMED", assigned_to="coder-2", lease=DEAD),
+        _task(status="CLAIMED", assigned_to="coder-3", lease=ALIVE),
+        _task(),
+        wip=2,
+        checked={"overloaded": True},
+    ),
+    _board(_task(status="CLAIMED", assigned_to="coder-3", lease=ALIVE), _task(), wip=1),
+]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(board=BOARD)
-@properties.with_boundaries(KIND_BOARDS)
+@properties.with_boundaries(KIND_BOARDS + CHECK_BOARDS)
 def test_claims_equal_the_reference_model(board):
     assert differences(board) == []
 
 
-def _planted(needle: str, replacement: str) -> None:
-    """Replace `needle` (once in the function) in `liza_claim_v2`, in this test's transaction
+def _planted(needle: str, replacement: str, function: str = "liza_claim_v2") -> None:
+    """Replace `needle` (once in the function) in `function`, in this test's transaction
     only: DDL is transactional in PostgreSQL, and the rollback restores the migration's."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_claim_v2'"
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = %s", [function]
         )
         definition = cursor.fetchone()[0]
         assert definition.count(needle) == 1
@@ -420,3 +476,28 @@ def _reference_events(board) -> list[dict]:
     with properties.rolled_back():
         project, agent, task = _build(board)
         return _run(REFERENCE, project, agent, task, board)[1]["events"]
+
+
+def test_a_planted_difference_in_a_check_is_caught():
+    """`liza_claim_v3` made blind to budgets (it claims at once as if the project had none):
+    every check board with a budget that refuses or passes a task over tells them apart, and
+    no board without a budget does."""
+    _planted(
+        "budgets := EXISTS (SELECT 1 FROM agents_budget WHERE project_id = a.project_id);",
+        "budgets := false;",
+        function="liza_claim_v3",
+    )
+    caught = [bool(differences(board)) for board in CHECK_BOARDS]
+    budgeted = [bool(board["checks"]["budgets"]) for board in CHECK_BOARDS]
+    spent_on_nothing_held = [
+        b and not board["tasks"][0]["assigned_to"] and _spent(board)
+        for b, board in zip(budgeted, CHECK_BOARDS, strict=True)
+    ]
+    assert sum(spent_on_nothing_held) >= 4
+    assert all(c for c, s in zip(caught, spent_on_nothing_held, strict=True) if s)
+    assert not any(c for c, b in zip(caught, budgeted, strict=True) if not b)
+
+
+def _spent(board) -> bool:
+    """A budget of the board at or past its limit, on a scope that applies to a claim."""
+    return any(offset <= 0 for _, offset in board["checks"]["budgets"])

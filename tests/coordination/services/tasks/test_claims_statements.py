@@ -1,7 +1,9 @@
-"""What one claim-next costs in SQL (issue 26): the reads of its checks (the agent locked, the
-stop answer, what the coder holds, budgets, availability) and one call of `liza_claim_v2`
-(boards migration 0030), which picks, locks and writes — the task, the previous holder, the
-coder, the event. Pinned so that the writes cannot creep back into Python statements."""
+"""What one claim-next costs in SQL (issue 26): for a coder holding nothing in a project
+without budgets, one statement — `liza_claim_v3` (boards migration 0031) locks the agent, reads
+what the coder holds and whether there are budgets, then picks, locks and writes (the task, the
+previous holder, the coder, the event) through `liza_claim_v2`, with the current sprint and the
+agent's recent failures read beside it. A coder holding a task is checked before a second call.
+Pinned so that neither the writes nor the checks' reads creep back into Python statements."""
 
 from __future__ import annotations
 
@@ -22,14 +24,21 @@ def statements(world, **kwargs) -> tuple[object, list[str]]:
 
 
 @pytest.mark.django_db
-def test_a_claim_next_writes_in_one_statement(world):
+def test_a_claim_next_is_one_statement(world):
     world.unclaimed("task-1")
     got, sql = statements(world, base_commit="b1")
     assert got.key == "task-1"
-    # The pick and every write are the last statement; before it, only the checks' reads.
-    assert "FROM liza_claim_v2(" in sql[-1]
-    assert all(s.lstrip().startswith("SELECT") for s in sql), "\n".join(sql)
-    assert not any("liza_claim_v2" in s for s in sql[:-1])
-    # The project's budgets are read once, for the over-budget refusal and the spent tasks.
-    assert sum('FROM "agents_budget"' in s for s in sql) == 1, "\n".join(sql)
-    assert len(sql) <= 6, "\n".join(s[:120] for s in sql)
+    # The checks' reads, the pick and every write: one statement.
+    assert len(sql) == 1, "\n".join(s[:120] for s in sql)
+    assert "FROM liza_claim_v3(" in sql[0]
+    assert sql[0].lstrip().startswith("SELECT")
+
+
+@pytest.mark.django_db
+def test_a_coder_holding_a_task_is_checked_before_a_second_call(world):
+    world.rejected("task-1")  # coder-1's own REJECTED task goes back to it first
+    world.unclaimed("task-2")
+    got, sql = statements(world, base_commit="b1")
+    assert got.key == "task-1"
+    assert len(sql) == 2, "\n".join(s[:120] for s in sql)
+    assert all("FROM liza_claim_v3(" in s for s in sql)
