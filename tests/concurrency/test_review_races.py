@@ -8,12 +8,15 @@ race gets the documented refusal and that the rows end consistent.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 
+from agents.models import Agent
 from agents.services import agent_heartbeat
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Review
@@ -256,3 +259,68 @@ def test_coder_heartbeat_racing_its_own_operation_on_its_task(operation):
             world.tick(3600)
             register(world.project, coder, now=world.now)
         world.tick(3600)
+
+
+def _claim_review_next(world: World, reviewer: str, now):
+    return lambda: reviews.review_claim_next(
+        project=world.project, agent=world.agent(reviewer), now=now
+    )
+
+
+def test_reviewers_racing_claim_next_for_one_review_one_gets_it_the_other_none():
+    """Review claim-next picks under `FOR UPDATE SKIP LOCKED` (`liza_review_claim_v1`): of two
+    reviewers asking at once for the one review waiting, one gets it, the other none — never
+    both, and no error."""
+    world = World()
+    for i in range(20):
+        key = f"next-{i}"
+        world.ready_for_review(key)
+        now = world.tick()
+        outcomes = run_together(
+            _claim_review_next(world, "code-reviewer-1", now),
+            _claim_review_next(world, "code-reviewer-2", now),
+        )
+        assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+        got = [o.value for o in outcomes if o.value is not None]
+        assert len(got) == 1, f"round {i}: {got}"
+        assert [r.reviewer for r in Review.objects.filter(task=world.task(key))] == [
+            got[0].reviewer
+        ]
+        world.verdict(key, "APPROVED", reviewer=got[0].reviewer)
+
+
+def test_a_busy_holder_makes_claim_next_pass_the_task_over():
+    """The reviewer of a dead claim is locked `NOWAIT` after the task (against the lock order):
+    while its row is busy (a heartbeat right now), claim-next passes the task over — no wait, no
+    write — and takes it once the row is free."""
+    world = World()
+    world.under_review("held-up")
+    task = world.task("held-up")
+    now = world.now = _lapsed(world, "held-up", BEYOND_GRACE)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_holder():
+        with transaction.atomic():
+            list(Agent.objects.select_for_update().filter(agent_id="code-reviewer-1"))
+            locked.set()
+            release.wait(30)
+
+    def claim_next_while_busy():
+        assert locked.wait(30)
+        try:
+            return reviews.review_claim_next(
+                project=world.project, agent=world.agent("code-reviewer-2"), now=now
+            )
+        finally:
+            release.set()
+
+    holder, claim = run_together(hold_the_holder, claim_next_while_busy)
+    assert holder.ok and claim.ok, (holder.error, claim.error)
+    assert claim.value is None
+    assert Review.objects.get(task=task, closed_at__isnull=True).reviewer == "code-reviewer-1"
+    assert not Event.objects.filter(task=task, action="review_reclaimed").exists()
+    review = reviews.review_claim_next(
+        project=world.project, agent=world.agent("code-reviewer-2"), now=now
+    )
+    assert review.task.key == "held-up" and review.reviewer == "code-reviewer-2"
+    assert world.agent("code-reviewer-1").status == "IDLE"

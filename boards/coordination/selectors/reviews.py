@@ -204,21 +204,15 @@ def reviewable_tasks(
 def held_review(
     *, project: Project, reviewer: Agent, now: datetime, config: ProjectConfig
 ) -> Review | None:
-    """The live review claim `reviewer` holds (no verdict yet), if any: what a review
-    claim-next gives back to a reviewer restarted mid-review, as claim-next does for a coder."""
-    candidates = (
-        Review.objects.filter(
-            project=project,
-            reviewer=reviewer.agent_id,
-            closed_at__isnull=True,
-            verdict="",
-            task__status=TaskStatus.READY_FOR_REVIEW,
-            task__suspended_at__isnull=True,
-        )
-        .select_related("task")
-        .order_by("claimed_at", "id")
+    """The live review claim `reviewer` holds (no verdict yet, its task under review and not
+    suspended), if any: what a review claim-next gives back to a reviewer restarted mid-review,
+    as claim-next does for a coder. The claim's own SQL (`liza_review_held_v1`, boards migration
+    0032), which `liza_review_claim_v1` asks first: `/work` and the claim cannot drift."""
+    held = RawSQL(
+        "liza_review_held_v1(%s, %s, %s, %s)",
+        (project.pk, reviewer.agent_id, now, config.lease_grace),
     )
-    return next((r for r in candidates if review_live(r, now, config)), None)
+    return Review.objects.filter(pk=held).select_related("task").first()
 
 
 def merges_awaiting(*, project: Project, reviewer_id: str) -> list[str]:

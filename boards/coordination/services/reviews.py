@@ -4,7 +4,8 @@ the human approval gate (seed 004 APPROVAL_REQUIRED).
 Each review claim is a `Review` row with its own lease. Criticality sets how many distinct
 approving reviewers a round needs; one rejection rejects the round and counts one review cycle.
 The gate sits before APPROVED: the reviewers' approvals leave a gated task READY_FOR_REVIEW
-until a human approves or rejects it.
+until a human approves or rejects it. Claiming a review (by name, or claim-next) is
+`services.review_claims`, whose two services are read from here too.
 """
 
 from __future__ import annotations
@@ -15,187 +16,34 @@ from typing import Any
 from django.db import transaction
 
 from agents.models import Agent
-from boards.coordination.models.projects import Project
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.leases import lease_alive
-from boards.coordination.selectors.reviews import (
-    held_review,
-    review_live,
-    review_slot_refusal,
-    reviewable_tasks,
-    round_approvals,
-)
+from boards.coordination.selectors.reviews import round_approvals
 from boards.coordination.selectors.tasks import limit_reached
 from boards.coordination.services.actors import REVIEWER, SYSTEM, Actor, actor_ref, is_agent
-from boards.coordination.services.admission import admission_lock, admit
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
     ADMIN,
     agents_only,
     people,
-    refuse_if_stopped,
-    refuse_if_unavailable,
     require_not_lost,
     require_role,
 )
-from boards.coordination.services.budgets import refuse_if_over_budget
 from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.edges import move_task, require_task_status
 from boards.coordination.services.locking import agent_row, lock_agent, lock_task
+from boards.coordination.services.review_claims import review_claim as review_claim
+from boards.coordination.services.review_claims import review_claim_next as review_claim_next
 from boards.coordination.services.tasks.holders import (
-    HolderBusy,
     append_failed_by,
     close_review_round,
-    lock_previous_holder,
     lock_task_and_its_agents,
     release_holder,
 )
 from boards.coordination.services.tasks.limits import limit_anomaly, limit_block
-from boards.errors import Conflict, Forbidden, InvalidTransition, LeaseLost, ProtocolValidationError
+from boards.errors import Conflict, LeaseLost, ProtocolValidationError
 from boards.protocol import Action, AgentStatus, TaskStatus
-
-
-def _open_reviews(task: Task) -> list[Review]:
-    return list(Review.objects.select_for_update().filter(task=task, closed_at__isnull=True))
-
-
-def _open_slot(task: Task, agent: Agent, *, now: datetime, config) -> list[Review]:
-    """The task's open reviews, locked, once its review slot is open to `agent` (the one rule,
-    `review_slot_refusal`): a refusal is `forbidden` or a conflict, as the rule says."""
-    reviews = _open_reviews(task)
-    refused = review_slot_refusal(
-        task,
-        agent,
-        reviews=reviews,
-        now=now,
-        config=config,
-    )
-    if refused is not None:
-        error = (
-            Forbidden(refused.message, refused.details)
-            if refused.kind == "forbidden"
-            else Conflict(refused.message, refused.details)
-        )
-        raise Attempt.on(task, actor=agent, action="claim_review", now=now).refuse(error, task=task)
-    return reviews
-
-
-@agents_only
-@records_refusals
-def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
-    """READY_FOR_REVIEW with a review slot open to `agent` → a review lease for it.
-
-    The slot rule is `boards.coordination.selectors.reviews.review_slot_refusal`, the one `/work`
-    reads. A claim whose lease is dead (`lease_alive`, grace included) is closed and its slot taken
-    (seed 000 "Stale review lease allows supervisor to reassign").
-    """
-    project = task.project
-    attempt = Attempt(project, agent, "review_claim", now)
-    require_role(attempt, agent_roles=REVIEWER, task=task)
-    refuse_if_stopped(project, actor=agent, action="claim_review", now=now, task=task)
-    refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, task=task)
-    config = config_of(project)
-    with transaction.atomic():
-        # Lock order (locking): the project row when a limit is enforced (issue 24), the agents
-        # (this one, the task's coder and pending reviewers, whose lapsed claims it may close)
-        # by primary key, then the task, then the reviews.
-        admission_lock(project=project, config=config)
-        task = lock_task_and_its_agents(task, agent)
-        agent = lock_agent(agent)
-        refuse_if_unavailable(agent, action="claim_review", now=now, task=task)
-        admit(
-            project=project,
-            config=config,
-            agent=agent,
-            action="claim_review",
-            now=now,
-            into_column=False,  # the task stays READY_FOR_REVIEW
-            task=task,
-        )
-        claim = Attempt(project, agent, "claim_review", now)
-        require_task_status(
-            task, [TaskStatus.READY_FOR_REVIEW], to=TaskStatus.READY_FOR_REVIEW, attempt=claim
-        )
-        reviews = _open_slot(task, agent, now=now, config=config)
-        for stale in [r for r in reviews if not r.verdict and not review_live(r, now, config)]:
-            _close_stale_review(stale, task, claim)
-        review = Review.objects.create(
-            project=project,
-            task=task,
-            reviewer=agent.agent_id,
-            review_commit=task.review_commit,
-            claimed_at=now,
-            lease_expires=now + timedelta(seconds=task.lease_seconds(config)),
-        )
-        if agent.status == AgentStatus.STARTING:
-            agent.ready()
-        agent.start_review()
-        # Whatever it lost before (a review taken back by a human) is behind it now.
-        agent.lost_task, agent.lost_reason = None, ""
-        agent.heartbeat = now
-        agent.lease_expires = max(filter(None, [agent.lease_expires, review.lease_expires]))
-        agent.save()
-        attempt.record(
-            action=Action.REVIEW_CLAIMED,
-            task=task,
-            detail=f"reviewing {task.key} at {task.review_commit}",
-            data={"commit": task.review_commit},
-        )
-    return review
-
-
-@agents_only
-@records_refusals
-def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Review | None:
-    """The server picks the review: the first READY_FOR_REVIEW task (priority, then age) whose
-    slot `reviewable_tasks` — the very `review_slot_refusal` of `review_claim` — opens to
-    `agent`, claimed through `review_claim`. A reviewer holding a live review gets it back (a
-    restarted reviewer goes on with it); one it gave back this round (`review_release`) it
-    does not. None when there is none.
-
-    A candidate another reviewer takes between the read and the claim is skipped (`Conflict`
-    inside its own savepoint); the next one is tried.
-    """
-    require_role(Attempt(project, agent, "review_claim_next", now), agent_roles=REVIEWER)
-    refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
-    refuse_if_over_budget(project, agent=agent, action="claim_review", now=now)
-    config = config_of(project)
-    held = held_review(project=project, reviewer=agent, now=now, config=config)
-    if held is not None:
-        return held
-    for task in reviewable_tasks(project=project, reviewer=agent, now=now, config=config):
-        try:
-            return review_claim(task=task, agent=agent, now=now)
-        except (Conflict, InvalidTransition):
-            continue  # lost the race for this one (its refusal is logged): the next
-    return None
-
-
-def _close_stale_review(stale: Review, task: Task, claim: Attempt) -> None:
-    """A dead review claim gives its slot back; its reviewer learns it lost the review.
-
-    The lapsed reviewer's agent row is locked after the task (against the lock order), so
-    without waiting: busy means it is heartbeating right now; the claimer is told to try again.
-    """
-    try:
-        holder = lock_previous_holder(task.project, stale.reviewer)
-    except HolderBusy as exc:
-        raise claim.refuse(
-            Conflict(f"{stale.reviewer} is active right now; try again", {"task": task.key}),
-            task=task,
-        ) from exc
-    stale.closed_at = claim.now
-    stale.save()
-    if holder is not None and holder.status == AgentStatus.REVIEWING:
-        holder.finish_review()
-        holder.save()
-    claim.record(
-        action=Action.REVIEW_RECLAIMED,
-        task=task,
-        detail=f"review lease of {stale.reviewer} expired",
-        data={"previous": stale.reviewer},
-    )
 
 
 def _own_open_review(task: Task, agent: Agent, *, now: datetime, action: str, config) -> Review:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import OperationalError, transaction
+from django.db import transaction
 from django.db.models import Q
 
 from agents.models import Agent
 from boards.coordination import outbox
-from boards.coordination.models.projects import Project
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.reviews import review_live
@@ -28,30 +27,6 @@ def append_failed_by(task: Task, agent_id: str) -> None:
     """failed_by holds unique agent ids (seed 002 Validation Rules)."""
     if agent_id and agent_id not in task.failed_by:
         task.failed_by = [*task.failed_by, agent_id]
-
-
-class HolderBusy(Exception):
-    """The task's previous holder is in the middle of its own operation (a heartbeat)."""
-
-
-def lock_previous_holder(project: Project, agent_id: str) -> Agent | None:
-    """Lock the agent a claim takes the task from, without waiting for it.
-
-    The claimer already holds the task row; a heartbeat locks its agent row and then its task.
-    Waiting here for the old holder's row could deadlock with that heartbeat, so a busy holder
-    makes the claimer pass on this task for now (its heartbeat is refused with lease_lost).
-    """
-    try:
-        with transaction.atomic():  # a savepoint: a refused NOWAIT leaves the claim usable
-            return (
-                Agent.objects.select_for_update(of=("self",), nowait=True)
-                .filter(project=project, agent_id=agent_id)
-                .first()
-            )
-    except OperationalError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) == "55P03":  # lock_not_available
-            raise HolderBusy(agent_id) from exc
-        raise
 
 
 def release_holder(agent: Agent | None, task: Task, *, lost: str = "") -> None:

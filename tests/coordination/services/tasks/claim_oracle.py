@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from agents.models import Agent
 from boards import protocol as p
@@ -50,15 +50,36 @@ from boards.coordination.services.cleaning import clean_text
 from boards.coordination.services.edges import save_task, task_transition_run
 from boards.coordination.services.locking import lock_agent, lock_task
 from boards.coordination.services.tasks.claims import checked_named_claim, claim_conflict
-from boards.coordination.services.tasks.holders import (
-    HolderBusy,
-    append_failed_by,
-    lock_previous_holder,
-    release_holder,
-)
+from boards.coordination.services.tasks.holders import append_failed_by, release_holder
 from boards.coordination.services.tasks.limits import crash_limit_block, limit_block
 from boards.errors import Conflict, ProtocolValidationError
 from boards.protocol import AgentStatus, TaskStatus
+
+
+class HolderBusy(Exception):
+    """The task's previous holder is in the middle of its own operation (a heartbeat)."""
+
+
+def lock_previous_holder(project: Project, agent_id: str) -> Agent | None:
+    """Lock the agent a claim takes the task from, without waiting for it.
+
+    The claimer already holds the task row; a heartbeat locks its agent row and then its task.
+    Waiting here for the old holder's row could deadlock with that heartbeat, so a busy holder
+    makes the claimer pass on this task for now (its heartbeat is refused with lease_lost).
+    (The product's is the `FOR UPDATE NOWAIT` of `liza_claim_v2` and `liza_review_claim_v1`;
+    the review claim's reference model, `review_oracle`, uses this one too.)
+    """
+    try:
+        with transaction.atomic():  # a savepoint: a refused NOWAIT leaves the claim usable
+            return (
+                Agent.objects.select_for_update(of=("self",), nowait=True)
+                .filter(project=project, agent_id=agent_id)
+                .first()
+            )
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == "55P03":  # lock_not_available
+            raise HolderBusy(agent_id) from exc
+        raise
 
 
 def takeover_exhausts(task: Task, agent_id: str) -> bool:
