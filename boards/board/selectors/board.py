@@ -200,11 +200,12 @@ class Column:
     cards: list  # of Card, or of the page's card fragments (`board_state`'s `read_cards`)
     terminal: bool
     expanded: bool
-    cards_html: str = ""  # the cards' markup, filled in by the view (boards.board.live.fragments)
+    cards_html: str = ""  # the cards' markup, where `boards/_column.html` places it
     # The advisory WIP limit (ProjectConfig.wip_limits; None: none) and the card cap.
     limit: int | None = None
     cap: int = COLUMN_CARD_LIMIT
     lane: str | None = None  # the swimlane this column is a cell of (None: no swimlanes)
+    html: str = ""  # the whole column's markup, filled in by the view (boards.board.web.columns)
 
     @property
     def hidden(self) -> int:

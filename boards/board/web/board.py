@@ -13,7 +13,6 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.safestring import mark_safe
 
 from boards import protocol as p
 from boards.board.live.fragments import page_fragments
@@ -32,6 +31,7 @@ from boards.board.selectors.replay import (
     replay_steps,
     tasks_created_since,
 )
+from boards.board.web.columns import column_html
 from boards.coordination.models.projects import Project
 from boards.coordination.outbox import current_sequence
 from boards.coordination.web.access import project_for_member, project_for_role
@@ -57,8 +57,7 @@ def _board_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     state = board_state(project=project, filters=filters, now=now, read_cards=read_cards)
     lane_columns = [column for lane in state["lanes"] for column in lane.columns]
     for column in [*state["columns"], *lane_columns]:
-        # Joined template output, escaped when each card was rendered.
-        column.cards_html = mark_safe("".join(card.html for card in column.cards))
+        column.html = column_html(column, filters)
     return {
         **state,
         "seq": seq,
