@@ -10,12 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import (
     Count,
     F,
-    OuterRef,
     Q,
     QuerySet,
     Value,
@@ -302,7 +300,6 @@ def board_state(
     alerts = list(open_alerts(project=project)[:20])
     return {
         **header,
-        "menus": filter_menus(project=project),
         # Issue 24: the enforced concurrency caps, shown above the agents.
         "concurrency": concurrency_shown(project=project, config=config, now=now),
         "columns": columns,
@@ -314,23 +311,6 @@ def board_state(
         "total": sum(counts.values()),
         "archived": archived,
     }
-
-
-def filter_menus(*, project: Project) -> dict[str, list[str]]:
-    """The ids the board's filter menus offer, sprints and goals in their models' order: one
-    statement."""
-
-    def ids(model, field: str) -> ArraySubquery:
-        rows = model.objects.filter(project_id=OuterRef("pk")).order_by(*model._meta.ordering)
-        return ArraySubquery(rows.values(field))
-
-    sprints, goals = (
-        Project.objects.filter(pk=project.pk)
-        .annotate(sprint_ids=ids(Sprint, "sprint_id"), goal_ids=ids(Goal, "goal_id"))
-        .values_list("sprint_ids", "goal_ids")
-        .get()
-    )
-    return {"sprints": sprints, "goals": goals}
 
 
 def wip_limits(config) -> dict[str, int]:
@@ -409,10 +389,17 @@ def header_counts(*, project: Project) -> tuple[dict[str, int], dict[str, int]]:
 def header_rows(*, project: Project) -> tuple[Sprint | None, CircuitBreaker, Goal | None]:
     """`sprint_current`, `breaker_status` and `goal_current` in one statement: each one's own
     SQL, side by side."""
+    return _header_and_menus(project)[:3]
+
+
+def _header_and_menus(project: Project) -> tuple[Sprint | None, CircuitBreaker, Goal | None, dict]:
+    """`header_rows` and, in the same statement, the ids the board's filter menus offer
+    (sprints and goals, each in its model's order)."""
     with connection.cursor() as cursor:
         cursor.execute(
             _header_sql(),
-            [project.pk, *p.OPEN_SPRINT_STATES, project.pk, project.pk, p.GoalStatus.IN_PROGRESS],
+            # In the order of the placeholders: the menus' (in the select list), then the rows'.
+            [*[project.pk] * 3, *p.OPEN_SPRINT_STATES, *[project.pk] * 2, p.GoalStatus.IN_PROGRESS],
         )
         values = cursor.fetchone()
     found: list = []
@@ -421,17 +408,32 @@ def header_rows(*, project: Project) -> tuple[Sprint | None, CircuitBreaker, Goa
         chunk, values = values[:width], values[width:]
         found.append(rows.from_row(model, chunk) if chunk[0] is not None else None)
     sprint, breaker, goal = found
-    return sprint, breaker or CircuitBreaker(project=project), goal
+    menus = {"sprints": values[0], "goals": values[1]}
+    return sprint, breaker or CircuitBreaker(project=project), goal, menus
 
 
 _HEADER_ROWS = ((Sprint, "s"), (CircuitBreaker, "b"), (Goal, "g"))
+
+
+def _menu_ids(model, field: str) -> str:
+    """`ARRAY(...)` of one project's `field` values in `model`'s own order (its Meta)."""
+    meta, quote = model._meta, connection.ops.quote_name
+    order = ", ".join(
+        quote(meta.get_field(name.lstrip("-")).column) + (" DESC" if name[0] == "-" else "")
+        for name in meta.ordering
+    )
+    column = quote(meta.get_field(field).column)
+    return (
+        f"ARRAY(SELECT {column} FROM {quote(meta.db_table)} WHERE project_id = %s ORDER BY {order})"
+    )
 
 
 @cache
 def _header_sql() -> str:
     columns = ", ".join(rows.select_list(model, alias) for model, alias in _HEADER_ROWS)
     return (
-        f"SELECT {columns} FROM (SELECT 1) one"
+        f"SELECT {columns}, {_menu_ids(Sprint, 'sprint_id')}, {_menu_ids(Goal, 'goal_id')}"
+        " FROM (SELECT 1) one"
         f" LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
         f" LEFT JOIN LATERAL ({breaker_sql('%s')}) b ON TRUE"
         f" LEFT JOIN LATERAL ({goal_current_sql('%s')}) g ON TRUE"
@@ -443,7 +445,7 @@ def board_header(
 ) -> dict[str, object]:
     """The board header: goal, sprint status and deadline, live metrics (seed 002), the counts
     every viewer shares (`header_counts`), and when the watcher last swept the project."""
-    sprint, breaker, goal = header_rows(project=project)
+    sprint, breaker, goal, menus = _header_and_menus(project)
     config = config_of(project)
     counts, alert_counts = header_counts(project=project)
     return {
@@ -456,6 +458,8 @@ def board_header(
         "goal": goal,
         "sprint": sprint,
         "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,
+        # The ids the board's filter menus offer (read with the rows above).
+        "menus": menus,
     }
 
 
