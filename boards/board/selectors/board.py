@@ -11,14 +11,7 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from django.db import connection
-from django.db.models import (
-    Count,
-    F,
-    Q,
-    QuerySet,
-    Value,
-    Window,
-)
+from django.db.models import Count, F, Q, QuerySet, Value, Window
 from django.db.models.functions import RowNumber
 from django.http import QueryDict
 from django.utils import timezone
@@ -48,6 +41,9 @@ from boards.coordination.selectors.sprints import (
     goal_current_sql,
     sprint_current_sql,
     sprint_metrics_current,
+    sprint_metrics_live,
+    sprint_metrics_of,
+    sprint_metrics_parts,
 )
 from boards.protocol import TaskStatus
 from boards.watch.selectors.watch import watcher_seen
@@ -370,20 +366,22 @@ def blocked_tasks(*, project: Project) -> QuerySet:
     return Task.objects.filter(project=project, status=TaskStatus.BLOCKED)
 
 
-def header_counts(*, project: Project) -> tuple[dict[str, int], dict[str, int]]:
+def header_counts(*, project: Project, also=()) -> tuple[dict[str, int], dict[str, int], dict]:
     """The numbers every viewer of the board reads the same (issue 25), in one statement: the
     header's "blocked" and the banner's "N blocked tasks" are one count (`blocked_tasks`),
     redrawn with the header on every move; and the open alerts by level, most severe first,
-    levels without any left out."""
+    levels without any left out. `also`: other `rows.aggregates` parts read in the same
+    statement (the sprint metrics'), answered by name in the third value."""
     row = rows.aggregates(
         (blocked_tasks(project=project), {"blocked": Count("id")}),
         (
             open_alerts(project=project),
             {f"alerts_{level}": Count("id", filter=Q(level=level)) for level in ALERT_SEVERITY},
         ),
+        *also,
     )
     by_level = {level: row[f"alerts_{level}"] for level in ALERT_SEVERITY}
-    return {"blocked": row["blocked"]}, {level: n for level, n in by_level.items() if n}
+    return {"blocked": row["blocked"]}, {level: n for level, n in by_level.items() if n}, row
 
 
 def header_rows(*, project: Project) -> tuple[Sprint | None, CircuitBreaker, Goal | None]:
@@ -447,7 +445,13 @@ def board_header(
     every viewer shares (`header_counts`), and when the watcher last swept the project."""
     sprint, breaker, goal, menus = _header_and_menus(project)
     config = config_of(project)
-    counts, alert_counts = header_counts(project=project)
+    # Counted now, the sprint's metrics are read in the counts' statement.
+    live = sprint is not None and metrics and sprint_metrics_live(sprint)
+    also = sprint_metrics_parts(sprint) if live else ()
+    counts, alert_counts, counted = header_counts(project=project, also=also)
+    shown = None
+    if sprint is not None and metrics:
+        shown = sprint_metrics_of(counted) if live else sprint_metrics_current(sprint)
     return {
         "project": project,
         "config": config,
@@ -457,7 +461,7 @@ def board_header(
         "breaker": breaker,
         "goal": goal,
         "sprint": sprint,
-        "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,
+        "metrics": shown,
         # The ids the board's filter menus offer (read with the rows above).
         "menus": menus,
     }
