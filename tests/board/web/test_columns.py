@@ -77,3 +77,12 @@ def test_frames_follow_the_filters_and_swimlanes(client, world, query):
     warm, again = _page(client, world, query)
     assert (warm, again) == (cold, 0)
     assert drawn > 0 and cold != plain
+
+
+def test_the_resync_fragment_has_the_pages_columns_with_their_cards(client, world):
+    page, _ = _page(client, world)
+    response = client.get(f"/p/{world.project.slug}/fragment")
+    columns = response.json()["columns"]
+    assert "\x00" not in columns and "\x00" not in page
+    assert columns.strip() == page.strip()
+    assert [c["data-key"] for c in read_columns(columns)["CLAIMED"].cards] == ["task-2"]
