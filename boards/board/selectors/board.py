@@ -6,6 +6,7 @@ board costs five queries for its cards and no model instances.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -16,26 +17,23 @@ from django.db.models.functions import RowNumber
 from django.http import QueryDict
 from django.utils import timezone
 
-from agents.models import Agent, Run
-from agents.selectors import with_cost
+from agents.models import Agent
 from boards import protocol as p
 from boards.board.selectors.cards import (
     ALERT_SEVERITY,
     SPRINT_LANE,
+    Selection,
     board_cards,
-    card_for,
-    card_tasks,
     with_lanes,
 )
 from boards.coordination import rows
 from boards.coordination.models.projects import Goal, Project, Sprint
 from boards.coordination.models.records import Alert, CircuitBreaker
-from boards.coordination.models.tasks import Handoff, Review, Task
-from boards.coordination.selectors.access import config_of, in_project
+from boards.coordination.models.tasks import Task
+from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.availability import agents_availability
 from boards.coordination.selectors.breaker import breaker_sql
 from boards.coordination.selectors.filters import TaskFilter, filter_errors, in_sprint_q
-from boards.coordination.selectors.history import task_history, time_in_states
 from boards.coordination.selectors.limits import concurrency_shown
 from boards.coordination.selectors.sprints import (
     goal_current_sql,
@@ -240,34 +238,26 @@ def board_state(
     config = header["config"]
     # "Active sprint by default": the open sprint's tasks, or every task when none is open.
     active = header["sprint"] if header["sprint"] is not None and header["sprint"].is_open else None
-    tasks = board_tasks(project=project, filters=filters, sprint=active)
     cutoff = archive_cutoff(config, now)
-    by_status = tasks.order_by().values_list("status")
-    if cutoff is not None and not filters.archived:
-        # Archival (issue #11): tasks that ended long ago leave the default view; history,
-        # search (?archived=1), the API and exports still have them. Counted beside the
-        # columns' counts, in the same statement.
-        old = archived_q(cutoff)
-        grouped = by_status.annotate(n=Count("id", filter=~old), old=Count("id", filter=old))
-        tasks = tasks.exclude(old)
-    else:
-        grouped = by_status.annotate(n=Count("id"), old=Value(0))
+    # Archival (issue #11): tasks that ended long ago leave the default view; history, search
+    # (?archived=1), the API and exports still have them.
+    cutoff = cutoff if not filters.archived else None
+    shown = tuple(
+        s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded
+    )
+    # The shape's statements are built once per process (`rows.compiled`); the project, the
+    # sprint and the cutoff are bound into them.
+    shape = ("board", filters, shown, active is not None, cutoff is not None)
+    values = [project.pk, *([active.pk] if active else []), *([cutoff] if cutoff else [])]
+    build = functools.partial(_selection, filters, shown, active is not None, cutoff is not None)
+    (counts_sql, counts_params), shown_sql = rows.compiled(shape, build, *values)
+    with connection.cursor() as cursor:
+        cursor.execute(counts_sql, counts_params)
+        grouped = cursor.fetchall()
     counts = {status: n for status, n, _ in grouped if n}
     archived = sum(old for _, _, old in grouped)
     limits = wip_limits(config)
-    shown = [s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded]
-    ranked = tasks.filter(status__in=shown).annotate(
-        rank=Window(
-            RowNumber(),
-            partition_by=[F("status")],
-            order_by=[F("priority").asc(), F("created").asc(), F("id").asc()],
-        )
-    )
-    cards = (read_cards or board_cards)(
-        ranked.filter(rank__lte=COLUMN_CARD_LIMIT).order_by("priority", "created", "id"),
-        config=config,
-        now=now,
-    )
+    cards = (read_cards or board_cards)(Selection(*shown_sql), config=config, now=now)
     by_status: dict[str, list] = {s: [] for s in p.TASK_STATES}
     for card in cards:
         by_status[card.status].append(card)
@@ -283,7 +273,10 @@ def board_state(
         )
         for s in BOARD_COLUMNS
     ]
-    lanes = _lanes(tasks, columns, filters.lanes) if filters.lanes else []
+    lanes = []
+    if filters.lanes:
+        tasks = _scoped(Project(pk=project.pk), filters, active, cutoff)
+        lanes = _lanes(tasks, columns, filters.lanes)
     agents = list(
         Agent.objects.filter(project=project)
         .select_related("current_task")
@@ -307,6 +300,38 @@ def board_state(
         "total": sum(counts.values()),
         "archived": archived,
     }
+
+
+def _scoped(project: Project, filters: BoardFilters, sprint, cutoff) -> QuerySet[Task]:
+    """`board_tasks` without the archived ones (those that ended before `cutoff`)."""
+    tasks = board_tasks(project=project, filters=filters, sprint=sprint)
+    return tasks.exclude(archived_q(cutoff)) if cutoff is not None else tasks
+
+
+def _selection(filters, shown, in_sprint: bool, archiving: bool, project_pk, *values):
+    """`board_state`'s two statements, from the ORM: the tasks by state (the archived ones
+    counted apart) and the shown cards' ids — in each column its first COLUMN_CARD_LIMIT by
+    the board's order (priority, created, id) — in that order."""
+    values = list(values)
+    sprint = Sprint(pk=values.pop(0)) if in_sprint else None
+    cutoff = values.pop(0) if archiving else None
+    tasks = board_tasks(project=Project(pk=project_pk), filters=filters, sprint=sprint)
+    by_status = tasks.order_by().values_list("status")
+    if cutoff is not None:
+        old = archived_q(cutoff)
+        grouped = by_status.annotate(n=Count("id", filter=~old), old=Count("id", filter=old))
+    else:
+        grouped = by_status.annotate(n=Count("id"), old=Value(0))
+    ranked = _scoped(Project(pk=project_pk), filters, sprint, cutoff).filter(status__in=shown)
+    ranked = ranked.annotate(
+        rank=Window(
+            RowNumber(),
+            partition_by=[F("status")],
+            order_by=[F("priority").asc(), F("created").asc(), F("id").asc()],
+        )
+    )
+    cards = ranked.filter(rank__lte=COLUMN_CARD_LIMIT).order_by("priority", "created", "id")
+    return [grouped.query.sql_with_params(), cards.values("id").query.sql_with_params()]
 
 
 def wip_limits(config) -> dict[str, int]:
@@ -464,34 +489,4 @@ def board_header(
         "metrics": shown,
         # The ids the board's filter menus offer (read with the rows above).
         "menus": menus,
-    }
-
-
-def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
-    """Everything the task drawer shows (SPEC §7): every field, the timeline, time in each
-    state, notes, discoveries, anomalies, the handoff and every review round."""
-    task = in_project(
-        card_tasks(Task.objects.select_related("goal", "project")), project, what="task", key=key
-    )
-    config = config_of(project)
-    return {
-        "project": project,
-        "task": task,
-        "card": card_for(task, config, now),
-        "history": task_history(task=task),
-        "time_in_states": time_in_states(task=task, now=now),
-        "notes": task.human_notes.select_related("author").order_by("timestamp", "id"),
-        "discoveries": project.discoveries.filter(during=task.key).order_by("created", "id"),
-        "anomalies": task.anomalies.order_by("timestamp", "id"),
-        "handoff": Handoff.objects.filter(task=task).first(),
-        "depends_on": task.depends_on.order_by("key"),
-        # Every round, closed ones too: `task.reviews` is the card's prefetch (open reviews only).
-        "reviews": Review.objects.filter(project=project, task=task).order_by("claimed_at", "id"),
-        # What each submission changed (issue 25), newest first.
-        "changes": list(task.change_summaries.order_by("-created", "-id")[:10]),
-        # The supervisors' spawns on it (issue 12 §2), newest first: why a coder keeps failing.
-        "runs": with_cost(Run.objects.filter(project=project, task=task))
-        .select_related("agent")
-        .order_by("-started", "-id")[:20],
-        "now": now,
     }

@@ -290,9 +290,21 @@ def _shown_ids(ids: list[int]) -> tuple[str, list]:
     return f"SELECT id, n FROM unnest('{{{listed}}}'::bigint[]) WITH ORDINALITY AS u(id, n)", []
 
 
-def _shown_query(queryset: QuerySet) -> tuple[str, list]:
+@dataclass(frozen=True)
+class Selection:
+    """Tasks chosen by a statement of their ids, in its order (`board_state`'s, compiled once
+    per shape: `rows.compiled`); taken where a queryset of tasks is."""
+
+    sql: str
+    params: list
+
+
+def _shown_query(queryset: QuerySet | Selection) -> tuple[str, list]:
     """`queryset`'s tasks, in its order, as `_inputs_sql`'s source: its own SQL, run once."""
-    sql, params = queryset.values("id").query.sql_with_params()
+    if isinstance(queryset, Selection):
+        sql, params = queryset.sql, queryset.params
+    else:
+        sql, params = queryset.values("id").query.sql_with_params()
     # Numbered as the ordered subquery yields them: nothing between the two reorders rows.
     return f"SELECT q.id, row_number() OVER () AS n FROM ({sql}) q", list(params)
 

@@ -22,8 +22,8 @@ from boards.board.selectors.board import (
     BoardFilters,
     board_header,
     board_state,
-    drawer_state,
 )
+from boards.board.selectors.drawer import drawer_state
 from boards.board.selectors.projects import project_summaries
 from boards.board.selectors.replay import (
     board_at,
