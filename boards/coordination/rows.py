@@ -167,6 +167,11 @@ def aggregates(*parts: tuple[QuerySet, dict[str, Aggregate]]) -> dict[str, objec
     """`queryset.aggregate(**named)` for each part, in one statement: each part's own SQL (the
     ORM's, its filters unchanged) as a one-row subquery, side by side. For a page that reads
     several counts of different tables (the board header); the names must differ across parts."""
+    return aggregated(*aggregates_sql(*parts))
+
+
+def aggregates_sql(*parts: tuple[QuerySet, dict[str, Aggregate]]) -> tuple[str, list]:
+    """`aggregates`' statement, to run with `aggregated` (or to keep: `compiled`)."""
     sqls, params, names = [], [], []
     for rows, named in parts:
         # Grouped by a constant, which the ORM leaves out of GROUP BY: a plain aggregate.
@@ -175,12 +180,15 @@ def aggregates(*parts: tuple[QuerySet, dict[str, Aggregate]]) -> dict[str, objec
         sqls.append(f"({sql}) AS part{len(sqls)}")
         params.extend(part_params)
         names.extend(named)
+    columns = ", ".join(connection.ops.quote_name(n) for n in names)
+    return f"SELECT {columns} FROM {' CROSS JOIN '.join(sqls)}", params
+
+
+def aggregated(sql: str, params: list) -> dict[str, object]:
+    """The one row of an `aggregates_sql` statement, by name."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {', '.join(connection.ops.quote_name(n) for n in names)} "
-            f"FROM {' CROSS JOIN '.join(sqls)}",
-            params,
-        )
+        cursor.execute(sql, params)
+        names = [column.name for column in cursor.description]
         return dict(zip(names, cursor.fetchone(), strict=True))
 
 

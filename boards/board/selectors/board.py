@@ -9,42 +9,33 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 
 from django.db import connection
 from django.db.models import Count, F, Q, QuerySet, Value, Window
 from django.db.models.functions import RowNumber
 from django.http import QueryDict
-from django.utils import timezone
 
 from agents.models import Agent
 from boards import protocol as p
-from boards.board.selectors.cards import (
-    ALERT_SEVERITY,
-    SPRINT_LANE,
-    Selection,
-    board_cards,
-    with_lanes,
-)
+from boards.board.selectors.cards import ALERT_SEVERITY as ALERT_SEVERITY
+from boards.board.selectors.cards import SPRINT_LANE, Selection, board_cards, with_lanes
+from boards.board.selectors.cards import card_for as card_for
+from boards.board.selectors.cards import card_tasks as card_tasks
+from boards.board.selectors.drawer import drawer_state as drawer_state
+
+# The header's reads (`selectors.header`), offered here with the rest of the board's.
+from boards.board.selectors.header import blocked_tasks as blocked_tasks
+from boards.board.selectors.header import board_header as board_header
+from boards.board.selectors.header import header_counts as header_counts
+from boards.board.selectors.header import header_rows as header_rows
+from boards.board.selectors.header import open_alerts as open_alerts
 from boards.coordination import rows
-from boards.coordination.models.projects import Goal, Project, Sprint
-from boards.coordination.models.records import Alert, CircuitBreaker
+from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.models.tasks import Task
-from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.availability import agents_availability
-from boards.coordination.selectors.breaker import breaker_sql
 from boards.coordination.selectors.filters import TaskFilter, filter_errors, in_sprint_q
 from boards.coordination.selectors.limits import concurrency_shown
-from boards.coordination.selectors.sprints import (
-    goal_current_sql,
-    sprint_current_sql,
-    sprint_metrics_current,
-    sprint_metrics_live,
-    sprint_metrics_of,
-    sprint_metrics_parts,
-)
 from boards.protocol import TaskStatus
-from boards.watch.selectors.watch import watcher_seen
 
 # Cards rendered per column; beyond it the column shows its count and asks for a filter (search,
 # swimlanes, `j`/`k` stay on what is shown), so a 5,000-task project stays usable. Terminal
@@ -247,7 +238,7 @@ def board_state(
     )
     # The shape's statements are built once per process (`rows.compiled`); the project, the
     # sprint and the cutoff are bound into them.
-    shape = ("board", filters, shown, active is not None, cutoff is not None)
+    shape = ("board", filters, shown, active is not None, cutoff is not None, COLUMN_CARD_LIMIT)
     values = [project.pk, *([active.pk] if active else []), *([cutoff] if cutoff else [])]
     build = functools.partial(_selection, filters, shown, active is not None, cutoff is not None)
     (counts_sql, counts_params), shown_sql = rows.compiled(shape, build, *values)
@@ -379,114 +370,3 @@ def _lanes(tasks: QuerySet, columns: list[Column], by: str) -> list[Lane]:
         )
         for key in keys
     ]
-
-
-def open_alerts(*, project: Project) -> QuerySet:
-    """The project's unresolved alerts: the header's counts and the alerts panel."""
-    return Alert.objects.filter(project=project, resolved_at__isnull=True)
-
-
-def blocked_tasks(*, project: Project) -> QuerySet:
-    """The project's BLOCKED tasks (the humans' queue, whatever the filters or the sprint)."""
-    return Task.objects.filter(project=project, status=TaskStatus.BLOCKED)
-
-
-def header_counts(*, project: Project, also=()) -> tuple[dict[str, int], dict[str, int], dict]:
-    """The numbers every viewer of the board reads the same (issue 25), in one statement: the
-    header's "blocked" and the banner's "N blocked tasks" are one count (`blocked_tasks`),
-    redrawn with the header on every move; and the open alerts by level, most severe first,
-    levels without any left out. `also`: other `rows.aggregates` parts read in the same
-    statement (the sprint metrics'), answered by name in the third value."""
-    row = rows.aggregates(
-        (blocked_tasks(project=project), {"blocked": Count("id")}),
-        (
-            open_alerts(project=project),
-            {f"alerts_{level}": Count("id", filter=Q(level=level)) for level in ALERT_SEVERITY},
-        ),
-        *also,
-    )
-    by_level = {level: row[f"alerts_{level}"] for level in ALERT_SEVERITY}
-    return {"blocked": row["blocked"]}, {level: n for level, n in by_level.items() if n}, row
-
-
-def header_rows(*, project: Project) -> tuple[Sprint | None, CircuitBreaker, Goal | None]:
-    """`sprint_current`, `breaker_status` and `goal_current` in one statement: each one's own
-    SQL, side by side."""
-    return _header_and_menus(project)[:3]
-
-
-def _header_and_menus(project: Project) -> tuple[Sprint | None, CircuitBreaker, Goal | None, dict]:
-    """`header_rows` and, in the same statement, the ids the board's filter menus offer
-    (sprints and goals, each in its model's order)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _header_sql(),
-            # In the order of the placeholders: the menus' (in the select list), then the rows'.
-            [*[project.pk] * 3, *p.OPEN_SPRINT_STATES, *[project.pk] * 2, p.GoalStatus.IN_PROGRESS],
-        )
-        values = cursor.fetchone()
-    found: list = []
-    for model, _alias in _HEADER_ROWS:
-        width = rows.width(model)
-        chunk, values = values[:width], values[width:]
-        found.append(rows.from_row(model, chunk) if chunk[0] is not None else None)
-    sprint, breaker, goal = found
-    menus = {"sprints": values[0], "goals": values[1]}
-    return sprint, breaker or CircuitBreaker(project=project), goal, menus
-
-
-_HEADER_ROWS = ((Sprint, "s"), (CircuitBreaker, "b"), (Goal, "g"))
-
-
-def _menu_ids(model, field: str) -> str:
-    """`ARRAY(...)` of one project's `field` values in `model`'s own order (its Meta)."""
-    meta, quote = model._meta, connection.ops.quote_name
-    order = ", ".join(
-        quote(meta.get_field(name.lstrip("-")).column) + (" DESC" if name[0] == "-" else "")
-        for name in meta.ordering
-    )
-    column = quote(meta.get_field(field).column)
-    return (
-        f"ARRAY(SELECT {column} FROM {quote(meta.db_table)} WHERE project_id = %s ORDER BY {order})"
-    )
-
-
-@cache
-def _header_sql() -> str:
-    columns = ", ".join(rows.select_list(model, alias) for model, alias in _HEADER_ROWS)
-    return (
-        f"SELECT {columns}, {_menu_ids(Sprint, 'sprint_id')}, {_menu_ids(Goal, 'goal_id')}"
-        " FROM (SELECT 1) one"
-        f" LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
-        f" LEFT JOIN LATERAL ({breaker_sql('%s')}) b ON TRUE"
-        f" LEFT JOIN LATERAL ({goal_current_sql('%s')}) g ON TRUE"
-    )
-
-
-def board_header(
-    *, project: Project, metrics: bool = True, now: datetime | None = None
-) -> dict[str, object]:
-    """The board header: goal, sprint status and deadline, live metrics (seed 002), the counts
-    every viewer shares (`header_counts`), and when the watcher last swept the project."""
-    sprint, breaker, goal, menus = _header_and_menus(project)
-    config = config_of(project)
-    # Counted now, the sprint's metrics are read in the counts' statement.
-    live = sprint is not None and metrics and sprint_metrics_live(sprint)
-    also = sprint_metrics_parts(sprint) if live else ()
-    counts, alert_counts, counted = header_counts(project=project, also=also)
-    shown = None
-    if sprint is not None and metrics:
-        shown = sprint_metrics_of(counted) if live else sprint_metrics_current(sprint)
-    return {
-        "project": project,
-        "config": config,
-        "counts": counts,
-        "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
-        "open_alerts": alert_counts,
-        "breaker": breaker,
-        "goal": goal,
-        "sprint": sprint,
-        "metrics": shown,
-        # The ids the board's filter menus offer (read with the rows above).
-        "menus": menus,
-    }
