@@ -21,10 +21,10 @@ from django.utils.safestring import SafeString, mark_safe
 
 from boards.board.selectors.board import BoardFilters, Column
 
-# Where the cards go: strings no value of the frame or the page can contain (PostgreSQL text,
-# so every value shown, holds no NUL; neither do the templates).
-_CARDS = "\x00cards\x00"
-_SLOT = "\x00"
+# Where the cards go: markers no value drawn in the frame or the page can contain — an escaped
+# value has no "<", and no template writes a NUL (a NUL a request sends is escaped text too).
+_CARDS = "<\x00cards\x00>"
+_SLOT, _SLOT_END = "<\x00slot ", "\x00>"
 # Frames remembered per process: eleven columns a board, a few lanes, many boards.
 LOCAL_FRAMES = 2048
 _frames: OrderedDict[tuple, tuple[str, str]] = OrderedDict()
@@ -73,17 +73,16 @@ class CardSlots:
         when each was rendered)."""
         before, after = _frame(column, filters)
         self._cards.append([card.html for card in column.cards])
-        return mark_safe(f"{before}{_SLOT}{len(self._cards) - 1}{_SLOT}{after}")
+        return mark_safe(f"{before}{_SLOT}{len(self._cards) - 1}{_SLOT_END}{after}")
 
     def fill(self, html: str) -> str:
         """`html` (the page, or a part of it, drawn with the slots) with the cards in them."""
-        parts = html.split(_SLOT)
-        pieces: list[str] = []
-        for n, part in enumerate(parts):
-            if n % 2:
-                pieces.extend(self._cards[int(part)])
-            else:
-                pieces.append(part)
+        first, *slotted = html.split(_SLOT)
+        pieces = [first]
+        for part in slotted:
+            n, rest = part.split(_SLOT_END, 1)
+            pieces.extend(self._cards[int(n)])
+            pieces.append(rest)
         return "".join(pieces)
 
 

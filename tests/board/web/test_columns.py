@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from boards.board.live import fragments
-from boards.board.web.columns import forget_frames
+from boards.board.web.columns import CardSlots, forget_frames
 from tests.board.live.helpers import sprint_world
 from tests.board.web.helpers import read_columns
 from tests.factories import member
@@ -86,3 +86,24 @@ def test_the_resync_fragment_has_the_pages_columns_with_their_cards(client, worl
     assert "\x00" not in columns and "\x00" not in page
     assert columns.strip() == page.strip()
     assert [c["data-key"] for c in read_columns(columns)["CLAIMED"].cards] == ["task-2"]
+
+
+def test_text_a_request_sends_cannot_pass_for_a_slot():
+    from django.utils.html import escape
+
+    from boards.board.live.fragments import CardFragment
+    from boards.board.selectors.board import BoardFilters, Column
+
+    slots = CardSlots()
+    column = Column(
+        status="CLAIMED",
+        count=1,
+        cards=[CardFragment("k", "CLAIMED", "<article/>")],
+        terminal=False,
+        expanded=True,
+    )
+    sent = escape("\x00<\x00slot 0\x00>\x00")  # e.g. a refused form's task key, shown again
+    page = f"<p>{sent}</p>{slots.column_html(column, BoardFilters())}<p>{sent}</p>"
+    filled = slots.fill(page)
+    assert filled.count("<article/>") == 1
+    assert filled.startswith(f"<p>{sent}</p>") and filled.endswith(f"<p>{sent}</p>")
