@@ -17,6 +17,9 @@ ORM's.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import TypeVar
 
@@ -164,6 +167,11 @@ def aggregates(*parts: tuple[QuerySet, dict[str, Aggregate]]) -> dict[str, objec
     """`queryset.aggregate(**named)` for each part, in one statement: each part's own SQL (the
     ORM's, its filters unchanged) as a one-row subquery, side by side. For a page that reads
     several counts of different tables (the board header); the names must differ across parts."""
+    return aggregated(*aggregates_sql(*parts))
+
+
+def aggregates_sql(*parts: tuple[QuerySet, dict[str, Aggregate]]) -> tuple[str, list]:
+    """`aggregates`' statement, to run with `aggregated` (or to keep: `compiled`)."""
     sqls, params, names = [], [], []
     for rows, named in parts:
         # Grouped by a constant, which the ORM leaves out of GROUP BY: a plain aggregate.
@@ -172,10 +180,81 @@ def aggregates(*parts: tuple[QuerySet, dict[str, Aggregate]]) -> dict[str, objec
         sqls.append(f"({sql}) AS part{len(sqls)}")
         params.extend(part_params)
         names.extend(named)
+    columns = ", ".join(connection.ops.quote_name(n) for n in names)
+    return f"SELECT {columns} FROM {' CROSS JOIN '.join(sqls)}", params
+
+
+def aggregated(sql: str, params: list) -> dict[str, object]:
+    """The one row of an `aggregates_sql` statement, by name."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {', '.join(connection.ops.quote_name(n) for n in names)} "
-            f"FROM {' CROSS JOIN '.join(sqls)}",
-            params,
-        )
+        cursor.execute(sql, params)
+        names = [column.name for column in cursor.description]
         return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+# Statements built through the ORM once per shape (`compiled`), by key, the latest used kept;
+# None for a shape that cannot be kept. Views run in several threads of one process.
+_SHAPES: OrderedDict[object, list[tuple[str, tuple, tuple[tuple[int, int], ...]]] | None] = (
+    OrderedDict()
+)
+_SHAPES_LOCK = threading.Lock()
+SHAPES_KEPT = 512
+_STAND_IN_BASE = -7_361_000_000_000
+
+
+def _stand_in(n: int, value: object) -> object:
+    """A value of `value`'s kind that nothing else in a statement holds, the `n`th."""
+    if isinstance(value, datetime):
+        return datetime(1901, 2, 3, tzinfo=UTC) + timedelta(microseconds=n + 1)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _STAND_IN_BASE - n
+    raise TypeError(f"no stand-in for {value!r}: only ids and moments vary in a shape")
+
+
+def _shape(build, values: tuple):
+    """`build`'s statements with stand-ins for `values`, and where each one went."""
+    stand_ins = [_stand_in(n, value) for n, value in enumerate(values)]
+    shapes = []
+    for sql, params in build(*stand_ins):
+        slots = tuple(
+            (i, n)
+            for i, param in enumerate(params)
+            for n, stand_in in enumerate(stand_ins)
+            if type(param) is type(stand_in) and param == stand_in
+        )
+        shapes.append((sql, tuple(params), slots))
+    found = {n for *_, slots in shapes for _, n in slots}
+    written = any(str(s) in sql for s in stand_ins for sql, *_ in shapes)
+    return shapes if found == set(range(len(stand_ins))) and not written else None
+
+
+def compiled(key: object, build, *values) -> list[tuple[str, list]]:
+    """The statements `build(*values)` answers (each `(sql, params)`, as
+    `query.sql_with_params()`), built and compiled by the ORM once per process for `key`,
+    the shape of the statements: whatever else they depend on (filters, which parts are
+    there). `values` (ids and moments, which may change with every call) are bound in the
+    params where the ORM put them. Building and compiling a page's querysets cost several
+    times their statements (a filtered, windowed selection: 3–4 ms of Python); this costs a
+    dict lookup. The first build is with stand-ins for `values`: a shape whose SQL holds one
+    written out, or whose params miss one, is not kept, and is built for every call instead.
+    """
+    with _SHAPES_LOCK:
+        known = key in _SHAPES
+        shapes = _SHAPES.get(key)
+        if known:
+            _SHAPES.move_to_end(key)
+    if not known:
+        shapes = _shape(build, values)
+        with _SHAPES_LOCK:
+            _SHAPES[key] = shapes
+            while len(_SHAPES) > SHAPES_KEPT:
+                _SHAPES.popitem(last=False)
+    if shapes is None:
+        return [(sql, list(params)) for sql, params in build(*values)]
+    out = []
+    for sql, params, slots in shapes:
+        bound = list(params)
+        for i, n in slots:
+            bound[i] = values[n]
+        out.append((sql, bound))
+    return out

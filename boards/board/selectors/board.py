@@ -6,53 +6,36 @@ board costs five queries for its cards and no model instances.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
-from django.db.models import (
-    Count,
-    F,
-    OuterRef,
-    Q,
-    QuerySet,
-    Value,
-    Window,
-)
+from django.db.models import Count, F, Q, QuerySet, Value, Window
 from django.db.models.functions import RowNumber
 from django.http import QueryDict
-from django.utils import timezone
 
-from agents.models import Agent, Run
-from agents.selectors import with_cost
+from agents.models import Agent
 from boards import protocol as p
-from boards.board.selectors.cards import (
-    ALERT_SEVERITY,
-    SPRINT_LANE,
-    board_cards,
-    card_for,
-    card_tasks,
-    with_lanes,
-)
+from boards.board.selectors.cards import ALERT_SEVERITY as ALERT_SEVERITY
+from boards.board.selectors.cards import SPRINT_LANE, Selection, board_cards, with_lanes
+from boards.board.selectors.cards import card_for as card_for
+from boards.board.selectors.cards import card_tasks as card_tasks
+from boards.board.selectors.drawer import drawer_state as drawer_state
+
+# The header's reads (`selectors.header`), offered here with the rest of the board's.
+from boards.board.selectors.header import blocked_tasks as blocked_tasks
+from boards.board.selectors.header import board_header as board_header
+from boards.board.selectors.header import header_counts as header_counts
+from boards.board.selectors.header import header_rows as header_rows
+from boards.board.selectors.header import open_alerts as open_alerts
 from boards.coordination import rows
-from boards.coordination.models.projects import Goal, Project, Sprint
-from boards.coordination.models.records import Alert, CircuitBreaker
-from boards.coordination.models.tasks import Handoff, Review, Task
-from boards.coordination.selectors.access import config_of, in_project
+from boards.coordination.models.projects import Project, Sprint
+from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.availability import agents_availability
-from boards.coordination.selectors.breaker import breaker_sql
 from boards.coordination.selectors.filters import TaskFilter, filter_errors, in_sprint_q
-from boards.coordination.selectors.history import task_history, time_in_states
 from boards.coordination.selectors.limits import concurrency_shown
-from boards.coordination.selectors.sprints import (
-    goal_current_sql,
-    sprint_current_sql,
-    sprint_metrics_current,
-)
 from boards.protocol import TaskStatus
-from boards.watch.selectors.watch import watcher_seen
 
 # Cards rendered per column; beyond it the column shows its count and asks for a filter (search,
 # swimlanes, `j`/`k` stay on what is shown), so a 5,000-task project stays usable. Terminal
@@ -200,11 +183,12 @@ class Column:
     cards: list  # of Card, or of the page's card fragments (`board_state`'s `read_cards`)
     terminal: bool
     expanded: bool
-    cards_html: str = ""  # the cards' markup, filled in by the view (boards.board.live.fragments)
+    cards_html: str = ""  # the cards' markup, where `boards/_column.html` places it
     # The advisory WIP limit (ProjectConfig.wip_limits; None: none) and the card cap.
     limit: int | None = None
     cap: int = COLUMN_CARD_LIMIT
     lane: str | None = None  # the swimlane this column is a cell of (None: no swimlanes)
+    html: str = ""  # the whole column's markup, filled in by the view (boards.board.web.columns)
 
     @property
     def hidden(self) -> int:
@@ -245,34 +229,26 @@ def board_state(
     config = header["config"]
     # "Active sprint by default": the open sprint's tasks, or every task when none is open.
     active = header["sprint"] if header["sprint"] is not None and header["sprint"].is_open else None
-    tasks = board_tasks(project=project, filters=filters, sprint=active)
     cutoff = archive_cutoff(config, now)
-    by_status = tasks.order_by().values_list("status")
-    if cutoff is not None and not filters.archived:
-        # Archival (issue #11): tasks that ended long ago leave the default view; history,
-        # search (?archived=1), the API and exports still have them. Counted beside the
-        # columns' counts, in the same statement.
-        old = archived_q(cutoff)
-        grouped = by_status.annotate(n=Count("id", filter=~old), old=Count("id", filter=old))
-        tasks = tasks.exclude(old)
-    else:
-        grouped = by_status.annotate(n=Count("id"), old=Value(0))
+    # Archival (issue #11): tasks that ended long ago leave the default view; history, search
+    # (?archived=1), the API and exports still have them.
+    cutoff = cutoff if not filters.archived else None
+    shown = tuple(
+        s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded
+    )
+    # The shape's statements are built once per process (`rows.compiled`); the project, the
+    # sprint and the cutoff are bound into them.
+    shape = ("board", filters, shown, active is not None, cutoff is not None, COLUMN_CARD_LIMIT)
+    values = [project.pk, *([active.pk] if active else []), *([cutoff] if cutoff else [])]
+    build = functools.partial(_selection, filters, shown, active is not None, cutoff is not None)
+    (counts_sql, counts_params), shown_sql = rows.compiled(shape, build, *values)
+    with connection.cursor() as cursor:
+        cursor.execute(counts_sql, counts_params)
+        grouped = cursor.fetchall()
     counts = {status: n for status, n, _ in grouped if n}
     archived = sum(old for _, _, old in grouped)
     limits = wip_limits(config)
-    shown = [s for s in p.TASK_STATES if s not in p.TERMINAL_TASK_STATES or s in filters.expanded]
-    ranked = tasks.filter(status__in=shown).annotate(
-        rank=Window(
-            RowNumber(),
-            partition_by=[F("status")],
-            order_by=[F("priority").asc(), F("created").asc(), F("id").asc()],
-        )
-    )
-    cards = (read_cards or board_cards)(
-        ranked.filter(rank__lte=COLUMN_CARD_LIMIT).order_by("priority", "created", "id"),
-        config=config,
-        now=now,
-    )
+    cards = (read_cards or board_cards)(Selection(*shown_sql), config=config, now=now)
     by_status: dict[str, list] = {s: [] for s in p.TASK_STATES}
     for card in cards:
         by_status[card.status].append(card)
@@ -288,7 +264,10 @@ def board_state(
         )
         for s in BOARD_COLUMNS
     ]
-    lanes = _lanes(tasks, columns, filters.lanes) if filters.lanes else []
+    lanes = []
+    if filters.lanes:
+        tasks = _scoped(Project(pk=project.pk), filters, active, cutoff)
+        lanes = _lanes(tasks, columns, filters.lanes)
     agents = list(
         Agent.objects.filter(project=project)
         .select_related("current_task")
@@ -301,7 +280,6 @@ def board_state(
     alerts = list(open_alerts(project=project)[:20])
     return {
         **header,
-        "menus": filter_menus(project=project),
         # Issue 24: the enforced concurrency caps, shown above the agents.
         "concurrency": concurrency_shown(project=project, config=config, now=now),
         "columns": columns,
@@ -315,21 +293,36 @@ def board_state(
     }
 
 
-def filter_menus(*, project: Project) -> dict[str, list[str]]:
-    """The ids the board's filter menus offer, sprints and goals in their models' order: one
-    statement."""
+def _scoped(project: Project, filters: BoardFilters, sprint, cutoff) -> QuerySet[Task]:
+    """`board_tasks` without the archived ones (those that ended before `cutoff`)."""
+    tasks = board_tasks(project=project, filters=filters, sprint=sprint)
+    return tasks.exclude(archived_q(cutoff)) if cutoff is not None else tasks
 
-    def ids(model, field: str) -> ArraySubquery:
-        rows = model.objects.filter(project_id=OuterRef("pk")).order_by(*model._meta.ordering)
-        return ArraySubquery(rows.values(field))
 
-    sprints, goals = (
-        Project.objects.filter(pk=project.pk)
-        .annotate(sprint_ids=ids(Sprint, "sprint_id"), goal_ids=ids(Goal, "goal_id"))
-        .values_list("sprint_ids", "goal_ids")
-        .get()
+def _selection(filters, shown, in_sprint: bool, archiving: bool, project_pk, *values):
+    """`board_state`'s two statements, from the ORM: the tasks by state (the archived ones
+    counted apart) and the shown cards' ids — in each column its first COLUMN_CARD_LIMIT by
+    the board's order (priority, created, id) — in that order."""
+    values = list(values)
+    sprint = Sprint(pk=values.pop(0)) if in_sprint else None
+    cutoff = values.pop(0) if archiving else None
+    tasks = board_tasks(project=Project(pk=project_pk), filters=filters, sprint=sprint)
+    by_status = tasks.order_by().values_list("status")
+    if cutoff is not None:
+        old = archived_q(cutoff)
+        grouped = by_status.annotate(n=Count("id", filter=~old), old=Count("id", filter=old))
+    else:
+        grouped = by_status.annotate(n=Count("id"), old=Value(0))
+    ranked = _scoped(Project(pk=project_pk), filters, sprint, cutoff).filter(status__in=shown)
+    ranked = ranked.annotate(
+        rank=Window(
+            RowNumber(),
+            partition_by=[F("status")],
+            order_by=[F("priority").asc(), F("created").asc(), F("id").asc()],
+        )
     )
-    return {"sprints": sprints, "goals": goals}
+    cards = ranked.filter(rank__lte=COLUMN_CARD_LIMIT).order_by("priority", "created", "id")
+    return [grouped.query.sql_with_params(), cards.values("id").query.sql_with_params()]
 
 
 def wip_limits(config) -> dict[str, int]:
@@ -377,112 +370,3 @@ def _lanes(tasks: QuerySet, columns: list[Column], by: str) -> list[Lane]:
         )
         for key in keys
     ]
-
-
-def open_alerts(*, project: Project) -> QuerySet:
-    """The project's unresolved alerts: the header's counts and the alerts panel."""
-    return Alert.objects.filter(project=project, resolved_at__isnull=True)
-
-
-def blocked_tasks(*, project: Project) -> QuerySet:
-    """The project's BLOCKED tasks (the humans' queue, whatever the filters or the sprint)."""
-    return Task.objects.filter(project=project, status=TaskStatus.BLOCKED)
-
-
-def header_counts(*, project: Project) -> tuple[dict[str, int], dict[str, int]]:
-    """The numbers every viewer of the board reads the same (issue 25), in one statement: the
-    header's "blocked" and the banner's "N blocked tasks" are one count (`blocked_tasks`),
-    redrawn with the header on every move; and the open alerts by level, most severe first,
-    levels without any left out."""
-    row = rows.aggregates(
-        (blocked_tasks(project=project), {"blocked": Count("id")}),
-        (
-            open_alerts(project=project),
-            {f"alerts_{level}": Count("id", filter=Q(level=level)) for level in ALERT_SEVERITY},
-        ),
-    )
-    by_level = {level: row[f"alerts_{level}"] for level in ALERT_SEVERITY}
-    return {"blocked": row["blocked"]}, {level: n for level, n in by_level.items() if n}
-
-
-def header_rows(*, project: Project) -> tuple[Sprint | None, CircuitBreaker, Goal | None]:
-    """`sprint_current`, `breaker_status` and `goal_current` in one statement: each one's own
-    SQL, side by side."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _header_sql(),
-            [project.pk, *p.OPEN_SPRINT_STATES, project.pk, project.pk, p.GoalStatus.IN_PROGRESS],
-        )
-        values = cursor.fetchone()
-    found: list = []
-    for model, _alias in _HEADER_ROWS:
-        width = rows.width(model)
-        chunk, values = values[:width], values[width:]
-        found.append(rows.from_row(model, chunk) if chunk[0] is not None else None)
-    sprint, breaker, goal = found
-    return sprint, breaker or CircuitBreaker(project=project), goal
-
-
-_HEADER_ROWS = ((Sprint, "s"), (CircuitBreaker, "b"), (Goal, "g"))
-
-
-@cache
-def _header_sql() -> str:
-    columns = ", ".join(rows.select_list(model, alias) for model, alias in _HEADER_ROWS)
-    return (
-        f"SELECT {columns} FROM (SELECT 1) one"
-        f" LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
-        f" LEFT JOIN LATERAL ({breaker_sql('%s')}) b ON TRUE"
-        f" LEFT JOIN LATERAL ({goal_current_sql('%s')}) g ON TRUE"
-    )
-
-
-def board_header(
-    *, project: Project, metrics: bool = True, now: datetime | None = None
-) -> dict[str, object]:
-    """The board header: goal, sprint status and deadline, live metrics (seed 002), the counts
-    every viewer shares (`header_counts`), and when the watcher last swept the project."""
-    sprint, breaker, goal = header_rows(project=project)
-    config = config_of(project)
-    counts, alert_counts = header_counts(project=project)
-    return {
-        "project": project,
-        "config": config,
-        "counts": counts,
-        "watcher": watcher_seen(project=project, config=config, now=now or timezone.now()),
-        "open_alerts": alert_counts,
-        "breaker": breaker,
-        "goal": goal,
-        "sprint": sprint,
-        "metrics": sprint_metrics_current(sprint) if sprint and metrics else None,
-    }
-
-
-def drawer_state(*, project: Project, key: str, now) -> dict[str, object]:
-    """Everything the task drawer shows (SPEC §7): every field, the timeline, time in each
-    state, notes, discoveries, anomalies, the handoff and every review round."""
-    task = in_project(
-        card_tasks(Task.objects.select_related("goal", "project")), project, what="task", key=key
-    )
-    config = config_of(project)
-    return {
-        "project": project,
-        "task": task,
-        "card": card_for(task, config, now),
-        "history": task_history(task=task),
-        "time_in_states": time_in_states(task=task, now=now),
-        "notes": task.human_notes.select_related("author").order_by("timestamp", "id"),
-        "discoveries": project.discoveries.filter(during=task.key).order_by("created", "id"),
-        "anomalies": task.anomalies.order_by("timestamp", "id"),
-        "handoff": Handoff.objects.filter(task=task).first(),
-        "depends_on": task.depends_on.order_by("key"),
-        # Every round, closed ones too: `task.reviews` is the card's prefetch (open reviews only).
-        "reviews": Review.objects.filter(project=project, task=task).order_by("claimed_at", "id"),
-        # What each submission changed (issue 25), newest first.
-        "changes": list(task.change_summaries.order_by("-created", "-id")[:10]),
-        # The supervisors' spawns on it (issue 12 §2), newest first: why a coder keeps failing.
-        "runs": with_cost(Run.objects.filter(project=project, task=task))
-        .select_related("agent")
-        .order_by("-started", "-id")[:20],
-        "now": now,
-    }

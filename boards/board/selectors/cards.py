@@ -290,9 +290,21 @@ def _shown_ids(ids: list[int]) -> tuple[str, list]:
     return f"SELECT id, n FROM unnest('{{{listed}}}'::bigint[]) WITH ORDINALITY AS u(id, n)", []
 
 
-def _shown_query(queryset: QuerySet) -> tuple[str, list]:
+@dataclass(frozen=True)
+class Selection:
+    """Tasks chosen by a statement of their ids, in its order (`board_state`'s, compiled once
+    per shape: `rows.compiled`); taken where a queryset of tasks is."""
+
+    sql: str
+    params: list
+
+
+def _shown_query(queryset: QuerySet | Selection) -> tuple[str, list]:
     """`queryset`'s tasks, in its order, as `_inputs_sql`'s source: its own SQL, run once."""
-    sql, params = queryset.values("id").query.sql_with_params()
+    if isinstance(queryset, Selection):
+        sql, params = queryset.sql, queryset.params
+    else:
+        sql, params = queryset.values("id").query.sql_with_params()
     # Numbered as the ordered subquery yields them: nothing between the two reorders rows.
     return f"SELECT q.id, row_number() OVER () AS n FROM ({sql}) q", list(params)
 
@@ -314,7 +326,10 @@ def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[st
     pair; a lock does not —, the other rows' values above, each in a fixed order, and whether
     each open review is live *now* (`lease_alive` as a query bound: the one input that moves
     with the clock). A card's age in its state comes from its last transition event, which
-    the service that moved the task writes in the transaction that saved its row."""
+    the service that moved the task writes in the transaction that saved its row. They come
+    as one text, a row value's (unambiguous: NULL, empty and quoted fields differ), so a
+    version costs a page one short string per card to decode and hash, not arrays of dates;
+    the inputs a card shows come apart beside it when `full`."""
     from django.db import connection
 
     q = connection.ops.quote_name
@@ -328,8 +343,11 @@ def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[st
     # In the order of the placeholders: the source's, the dependencies' MERGED, the reviews'
     # liveness bound (`lease_alive` as a query bound), then the entered rule's.
     params = [*params, TaskStatus.MERGED, lease_stale_before(now, config)]
-    entered_column, entered_join = "", ""
+    entered_column, entered_join, card_inputs = "", "", ""
     if full:
+        card_inputs = (
+            ", w.keys, rv.reviewers, rv.verdicts, rv.leases, al.levels, rn.started, sec.ids"
+        )
         entered_column = ", en.at"
         entered_join = (
             f" LEFT JOIN LATERAL (SELECT max({q('timestamp')}) AS at FROM {event}"
@@ -342,9 +360,9 @@ def _inputs_sql(shown: tuple[str, list], *, full: bool, config, now) -> tuple[st
         f" sec AS MATERIALIZED (SELECT project_id, array_agg(agent_id ORDER BY agent_id) AS ids"
         f" FROM {agent} WHERE security_reviewer AND project_id IN (SELECT t.project_id"
         f" FROM shown JOIN {task} t ON t.id = shown.id) GROUP BY project_id)"
-        f" SELECT {columns}, t.xmin::text || ':' || t.ctid::text, w.keys, rv.reviewers,"
-        " rv.verdicts, rv.leases, rv.live, al.levels, rn.started,"
-        f" sec.ids{entered_column} FROM shown s JOIN {task} t ON t.id = s.id"
+        f" SELECT {columns}, ROW(t.xmin::text || ':' || t.ctid::text, w.keys, rv.reviewers,"
+        " rv.verdicts, rv.leases, rv.live, al.levels, rn.started, sec.ids)::text"
+        f"{card_inputs}{entered_column} FROM shown s JOIN {task} t ON t.id = s.id"
         f" LEFT JOIN LATERAL (SELECT array_agg(d.{q('key')} ORDER BY d.{q('key')}) AS keys"
         f" FROM {edge} e JOIN {task} d ON d.id = e.to_task_id"
         " WHERE e.from_task_id = t.id AND d.status <> %s) w ON true"
@@ -372,14 +390,10 @@ def _read(shown: tuple[str, list], *, full: bool, config, now) -> list[tuple]:
         return cursor.fetchall()
 
 
-# `_inputs_sql`'s columns after the row's: what a version covers (`_stamp`), then `entered`.
-_INPUTS = 9
-
-
-def _stamp(salt: str, inputs: tuple) -> str:
-    """A card's version: `salt` and its inputs as read (already in a fixed order), hashed.
+def _stamp(salt: str, inputs: str) -> str:
+    """A card's version: `salt` and its inputs as read (`_inputs_sql`'s row text), hashed.
     The only work per card when its fragment is cached."""
-    return hashlib.blake2b(f"{salt}|{inputs!r}".encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(f"{salt}|{inputs}".encode(), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +413,7 @@ def card_versions(queryset: QuerySet, *, config, now, salt: str = "") -> list[Ca
     number. `salt`: what every card of the project reads besides the rows its version covers
     (`boards.board.live.fragments.project_salt`)."""
     rows = _read(_shown_query(queryset), full=False, config=config, now=now)
-    return [CardVersion(r[0], r[1], r[2], _stamp(salt, r[3:])) for r in rows]
+    return [CardVersion(r[0], r[1], r[2], _stamp(salt, r[3])) for r in rows]
 
 
 def versioned_cards(
@@ -421,8 +435,9 @@ def _versioned(shown, *, config, now, salt: str) -> list[tuple[CardVersion, Card
     out = []
     for values in _read(shown, full=True, config=config, now=now):
         row = _TaskRow(*values[:width])
-        inputs = values[width : width + _INPUTS]
-        _version, waiting, reviewers, verdicts, leases, _live, alerts, running, security = inputs
+        inputs, waiting, reviewers, verdicts, leases, alerts, running, security = values[
+            width : width + 8
+        ]
         open_reviews = [
             _ReviewRow(*r) for r in zip(reviewers or (), verdicts or (), leases or (), strict=True)
         ]

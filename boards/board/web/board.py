@@ -13,7 +13,6 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.safestring import mark_safe
 
 from boards import protocol as p
 from boards.board.live.fragments import page_fragments
@@ -23,8 +22,8 @@ from boards.board.selectors.board import (
     BoardFilters,
     board_header,
     board_state,
-    drawer_state,
 )
+from boards.board.selectors.drawer import drawer_state
 from boards.board.selectors.projects import project_summaries
 from boards.board.selectors.replay import (
     board_at,
@@ -32,6 +31,7 @@ from boards.board.selectors.replay import (
     replay_steps,
     tasks_created_since,
 )
+from boards.board.web.columns import CardSlots
 from boards.coordination.models.projects import Project
 from boards.coordination.outbox import current_sequence
 from boards.coordination.web.access import project_for_member, project_for_role
@@ -56,11 +56,12 @@ def _board_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     read_cards = functools.partial(page_fragments, project=project)
     state = board_state(project=project, filters=filters, now=now, read_cards=read_cards)
     lane_columns = [column for lane in state["lanes"] for column in lane.columns]
+    cards = CardSlots()  # filled in once the page is drawn (`cards.fill`)
     for column in [*state["columns"], *lane_columns]:
-        # Joined template output, escaped when each card was rendered.
-        column.cards_html = mark_safe("".join(card.html for card in column.cards))
+        column.html = cards.column_html(column, filters)
     return {
         **state,
+        "card_slots": cards,
         "seq": seq,
         "now": now,
         "task_states": p.TASK_STATES,
@@ -79,7 +80,8 @@ def board_page(
     context["open_task"] = open_task
     # A filter the board refused is shown with the board, unfiltered by it (400).
     status = 400 if context["filters"].errors and status == 200 else status
-    return render(request, "boards/board.html", context, status=status)
+    html = render_to_string("boards/board.html", context, request)
+    return HttpResponse(context["card_slots"].fill(html), status=status)
 
 
 @login_required
@@ -156,7 +158,9 @@ def board_fragment(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(
         {
             "seq": context["seq"],
-            "columns": render_to_string("boards/_columns.html", context, request),
+            "columns": context["card_slots"].fill(
+                render_to_string("boards/_columns.html", context, request)
+            ),
             "header": render_to_string("boards/_header.html", context, request),
             "agents": render_to_string("boards/_agents.html", context, request),
         }

@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Model, QuerySet
 
+from boards.coordination import rows
 from boards.coordination.models.projects import Membership, Project, ProjectConfig
 from boards.errors import NotFound
 
@@ -41,14 +44,63 @@ def config_of(project: Project) -> ProjectConfig:
         return ProjectConfig(project=project)
 
 
-def human_role(user: AbstractBaseUser | None, project: Project) -> str | None:
-    """The user's role in `project`; site staff act as admins everywhere (SPEC §3)."""
+# `_role_without_membership`'s answer when only the user's membership can tell.
+_ASK_MEMBERSHIP = "membership"
+
+
+def _role_without_membership(user: AbstractBaseUser | None) -> str | None:
+    """What the user's account alone says: no role (anonymous, inactive), admin (site staff act
+    as admins everywhere, SPEC §3), or `_ASK_MEMBERSHIP`."""
     if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
         return None
     if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
         return Membership.Role.ADMIN
+    return _ASK_MEMBERSHIP
+
+
+def human_role(user: AbstractBaseUser | None, project: Project) -> str | None:
+    """The user's role in `project`; site staff act as admins everywhere (SPEC §3)."""
+    role = _role_without_membership(user)
+    if role != _ASK_MEMBERSHIP:
+        return role
     membership = Membership.objects.filter(project=project, user=user).first()
     return membership.role if membership else None
+
+
+def project_with_role(
+    *, slug: str, user: AbstractBaseUser | None
+) -> tuple[Project | None, str | None]:
+    """The project named `slug` with its config (`config_of` reads no more), and `user`'s role
+    in it (`human_role`), in one statement: every page of a project asks both first."""
+    role = _role_without_membership(user)
+    asked = user.pk if role == _ASK_MEMBERSHIP else None
+    with connection.cursor() as cursor:
+        cursor.execute(_project_with_role_sql(), [asked, slug])
+        values = cursor.fetchone()
+    if values is None:
+        return None, None
+    width = rows.width(Project)
+    project = rows.from_row(Project, values[:width])
+    config_values = values[width:-1]
+    config = rows.from_row(ProjectConfig, config_values) if config_values[0] is not None else None
+    # What `select_related("config")` leaves: no query on `project.config`, None raising
+    # DoesNotExist as without a row.
+    Project.config.related.set_cached_value(project, config)
+    if config is not None:
+        ProjectConfig.project.field.set_cached_value(config, project)
+    return project, values[-1] if role == _ASK_MEMBERSHIP else role
+
+
+@cache
+def _project_with_role_sql() -> str:
+    quote = connection.ops.quote_name
+    table = {m: quote(m._meta.db_table) for m in (Project, ProjectConfig, Membership)}
+    return (
+        f"SELECT {rows.select_list(Project, 'p')}, {rows.select_list(ProjectConfig, 'c')}, m.role"
+        f" FROM {table[Project]} p LEFT JOIN {table[ProjectConfig]} c ON c.project_id = p.id"
+        f" LEFT JOIN LATERAL (SELECT role FROM {table[Membership]} WHERE project_id = p.id"
+        " AND user_id = %s ORDER BY id LIMIT 1) m ON TRUE WHERE p.slug = %s"
+    )
 
 
 # The planning right (issue 25): `require_role(..., human=PLAN)` asks for it.

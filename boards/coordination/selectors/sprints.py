@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from django.db import connection
-from django.db.models import Count, Q, Sum
+from django.db.models import Aggregate, Count, Q, QuerySet, Sum
 
 from boards import protocol as p
 from boards.coordination import rows
@@ -110,14 +110,14 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
     tasks_done 2 (terminal), task-2 REJECTED is "in progress", and the stretch task-6 is not
     among tasks_blocked.
     """
+    # Both aggregates in one statement: the board header reads them on every render.
+    return sprint_metrics_of(rows.aggregates(*sprint_metrics_parts(sprint)))
+
+
+def sprint_metrics_parts(sprint: Sprint) -> list[tuple[QuerySet, dict[str, Aggregate]]]:
+    """What `sprint_metrics` counts, as `rows.aggregates` parts: a page that reads other
+    counts too (the board header) reads these in the same statement, then `sprint_metrics_of`."""
     planned = Task.objects.filter(planned_in=sprint)
-    tasks = {
-        "tasks_done": Count("id", filter=Q(status__in=p.TERMINAL_TASK_STATES)),
-        "tasks_in_progress": Count("id", filter=Q(status__in=p.IN_PROGRESS_TASK_STATES)),
-        "tasks_blocked": Count("id", filter=Q(status=TaskStatus.BLOCKED)),
-        "iterations_total": Sum("iteration", default=0),
-        "review_cycles_total": Sum("review_cycles_total", default=0),
-    }
     # Only the three actions counted below (a sprint's history is mostly other events), of
     # its planned tasks, read from the sprint's own rows (no join through the tasks).
     counted = (Action.APPROVED, Action.REJECTED, Action.READY_FOR_REVIEW)
@@ -129,9 +129,8 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
     )
     if sprint.started:
         events = events.filter(timestamp__gte=sprint.started)
-    # Both aggregates in one statement: the board header reads them on every render.
-    row = rows.aggregates(
-        (planned, tasks),
+    return [
+        (planned, dict(_TASK_COUNTS)),
         (
             events,
             {
@@ -140,13 +139,25 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
                 "submitted": Count("id", filter=Q(action=Action.READY_FOR_REVIEW)),
             },
         ),
-    )
-    counts = {name: row[name] for name in tasks}
-    verdicts = row
-    approvals, rejections = verdicts["approvals"], verdicts["rejections"]
+    ]
+
+
+_TASK_COUNTS = {
+    "tasks_done": Count("id", filter=Q(status__in=p.TERMINAL_TASK_STATES)),
+    "tasks_in_progress": Count("id", filter=Q(status__in=p.IN_PROGRESS_TASK_STATES)),
+    "tasks_blocked": Count("id", filter=Q(status=TaskStatus.BLOCKED)),
+    "iterations_total": Sum("iteration", default=0),
+    "review_cycles_total": Sum("review_cycles_total", default=0),
+}
+
+
+def sprint_metrics_of(row: dict[str, object]) -> dict[str, object]:
+    """`sprint_metrics` from what its parts counted (`row`, by name)."""
+    counts = {name: row[name] for name in _TASK_COUNTS}
+    approvals, rejections = row["approvals"], row["rejections"]
     verdict_count = approvals + rejections
     approval_rate = round(100 * approvals / verdict_count) if verdict_count else None
-    submitted = verdicts["submitted"]
+    submitted = row["submitted"]
     return {
         **counts,
         "review_verdict_approvals": approvals,
@@ -162,8 +173,12 @@ def sprint_metrics(sprint: Sprint) -> dict[str, object]:
     }
 
 
+def sprint_metrics_live(sprint: Sprint) -> bool:
+    """Whether the sprint's metrics are counted now: while it is open (and when it ended
+    without its snapshot); afterwards they are the snapshot taken at its end."""
+    return sprint.is_open or not sprint.metrics
+
+
 def sprint_metrics_current(sprint: Sprint) -> dict[str, object]:
     """Live while the sprint is open; the snapshot taken at its end afterwards."""
-    if not sprint.is_open and sprint.metrics:
-        return sprint.metrics
-    return sprint_metrics(sprint)
+    return sprint_metrics(sprint) if sprint_metrics_live(sprint) else sprint.metrics

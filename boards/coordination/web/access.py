@@ -6,16 +6,15 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
 from boards.coordination.models.projects import Membership, Project
-from boards.coordination.selectors.access import human_role, person_may, role_allows
+from boards.coordination.selectors.access import person_may, project_with_role, role_allows
 
 
 def project_for_member(request: HttpRequest, slug: str) -> tuple[Project, str]:
     """The project and the user's role; a non-member gets the same 404 as a missing project."""
     if "\x00" in slug:
         raise Http404("No such project.")
-    project = Project.objects.select_related("config").filter(slug=slug).first()
-    role = human_role(request.user, project) if project is not None else None
-    if role is None:
+    project, role = project_with_role(slug=slug, user=request.user)
+    if project is None or role is None:
         raise Http404("No such project.")
     return project, role
 
