@@ -3,7 +3,9 @@ fresh clone (its own `.venv`, its own embedded PostgreSQL cluster, in-memory cha
 watcher; `../shared` beside it as in the project's layout) the scripted planner, two coders and
 two reviewers, each a real `liza supervise` process, finish the demo goal unattended, and the
 finished board is still there when the cluster is started again; with the port taken the command
-fails at once, clearly, with no "running at" line for someone else's server."""
+fails at once, clearly, with no "running at" line for someone else's server. The same run
+proves the plain `.ci/serve` on the embedded default (the watcher beside the server, liza_demo's
+flow project, everything stopped with the command)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import psycopg
 from boards.protocol import Action, GoalStatus, TaskStatus
 from tests.embedded_cluster import embedded_cluster
 from tests.live_server import ROOT, free_port
+from tests.site.serving import children, insights_csv, stops_on_sigterm
 
 LIMIT = 180  # seconds: the issue's "under 3 minutes", for the team alone
 
@@ -73,7 +76,91 @@ def test_a_taken_port_is_a_clear_error_before_anything_starts(tmp_path):
     assert time.monotonic() - started < 30  # before the install, migrations and the team
 
 
+def _the_team_finished(output: str, clone, port: int) -> None:
+    done = re.search(r"liza demo-team: done in ([\d.]+) s \(exit (\d+)\)", output)
+    assert done and done.group(2) == "0", _what_went_wrong(output, clone)
+    assert float(done.group(1)) < LIMIT, done.group(1)
+    assert "the goal is COMPLETED" in output
+    assert "cannot read the key file" not in output
+    assert f"running at http://127.0.0.1:{port}/" in output
+    # Five supervisors started, and each stopped by itself (role complete), exit 0.
+    for agent in ("planner-1", "coder-1", "coder-2", "code-reviewer-1", "code-reviewer-2"):
+        assert f"started {agent} (pid" in output
+        assert f"{agent} stopped (exit 0)" in output, output[-6000:]
+    keys = sorted((clone / "var" / "team-keys").glob("*.key"))
+    assert len(keys) == 5
+    assert all(stat.S_IMODE(k.stat().st_mode) == 0o600 for k in keys)
+
+
+def _serves_as_the_plain_command(serve, output: str, clone, port: int) -> list:
+    """What `.ci/serve` alone must do, asked of this run: the watcher swept (liza_demo's two
+    projects, the live demo and demo-flow, and the team's), the address printed once the server
+    listens, demo-flow's insights served; one watcher and one daphne, which SIGTERM stops with
+    the cluster. The insights' CSV tables (throughput, cfd), for the data kept."""
+    assert "liza_watch heartbeat: 3 project(s) swept" in output, output[-6000:]
+    (banner,) = [s for s in output.splitlines() if " is running at " in s]
+    assert f"http://127.0.0.1:{port}/" in banner
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    charts = insights_csv(f"http://127.0.0.1:{port}", "throughput", "cfd")
+    started = children(serve.pid)
+    watchers = [pid for pid, cmd in started.items() if "liza_watch" in cmd]
+    servers = [pid for pid, cmd in started.items() if "daphne" in cmd]
+    assert len(watchers) == 1 and len(servers) == 1, started
+    postmaster = int(
+        (clone / "var" / "postgres" / "data" / "postmaster.pid").read_text().split()[0]
+    )
+    stops_on_sigterm(serve, watchers + servers + [postmaster])
+    return charts
+
+
+def _the_team_goal_is_kept(db, slug: str) -> None:
+    (project,) = db.execute("SELECT id FROM boards_project WHERE slug = %s", [slug]).fetchone()
+    statuses = db.execute(
+        "SELECT status FROM boards_task WHERE project_id = %s", [project]
+    ).fetchall()
+    actions = [a for (a,) in db.execute(
+        "SELECT action FROM boards_event WHERE project_id = %s", [project]
+    )]  # fmt: skip
+    goal = db.execute("SELECT status FROM boards_goal WHERE project_id = %s", [project]).fetchall()
+    assert len(statuses) == 4 and {s for (s,) in statuses} == {TaskStatus.MERGED}, statuses
+    assert actions.count(Action.REJECTED) >= 1 and actions.count(Action.BLOCKED) >= 1, actions
+    assert goal == [(GoalStatus.COMPLETED,)]
+
+
+def _the_flow_is_kept(db, charts) -> None:
+    """liza_demo's two weeks of flow, and the figures its insights page showed while serving."""
+    throughput, cfd = charts
+    actions = [a for (a,) in db.execute(
+        "SELECT e.action FROM boards_event e JOIN boards_project p ON p.id = e.project_id"
+        " WHERE p.slug = 'demo-flow'"
+    )]  # fmt: skip
+    # What the page's figures must be: merges per UTC day, and the tasks per state now.
+    merged_on = {str(day): n for day, n in db.execute(
+        "SELECT (e.timestamp AT TIME ZONE 'UTC')::date, count(*) FROM boards_event e"
+        " JOIN boards_project p ON p.id = e.project_id"
+        " WHERE p.slug = 'demo-flow' AND e.action = 'merged' GROUP BY 1"
+    ).fetchall()}  # fmt: skip
+    states = dict(db.execute(
+        "SELECT t.status, count(*) FROM boards_task t"
+        " JOIN boards_project p ON p.id = t.project_id"
+        " WHERE p.slug = 'demo-flow' GROUP BY 1"
+    ).fetchall())  # fmt: skip
+    assert {"claimed", "rejected", "approved", "merged", "blocked", "lease_expired"} <= set(
+        actions
+    ), actions
+    assert len(merged_on) >= 5, merged_on
+    assert {row["day"]: int(row["merged"]) for row in throughput if row["merged"] != "0"} == (
+        merged_on
+    )
+    now = cfd[-1]
+    assert {s: int(n) for s, n in now.items() if s != "moment" and n != "0"} == states
+
+
 def test_the_readme_team_command_works_from_a_fresh_clone(tmp_path):
+    """One run proves both of the README's commands on the embedded default: `.ci/serve --team`
+    is `.ci/serve` plus the team, so the plain command's proof (the watcher and the server
+    beside it, liza_demo's flow project served, all of it stopped with the command, the data
+    kept) is made on this run instead of on a second cluster built, migrated and seeded."""
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -103,51 +190,32 @@ def test_the_readme_team_command_works_from_a_fresh_clone(tmp_path):
             except queue.Empty:
                 assert serve.poll() is None, "".join(seen)[-6000:]
         output = "".join(seen)
-        done = re.search(r"liza demo-team: done in ([\d.]+) s \(exit (\d+)\)", output)
-        assert done and done.group(2) == "0", _what_went_wrong(output, clone)
-        assert float(done.group(1)) < LIMIT, done.group(1)
-        assert "the goal is COMPLETED" in output
-        assert "cannot read the key file" not in output
-        assert f"running at http://127.0.0.1:{port}/" in output
-        # Five supervisors started, and each stopped by itself (role complete), exit 0.
-        for agent in ("planner-1", "coder-1", "coder-2", "code-reviewer-1", "code-reviewer-2"):
-            assert f"started {agent} (pid" in output
-            assert f"{agent} stopped (exit 0)" in output, output[-6000:]
-        keys = sorted((clone / "var" / "team-keys").glob("*.key"))
-        assert len(keys) == 5
-        assert all(stat.S_IMODE(k.stat().st_mode) == 0o600 for k in keys)
-        # The server is still up (the newcomer looks at the finished board); SIGTERM stops it.
+        _the_team_finished(output, clone, port)
+        # The server is still up (the newcomer looks at the finished board), the watcher beside
+        # it; SIGTERM stops both, and the cluster.
         assert serve.poll() is None
-        serve.send_signal(signal.SIGTERM)
-        assert serve.wait(timeout=60) == 143
+        flow_charts = _serves_as_the_plain_command(serve, output, clone, port)
     finally:
         if serve.poll() is None:
             os.killpg(serve.pid, signal.SIGKILL)
             serve.wait(timeout=30)
 
     slug = (clone / "var" / "team-keys" / "project").read_text().strip()
-    # The cluster stopped with the command; started again, the finished goal is there.
+    # The cluster stopped with the command; started again, the finished goal is there, and
+    # liza_demo's two weeks of flow.
     with embedded_cluster(clone / "var" / "postgres") as database, psycopg.connect(database) as db:
-        (project,) = db.execute("SELECT id FROM boards_project WHERE slug = %s", [slug]).fetchone()
-        statuses = db.execute(
-            "SELECT status FROM boards_task WHERE project_id = %s", [project]
-        ).fetchall()
-        actions = [a for (a,) in db.execute(
-            "SELECT action FROM boards_event WHERE project_id = %s", [project]
-        )]  # fmt: skip
-        goal = db.execute(
-            "SELECT status FROM boards_goal WHERE project_id = %s", [project]
-        ).fetchall()
-        assert len(statuses) == 4 and {s for (s,) in statuses} == {TaskStatus.MERGED}, statuses
-        assert actions.count(Action.REJECTED) >= 1 and actions.count(Action.BLOCKED) >= 1, actions
-        assert goal == [(GoalStatus.COMPLETED,)]
-        validate = subprocess.run(
-            [".venv/bin/python", "manage.py", "liza_validate", "--project", slug],
-            cwd=clone,
-            env={**_env(port, tmp_path), "DATABASE_URL": database,
-                 "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )  # fmt: skip
-        assert validate.stdout.strip() == "VALID", validate.stdout + validate.stderr
+        _the_team_goal_is_kept(db, slug)
+        _the_flow_is_kept(db, flow_charts)
+        for project in (slug, "demo-flow"):
+            validate = subprocess.run(
+                [".venv/bin/python", "manage.py", "liza_validate", "--project", project],
+                cwd=clone,
+                env={**_env(port, tmp_path), "DATABASE_URL": database,
+                     "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )  # fmt: skip
+            assert (validate.returncode, validate.stdout.strip()) == (0, "VALID"), (
+                project, validate.stdout + validate.stderr
+            )  # fmt: skip

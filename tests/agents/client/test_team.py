@@ -61,7 +61,8 @@ def test_demo_team_reads_the_project_from_the_key_directory(tmp_path):
     assert result.exit_code == 2 and "no key file for a coder" in result.output, result.output
 
 
-FAST = ["--poll-interval", "0.3", "--heartbeat-interval", "2", "--restart-delay", "0.2"]
+# Once a second, as the profile teams (test_profile_teams.py): polls at 0.3 s cost CPU, not proof.
+FAST = ["--poll-interval", "1", "--heartbeat-interval", "2", "--restart-delay", "0.2"]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -20,11 +20,12 @@ import tomllib
 from collections import defaultdict
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 from tests.agents.client.fakes import brain, flags
@@ -99,6 +100,11 @@ class McpBoard:
 
 @asynccontextmanager
 async def mcp_session(server: dict[str, Any]):
+    # Imported here: the SDK costs ~1 s of CPU to import, which aider's fake (its reply holds
+    # `liza` commands, no MCP) would pay at every session of the profile tests.
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
     params = StdioServerParameters(
         command=server["command"], args=list(server.get("args", [])), env=server.get("env")
     )
