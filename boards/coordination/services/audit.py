@@ -54,7 +54,8 @@ def record_event(
     outcome: str = Event.Outcome.APPLIED,
 ) -> Event:
     kind, actor_id = actor_ref(actor)
-    _note_board_changes(project, actor, action, task, to_status, outcome)
+    agent_pk = actor.pk if isinstance(actor, Agent) else None
+    _note_board_changes(project.pk, agent_pk, action, task and task.pk, to_status, outcome)
     code = (data or {}).get("code") if outcome != Event.Outcome.APPLIED else None
     # Counted when it commits: an event rolled back never happened (/metrics).
     transaction.on_commit(
@@ -96,21 +97,49 @@ def record_event(
 
 
 def _note_board_changes(
-    project: Project, actor: Actor, action: str, task: Task | None, to_status: str, outcome: str
+    project_id: int,
+    agent_pk: int | None,
+    action: str,
+    task_id: int | None,
+    to_status: str,
+    outcome: str,
 ) -> None:
-    """What open boards must redraw once this commits (boards.live)."""
-    if task is not None:
-        outbox.changed(project.pk, outbox.TASK, task.pk)  # its timeline shows refusals too
-    if isinstance(actor, Agent):
-        outbox.changed(project.pk, outbox.AGENT, actor.pk)
+    """What open boards must redraw once this commits (boards.live): the event's task, its
+    acting agent (`agent_pk`, None for another actor) and the header it changes."""
+    if task_id is not None:
+        outbox.changed(project_id, outbox.TASK, task_id)  # its timeline shows refusals too
+    if agent_pk is not None:
+        outbox.changed(project_id, outbox.AGENT, agent_pk)
     if outcome != Event.Outcome.APPLIED:
         return  # a refusal changed nothing the header shows
     if action in HEADER_ACTIONS:
         # The header's sprint status, deadline, pause and controls changed.
-        outbox.changed(project.pk, outbox.SPRINT, project.pk, controls=True)
-    elif to_status and task is not None:
+        outbox.changed(project_id, outbox.SPRINT, project_id, controls=True)
+    elif to_status and task_id is not None:
         # A task moved: the header's live sprint metrics move with it, its controls do not.
-        outbox.changed(project.pk, outbox.SPRINT, project.pk)
+        outbox.changed(project_id, outbox.SPRINT, project_id)
+
+
+def note_written_events(project_id: int, agent_pk: int, events: list[dict]) -> None:
+    """What `record_event` notes for open boards and counts once it commits, for the applied
+    events a SQL function wrote instead (the claim's and the review claim's calls answer them:
+    id, task, actor kind, action, from, to); `agent_pk`: the agent that acted."""
+    for event in events:
+        acting = agent_pk if event["actor"] == Event.ActorKind.AGENT else None
+        applied = Event.Outcome.APPLIED
+        action, task_id = event["action"], event["task"]
+        _note_board_changes(project_id, acting, action, task_id, event["to"], applied)
+        outbox.changed(project_id, outbox.EVENT, event["id"])  # the live activity feed
+        transaction.on_commit(
+            functools.partial(
+                metrics.event_recorded,
+                action,
+                str(applied),
+                None,
+                str(event["from"] or ""),
+                str(event["to"] or ""),
+            )
+        )
 
 
 class EventFields(TypedDict, total=False):

@@ -10,7 +10,6 @@ test_reviews_claim_sql.py holds it equal to the Python the service ran before (`
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,9 +19,8 @@ from django.db import connection, transaction
 
 from agents.models import Agent
 from boards import protocol as p
-from boards.coordination import outbox, rows
+from boards.coordination import rows
 from boards.coordination.models.projects import Project, ProjectConfig
-from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.availability import agent_availability
@@ -36,7 +34,7 @@ from boards.coordination.selectors.reviews import (
 from boards.coordination.selectors.snapshots import SNAPSHOT_FIELDS
 from boards.coordination.services.actors import REVIEWER
 from boards.coordination.services.admission import admission_lock, admit
-from boards.coordination.services.audit import Attempt, records_refusals
+from boards.coordination.services.audit import Attempt, note_written_events, records_refusals
 from boards.coordination.services.authority import (
     agents_only,
     refuse_if_stopped,
@@ -49,7 +47,6 @@ from boards.coordination.services.locking import lock_agent
 from boards.coordination.services.tasks.holders import lock_task_and_its_agents
 from boards.errors import Conflict, Forbidden
 from boards.protocol import AGENT_EDGES, TaskStatus
-from liza_site import metrics
 
 
 @dataclass(frozen=True)
@@ -108,26 +105,7 @@ def _review_claim_sql(
         events=events,
         busy=row[-1],
     )
-    project_id = agent.project_id
-    for event in answered.events:
-        # What `record_event` notes: the task, the acting agent, the activity feed (a review
-        # claim moves no task: the header's metrics stay); and counts once it commits.
-        outbox.changed(project_id, outbox.TASK, event["task"])
-        if event["actor"] == Event.ActorKind.AGENT:
-            outbox.changed(project_id, outbox.AGENT, agent.pk)
-        if event["to"] and event["from"] != event["to"]:
-            outbox.changed(project_id, outbox.SPRINT, project_id)
-        outbox.changed(project_id, outbox.EVENT, event["id"])
-        transaction.on_commit(
-            functools.partial(
-                metrics.event_recorded,
-                event["action"],
-                str(Event.Outcome.APPLIED),
-                None,
-                event["from"],
-                event["to"],
-            )
-        )
+    note_written_events(agent.project_id, agent.pk, answered.events)
     return answered
 
 

@@ -8,19 +8,17 @@ stays the one place that names them.
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
-from django.db import connection, transaction
+from django.db import connection
 
 from agents.models import Agent
 from boards import protocol as p
 from boards.coordination import outbox, rows
 from boards.coordination.models.projects import ProjectConfig, Sprint
-from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.alerts import task_alerts_ended_by
 from boards.coordination.selectors.availability import failures_params, failures_sql
@@ -28,9 +26,9 @@ from boards.coordination.selectors.snapshots import SNAPSHOT_FIELDS
 from boards.coordination.selectors.sprints import sprint_current_sql
 from boards.coordination.selectors.tasks import CLAIM_QUEUES
 from boards.coordination.services.actors import SYSTEM
+from boards.coordination.services.audit import note_written_events
 from boards.coordination.services.tasks.limits import LIMIT_QUESTIONS
 from boards.protocol import AGENT_EDGES, OPEN_SPRINT_STATES, AgentStatus, TaskStatus
-from liza_site import metrics
 
 
 @dataclass(frozen=True)
@@ -132,24 +130,7 @@ def noted(answered: Claimed) -> Claimed:
     """What the call wrote, noted for open boards, and its events counted, as
     `audit.record_event` does for the events it writes — once no check refuses the claim."""
     project_id = answered.agent.project_id
-    for event in answered.events:
-        # What `record_event` notes: the task, the acting agent, the header's metrics (every
-        # event here moves a task), the activity feed; and counts once it commits.
-        outbox.changed(project_id, outbox.TASK, event["task"])
-        if event["actor"] == Event.ActorKind.AGENT:
-            outbox.changed(project_id, outbox.AGENT, answered.agent.pk)
-        outbox.changed(project_id, outbox.SPRINT, project_id)
-        outbox.changed(project_id, outbox.EVENT, event["id"])
-        transaction.on_commit(
-            functools.partial(
-                metrics.event_recorded,
-                event["action"],
-                str(Event.Outcome.APPLIED),
-                None,
-                event["from"],
-                event["to"],
-            )
-        )
+    note_written_events(project_id, answered.agent.pk, answered.events)
     for released_pk in answered.released:
         outbox.changed(project_id, outbox.AGENT, released_pk)  # as `release_holder`
     return answered
