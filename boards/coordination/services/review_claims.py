@@ -181,16 +181,7 @@ def checked_review_claim(
     admission_lock(project=project, config=config)
     task = lock_task_and_its_agents(task, agent)
     agent = lock_agent(agent)
-    refuse_if_unavailable(agent, action="claim_review", now=now, task=task)
-    admit(
-        project=project,
-        config=config,
-        agent=agent,
-        action="claim_review",
-        now=now,
-        into_column=False,  # the task stays READY_FOR_REVIEW
-        task=task,
-    )
+    _admit_reviewer(project, agent, task, now=now, config=config)
     claim = Attempt(project, agent, "claim_review", now)
     require_task_status(
         task, [TaskStatus.READY_FOR_REVIEW], to=TaskStatus.READY_FOR_REVIEW, attempt=claim
@@ -289,7 +280,14 @@ def _held_or_refused(project: Project, agent: Agent, now: datetime, config) -> R
     )
     if first is None:
         return None
-    refuse_if_unavailable(agent, action="claim_review", now=now, task=first)
+    _admit_reviewer(project, agent, first, now=now, config=config)
+    return None  # not reached: one of the two refused
+
+
+def _admit_reviewer(project: Project, agent: Agent, task: Task, *, now: datetime, config) -> None:
+    """Whether `agent` may take a review of `task` now: available (seed 003), then admitted by
+    the enforced limits (issue 24; the task stays READY_FOR_REVIEW, so no column grows)."""
+    refuse_if_unavailable(agent, action="claim_review", now=now, task=task)
     admit(
         project=project,
         config=config,
@@ -297,6 +295,5 @@ def _held_or_refused(project: Project, agent: Agent, now: datetime, config) -> R
         action="claim_review",
         now=now,
         into_column=False,
-        task=first,
+        task=task,
     )
-    return None  # not reached: one of the two refused
