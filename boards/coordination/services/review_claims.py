@@ -1,11 +1,12 @@
 """Review claims (seed 000 "Review Lease Lifecycle", seed 001): a named review claim and review
 claim-next under `FOR UPDATE SKIP LOCKED`.
 
-The services check here who may claim a review (reads: the role, stop work, budgets,
-availability, the limits, a named task's state and slot); the pick and every write of the claim
-are `liza_review_claim_v1` (boards migration 0032), called in one statement by
-`_review_claim_sql`, whose refusal is raised here. tests/coordination/services/
-test_reviews_claim_sql.py holds it equal to the Python the service ran before (`review_oracle`).
+The services check here who may claim a review (the role, stop work, budgets, availability,
+the limits, a named task's state and slot), each rule asked where it lives; the pick and every
+write of the claim are `liza_review_claim_v1` (boards migration 0032), called in one statement
+by `_review_claim_sql` through `liza_review_claim_v2` (0033, which also reads what claim-next's
+checks need), whose refusal is raised here. tests/coordination/services/
+test_review_claims_sql.py holds it equal to the Python the service ran before (`review_oracle`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from django.db import connection, transaction
 from agents.models import Agent
 from boards import protocol as p
 from boards.coordination import rows
-from boards.coordination.models.projects import Project, ProjectConfig
+from boards.coordination.models.projects import Project, ProjectConfig, Sprint
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.availability import agent_availability
@@ -44,6 +45,11 @@ from boards.coordination.services.authority import (
 from boards.coordination.services.budgets import refuse_if_over_budget
 from boards.coordination.services.edges import require_task_status
 from boards.coordination.services.locking import lock_agent
+from boards.coordination.services.tasks.claim_call import (
+    checks_read,
+    checks_reads_params,
+    checks_reads_sql,
+)
 from boards.coordination.services.tasks.holders import lock_task_and_its_agents
 from boards.errors import Conflict, Forbidden
 from boards.protocol import AGENT_EDGES, TaskStatus
@@ -51,9 +57,11 @@ from boards.protocol import AGENT_EDGES, TaskStatus
 
 @dataclass(frozen=True)
 class _ReviewClaimed:
-    """What `liza_review_claim_v1` answered: its outcome (`claimed`, `held`, `none`, or the
-    refusal `busy` with the reviewer of a dead claim that is busy), the task, the review, the
-    claimer's row as written and the events written."""
+    """What `liza_review_claim_v2` answered: its outcome (`claimed`, `held`, `none`, the
+    refusal `busy` with the reviewer of a dead claim that is busy, or `check`: nothing written),
+    the task, the review, the claimer's row as locked or written, the events written, whether
+    the project has a budget; with the checks' reads, the current sprint and the agent's
+    failures (`failures_sql`), read beside the call."""
 
     outcome: str
     task: Task | None
@@ -61,6 +69,9 @@ class _ReviewClaimed:
     agent: Agent
     events: list[dict]
     busy: str | None
+    has_budgets: bool = False
+    sprint: Sprint | None = None
+    failures: list[tuple] | None = None
 
 
 def _review_claim_sql(
@@ -71,52 +82,69 @@ def _review_claim_sql(
     config: ProjectConfig,
     task: Task | None = None,
     spent: tuple[list[int], list[int]] = ([], []),
+    check: str = "none",
 ) -> _ReviewClaimed:
-    """Call `liza_review_claim_v1` for the locked `agent` in one statement (`mode`: `next`
-    hands back its held review or picks one, passing over `spent` tasks and goals; `named`
-    claims `task`, locked and checked), then note what open boards redraw and count the events,
-    as `audit.record_event` does for the events it writes."""
+    """Call `liza_review_claim_v2` for `agent` in one statement (`mode`: `next` hands back its
+    held review or picks one, passing over `spent` tasks and goals; `named` claims `task`,
+    locked and checked; `check`: `budgets` answers `check`, nothing written, when the project
+    has a budget, `always` whatever the budgets — with either, the current sprint and the
+    agent's failures are read beside the call for the checks). What open boards redraw is
+    noted and the events counted (as `audit.record_event` does for the events it writes)
+    only once the checks have passed: `_noted`."""
+    reads = check != "none"
+    params = [
+        agent.pk,
+        mode,
+        task.pk if task is not None else None,
+        now,
+        config.lease_duration,
+        config.lease_grace,
+        json.dumps(p.REQUIRED_APPROVALS),
+        *spent,
+        _rules(),
+        check,
+    ]
+    if reads:
+        params += checks_reads_params(agent, now)
     with connection.cursor() as cursor:
-        cursor.execute(
-            _call_sql(),
-            [
-                agent.pk,
-                mode,
-                task.pk if task is not None else None,
-                now,
-                config.lease_duration,
-                config.lease_grace,
-                json.dumps(p.REQUIRED_APPROVALS),
-                *spent,
-                _rules(),
-            ],
-        )
+        cursor.execute(_call_sql(reads), params)
         row = cursor.fetchone()
-    task_end = 1 + rows.width(Task)
-    review_end = task_end + rows.width(Review)
-    task_values, review_values = row[1:task_end], row[task_end:review_end]
-    agent_values = row[review_end : review_end + rows.width(Agent)]
-    events = row[-2] if not isinstance(row[-2], str) else json.loads(row[-2])
-    answered = _ReviewClaimed(
+    cut = 1 + rows.width(Task)
+    task_values, review_values = row[1:cut], row[cut : cut + rows.width(Review)]
+    cut += rows.width(Review)
+    agent_values = row[cut : cut + rows.width(Agent)]
+    cut += rows.width(Agent)
+    events, busy, has_budgets = row[cut : cut + 3]
+    sprint, failures = checks_read(row[cut + 3 :]) if reads else (None, None)
+    return _ReviewClaimed(
         outcome=row[0],
         task=None if task_values[0] is None else rows.from_row(Task, task_values),
         review=None if review_values[0] is None else rows.from_row(Review, review_values),
         agent=rows.from_row(Agent, agent_values),
-        events=events,
-        busy=row[-1],
+        events=events if not isinstance(events, str) else json.loads(events),
+        busy=busy,
+        has_budgets=has_budgets,
+        sprint=sprint,
+        failures=failures,
     )
-    note_written_events(agent.project_id, agent.pk, answered.events)
+
+
+def _noted(answered: _ReviewClaimed) -> _ReviewClaimed:
+    note_written_events(answered.agent.project_id, answered.agent.pk, answered.events)
     return answered
 
 
 @cache
-def _call_sql() -> str:
+def _call_sql(reads: bool) -> str:
+    columns, joins = checks_reads_sql() if reads else ("", "")
     return (
         f"SELECT c.outcome, {rows.select_list(Task, '(c.task_row)')}, "
         f"{rows.select_list(Review, '(c.review_row)')}, "
-        f"{rows.select_list(Agent, '(c.agent_row)')}, c.events, c.busy_reviewer "
-        "FROM liza_review_claim_v1(%s::bigint, %s::text, %s::bigint, %s::timestamptz, "
-        "%s::integer, %s::integer, %s::jsonb, %s::bigint[], %s::bigint[], %s::jsonb) c"
+        f"{rows.select_list(Agent, '(c.agent_row)')}, c.events, c.busy_reviewer, c.has_budgets"
+        + columns
+        + " FROM liza_review_claim_v2(%s::bigint, %s::text, %s::bigint, %s::timestamptz, "
+        "%s::integer, %s::integer, %s::jsonb, %s::bigint[], %s::bigint[], %s::jsonb, %s::text) c"
+        + joins
     )
 
 
@@ -218,13 +246,16 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
         answer = _review_claim_sql(agent, mode="named", task=task, now=now, config=config)
         if answer.outcome == "busy":
             raise holder_busy(task, agent, now, answer.busy)
+        _noted(answer)
     return _answered(answer, project)
 
 
-def _takes_no_new_review(project: Project, agent: Agent, now: datetime, config) -> bool:
+def _takes_no_new_review(
+    project: Project, agent: Agent, now: datetime, config, failures: list | None = None
+) -> bool:
     """The reviewer may take no new review now: in error or overloaded (seed 003), or an
-    enforced limit (issue 24) holds."""
-    if not agent_availability(agent, now).takes_work:
+    enforced limit (issue 24) holds. `failures`: the agent's, read in the call's statement."""
+    if not agent_availability(agent, now, failures).takes_work:
         return True
     return limits_enforced(config) and (
         admission_refusal(
@@ -232,6 +263,11 @@ def _takes_no_new_review(project: Project, agent: Agent, now: datetime, config) 
         )
         is not None
     )
+
+
+class _Undone(Exception):
+    """Rolls back a review claim-next whose reviewer, checked after the call, may take no new
+    review: it is then answered as before the call (`_held_or_refused`)."""
 
 
 @agents_only
@@ -245,27 +281,59 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
 
     A candidate another reviewer holds (row locked), or whose dead claim's reviewer is busy, is
     passed over; the next one is tried.
+
+    One statement in a project without budgets or limits (issue 26): `liza_review_claim_v2`
+    locks the agent and claims, the sprint and the agent's failures read beside it; the checks
+    then run in their order on what it read, and a refusal rolls the claim back. With a budget
+    or a limit it answers `check` before any write, and the checks run before a second call.
     """
     require_role(Attempt(project, agent, "review_claim_next", now), agent_roles=REVIEWER)
-    refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
     config = config_of(project)
-    with transaction.atomic():
-        admission_lock(project=project, config=config)  # as in review_claim
-        agent = lock_agent(agent)
-        # Read once for both questions: whether a spent budget refuses the claim, and which
-        # tasks the pick passes over because their own or their goal's is spent.
-        budgets = project_budgets(project=project)
-        refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, budgets=budgets)
-        if _takes_no_new_review(project, agent, now, config):
-            return _held_or_refused(project, agent, now, config)
-        answer = _review_claim_sql(
-            agent,
-            mode="next",
-            now=now,
-            config=config,
-            spent=spent_subjects(project=project, budgets=budgets),
-        )
+    try:
+        with transaction.atomic():
+            # The project row first when a limit is enforced (as in review_claim): its count
+            # of reviewers at work must be read before the claim adds one.
+            limited = admission_lock(project=project, config=config)
+            answer = _review_claim_sql(
+                agent, mode="next", now=now, config=config, check="always" if limited else "budgets"
+            )
+            agent = answer.agent
+            agent.project = project  # already loaded: spare the refusals a query
+            refuse_if_stopped(
+                project, actor=agent, action="claim_review", now=now, sprint=answer.sprint
+            )
+            if answer.outcome == "check":
+                answer = _checked_next(project, agent, answer, now=now, config=config)
+                if not isinstance(answer, _ReviewClaimed):
+                    return answer
+            elif _takes_no_new_review(project, agent, now, config, answer.failures):
+                raise _Undone
+            _noted(answer)
+    except _Undone:
+        with transaction.atomic():
+            return _held_or_refused(project, lock_agent(agent), now, config)
     return _answered(answer, project) if answer.outcome in ("claimed", "held") else None
+
+
+def _checked_next(
+    project: Project, agent: Agent, first: _ReviewClaimed, *, now: datetime, config
+) -> _ReviewClaimed | Review | None:
+    """Review claim-next in a project with budgets or an enforced limit: the checks that need
+    them, in their order, then the call without the check; or, for a reviewer that may take no
+    new review, its answer (`_held_or_refused`)."""
+    # Read once for both questions: whether a spent budget refuses the claim, and which
+    # tasks the pick passes over because their own or their goal's is spent.
+    budgets = project_budgets(project=project) if first.has_budgets else []
+    refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, budgets=budgets)
+    if _takes_no_new_review(project, agent, now, config, first.failures):
+        return _held_or_refused(project, agent, now, config)
+    return _review_claim_sql(
+        agent,
+        mode="next",
+        now=now,
+        config=config,
+        spent=spent_subjects(project=project, budgets=budgets),
+    )
 
 
 def _held_or_refused(project: Project, agent: Agent, now: datetime, config) -> Review | None:

@@ -85,8 +85,7 @@ def claim_sql(
         gate,
     ]
     if reads:
-        params += [agent.project_id, *OPEN_SPRINT_STATES]
-        params += failures_params(agent.project_id, now, agent.agent_id)
+        params += checks_reads_params(agent, now)
     with connection.cursor() as cursor:
         cursor.execute(_call_sql(reads), params)
         row = cursor.fetchone()
@@ -99,11 +98,7 @@ def claim_sql(
     locked = rows.from_row(Agent, agent_values)
     if locked.pk is None:
         raise Agent.DoesNotExist(f"Agent {agent.pk} does not exist")
-    sprint = failures = None
-    if reads:
-        sprint_values = row[cut + 3 : cut + 3 + rows.width(Sprint)]
-        sprint = None if sprint_values[0] is None else rows.from_row(Sprint, sprint_values)
-        failures = _failure_rows(row[-1])
+    sprint, failures = checks_read(row[cut + 3 :]) if reads else (None, None)
     return Claimed(
         outcome=row[0],
         task=None if task_values[0] is None else rows.from_row(Task, task_values),
@@ -116,14 +111,42 @@ def claim_sql(
     )
 
 
-def _failure_rows(found: str | list | None) -> list[tuple]:
-    """`failures_sql`'s rows from their JSON in the call's statement, as the selector reads them."""
+def checks_reads_sql() -> tuple[str, str]:
+    """What a claim-next's checks read beside its call, in the call's statement: the columns
+    (the current sprint's, `sprint_current_sql`; the agent's failures, `failures_sql`, as
+    JSON) and the joins after the call's FROM. Review claim-next reads the same."""
+    columns = f", {rows.select_list(Sprint, 's')}, f.failures"
+    joins = (
+        f" LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
+        " LEFT JOIN LATERAL (SELECT json_agg(json_build_array(r.a, r.named, r.actor, r.at)"
+        f" ORDER BY r.at DESC) failures FROM ({failures_sql(agent=True)})"
+        " r(a, named, actor, at)) f ON TRUE"
+    )
+    return columns, joins
+
+
+def checks_reads_params(agent: Agent, now: datetime) -> list:
+    """`checks_reads_sql`'s parameters, after the call's."""
+    return [
+        agent.project_id,
+        *OPEN_SPRINT_STATES,
+        *failures_params(agent.project_id, now, agent.agent_id),
+    ]
+
+
+def checks_read(values: tuple) -> tuple[Sprint | None, list[tuple]]:
+    """The current sprint and the agent's failures (as the selector reads them) from the last
+    columns of a call's row, `checks_reads_sql`'s."""
+    sprint_values = values[: rows.width(Sprint)]
+    sprint = None if sprint_values[0] is None else rows.from_row(Sprint, sprint_values)
+    found = values[rows.width(Sprint)]
     if isinstance(found, str):
         found = json.loads(found)
-    return [
+    failures = [
         (action, named, actor, datetime.fromisoformat(at))
         for action, named, actor, at in found or []
     ]
+    return sprint, failures
 
 
 def noted(answered: Claimed) -> Claimed:
@@ -138,21 +161,14 @@ def noted(answered: Claimed) -> Claimed:
 
 @cache
 def _call_sql(reads: bool) -> str:
+    columns, joins = checks_reads_sql() if reads else ("", "")
     return (
         f"SELECT c.outcome, {rows.select_list(Task, '(c.task_row)')}, "
         f"{rows.select_list(Agent, '(c.agent_row)')}, c.events, c.released, c.has_budgets"
-        + (f", {rows.select_list(Sprint, 's')}, f.failures" if reads else "")
+        + columns
         + " FROM liza_claim_v3(%s::bigint, %s::text, %s::bigint, %s::integer[], %s::timestamptz, "
         "%s::integer, %s::integer, %s::integer[], %s::text, %s::text, %s::bigint[], "
-        "%s::bigint[], %s::jsonb, %s::boolean) c"
-        + (
-            f" LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
-            " LEFT JOIN LATERAL (SELECT json_agg(json_build_array(r.a, r.named, r.actor, r.at)"
-            f" ORDER BY r.at DESC) failures FROM ({failures_sql(agent=True)})"
-            " r(a, named, actor, at)) f ON TRUE"
-            if reads
-            else ""
-        )
+        "%s::bigint[], %s::jsonb, %s::boolean) c" + joins
     )
 
 
