@@ -37,6 +37,7 @@ from boards.coordination.services import review_claims as service
 from boards.errors import ProtocolError
 from boards.protocol import Action
 from tests.coordination.selectors import properties
+from tests.coordination.services.tasks import claim_checks as checks
 from tests.coordination.services.tasks import review_oracle as oracle
 from tests.factories import T0, ProjectFactory
 
@@ -94,6 +95,8 @@ BOARD = st.fixed_dictionaries(
         "reviewers": st.fixed_dictionaries({r: REVIEWER for r in REVIEWERS}),
         # review claim-next, or a named review claim of one of the board's tasks
         "named": st.one_of(st.none(), st.none(), st.integers(0, 4)),
+        # stop work, budgets, failures, overloaded, disabled, role, limits (claim_checks)
+        "checks": checks.REVIEW_CHECKS,
     }
 )
 
@@ -142,13 +145,17 @@ def _build(board):
         defaults={
             "lease_duration": LEASE,
             "lease_grace": board["grace"],
-            "max_concurrent": {}
-            if board["max_concurrent"] is None
-            else {"code_reviewer": board["max_concurrent"]},
+            "max_concurrent": (
+                {}
+                if board["max_concurrent"] is None
+                else {"code_reviewer": board["max_concurrent"]}
+            )
+            | board["checks"]["max_concurrent"],
         },
     )
-    project = Project.objects.get(pk=made.pk)  # its config read afresh
-    goals = properties.goal_rows(project)
+    goals = properties.goal_rows(made)
+    made_checks = checks.project_checks(made, board["checks"], NOW)
+    project = Project.objects.get(pk=made.pk)  # its config and pause read afresh
     Agent.objects.create(project=project, agent_id="coder-1", role="coder", status="WAITING")
     rows = []
     for i, spec in enumerate(board["tasks"]):
@@ -193,6 +200,11 @@ def _build(board):
         )
         if reviewer == CLAIMER:
             claimer = agent
+    # The claimer's checks; a reviewer spec's `enabled` False is an overload too.
+    overloaded = board["checks"]["overloaded"] or not board["reviewers"][CLAIMER]["enabled"]
+    checks.agent_checks(
+        claimer, rows, {**board["checks"], "overloaded": overloaded}, NOW, made_checks
+    )
     named = board["named"]
     task = rows[named] if named is not None and named < len(rows) else None
     return project, claimer, task
@@ -264,7 +276,10 @@ def differences(board) -> list[str]:
         project, agent, task = _build(board)
         expected = _run(REFERENCE, project, agent, task)
         got = _run(PRODUCT, project, agent, task)
-        says = _work_says(project, agent) if task is None else None
+        # `/work` answers a reviewer's question about review claim-next (a disabled agent's key
+        # is refused before it asks; a coder's `/work` is about tasks).
+        reviewer = board["checks"]["enabled"] and board["checks"]["role"] == "code_reviewer"
+        says = _work_says(project, agent) if task is None and reviewer else None
     actions = sorted({e["action"] for e in expected[1].get("events", [])})
     if currently_in_test_context():
         event(f"{'named' if task is not None else 'next'} {expected[0][0]} {actions}")
@@ -311,7 +326,7 @@ def _claim(reviewer, lease=None, verdict="", closed=False) -> dict:
     return {"reviewer": reviewer, "verdict": verdict, "lease": lease, "closed": closed}
 
 
-def _board(*tasks, named=None, max_concurrent=None, claimer=None, **others) -> dict:
+def _board(*tasks, named=None, max_concurrent=None, claimer=None, checked=None, **others) -> dict:
     """The claimer (IDLE) and the two other reviewers (REVIEWING) with `tasks`."""
     spec = {
         "exists": True,
@@ -331,6 +346,7 @@ def _board(*tasks, named=None, max_concurrent=None, claimer=None, **others) -> d
             "code-reviewer-3": {**spec, **others.get("r3", {})},
         },
         "named": named,
+        "checks": checks.checks_of(**{"role": "code_reviewer", **(checked or {})}),
     }
 
 
@@ -368,19 +384,68 @@ KIND_BOARDS = [
 ]
 
 
+# Each check of review claim-next once on each run, refusing or on its edge, with the claimer
+# holding nothing (claimed in one statement, checked after it) and holding a live review.
+HOLDING = ((), (_task(round=[_claim(CLAIMER, lease=ALIVE)]),))
+CHECK_BOARDS = [
+    _board(
+        *held,
+        _task(goal="IN_PROGRESS"),
+        checked=one,
+        claimer={"status": "REVIEWING"} if held else None,
+    )
+    for held in HOLDING
+    for one in (
+        {"paused": True},
+        {"sprint": "CHECKPOINT"},
+        {"sprint": "ABORTED"},
+        {"sprint": "IN_PROGRESS", "budgets": (("sprint", 0),)},
+        {"budgets": (("project", 0),)},
+        {"budgets": (("project", 1),)},
+        {"budgets": (("agent", 0),)},
+        {"budgets": (("task", 0),)},
+        {"budgets": (("goal", 0),)},
+        {"expiries": (10, 100, 200)},
+        {"expiries": (10, 100, "edge")},
+        {"expiries": (10, 100, "in")},
+        {"expiries": (10, 100, 200), "cleared": 150},
+        {"crashes": (5, 50, 150)},
+        {"overloaded": True},
+        {"enabled": False},
+        {"role": "coder"},
+        {"max_concurrent": {"code_reviewer": 1}},
+        {"max_concurrent": {"project": 2}},
+        {"paused": True, "enabled": False},
+        {"overloaded": True, "budgets": (("project", 0),)},
+    )
+] + [
+    # the limit reached by another reviewer at work, with a review to take and with none
+    _board(
+        _task(criticality="complex", round=[_claim(R2, lease=ALIVE)]),
+        checked={"max_concurrent": {"code_reviewer": 1}},
+    ),
+    _board(
+        _task(status="CLAIMED", round=[_claim(R2, lease=ALIVE)]),
+        checked={"max_concurrent": {"project": 1}, "overloaded": True},
+    ),
+    # a spent budget of the first task: passed over for the next one
+    _board(_task(), _task(priority=3), checked={"budgets": (("task", 0),)}),
+]
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(board=BOARD)
-@properties.with_boundaries(KIND_BOARDS)
+@properties.with_boundaries(KIND_BOARDS + CHECK_BOARDS)
 def test_review_claims_equal_the_reference_model(board):
     assert differences(board) == []
 
 
-def _planted(needle: str, replacement: str) -> None:
-    """Replace `needle` (once in the function) in `liza_review_claim_v1`, in this test's
-    transaction only: DDL is transactional in PostgreSQL, and the rollback restores it."""
+def _planted(needle: str, replacement: str, function: str = "liza_review_claim_v1") -> None:
+    """Replace `needle` (once in the function) in `function`, in this test's transaction
+    only: DDL is transactional in PostgreSQL, and the rollback restores it."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_review_claim_v1'"
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = %s", [function]
         )
         definition = cursor.fetchone()[0]
         assert definition.count(needle) == 1
@@ -404,3 +469,31 @@ def _reference_events(board) -> list[dict]:
     with properties.rolled_back():
         project, agent, task = _build(board)
         return _run(REFERENCE, project, agent, task)[1].get("events", [])
+
+
+def test_a_planted_difference_in_a_check_is_caught():
+    """`liza_review_claim_v2` made blind to budgets (it claims at once as if the project had
+    none): every check board with a spent budget that refuses the claim or passes the task
+    over tells them apart, and no board without a budget does."""
+    _planted(
+        "budgets := EXISTS (SELECT 1 FROM agents_budget WHERE project_id = a.project_id);",
+        "budgets := false;",
+        function="liza_review_claim_v2",
+    )
+    caught = [bool(differences(board)) for board in CHECK_BOARDS]
+    budgeted = [bool(board["checks"]["budgets"]) for board in CHECK_BOARDS]
+    # A spent task budget only passes its task over: not the claimer's held review.
+    spent = [
+        any(
+            offset <= 0 and (scope != "task" or not _holds(board))
+            for scope, offset in board["checks"]["budgets"]
+        )
+        for board in CHECK_BOARDS
+    ]
+    assert sum(spent) >= 8
+    assert all(c for c, s in zip(caught, spent, strict=True) if s)
+    assert not any(c for c, b in zip(caught, budgeted, strict=True) if not b)
+
+
+def _holds(board) -> bool:
+    return any(c["reviewer"] == CLAIMER for t in board["tasks"] for c in t["round"])

@@ -1,7 +1,8 @@
 """What claim-next checks before it claims, on the claim property test's random boards
-(test_claims_sql.py): stop work, budgets at their edge, the claimer's availability (failures on
-each side of the error window, a clear, overloaded, disabled), its role, the enforced
-`max_concurrent` limits. Each is off on most boards, so that claims still happen."""
+(test_claims_sql.py; review claim-next's, test_review_claims_sql.py, with `REVIEW_CHECKS`):
+stop work, budgets at their edge, the claimer's availability (failures on each side of the
+error window, a clear, overloaded, disabled), its role, the enforced `max_concurrent` limits.
+Each is off on most boards, so that claims still happen."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ SPENT = 100  # tokens of usage the board's budgets count
 EDGE = timedelta(seconds=ERROR_WINDOW)
 US = timedelta(microseconds=1)
 
-CHECKS = st.fixed_dictionaries(
+FIELDS = dict(
     {
         "paused": st.sampled_from((False,) * 7 + (True,)),
         "sprint": st.sampled_from(
@@ -52,6 +53,15 @@ CHECKS = st.fixed_dictionaries(
         "enabled": st.sampled_from((True,) * 9 + (False,)),
         "role": st.sampled_from(("coder",) * 9 + ("code_reviewer",)),
         "max_concurrent": st.sampled_from(({},) * 5 + ({"coder": 1}, {"project": 2})),
+    }
+)
+CHECKS = st.fixed_dictionaries(FIELDS)
+# The same for a reviewer (the review claims' property test): its role, its role's limit.
+REVIEW_CHECKS = st.fixed_dictionaries(
+    {
+        **FIELDS,
+        "role": st.sampled_from(("code_reviewer",) * 9 + ("coder",)),
+        "max_concurrent": st.sampled_from(({},) * 5 + ({"code_reviewer": 1}, {"project": 2})),
     }
 )
 
