@@ -3,7 +3,8 @@ one statement — `liza_review_claim_v2` (boards migration 0033) locks the agent
 there are budgets, the current sprint and the agent's failures are read beside it, and
 `liza_review_claim_v1` (0032) picks, locks and writes (the dead claims of the round closed, the
 review, the reviewer, the events). With a budget: the gated call, the budget checks' reads, the
-call. Pinned so that neither the checks' reads nor the writes creep back into statements of their own."""
+call. Pinned so that neither the checks' reads nor the writes creep back into statements of
+their own."""
 
 from __future__ import annotations
 
