@@ -3,6 +3,7 @@ registering, the heartbeat that extends its leases or tells it to stop, leaving.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -186,7 +187,10 @@ def agent_heartbeat(
     if progress_at is not None and progress_at > now:
         progress_at = now  # a supervisor's clock ahead of ours: progress now, not later
     stale = progress_at is not None and progress_stale(progress_at, now, config)
-    with transaction.atomic():
+    # One statement writes all a heartbeat writes, and nothing when it refuses: alone, in
+    # autocommit, it is its own transaction — no BEGIN and COMMIT round trips around it. Inside
+    # the request's transaction (an Idempotency-Key's) it keeps a savepoint of its own, as before.
+    with transaction.atomic() if connection.in_atomic_block else nullcontext():
         beat = _Heartbeat.of(agent, now, config, context_percent, progress_at, stale=stale)
         agent, task = beat.agent, beat.task
         if beat.outcome == "disabled":
@@ -217,9 +221,10 @@ def agent_heartbeat(
             )
         # Heartbeats write no Event, but open boards show leases and heartbeat ages: published
         # within outbox.BEAT_WINDOW, merged with the project's other heartbeats.
-        outbox.changed(project.pk, outbox.AGENT, agent.pk, beat=True)
-        if task is not None:
-            outbox.changed(project.pk, outbox.TASK, task.pk, beat=True)
+        changed = [(outbox.AGENT, agent.pk)] + (
+            [(outbox.TASK, task.pk)] if task is not None else []
+        )
+        outbox.heartbeat(project.pk, *changed)
     stop = _heartbeat_stop(
         agent,
         project,

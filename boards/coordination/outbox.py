@@ -155,11 +155,25 @@ def changed(
     `BEAT_WINDOW` seconds, in one message with every other heartbeat of the project that came
     in meanwhile (`_Beats`), not by the request that committed it.
     """
+    _note(project_id, kind, object_id, controls=controls, beat=beat)
+    transaction.on_commit(flush)
+
+
+def heartbeat(project_id: int, *objects: tuple[str, int]) -> None:
+    """A heartbeat's changes (`(kind, id)`: its agent, its task), noted as `changed(...,
+    beat=True)` notes each, with one `flush` for them all: a heartbeat writes in one statement,
+    outside any transaction (agents.services.heartbeats), where `on_commit` flushes at once —
+    one flush per change would send its agent and its task as two messages."""
+    for kind, object_id in objects:
+        _note(project_id, kind, object_id, controls=False, beat=True)
+    transaction.on_commit(flush)
+
+
+def _note(project_id: int, kind: str, object_id: int, *, controls: bool, beat: bool) -> None:
     changes = _pending().setdefault(project_id, {})
     changes[(kind, object_id)] = changes.get((kind, object_id)) or controls
     if not beat:
         _outbox.urgent.add(project_id)
-    transaction.on_commit(flush)
 
 
 def run_output(project_id: int, run_id: int) -> None:
