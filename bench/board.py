@@ -512,6 +512,18 @@ class Clients:
         self.proc.wait(10)
 
 
+def session_cpu_s(session: int) -> float:
+    """CPU seconds (user + system) of every process in a session: a server and its workers
+    (each server is started in a session of its own)."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == session:  # fields after the name: state, ppid, pgrp, session
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def summarize(
     result: dict[str, Any], stamps: dict[str, float], first_seq: int, last_seq: int
 ) -> dict[str, Any]:
@@ -594,7 +606,7 @@ class InServer:
 
 
 def run_live(
-    n_clients: int, duration: float, port: int, prefix: str, *, memory: bool = False
+    n_clients: int, duration: float, port: int, prefix: str, *, server: int, memory: bool = False
 ) -> dict[str, Any]:
     """The product: transitions through the services at RATE per second, to N open boards."""
     from django.test import Client
@@ -642,6 +654,7 @@ def run_live(
         stamps: dict[str, float] = {}
         service_ms = []
         last_seq = warm_seq
+        cpu0 = session_cpu_s(server)
         t0 = time.perf_counter()
         for i in range(count):
             delay = t0 + i / RATE - time.perf_counter()
@@ -652,11 +665,16 @@ def run_live(
             service_ms.append(took)
         last_seq = transitions.sequence() or last_seq
         result = clients.finish(last_seq)
+        cpu = session_cpu_s(server) - cpu0
     finally:
         clients.close()
         transitions.close()
     summary = summarize(result, stamps, first_seq, last_seq)
     summary["transition_ms_p50"] = round(statistics.median(service_ms), 2)
+    # The server's CPU per event (the fan-out, and with `--layer memory` the transition too),
+    # from the first timed event until every client has the last: steadier than wall times
+    # on a shared machine.
+    summary["server_cpu_ms_per_event"] = round(cpu * 1000 / count, 1)
     return summary
 
 
@@ -680,6 +698,7 @@ def run_bare(n_clients: int, duration: float, payload: dict[str, Any], prefix: s
                 time.sleep(0.01)
             count = int(duration * RATE)
             stamps: dict[str, float] = {}
+            cpu0 = session_cpu_s(proc.pid)
             t0 = time.perf_counter()
             for i in range(count):
                 delay = t0 + i / RATE - time.perf_counter()
@@ -690,10 +709,13 @@ def run_bare(n_clients: int, duration: float, payload: dict[str, Any], prefix: s
                 stamps[key] = time.time()
                 r.publish(channel, body)
             result = clients.finish(count)
+            cpu = session_cpu_s(proc.pid) - cpu0
         finally:
             clients.close()
             r.close()
-    return summarize(result, stamps, 1, count)
+    summary = summarize(result, stamps, 1, count)
+    summary["server_cpu_ms_per_event"] = round(cpu * 1000 / count, 1)
+    return summary
 
 
 def sample_payload(n_clients: int) -> dict[str, Any]:
@@ -939,7 +961,7 @@ def main(argv: list[str] | None = None) -> int:
             with subprocess_running(server, env, args.server) as proc:
                 wait_port(port, proc, 60)
                 for n in args.clients:
-                    liza = run_live(n, duration, port, prefix, memory=memory)
+                    liza = run_live(n, duration, port, prefix, server=proc.pid, memory=memory)
                     log("live", n, liza)
                     result["live"].append({"clients": n, "liza": liza})
             payload = sample_payload(args.clients[0])
