@@ -23,6 +23,10 @@ RequestFactory)
             client must see every sequence number. Next to it, the same clients against a bare
             relay written here: a `websockets` server subscribed to one Redis channel that
             forwards each message (published at the same rate, same size) to every client.
+            `--layer memory`: the embedded default's in-memory layer instead (no REDIS_URL for
+            the server; the transitions made inside it by bench/embedded_asgi.py, the only
+            place that layer is reachable from). `--server` picks daphne, granian-1w, uvicorn
+            (one process each) or granian-2w; each run reports the server's CPU per event.
 
 Everything is bounded: fixed run lengths, timeouts on every wait, subprocesses killed at exit.
 The `--client-worker` and `--bare-server` modes are this script's own subprocesses.
