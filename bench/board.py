@@ -23,6 +23,10 @@ RequestFactory)
             client must see every sequence number. Next to it, the same clients against a bare
             relay written here: a `websockets` server subscribed to one Redis channel that
             forwards each message (published at the same rate, same size) to every client.
+            `--layer memory`: the embedded default's in-memory layer instead (no REDIS_URL for
+            the server; the transitions made inside it by bench/embedded_asgi.py, the only
+            place that layer is reachable from). `--server` picks daphne, granian-1w, uvicorn
+            (one process each) or granian-2w; each run reports the server's CPU per event.
 
 Everything is bounded: fixed run lengths, timeouts on every wait, subprocesses killed at exit.
 The `--client-worker` and `--bare-server` modes are this script's own subprocesses.
@@ -106,11 +110,13 @@ def drop_database() -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
 
 
-def server_env(prefix: str) -> dict[str, str]:
+def server_env(prefix: str, *, redis: bool = True) -> dict[str, str]:
+    """The servers' environment; without `redis`, the embedded default's in-memory layer."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
     return {
-        **os.environ,
+        **env,
         "DATABASE_URL": f"{PG_BASE}/{DB_NAME}",
-        "REDIS_URL": REDIS_URL,
+        **({"REDIS_URL": REDIS_URL} if redis else {}),
         # bench/settings.py: board broadcasts on channel names of their own.
         "DJANGO_SETTINGS_MODULE": "bench.settings",
         "LIZA_BENCH_CHANNEL_PREFIX": prefix,
@@ -510,6 +516,18 @@ class Clients:
         self.proc.wait(10)
 
 
+def session_cpu_s(session: int) -> float:
+    """CPU seconds (user + system) of every process in a session: a server and its workers
+    (each server is started in a session of its own)."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == session:  # fields after the name: state, ppid, pgrp, session
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def summarize(
     result: dict[str, Any], stamps: dict[str, float], first_seq: int, last_seq: int
 ) -> dict[str, Any]:
@@ -533,15 +551,72 @@ def summarize(
     }
 
 
-def run_live(n_clients: int, duration: float, port: int, prefix: str) -> dict[str, Any]:
-    """The product: daphne + Redis, transitions through the services at RATE per second."""
-    from django.db import transaction
+class InProcess:
+    """Transitions made here, published through Redis (`--layer redis`): the stamp is an
+    `on_commit` callback registered before the service's own, so it runs right after COMMIT."""
+
+    def __init__(self, project, planner, port: int) -> None:
+        self.project, self.planner = project, planner
+
+    def sequence(self) -> int:
+        from boards.coordination.outbox import current_sequence
+
+        return current_sequence(self.project.pk)
+
+    def finalize(self, key: str) -> tuple[float, int, float]:
+        from django.db import transaction
+        from django.utils import timezone
+
+        from boards.coordination.models.tasks import Task
+        from boards.coordination.services.tasks import task_finalize
+
+        task = Task.objects.get(project=self.project, key=key)
+        stamp: list[float] = []
+        begin = time.perf_counter()
+        with transaction.atomic():
+            # Registered first, so it runs first after COMMIT, before the publish.
+            transaction.on_commit(lambda: stamp.append(time.time()))
+            task_finalize(task=task, actor=self.planner, now=timezone.now())
+        return stamp[0], self.sequence(), (time.perf_counter() - begin) * 1000
+
+    def close(self) -> None:
+        pass
+
+
+class InServer:
+    """Transitions made inside the server process (`--layer memory`, the embedded default):
+    its in-memory layer is reachable from nowhere else. bench/embedded_asgi.py runs the same
+    service and stamps the commit the same way; its answer carries the stamp."""
+
+    def __init__(self, project, planner, port: int) -> None:
+        import httpx
+
+        self.project = project
+        self.http = httpx.Client(base_url=f"http://{HOST}:{port}", timeout=30)
+
+    def sequence(self) -> int | None:
+        return None  # the server's own counter: read from each transition's answer
+
+    def finalize(self, key: str) -> tuple[float, int, float]:
+        from bench.embedded_asgi import PATH
+
+        answer = self.http.post(PATH, params={"project": self.project.pk, "key": key})
+        answer.raise_for_status()
+        body = answer.json()
+        return body["committed"], body["seq"], body["service_ms"]
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def run_live(
+    n_clients: int, duration: float, port: int, prefix: str, *, server: int, memory: bool = False
+) -> dict[str, Any]:
+    """The product: transitions through the services at RATE per second, to N open boards."""
     from django.test import Client
     from django.utils import timezone
 
-    from boards.coordination.models.tasks import Task
-    from boards.coordination.outbox import current_sequence
-    from boards.coordination.services.tasks import task_create, task_finalize
+    from boards.coordination.services.tasks import task_create
 
     project, planner, user, _sprint = make_project(f"live-{n_clients}")
     count = int(duration * RATE)
@@ -567,41 +642,43 @@ def run_live(n_clients: int, duration: float, port: int, prefix: str) -> dict[st
             "cookie": cookie,
             "n": n_clients,
         },
-        server_env(prefix),
+        server_env(prefix, redis=not memory),
     )
+    transitions = (InServer if memory else InProcess)(project, planner, port)
     try:
         ready = clients.ready()
-        hello = current_sequence(project.pk)
+        hello = transitions.sequence()
+        if hello is None:
+            hello = ready["hello_seqs"][0]
         assert all(seq == hello for seq in ready["hello_seqs"]), ready["hello_seqs"][:5]
         # One untimed event first: the server's first render of a project compiles templates.
-        task_finalize(
-            task=Task.objects.get(project=project, key="ev-warm-up"),
-            actor=planner,
-            now=timezone.now(),
-        )
+        _, warm_seq, _ = transitions.finalize("ev-warm-up")
         time.sleep(1.0)
-        first_seq = current_sequence(project.pk) + 1
+        first_seq = warm_seq + 1
         stamps: dict[str, float] = {}
         service_ms = []
+        last_seq = warm_seq
+        cpu0 = session_cpu_s(server)
         t0 = time.perf_counter()
         for i in range(count):
             delay = t0 + i / RATE - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
             key = f"ev-{i}"
-            task = Task.objects.get(project=project, key=key)
-            begin = time.perf_counter()
-            with transaction.atomic():
-                # Registered first, so it runs first after COMMIT, before the publish.
-                transaction.on_commit(lambda key=key: stamps.__setitem__(key, time.time()))
-                task_finalize(task=task, actor=planner, now=timezone.now())
-            service_ms.append((time.perf_counter() - begin) * 1000)
-        last_seq = current_sequence(project.pk)
+            stamps[key], last_seq, took = transitions.finalize(key)
+            service_ms.append(took)
+        last_seq = transitions.sequence() or last_seq
         result = clients.finish(last_seq)
+        cpu = session_cpu_s(server) - cpu0
     finally:
         clients.close()
+        transitions.close()
     summary = summarize(result, stamps, first_seq, last_seq)
     summary["transition_ms_p50"] = round(statistics.median(service_ms), 2)
+    # The server's CPU per event (the fan-out, and with `--layer memory` the transition too),
+    # from the first timed event until every client has the last: steadier than wall times
+    # on a shared machine.
+    summary["server_cpu_ms_per_event"] = round(cpu * 1000 / count, 1)
     return summary
 
 
@@ -625,6 +702,7 @@ def run_bare(n_clients: int, duration: float, payload: dict[str, Any], prefix: s
                 time.sleep(0.01)
             count = int(duration * RATE)
             stamps: dict[str, float] = {}
+            cpu0 = session_cpu_s(proc.pid)
             t0 = time.perf_counter()
             for i in range(count):
                 delay = t0 + i / RATE - time.perf_counter()
@@ -635,10 +713,13 @@ def run_bare(n_clients: int, duration: float, payload: dict[str, Any], prefix: s
                 stamps[key] = time.time()
                 r.publish(channel, body)
             result = clients.finish(count)
+            cpu = session_cpu_s(proc.pid) - cpu0
         finally:
             clients.close()
             r.close()
-    return summarize(result, stamps, 1, count)
+    summary = summarize(result, stamps, 1, count)
+    summary["server_cpu_ms_per_event"] = round(cpu * 1000 / count, 1)
+    return summary
 
 
 def sample_payload(n_clients: int) -> dict[str, Any]:
@@ -786,7 +867,10 @@ def print_tables(result: dict[str, Any]) -> None:
             f"{r['sql_ms_p50']:>7} {r['sql_ms_min']:>6} {r['ratio']:>6} "
             f"{r['event_render_ms_p50']:>9} {r.get('queries', '-'):>8}"
         )
-    print(f"\n(b) transition → browser latency at {RATE:g} events/s through Redis")
+    layer = "the in-memory layer" if result.get("layer") == "memory" else "Redis"
+    print(
+        f"\n(b) transition → browser latency at {RATE:g} events/s, {result.get('server')}, {layer}"
+    )
     print(f"{'clients':>7} {'server':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'lost':>5}")
     for r in result["live"]:
         for name in ("liza", "bare"):
@@ -797,21 +881,29 @@ def print_tables(result: dict[str, Any]) -> None:
             )
 
 
+APP = "liza_site.asgi:application"
+# `--layer memory`: the product's application plus the bench's route that makes a transition
+# inside the server, where the in-memory layer lives (bench/embedded_asgi.py).
+MEMORY_APP = "bench.embedded_asgi:application"
+
 SERVERS = {
-    "daphne": lambda port: [
-        PYTHON, "-m", "daphne", "-b", HOST, "-p", str(port), "-v", "0",
-        "liza_site.asgi:application",
+    # The embedded default (`bash .ci/serve`): one process.
+    "daphne": lambda port, app: [
+        PYTHON, "-m", "daphne", "-b", HOST, "-p", str(port), "-v", "0", app,
     ],
     # The production command (README "Production"): two worker processes on the Redis layer.
-    "granian-2w": lambda port: [
+    "granian-2w": lambda port, app: [
         PYTHON, "-m", "granian", "--interface", "asginl", "--host", HOST, "--port", str(port),
-        "--workers", "2", "--log-level", "warning", "--no-access-log",
-        "liza_site.asgi:application",
+        "--workers", "2", "--log-level", "warning", "--no-access-log", app,
     ],
-    # For comparison only (`--server uvicorn`): the same application on asyncio transports.
-    "uvicorn": lambda port: [
+    # Single-process candidates for the embedded default (the in-memory layer needs one process).
+    "granian-1w": lambda port, app: [
+        PYTHON, "-m", "granian", "--interface", "asginl", "--host", HOST, "--port", str(port),
+        "--workers", "1", "--log-level", "warning", "--no-access-log", app,
+    ],
+    "uvicorn": lambda port, app: [
         PYTHON, "-m", "uvicorn", "--host", HOST, "--port", str(port), "--ws", "websockets",
-        "--log-level", "error", "--no-access-log", "liza_site.asgi:application",
+        "--log-level", "error", "--no-access-log", app,
     ],
 }  # fmt: skip
 
@@ -826,6 +918,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--duration", type=float, default=None, help="seconds per live run")
     parser.add_argument("--server", choices=sorted(SERVERS), default="daphne")
+    parser.add_argument(
+        "--layer",
+        choices=["redis", "memory"],
+        default="redis",
+        help="the channel layer of the live run's server: Redis (transitions made here), or "
+        "the embedded default's in-memory layer (transitions made in the server)",
+    )
     parser.add_argument("--client-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bare-server", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -857,13 +956,16 @@ def main(argv: list[str] | None = None) -> int:
             result["render"] = time_render(tuple(args.sizes), repeats)
         if args.only in (None, "live"):
             port = free_port()
-            server = SERVERS[args.server](port)
+            memory = args.layer == "memory"
+            server = SERVERS[args.server](port, MEMORY_APP if memory else APP)
             result["server"] = args.server
+            result["layer"] = args.layer
             result["live"] = []
-            with subprocess_running(server, server_env(prefix), args.server) as proc:
+            env = server_env(prefix, redis=not memory)
+            with subprocess_running(server, env, args.server) as proc:
                 wait_port(port, proc, 60)
                 for n in args.clients:
-                    liza = run_live(n, duration, port, prefix)
+                    liza = run_live(n, duration, port, prefix, server=proc.pid, memory=memory)
                     log("live", n, liza)
                     result["live"].append({"clients": n, "liza": liza})
             payload = sample_payload(args.clients[0])

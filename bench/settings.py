@@ -23,3 +23,8 @@ if _pool:
 _prefix = os.environ.get("LIZA_BENCH_CHANNEL_PREFIX")
 if _prefix and "CONFIG" in CHANNEL_LAYERS["default"]:
     CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = _prefix
+
+# `LIZA_BENCH_STOCK_LAYER=1`: Channels' own in-memory layer, as before liza_site/channel_layer.py
+# (its expiry sweep on every receive), for before/after runs of `bench/board.py --layer memory`.
+if os.environ.get("LIZA_BENCH_STOCK_LAYER") and "CONFIG" not in CHANNEL_LAYERS["default"]:
+    CHANNEL_LAYERS["default"]["BACKEND"] = "channels.layers.InMemoryChannelLayer"

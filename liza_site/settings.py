@@ -186,7 +186,8 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # Channels' in-memory layer with its expiry sweep throttled (liza_site/channel_layer.py).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "liza_site.channel_layer.InMemoryChannelLayer"}}
 
 # The API's rate-limit counters live in Redis when there is one, so every ASGI process counts
 # the same requests; they go through the process's shared client (liza_site.redis_client), not

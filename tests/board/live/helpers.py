@@ -31,9 +31,11 @@ ORIGIN = b"http://127.0.0.1"
 
 @contextlib.contextmanager
 def in_memory_layer_settings(settings) -> Iterator[None]:
-    """Channels' in-memory layer and the process-local sequence (the embedded default)."""
+    """The in-memory layer and the process-local sequence (the embedded default)."""
     settings.REDIS_URL = ""
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "liza_site.channel_layer.InMemoryChannelLayer"}
+    }
     events._redis.cache_clear()
     try:
         yield
