@@ -430,63 +430,88 @@ VALUES (%s, %s, %s, 'agent', %s, 'claimed', 'UNCLAIMED', 'CLAIMED', 'applied', %
 
 def raw_worker(full: bool) -> Callable[..., None]:
     """One psycopg connection per worker; `full` adds the protocol's checks and writes."""
+    from psycopg.types.json import Jsonb
+
+    def claim(conn, project_id, pk, agent_id, now, lease) -> int | None:
+        if full:
+            conn.execute(RAW_LOCK_AGENT, (pk,))
+            if conn.execute(RAW_HOLDS, (project_id, agent_id)).fetchone():
+                raise RuntimeError(f"{agent_id} already holds a task")
+            if conn.execute(RAW_STOPPED, (project_id,)).fetchone()[0]:
+                raise RuntimeError("project stopped")
+        row = conn.execute(RAW_PICK, (project_id,)).fetchone()
+        if row is None:
+            return None
+        conn.execute(RAW_CLAIM, (agent_id, BASE_COMMIT, lease, now, row[0]))
+        if full:
+            conn.execute(RAW_AGENT, (row[0], lease, now, pk))
+            conn.execute(
+                RAW_EVENT,
+                (project_id, row[0], now, agent_id, f"t-{row[0]}: claimed",
+                 Jsonb({"iteration": 1})),
+            )  # fmt: skip
+        return row[0]
 
     def work(arg, barrier, clock, out) -> None:
-        import datetime as dt
-
-        import psycopg
-        from psycopg.types.json import Jsonb
-
-        dsn, project_id, agents = arg
-        conn = psycopg.connect(dsn)
-        try:
-            barrier.wait()
-            for pk, agent_id in agents:
-                if time.perf_counter() >= clock["deadline"]:
-                    break
-                t0 = time.perf_counter()
-                now = dt.datetime.now(dt.UTC)
-                lease = now + dt.timedelta(seconds=300)
-                with conn.transaction():
-                    if full:
-                        conn.execute(RAW_LOCK_AGENT, (pk,))
-                        if conn.execute(RAW_HOLDS, (project_id, agent_id)).fetchone():
-                            raise RuntimeError(f"{agent_id} already holds a task")
-                        if conn.execute(RAW_STOPPED, (project_id,)).fetchone()[0]:
-                            raise RuntimeError("project stopped")
-                    row = conn.execute(RAW_PICK, (project_id,)).fetchone()
-                    if row is None:
-                        break
-                    conn.execute(RAW_CLAIM, (agent_id, BASE_COMMIT, lease, now, row[0]))
-                    if full:
-                        conn.execute(RAW_AGENT, (row[0], lease, now, pk))
-                        conn.execute(
-                            RAW_EVENT,
-                            (project_id, row[0], now, agent_id, f"t-{row[0]}: claimed",
-                             Jsonb({"iteration": 1})),
-                        )  # fmt: skip
-                t1 = time.perf_counter()
-                out["latencies"].append((t1 - t0) * 1000)
-                out["claimed"].append(row[0])
-                out["end"] = t1
-            else:
-                out["exhausted"] += 1
-        except Exception as exc:
-            _error(out, exc)
-        finally:
-            conn.close()
+        raw_loop(arg, barrier, clock, out, claim)
 
     return work
 
 
+def raw_loop(arg, barrier, clock, out, claim) -> None:
+    """A raw bench's thread: one psycopg connection; each of its agents claims in one
+    transaction, `claim(conn, project_id, agent_pk, agent_id, now, lease)` answering the claimed
+    id, or None when there is nothing left (bench/review_claims.py runs it too)."""
+    import datetime as dt
+
+    import psycopg
+
+    dsn, project_id, agents = arg
+    conn = psycopg.connect(dsn)
+    try:
+        barrier.wait()
+        for pk, agent_id in agents:
+            if time.perf_counter() >= clock["deadline"]:
+                break
+            t0 = time.perf_counter()
+            now = dt.datetime.now(dt.UTC)
+            lease = now + dt.timedelta(seconds=300)
+            with conn.transaction():
+                claimed = claim(conn, project_id, pk, agent_id, now, lease)
+            if claimed is None:
+                break
+            t1 = time.perf_counter()
+            out["latencies"].append((t1 - t0) * 1000)
+            out["claimed"].append(claimed)
+            out["end"] = t1
+        else:
+            out["exhausted"] += 1
+    except Exception as exc:
+        _error(out, exc)
+    finally:
+        conn.close()
+
+
 def service_worker(arg, barrier, clock, out) -> None:
     """task_claim_next in this thread, on this thread's own Django connection."""
+    from boards.coordination.services.tasks import task_claim_next
+
+    def claim(project, agent, now) -> int | None:
+        task = task_claim_next(project=project, agent=agent, now=now, base_commit=BASE_COMMIT)
+        return None if task is None else task.pk
+
+    claim_loop(arg, barrier, clock, out, claim)
+
+
+def claim_loop(arg, barrier, clock, out, claim) -> None:
+    """A service bench's thread: `claim(project, agent, now)` (the claimed task's id, or None
+    when there is nothing left) for each of its agents in turn, timed, on this thread's own
+    Django connection, until the clock's deadline (bench/review_claims.py runs it too)."""
     from django.db import connection
     from django.utils import timezone
 
     from agents.models import Agent
     from boards.coordination.models.projects import Project
-    from boards.coordination.services.tasks import task_claim_next
     from boards.errors import ProtocolError
 
     project_id, agent_pks = arg
@@ -502,17 +527,15 @@ def service_worker(arg, barrier, clock, out) -> None:
             agent.project = project
             t0 = time.perf_counter()
             try:
-                task = task_claim_next(
-                    project=project, agent=agent, now=timezone.now(), base_commit=BASE_COMMIT
-                )
+                claimed = claim(project, agent, timezone.now())
             except ProtocolError as exc:
                 _error(out, exc)
                 continue
             t1 = time.perf_counter()
-            if task is None:
+            if claimed is None:
                 break
             out["latencies"].append((t1 - t0) * 1000)
-            out["claimed"].append(task.pk)
+            out["claimed"].append(claimed)
             out["end"] = t1
         else:
             out["exhausted"] += 1

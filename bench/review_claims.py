@@ -37,12 +37,13 @@ if str(ROOT) not in sys.path:
 
 from bench.claims import (  # noqa: E402 (the path above first)
     Run,
-    _error,
     _slices,
     bench_env,
+    claim_loop,
     create_database,
     drop_database,
     pg_server,
+    raw_loop,
     run_threads,
 )
 
@@ -182,92 +183,44 @@ def verify(run: Run, seeded: Seeded, claimed: list[Any]) -> None:
     run.verified = found
 
 
-def raw_worker(arg, barrier, clock, out) -> None:
-    """One psycopg connection; each reviewer claims one review in one transaction."""
-    import datetime as dt
-
-    import psycopg
+def raw_claim(conn, project_id, pk, agent_id, now, lease) -> int | None:
+    """raw+'s review claim, in the caller's transaction (`claims.raw_loop`)."""
     from psycopg.types.json import Jsonb
 
-    dsn, project_id, agents = arg
-    conn = psycopg.connect(dsn)
-    try:
-        barrier.wait()
-        for pk, agent_id in agents:
-            if time.perf_counter() >= clock["deadline"]:
-                break
-            t0 = time.perf_counter()
-            now = dt.datetime.now(dt.UTC)
-            lease = now + dt.timedelta(seconds=300)
-            with conn.transaction():
-                conn.execute(RAW_LOCK_AGENT, (pk,))
-                if conn.execute(RAW_STOPPED, (project_id,)).fetchone()[0]:
-                    raise RuntimeError("project stopped")
-                passed: list[int] = []
-                while row := conn.execute(RAW_PICK, (project_id, agent_id, passed)).fetchone():
-                    if not conn.execute(RAW_TAKEN, (row[0],)).fetchone()[0]:
-                        break
-                    passed.append(row[0])
-                if row is None:
-                    break
-                conn.execute(RAW_REVIEW, (project_id, row[0], agent_id, COMMIT, now, lease))
-                conn.execute(RAW_AGENT, (now, lease, pk))
-                conn.execute(
-                    RAW_EVENT,
-                    (project_id, row[0], now, agent_id, f"reviewing {row[1]} at {COMMIT}",
-                     Jsonb({"commit": COMMIT})),
-                )  # fmt: skip
-            t1 = time.perf_counter()
-            out["latencies"].append((t1 - t0) * 1000)
-            out["claimed"].append(row[0])
-            out["end"] = t1
-        else:
-            out["exhausted"] += 1
-    except Exception as exc:
-        _error(out, exc)
-    finally:
-        conn.close()
+    conn.execute(RAW_LOCK_AGENT, (pk,))
+    if conn.execute(RAW_STOPPED, (project_id,)).fetchone()[0]:
+        raise RuntimeError("project stopped")
+    passed: list[int] = []
+    while row := conn.execute(RAW_PICK, (project_id, agent_id, passed)).fetchone():
+        if not conn.execute(RAW_TAKEN, (row[0],)).fetchone()[0]:
+            break
+        passed.append(row[0])
+    if row is None:
+        return None
+    conn.execute(RAW_REVIEW, (project_id, row[0], agent_id, COMMIT, now, lease))
+    conn.execute(RAW_AGENT, (now, lease, pk))
+    conn.execute(
+        RAW_EVENT,
+        (project_id, row[0], now, agent_id, f"reviewing {row[1]} at {COMMIT}",
+         Jsonb({"commit": COMMIT})),
+    )  # fmt: skip
+    return row[0]
+
+
+def raw_worker(arg, barrier, clock, out) -> None:
+    """One psycopg connection; each reviewer claims one review in one transaction."""
+    raw_loop(arg, barrier, clock, out, raw_claim)
 
 
 def service_worker(arg, barrier, clock, out) -> None:
     """review_claim_next in this thread, on this thread's own Django connection."""
-    from django.db import connection
-    from django.utils import timezone
-
-    from agents.models import Agent
-    from boards.coordination.models.projects import Project
     from boards.coordination.services.review_claims import review_claim_next
-    from boards.errors import ProtocolError
 
-    project_id, agent_pks = arg
-    try:
-        # What a request has before the service runs: the project (with its config) and the
-        # authenticated agent.
-        project = Project.objects.select_related("config").get(pk=project_id)
-        agents = list(Agent.objects.filter(pk__in=agent_pks).order_by("pk"))
-        barrier.wait()
-        for agent in agents:
-            if time.perf_counter() >= clock["deadline"]:
-                break
-            agent.project = project
-            t0 = time.perf_counter()
-            try:
-                review = review_claim_next(project=project, agent=agent, now=timezone.now())
-            except ProtocolError as exc:
-                _error(out, exc)
-                continue
-            t1 = time.perf_counter()
-            if review is None:
-                break
-            out["latencies"].append((t1 - t0) * 1000)
-            out["claimed"].append(review.task_id)
-            out["end"] = t1
-        else:
-            out["exhausted"] += 1
-    except Exception as exc:
-        _error(out, exc)
-    finally:
-        connection.close()
+    def claim(project, agent, now) -> int | None:
+        review = review_claim_next(project=project, agent=agent, now=now)
+        return None if review is None else review.task_id
+
+    claim_loop(arg, barrier, clock, out, claim)
 
 
 class Bench:
