@@ -181,6 +181,10 @@ def holder_task(*, project_id: int, agent_id: str) -> Task | None:
             project_id=project_id, assigned_to=agent_id, status__in=p.ACTIVE_CODER_STATES
         )
         .only("key", "status", "lease_expires", "crashes", "handoff_pending")
+        # By id, as claim-next's statement reads it (`liza_claim_v3`): the board's order
+        # (priority, age) would pick another of two held tasks, which the protocol never makes
+        # but a random board of the claims' property test did.
+        .order_by("pk")
         .first()
     )
 

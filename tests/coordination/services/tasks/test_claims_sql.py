@@ -436,6 +436,13 @@ CHECK_BOARDS = [
         checked={"overloaded": True},
     ),
     _board(_task(status="CLAIMED", assigned_to="coder-3", lease=ALIVE), _task(), wip=1),
+    # Two tasks held (the protocol never makes it; a random board did): the held one is the
+    # first by id, not by the board's order (priority, age), whose first here is a dead claim
+    # out of retries that the claim would block.
+    _board(
+        _task(status="CLAIMED", assigned_to=CLAIMER, created=1),
+        _task(status="CLAIMED", assigned_to=CLAIMER, crashes=2, lease=DEAD),
+    ),
 ]
 
 
