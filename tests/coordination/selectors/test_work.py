@@ -55,11 +55,6 @@ AGENTS = CODERS + REVIEWERS
 CRITICALITIES = tuple(Task.Criticality.values)
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def _undone(operation):
     """Run `operation` in a savepoint that is always rolled back; its result, or the refusal."""
     outcome: list[object] = []
