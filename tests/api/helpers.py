@@ -8,6 +8,7 @@ HTTP requests arrive, and events written over HTTP sort after the ones written b
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 from datetime import datetime, timedelta
 from typing import Any
@@ -136,41 +137,50 @@ def _rows(queryset, *, skip: tuple[str, ...] = ()) -> tuple[str, list[Any]]:
 def domain_snapshot(project: Project) -> dict[str, Any]:
     """Every row of `project` an API write could change (a key's last_used_at aside: setting it
     is what authenticating does). Read in one query: refusal matrices take it after each call."""
-    tasks = Task.objects.filter(project=project)
-    sprints = Sprint.objects.filter(project=project)
+    names, sql, params = _snapshot_query(project.pk)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return dict(zip(names, row, strict=True))
+
+
+# The query is a function of the project's id alone, and compiling its 18 querysets cost ~80 %
+# of a snapshot (the role matrix takes ~1,000): each project's is compiled once.
+@functools.lru_cache(maxsize=64)
+def _snapshot_query(project_id: int) -> tuple[tuple[str, ...], str, tuple[Any, ...]]:
+    tasks = Task.objects.filter(project_id=project_id)
+    sprints = Sprint.objects.filter(project_id=project_id)
     parts = {
         # The project row itself (its pause) and its config: the oversight writes change them.
-        "project": _rows(Project.objects.filter(pk=project.pk)),
-        "config": _rows(ProjectConfig.objects.filter(project=project)),
+        "project": _rows(Project.objects.filter(pk=project_id)),
+        "config": _rows(ProjectConfig.objects.filter(project_id=project_id)),
         "tasks": _rows(tasks),
         "depends_on": _rows(Task.depends_on.through.objects.filter(from_task__in=tasks)),
-        "goals": _rows(Goal.objects.filter(project=project)),
+        "goals": _rows(Goal.objects.filter(project_id=project_id)),
         "sprints": _rows(sprints),
         "planned": _rows(Sprint.planned.through.objects.filter(sprint__in=sprints)),
         "stretch": _rows(Sprint.stretch.through.objects.filter(sprint__in=sprints)),
-        "agents": _rows(Agent.objects.filter(project=project)),
-        "keys": _rows(AgentKey.objects.filter(project=project), skip=("last_used_at",)),
-        "reviews": _rows(Review.objects.filter(project=project)),
-        "handoffs": _rows(Handoff.objects.filter(project=project)),
-        "discoveries": _rows(Discovery.objects.filter(project=project)),
-        "anomalies": _rows(Anomaly.objects.filter(project=project)),
-        "notes": _rows(HumanNote.objects.filter(project=project)),
-        "circuit_breaker": _rows(CircuitBreaker.objects.filter(project=project)),
-        "breaker_history": _rows(CircuitBreakerCheck.objects.filter(project=project)),
+        "agents": _rows(Agent.objects.filter(project_id=project_id)),
+        "keys": _rows(AgentKey.objects.filter(project_id=project_id), skip=("last_used_at",)),
+        "reviews": _rows(Review.objects.filter(project_id=project_id)),
+        "handoffs": _rows(Handoff.objects.filter(project_id=project_id)),
+        "discoveries": _rows(Discovery.objects.filter(project_id=project_id)),
+        "anomalies": _rows(Anomaly.objects.filter(project_id=project_id)),
+        "notes": _rows(HumanNote.objects.filter(project_id=project_id)),
+        "circuit_breaker": _rows(CircuitBreaker.objects.filter(project_id=project_id)),
+        "breaker_history": _rows(CircuitBreakerCheck.objects.filter(project_id=project_id)),
     }
     applied_sql, applied_params = (
-        Event.objects.filter(project=project, outcome=Event.Outcome.APPLIED)
+        Event.objects.filter(project_id=project_id, outcome=Event.Outcome.APPLIED)
         .values("pk")
         .query.sql_with_params()
     )
     parts["applied_events"] = (f"(SELECT count(*) FROM ({applied_sql}) e)", list(applied_params))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT " + ", ".join(sql for sql, _ in parts.values()),
-            [param for _, params in parts.values() for param in params],
-        )
-        row = cursor.fetchone()
-    return dict(zip(parts, row, strict=True))
+    return (
+        tuple(parts),
+        "SELECT " + ", ".join(sql for sql, _ in parts.values()),
+        tuple(param for _, params in parts.values() for param in params),
+    )
 
 
 # -- the validator -----------------------------------------------------------------------------
