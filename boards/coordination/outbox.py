@@ -15,7 +15,9 @@ they wait up to `BEAT_WINDOW` seconds and go in one message with the project's o
 heartbeats of that while (`_Beats`).
 
 A board that sees a gap in the sequence, or reconnects, resynchronises from the server. With
-`REDIS_URL` the sequence lives in Redis, so every ASGI process numbers one stream. Publishing
+`REDIS_URL` the sequence lives in Redis, so every ASGI process numbers one stream. Without it, a
+process that serves no boards (the watcher, a management command) notifies PostgreSQL instead,
+unnumbered, and the server relays and numbers it (`liza_site.channel_layer`). Publishing
 never fails a transition: if the layer is down the change is committed anyway, the error is
 logged, and boards catch up at their next resync.
 """
@@ -36,7 +38,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
-from liza_site import redis_client
+from liza_site import channel_layer, redis_client
 from liza_site.outages import REDIS
 
 logger = logging.getLogger(__name__)
@@ -296,10 +298,56 @@ _beats = _Beats()
 atexit.register(_beats.send_waiting)
 
 
+# A board event relayed through PostgreSQL is split into messages of at most this many changes,
+# each well under NOTIFY's ~8000-byte payload (a change is at most ~60 bytes of JSON).
+NOTIFY_CHANGES = 100
+
+
+def _notifies() -> bool:
+    """This process has the in-memory layer and serves no boards (the watcher, a management
+    command): its board messages go through PostgreSQL to the process that does."""
+    layer = get_channel_layer()
+    return isinstance(layer, channel_layer.InMemoryChannelLayer) and not layer.listening
+
+
+def _chunks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A board event as messages small enough for a NOTIFY (each one numbered on arrival)."""
+    changes = message["changes"]
+    if len(changes) <= NOTIFY_CHANGES:
+        return [message]
+    return [
+        {**message, "changes": changes[start : start + NOTIFY_CHANGES]}
+        for start in range(0, len(changes), NOTIFY_CHANGES)
+    ]
+
+
+def _stamp_relayed(message: dict[str, Any]) -> None:
+    """In the server, a board event relayed from another process takes the server's next
+    number (that process's own counter would clash with the server's)."""
+    if message.get("type") == "board.event":
+        message["seq"] = next_sequence(message["project_id"])
+
+
+def _skip_local_numbers(groups: list[str]) -> None:
+    """The server stopped listening a while (its notifications then are lost): the next number
+    of every project with open boards skips one, so they see a gap and resynchronise."""
+    prefix = board_group(0).removesuffix("0")
+    ids = (group.removeprefix(prefix) for group in groups)
+    with _local_lock:
+        for project_id in {int(i) for i in ids if i.isdigit()}:
+            _local_last[project_id] = next(_local_counters[project_id])
+
+
+channel_layer.relay_hook = _stamp_relayed
+channel_layer.resumed_hook = _skip_local_numbers
+
+
 def _group_send(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         pass
+    elif _notifies():
+        channel_layer.notify(group, message)
     elif settings.REDIS_URL:
         _publisher.run(layer.group_send(group, message))
     else:
@@ -315,8 +363,12 @@ def send(message: dict[str, Any]) -> bool:
         _missed.add(project_id)  # backing off: not even a connection attempt
         return False
     try:
-        message["seq"] = next_sequence(project_id)
-        _group_send(board_group(project_id), message)
+        if _notifies():  # numbered by the server that relays it
+            for chunk in _chunks(message):
+                channel_layer.notify(board_group(project_id), chunk)
+        else:
+            message["seq"] = next_sequence(project_id)
+            _group_send(board_group(project_id), message)
     except Exception as exc:  # see the module docstring
         if settings.REDIS_URL:
             _missed.add(project_id)
