@@ -227,6 +227,36 @@ def _quoted(columns: list[str]) -> str:
     return ", ".join(f'"{c}"' for c in columns)
 
 
+def copy_tasks_and_agents(cur, task_pk: int, tasks: int, agent_pk: int, agents: int, ids: str):
+    """The template task copied to `tasks` tasks (keys t-1…) and the template agent to `agents`
+    agents (`ids` + 1…), in two statements: a bench's queue seeded in seconds."""
+    from agents.models import Agent
+    from boards.coordination.models.tasks import Task
+
+    task_cols = [f.column for f in Task._meta.concrete_fields if f.column not in ("id", "key")]
+    agent_cols = [
+        f.column for f in Agent._meta.concrete_fields if f.column not in ("id", "agent_id")
+    ]
+    # Distinct creation times, as tasks written one by one have (ties would make PostgreSQL
+    # sort the whole queue by id on every pick).
+    copied = ", ".join(
+        "\"created\" + g * interval '1 millisecond'" if c == "created" else f'"{c}"'
+        for c in task_cols
+    )
+    cur.execute(
+        f"INSERT INTO boards_task ({_quoted(task_cols)}, key) "
+        f"SELECT {copied}, 't-' || g FROM boards_task, "
+        "generate_series(1, %s) g WHERE boards_task.id = %s",
+        [tasks - 1, task_pk],
+    )
+    cur.execute(
+        f"INSERT INTO agents_agent ({_quoted(agent_cols)}, agent_id) "
+        f"SELECT {_quoted(agent_cols)}, %s || g FROM agents_agent, "
+        "generate_series(1, %s) g WHERE agents_agent.id = %s",
+        [ids, agents - 1, agent_pk],
+    )
+
+
 def seed(slug: str, *, tasks: int, agents: int, keys: bool) -> Seeded:
     """A project with `tasks` UNCLAIMED tasks, `agents` coders and, for HTTP, one key each.
 
@@ -253,30 +283,9 @@ def seed(slug: str, *, tasks: int, agents: int, keys: bool) -> Seeded:
         spec_ref="bench.md",
         done_when="claimed",
     )
-    task_cols = [f.column for f in Task._meta.concrete_fields if f.column not in ("id", "key")]
     agent_template = Agent.objects.create(project=project, agent_id="coder-0", role="coder")
-    agent_cols = [
-        f.column for f in Agent._meta.concrete_fields if f.column not in ("id", "agent_id")
-    ]
-    # Distinct creation times, as tasks written one by one have (ties would make PostgreSQL
-    # sort the whole queue by id on every pick).
-    copied = ", ".join(
-        "\"created\" + g * interval '1 millisecond'" if c == "created" else f'"{c}"'
-        for c in task_cols
-    )
     with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO boards_task ({_quoted(task_cols)}, key) "
-            f"SELECT {copied}, 't-' || g FROM boards_task, "
-            "generate_series(1, %s) g WHERE boards_task.id = %s",
-            [tasks - 1, template.pk],
-        )
-        cur.execute(
-            f"INSERT INTO agents_agent ({_quoted(agent_cols)}, agent_id) "
-            f"SELECT {_quoted(agent_cols)}, 'coder-' || g FROM agents_agent, "
-            "generate_series(1, %s) g WHERE agents_agent.id = %s",
-            [agents - 1, agent_template.pk],
-        )
+        copy_tasks_and_agents(cur, template.pk, tasks, agent_template.pk, agents, "coder-")
         if keys:
             cur.execute(
                 "INSERT INTO agents_agentkey "
@@ -468,28 +477,43 @@ def raw_loop(arg, barrier, clock, out, claim) -> None:
 
     dsn, project_id, agents = arg
     conn = psycopg.connect(dsn)
+
+    def claim_one(agent) -> int | None:
+        pk, agent_id = agent
+        now = dt.datetime.now(dt.UTC)
+        with conn.transaction():
+            return claim(conn, project_id, pk, agent_id, now, now + dt.timedelta(seconds=300))
+
     try:
         barrier.wait()
-        for pk, agent_id in agents:
-            if time.perf_counter() >= clock["deadline"]:
-                break
-            t0 = time.perf_counter()
-            now = dt.datetime.now(dt.UTC)
-            lease = now + dt.timedelta(seconds=300)
-            with conn.transaction():
-                claimed = claim(conn, project_id, pk, agent_id, now, lease)
-            if claimed is None:
-                break
-            t1 = time.perf_counter()
-            out["latencies"].append((t1 - t0) * 1000)
-            out["claimed"].append(claimed)
-            out["end"] = t1
-        else:
-            out["exhausted"] += 1
+        timed_claims(agents, clock, out, claim_one)
     except Exception as exc:
         _error(out, exc)
     finally:
         conn.close()
+
+
+def timed_claims(agents, clock, out, claim_one, refusals: tuple = ()) -> None:
+    """Each of `agents` claims in turn, timed, until the clock's deadline or until nothing is
+    left: `claim_one(agent)` answers the claimed id, or None when there is none; a `refusals`
+    exception is counted as an error and the next agent goes on."""
+    for agent in agents:
+        if time.perf_counter() >= clock["deadline"]:
+            break
+        t0 = time.perf_counter()
+        try:
+            claimed = claim_one(agent)
+        except refusals as exc:
+            _error(out, exc)
+            continue
+        t1 = time.perf_counter()
+        if claimed is None:
+            break
+        out["latencies"].append((t1 - t0) * 1000)
+        out["claimed"].append(claimed)
+        out["end"] = t1
+    else:
+        out["exhausted"] += 1
 
 
 def service_worker(arg, barrier, clock, out) -> None:
@@ -520,25 +544,16 @@ def claim_loop(arg, barrier, clock, out, claim) -> None:
         # authenticated agent.
         project = Project.objects.select_related("config").get(pk=project_id)
         agents = list(Agent.objects.filter(pk__in=agent_pks).order_by("pk"))
-        barrier.wait()
         for agent in agents:
-            if time.perf_counter() >= clock["deadline"]:
-                break
             agent.project = project
-            t0 = time.perf_counter()
-            try:
-                claimed = claim(project, agent, timezone.now())
-            except ProtocolError as exc:
-                _error(out, exc)
-                continue
-            t1 = time.perf_counter()
-            if claimed is None:
-                break
-            out["latencies"].append((t1 - t0) * 1000)
-            out["claimed"].append(claimed)
-            out["end"] = t1
-        else:
-            out["exhausted"] += 1
+        barrier.wait()
+        timed_claims(
+            agents,
+            clock,
+            out,
+            lambda agent: claim(project, agent, timezone.now()),
+            refusals=(ProtocolError,),
+        )
     except Exception as exc:
         _error(out, exc)
     finally:

@@ -40,6 +40,7 @@ from bench.claims import (  # noqa: E402 (the path above first)
     _slices,
     bench_env,
     claim_loop,
+    copy_tasks_and_agents,
     create_database,
     drop_database,
     pg_server,
@@ -118,29 +119,8 @@ def seed(slug: str, *, tasks: int, reviewers: int) -> Seeded:
     reviewer = Agent.objects.create(
         project=project, agent_id="code-reviewer-0", role="code_reviewer", status="IDLE"
     )
-    task_cols = [f.column for f in Task._meta.concrete_fields if f.column not in ("id", "key")]
-    agent_cols = [
-        f.column for f in Agent._meta.concrete_fields if f.column not in ("id", "agent_id")
-    ]
-    quoted = ", ".join(f'"{c}"' for c in agent_cols)
-    task_quoted = ", ".join(f'"{c}"' for c in task_cols)
-    copied = ", ".join(
-        "\"created\" + g * interval '1 millisecond'" if c == "created" else f'"{c}"'
-        for c in task_cols
-    )
     with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO boards_task ({task_quoted}, key) "
-            f"SELECT {copied}, 't-' || g FROM boards_task, "
-            "generate_series(1, %s) g WHERE boards_task.id = %s",
-            [tasks - 1, template.pk],
-        )
-        cur.execute(
-            f"INSERT INTO agents_agent ({quoted}, agent_id) "
-            f"SELECT {quoted}, 'code-reviewer-' || g FROM agents_agent, "
-            "generate_series(1, %s) g WHERE agents_agent.id = %s",
-            [reviewers - 1, reviewer.pk],
-        )
+        copy_tasks_and_agents(cur, template.pk, tasks, reviewer.pk, reviewers, "code-reviewer-")
         cur.execute("ANALYZE boards_task")
         cur.execute("ANALYZE agents_agent")
         cur.execute(
