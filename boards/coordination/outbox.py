@@ -311,9 +311,10 @@ def _notifies() -> bool:
 
 
 def _chunks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """A board event as messages small enough for a NOTIFY (each one numbered on arrival)."""
-    changes = message["changes"]
-    if len(changes) <= NOTIFY_CHANGES:
+    """A message small enough for a NOTIFY: a board event split by its changes (each part
+    numbered on arrival), anything else as it is."""
+    changes = message.get("changes")
+    if changes is None or len(changes) <= NOTIFY_CHANGES:
         return [message]
     return [
         {**message, "changes": changes[start : start + NOTIFY_CHANGES]}
@@ -346,8 +347,9 @@ def _group_send(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         pass
-    elif _notifies():
-        channel_layer.notify(group, message)
+    elif _notifies():  # a board event is numbered by the server that relays it
+        for chunk in _chunks(message):
+            channel_layer.notify(group, chunk)
     elif settings.REDIS_URL:
         _publisher.run(layer.group_send(group, message))
     else:
@@ -363,12 +365,9 @@ def send(message: dict[str, Any]) -> bool:
         _missed.add(project_id)  # backing off: not even a connection attempt
         return False
     try:
-        if _notifies():  # numbered by the server that relays it
-            for chunk in _chunks(message):
-                channel_layer.notify(board_group(project_id), chunk)
-        else:
+        if not _notifies():  # else numbered by the server that relays it
             message["seq"] = next_sequence(project_id)
-            _group_send(board_group(project_id), message)
+        _group_send(board_group(project_id), message)
     except Exception as exc:  # see the module docstring
         if settings.REDIS_URL:
             _missed.add(project_id)
