@@ -203,40 +203,7 @@ def agent_heartbeat(
     with transaction.atomic() if connection.in_atomic_block else nullcontext():
         beat = _Heartbeat.of(agent, now, config, context_percent, progress_at, stale=stale)
         agent, task = beat.agent, beat.task
-        if beat.outcome == "disabled":
-            raise Attempt(project, agent, "agent_heartbeat", now).refuse(
-                Forbidden(f"agent {agent.agent_id} is disabled")
-            )
-        if beat.outcome == "left":
-            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-                NotRegistered(
-                    f"{agent.agent_id} is not registered: it left at "
-                    f"{format_timestamp(agent.left_at)}; register again to start a new session",
-                    {"agent_id": agent.agent_id, "left_at": format_timestamp(agent.left_at)},
-                )
-            )
-        if beat.outcome == "lost":
-            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-                LeaseLost(
-                    f"{agent.agent_id} lost {task.key} ({agent.lost_reason}); exit 42",
-                    {
-                        "task": task.key,
-                        "reason": agent.lost_reason,
-                        "assigned_to": task.assigned_to or None,
-                    },
-                ),
-                task=task,
-            )
-        if beat.outcome == "gone":
-            raise Task.DoesNotExist(f"Task {agent.current_task_id} does not exist")
-        if beat.outcome == "lease_lost":
-            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-                LeaseLost(
-                    f"{agent.agent_id} lost its lease on {task.key}; exit 42",
-                    {"task": task.key},
-                ),
-                task=task,
-            )
+        _refuse_unless_ok(beat, project, now)
         # Heartbeats write no Event, but open boards show leases and heartbeat ages: published
         # within outbox.BEAT_WINDOW, merged with the project's other heartbeats.
         changed = [(outbox.AGENT, agent.pk)] + (
@@ -253,6 +220,47 @@ def agent_heartbeat(
         beat=beat,
     )
     return HeartbeatResult(agent=agent, task=task, reviews=beat.reviews, stop=stop)
+
+
+def _refuse_unless_ok(beat: _Heartbeat, project: Project, now: datetime) -> None:
+    """Raise what `liza_heartbeat_v2` refused (its answer has written nothing), as the errors
+    the heartbeat always raised, each recorded as a rejected attempt: a disabled agent, one
+    that left (`not_registered`, exit 8), a lost task or its lease (`lease_lost`, exit 42)."""
+    agent, task = beat.agent, beat.task
+    if beat.outcome == "disabled":
+        raise Attempt(project, agent, "agent_heartbeat", now).refuse(
+            Forbidden(f"agent {agent.agent_id} is disabled")
+        )
+    if beat.outcome == "left":
+        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+            NotRegistered(
+                f"{agent.agent_id} is not registered: it left at "
+                f"{format_timestamp(agent.left_at)}; register again to start a new session",
+                {"agent_id": agent.agent_id, "left_at": format_timestamp(agent.left_at)},
+            )
+        )
+    if beat.outcome == "lost":
+        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+            LeaseLost(
+                f"{agent.agent_id} lost {task.key} ({agent.lost_reason}); exit 42",
+                {
+                    "task": task.key,
+                    "reason": agent.lost_reason,
+                    "assigned_to": task.assigned_to or None,
+                },
+            ),
+            task=task,
+        )
+    if beat.outcome == "gone":
+        raise Task.DoesNotExist(f"Task {agent.current_task_id} does not exist")
+    if beat.outcome == "lease_lost":
+        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+            LeaseLost(
+                f"{agent.agent_id} lost its lease on {task.key}; exit 42",
+                {"task": task.key},
+            ),
+            task=task,
+        )
 
 
 @dataclass(frozen=True)
