@@ -70,6 +70,12 @@ class Agent(FSMModelMixin, ProjectScopedModel):
     # Seed 001: a security-sensitive task needs at least one security-flagged approver.
     security_reviewer = models.BooleanField(default=False)
     registered_at = models.DateTimeField(null=True, blank=True)
+    # When its session ended (`agent_leave`); cleared by its next registration. The original
+    # Liza deletes a departed agent's registry entry: until the id registers again, it is "not
+    # registered" and its heartbeat is refused (`not_registered`), not a way back to a live
+    # lease. Not `registered_at IS NULL`: an agent an admin created heartbeats before it ever
+    # registers, and that heartbeat is legitimate (STARTING → IDLE).
+    left_at = models.DateTimeField(null=True, blank=True)
     # Set when the server takes a task out of the agent's hands (takeover, override block,
     # limit, a human releasing the claim): its next heartbeat answers lease_lost / exit 42
     # (seed 002 "If original agent returns after expiry → must self-abort immediately").
@@ -219,6 +225,7 @@ RUN_STOPS = {
     "quota": (RunState.FINISHED, "quota"),
     "budget": (RunState.KILLED, "budget"),
     "budget_exhausted": (RunState.KILLED, "budget"),  # the heartbeat's `stop`, as it says it
+    "not_registered": (RunState.KILLED, "the agent left"),  # its heartbeat refused: no session
 }
 
 

@@ -38,6 +38,7 @@ EXIT_CODES: dict[str, int] = {
     "conflict": Exit.CONFLICT,
     "not_found": Exit.NOT_FOUND,
     "collision": Exit.COLLISION,
+    "not_registered": Exit.NOT_REGISTERED,
     "lease_lost": Exit.STOP,
     "paused": Exit.STOP,
     "checkpoint": Exit.STOP,
@@ -131,6 +132,18 @@ class Collision(ProtocolError):
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(None, message, details)
+
+
+class NotRegistered(ProtocolError):
+    """The agent left (`agent_leave`) and has not registered since: the original Liza deleted
+    its registry entry, so a late heartbeat finds no session to extend (seed 000 "HANDOFF →
+    (deregistered)"). 409, exit 8: the process exits; a new registration starts a new one."""
+
+    code = "not_registered"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        # As lease_lost: the instruction is the refusal's meaning, carried with it.
+        super().__init__(None, message, {**(details or {}), "exit": int(Exit.NOT_REGISTERED)})
 
 
 class LeaseLost(ProtocolError):

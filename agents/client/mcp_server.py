@@ -8,7 +8,8 @@ A refusal is an MCP tool error (`isError`), never a protocol error, so the model
 text says what happened and what to do, its structured content is the server's envelope plus
 `exit` (the process exit code the CLI would take) and `stop` — true for exit 42 (lease lost,
 paused, checkpoint, aborted), when the agent must end its session and let the supervisor
-restart it. A heartbeat or a `work` answer that says stop is reported the same way.
+restart it; also true for exit 8 (`not_registered`: the agent left, its session is over).
+A heartbeat or a `work` answer that says stop is reported the same way.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from agents.client.upstream import BY_ALIAS, RESOURCES, aliases_for
 from agents.client.upstream import read as read_resource
 
 STOP = EXIT["stop"]
+ENDED = EXIT["not_registered"]
 
 # How a JSON value is checked against a parameter's declared type (bool is not an integer).
 JSON_TYPES: dict[str, Any] = {
@@ -77,14 +79,15 @@ def check_arguments(operation: Operation, arguments: dict[str, Any]) -> dict[str
 
 
 def error_result(error: LizaError) -> types.CallToolResult:
-    stop = error.exit == STOP
+    stop = error.exit in (STOP, ENDED)
     envelope = error.as_dict()["error"]
     payload = {"error": {**envelope, "exit": error.exit, "stop": stop}}
-    advice = (
-        "STOP: end this session now; the supervisor restarts it (exit 42)."
-        if stop
-        else f"refused (exit {error.exit}); read the board again before retrying."
-    )
+    if error.exit == ENDED:
+        advice = f"ENDED: this agent left; end this session now, nothing restarts it (exit {ENDED})"
+    elif stop:
+        advice = "STOP: end this session now; the supervisor restarts it (exit 42)."
+    else:
+        advice = f"refused (exit {error.exit}); read the board again before retrying."
     return types.CallToolResult(
         content=[types.TextContent(text=f"{error.code}: {error.message}\n{advice}")],
         structured_content=payload,

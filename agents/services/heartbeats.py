@@ -30,6 +30,7 @@ from boards.errors import (
     Collision,
     Forbidden,
     LeaseLost,
+    NotRegistered,
     ProtocolValidationError,
 )
 from boards.protocol import (
@@ -104,6 +105,7 @@ def agent_register(
         agent.lease_expires = lease
         agent.heartbeat = now
         agent.registered_at = now
+        agent.left_at = None  # a session again: its heartbeats count
         agent.terminal = terminal
         agent.save()
         record_event(
@@ -125,9 +127,12 @@ def agent_leave(*, project: Project, agent: Agent, now: datetime) -> Agent:
     Liza deletes its registry entry when the agent exits).
 
     Its lease ends now (registration, `/work` and the board read a lease in the past as no
-    session). A WORKING coder or REVIEWING reviewer goes to HANDOFF, seed 000's state before
-    the process terminates (it holds no live claim by then, see below); any other state stays,
-    as registration restarts the machine from every state. Refused (409) while it still holds
+    session), and `left_at` says the session ended: until the id registers again, a heartbeat
+    that arrives late (its supervisor's heartbeat thread racing this, a stale process, a
+    retried request) is refused `not_registered` instead of bringing the lease back. A WORKING
+    coder or REVIEWING reviewer goes to HANDOFF, seed 000's state before the process
+    terminates (it holds no live claim by then, see below); any other state stays, as
+    registration restarts the machine from every state. Refused (409) while it still holds
     work under a live lease (`agents.selectors.leave_refusal`): it hands off or gives back
     first, or that work would wait for its lease to lapse with nobody behind it.
     """
@@ -144,6 +149,8 @@ def agent_leave(*, project: Project, agent: Agent, now: datetime) -> Agent:
             agent.hand_off()
         if agent.has_live_lease(now):
             agent.lease_expires = now
+        if agent.left_at is None:  # leaving twice: it left the first time
+            agent.left_at = now
         agent.save()
         attempt.record(
             action=Action.DEREGISTERED,
@@ -173,7 +180,10 @@ def agent_heartbeat(
     stopped it long before: a hung supervisor), the task lease is not extended — it lapses —
     and the answer says stop ("stalled").
 
-    The locks, checks and writes are `liza_heartbeat_v1` (boards migration 0027), one round
+    An agent that left (`agent_leave`) and has not registered since is `not_registered`
+    (409, exit 8): its session ended, and a late heartbeat must not bring its lease back.
+
+    The locks, checks and writes are `liza_heartbeat_v2` (boards migration 0034), one round
     trip with the reads the stop answer needs; this raises what it refuses.
     """
     project = agent.project
@@ -193,32 +203,7 @@ def agent_heartbeat(
     with transaction.atomic() if connection.in_atomic_block else nullcontext():
         beat = _Heartbeat.of(agent, now, config, context_percent, progress_at, stale=stale)
         agent, task = beat.agent, beat.task
-        if beat.outcome == "disabled":
-            raise Attempt(project, agent, "agent_heartbeat", now).refuse(
-                Forbidden(f"agent {agent.agent_id} is disabled")
-            )
-        if beat.outcome == "lost":
-            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-                LeaseLost(
-                    f"{agent.agent_id} lost {task.key} ({agent.lost_reason}); exit 42",
-                    {
-                        "task": task.key,
-                        "reason": agent.lost_reason,
-                        "assigned_to": task.assigned_to or None,
-                    },
-                ),
-                task=task,
-            )
-        if beat.outcome == "gone":
-            raise Task.DoesNotExist(f"Task {agent.current_task_id} does not exist")
-        if beat.outcome == "lease_lost":
-            raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-                LeaseLost(
-                    f"{agent.agent_id} lost its lease on {task.key}; exit 42",
-                    {"task": task.key},
-                ),
-                task=task,
-            )
+        _refuse_unless_ok(beat, project, now)
         # Heartbeats write no Event, but open boards show leases and heartbeat ages: published
         # within outbox.BEAT_WINDOW, merged with the project's other heartbeats.
         changed = [(outbox.AGENT, agent.pk)] + (
@@ -237,13 +222,54 @@ def agent_heartbeat(
     return HeartbeatResult(agent=agent, task=task, reviews=beat.reviews, stop=stop)
 
 
+def _refuse_unless_ok(beat: _Heartbeat, project: Project, now: datetime) -> None:
+    """Raise what `liza_heartbeat_v2` refused (its answer has written nothing), as the errors
+    the heartbeat always raised, each recorded as a rejected attempt: a disabled agent, one
+    that left (`not_registered`, exit 8), a lost task or its lease (`lease_lost`, exit 42)."""
+    agent, task = beat.agent, beat.task
+    if beat.outcome == "disabled":
+        raise Attempt(project, agent, "agent_heartbeat", now).refuse(
+            Forbidden(f"agent {agent.agent_id} is disabled")
+        )
+    if beat.outcome == "left":
+        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+            NotRegistered(
+                f"{agent.agent_id} is not registered: it left at "
+                f"{format_timestamp(agent.left_at)}; register again to start a new session",
+                {"agent_id": agent.agent_id, "left_at": format_timestamp(agent.left_at)},
+            )
+        )
+    if beat.outcome == "lost":
+        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+            LeaseLost(
+                f"{agent.agent_id} lost {task.key} ({agent.lost_reason}); exit 42",
+                {
+                    "task": task.key,
+                    "reason": agent.lost_reason,
+                    "assigned_to": task.assigned_to or None,
+                },
+            ),
+            task=task,
+        )
+    if beat.outcome == "gone":
+        raise Task.DoesNotExist(f"Task {agent.current_task_id} does not exist")
+    if beat.outcome == "lease_lost":
+        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
+            LeaseLost(
+                f"{agent.agent_id} lost its lease on {task.key}; exit 42",
+                {"task": task.key},
+            ),
+            task=task,
+        )
+
+
 @dataclass(frozen=True)
 class _Heartbeat:
-    """What `liza_heartbeat_v1` answered, in the one statement that calls it: its outcome
-    (`ok`, or the refusal: `disabled`, `lost`, `lease_lost`, `gone`), the agent row as written
-    (or as locked, refused), its task (the lost one for `lost`), its review claims each with
-    its task, the project's current sprint (`stop_reason`) and whether the project has any
-    budget (`budget_refusal`)."""
+    """What `liza_heartbeat_v2` answered, in the one statement that calls it: its outcome
+    (`ok`, or the refusal: `disabled`, `left`, `lost`, `lease_lost`, `gone`), the agent row
+    as written (or as locked, refused), its task (the lost one for `lost`), its review claims
+    each with its task, the project's current sprint (`stop_reason`) and whether the project
+    has any budget (`budget_refusal`)."""
 
     outcome: str
     agent: Agent
@@ -351,7 +377,7 @@ def _call_sql() -> str:
         f"{rows.select_list(Review, '(h.review_row)')}, "
         f"{rows.select_list(Task, '(h.review_task_row)')}, "
         f"{rows.select_list(Sprint, 's')}, {budget_exists_sql('%s')} "
-        "FROM liza_heartbeat_v1(%s::bigint, %s::timestamptz, %s::integer, %s::integer, "
+        "FROM liza_heartbeat_v2(%s::bigint, %s::timestamptz, %s::integer, %s::integer, "
         "%s::integer, %s::timestamptz, %s::boolean, %s::text, %s::text, %s::text, %s::text) h "
         f"LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
     )

@@ -64,7 +64,7 @@ ERRORS = {
     409: OpenApiResponse(
         s.ErrorSerializer,
         description="invalid_transition, conflict, lease_lost / paused / checkpoint / aborted "
-        "(exit 42), collision",
+        "(exit 42), collision, not_registered (exit 8)",
     ),
 }
 # A read is open to every principal of the project, but a disabled agent's key gets 403.

@@ -286,7 +286,8 @@ class HeartbeatView(ProjectView):
         "`stop` tells a paused, checkpointed or aborted agent to exit 42 (`stalled`: the "
         "reported `progress_at` is older than twice stall_timeout, the task lease is not "
         "extended; `budget_exhausted`: a budget its work counts against is spent); a lost task "
-        "lease is 409 `lease_lost`.",
+        "lease is 409 `lease_lost`; an agent that left (`agents/leave`) and has not registered "
+        "since is 409 `not_registered` (exit 8): its session is over, its lease not extended.",
         responses={200: agent_s.HeartbeatSerializer, **errors(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, slug: str) -> Response:

@@ -129,6 +129,36 @@ def test_a_paused_project_answers_as_drf_does(world):
     assert (fast[0], fast[2]["error"]["code"]) == (409, "paused")
 
 
+def test_a_heartbeat_after_leave_is_409_not_registered_both_ways(world):
+    """A departed agent's heartbeat, on the hot path and through the DRF view (`?via=drf`):
+    the same 409 envelope, `not_registered` with exit 8, and its lease not brought back.
+    Registering again makes its heartbeats count."""
+    client = bearer(key_for(world.coder))
+    base = api_base(world.project.slug)
+    assert client.post(f"{base}/agents/leave", {}, format="json").status_code == 200
+    gone = Agent.objects.get(pk=world.coder.pk)
+
+    fast, drf = _both_ways(client, f"{base}/agents/heartbeat", {"context_percent": 30})
+
+    assert fast == drf
+    status, _, body = fast
+    assert (status, body["error"]["code"]) == (409, "not_registered")
+    assert body["error"]["details"]["exit"] == 8
+    assert body["error"]["details"]["agent_id"] == "coder-1"
+    assert body["error"]["message"].startswith("coder-1 is not registered: it left at ")
+    after = Agent.objects.get(pk=world.coder.pk)
+    assert (after.lease_expires, after.heartbeat, after.context_percent) == (
+        gone.lease_expires,
+        gone.heartbeat,
+        gone.context_percent,
+    )
+    assert not after.has_live_lease(timezone.now())
+    assert client.post(f"{base}/agents/register", {}, format="json").status_code == 200
+    beat = client.post(f"{base}/agents/heartbeat", {"context_percent": 30}, format="json")
+    assert beat.status_code == 200, beat.content
+    assert Agent.objects.get(pk=world.coder.pk).has_live_lease(timezone.now())
+
+
 def test_claim_next_answers_as_drf_does_with_an_empty_queue_and_a_held_task(world):
     client = bearer(key_for(world.coder))
     url = f"{api_base(world.project.slug)}/tasks/claim-next"

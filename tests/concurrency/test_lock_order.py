@@ -1,5 +1,5 @@
 """The lock order under real concurrency (docs/architecture.md "Lock order"): a coder's
-heartbeat (`liza_heartbeat_v1`: its agent row, then its task) released together with each path
+heartbeat (`liza_heartbeat_v2`: its agent row, then its task) released together with each path
 that takes the same agent and task rows, many rounds each, on threads with their own
 PostgreSQL connections. A path that took the task before the agent would meet the heartbeat in
 a circle, and PostgreSQL would kill one of the two (SQLSTATE 40P01): no round may end in a

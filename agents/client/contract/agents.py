@@ -36,7 +36,8 @@ LIVENESS: tuple[Endpoint, ...] = (
         client="heartbeat", roles=EVERY_ROLE, cli=("heartbeat",),
         help=(
             "Extend this agent's leases (task and review). A stop (pause, checkpoint, abort) "
-            "comes back as an error with stop=true: end the session."
+            "comes back as an error with stop=true: end the session. After `leave`: 409 "
+            "not_registered (exit 8), the session is over; nothing restarts it."
         ),
     ),
 )
@@ -121,7 +122,8 @@ AGENTS: tuple[Endpoint, ...] = (
         help=(
             "End this agent's session: its id is free to register again at once, not when its "
             "lease lapses (409 while it holds a live task or review claim: hand off or give "
-            "back first)."
+            "back first). Its heartbeats are then refused (not_registered, exit 8) until it "
+            "registers again."
         ),
     ),
     E("agent_quota_pause", "POST", "agents/quota", "api-agent-quota", "agents_quota_pause",

@@ -15,6 +15,9 @@ EXIT: dict[str, int] = {
     "not_found": 5,  # no such object (or another tenant's)
     "collision": 6,  # the agent id is held by a live lease: the process must exit
     "unreachable": 7,  # the server did not answer (or answered 5xx): retry later
+    # The agent's session ended (it left: `liza leave`, its supervisor stopping) and the id has
+    # not registered since: the process exits; only a new registration starts a session.
+    "not_registered": 8,
     "wait": 11,  # an enforced limit holds (WIP, max_concurrent): ask again after Retry-After
     "budget": 14,  # a budget is spent: nothing more until an admin raises it
     "stop": 42,  # lease lost, paused, checkpoint, aborted: stop and restart (seed 000)

@@ -192,7 +192,10 @@ class AgentMixin:
                     live.report_usage()  # first: the heartbeat's answer weighs it (budgets)
                 beat = self.client.heartbeat(**(live.heartbeat_fields() if live else {}))
             except LizaError as error:
-                if error.exit == EXIT["stop"]:
+                # 42: the work was taken or the project stops; 8: the agent left (its own
+                # `liza leave`, another's) and the session it heartbeats for is over. Either
+                # way the spawn ends, and with it the heartbeats: they would not be heard.
+                if error.exit in (EXIT["stop"], EXIT["not_registered"]):
                     lost.append(error.code)
                     self.terminate_child()
                     return

@@ -92,7 +92,8 @@ class Supervisor(ClaimsMixin, AgentMixin, RunsMixin, RestartsMixin, SignalsMixin
         self.state = gitops.state_dir(self.repo, self.agent["agent_id"])
         self.key_file = self._key_file()
         code = self.rounds()
-        self.leave()
+        if code != EXIT["not_registered"]:  # it has left already: nothing to give up
+            self.leave()
         return code
 
     def rounds(self) -> int:
@@ -112,7 +113,12 @@ class Supervisor(ClaimsMixin, AgentMixin, RunsMixin, RestartsMixin, SignalsMixin
                 self.say(f"git: {error}")
                 return EXIT["usage"]
             except LizaError as error:
-                if error.exit in (EXIT["usage"], EXIT["refused"], EXIT["collision"]):
+                if error.exit in (
+                    EXIT["usage"],
+                    EXIT["refused"],
+                    EXIT["collision"],
+                    EXIT["not_registered"],
+                ):
                     raise
                 # A lost race, a stop between /work and the claim, the server away: ask again.
                 self.say(f"{error.code}: {error.message}; asking again")
@@ -164,6 +170,15 @@ class Supervisor(ClaimsMixin, AgentMixin, RunsMixin, RestartsMixin, SignalsMixin
             self.push(assignment.key)  # whatever the exit code: the work must not be lost
         if self.stopping is not None:
             return self._stopped(assignment)
+        if lost == "not_registered":
+            # Its agent left while it ran: the session is over, not to be restarted (a new
+            # spawn would work under an identity nobody holds). Registering again is a new
+            # supervisor's decision, not this one's.
+            self.say(
+                f"{self.agent['agent_id']} is not registered (it left): the agent was stopped; "
+                f"stopping (exit {EXIT['not_registered']})"
+            )
+            return EXIT["not_registered"]
         if lost:
             self.say(f"{lost}: the agent was stopped; restarting")
             self.sleep(self.t.restart)

@@ -183,6 +183,22 @@ def test_register_answers_the_agent_or_a_collision_exit_6(cli_server, world):
     error_of(live("register", exit=6), "collision", 6)
 
 
+def test_a_heartbeat_after_leave_exits_8_not_registered_until_it_registers_again(cli_server, world):
+    coder = Liza(cli_server, world, "coder-1")
+    coder("leave")
+
+    error = error_of(coder("heartbeat", exit=8), "not_registered", 8)
+    assert error["message"].startswith("coder-1 is not registered: it left at ")
+    said = coder("heartbeat", exit=8, as_json=False)
+    assert said.startswith("liza: not_registered: coder-1 is not registered: it left at ")
+    assert said.rstrip().endswith("register again to start a new session")
+    assert not world.agent("coder-1").has_live_lease(timezone.now())
+
+    coder("register")
+    assert coder("heartbeat")["agent"]["agent_id"] == "coder-1"
+    assert world.agent("coder-1").has_live_lease(timezone.now())
+
+
 def test_work_waits_on_an_open_goal_before_its_first_task_and_completes_with_it(cli_server, world):
     """A coder or reviewer asking before the planner wrote a task was told "complete" (10) and
     its supervisor stopped; under an open goal it waits (11) until the goal is COMPLETED."""

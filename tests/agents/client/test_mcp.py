@@ -209,6 +209,28 @@ def test_a_paused_project_makes_heartbeat_and_work_say_stop(cli_server, world, t
     assert (work["exit"], work["stop"]) == (42, True)
 
 
+def test_a_heartbeat_after_leave_says_the_session_ended_exit_8(cli_server, world, tmp_path):
+    """The agent left (its supervisor stopping, `liza leave`): the heartbeat tool's refusal is
+    `not_registered`, exit 8, with stop — end the session — but no restart promised."""
+    from agents.services import agent_leave
+
+    coder = Agent(cli_server, world, "coder-1", tmp_path)
+    agent_leave(project=world.project, agent=world.agent("coder-1"), now=timezone.now())
+
+    async def beat():
+        async with coder.session() as session:
+            result = await session.call_tool("heartbeat", {})
+            assert result.is_error, result.structured_content
+            return result.structured_content["error"], result.content[0].text
+
+    error, text = anyio.run(beat)
+
+    assert (error["code"], error["exit"], error["stop"]) == ("not_registered", 8, True)
+    assert text.endswith(
+        "ENDED: this agent left; end this session now, nothing restarts it (exit 8)"
+    )
+
+
 def test_a_key_the_server_refuses_ends_liza_mcp_with_its_exit_code(cli_server, world, tmp_path):
     key_file = tmp_path / "bad.key"
     key_file.write_text("liza_not-a-key")

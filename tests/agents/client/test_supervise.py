@@ -802,6 +802,48 @@ def test_a_lease_lost_while_the_agent_runs_terminates_it_and_restarts(supervisor
     assert code == 0
 
 
+def test_an_agent_that_left_while_it_runs_is_stopped_and_the_supervisor_exits_8(
+    supervisors, world, tmp_path
+):
+    """Its identity given up behind its supervisor's back (`liza leave` with its key, after a
+    handoff): the next heartbeat is 409 not_registered (exit 8). The supervisor stops the
+    agent, neither restarts it nor heartbeats on (no session would hear it), does not leave a
+    second time, and exits 8."""
+    from agents.services import agent_handoff, agent_leave
+
+    world.unclaimed("T1")
+    proc = supervisors.start(
+        "coder-1", write_agent(tmp_path, "sleeper", SLEEPER), MARKERS=str(tmp_path)
+    )
+    wait_for(lambda: (tmp_path / "agent.pid").exists(), what="the agent")
+    agent_pid = int((tmp_path / "agent.pid").read_text())
+    agent_handoff(
+        agent=world.agent("coder-1"),
+        task=world.task("T1"),
+        now=timezone.now(),
+        summary="stopped by hand",
+        next_action="resume",
+    )
+    agent_leave(project=world.project, agent=world.agent("coder-1"), now=timezone.now())
+    code, out = finish(proc)
+
+    assert code == 8, out
+    assert "coder-1 is not registered (it left): the agent was stopped; stopping (exit 8)" in out
+    (run,) = Run.objects.filter(project=world.project)  # not restarted
+    assert (run.stopped_by, run.exit_code, run.reason) == (
+        "not_registered",
+        -signal.SIGTERM,
+        "the agent left",
+    )
+    with pytest.raises(ProcessLookupError):
+        os.kill(agent_pid, 0)  # the agent is gone
+    left = Event.objects.filter(project=world.project, action="deregistered")
+    assert left.count() == 1  # its own, by hand: the supervisor did not leave again
+    refused = Event.objects.filter(project=world.project, action="heartbeat_failed")
+    assert list(refused.values_list("data__code", flat=True)) == ["not_registered"]
+    assert not world.agent("coder-1").has_live_lease(timezone.now())
+
+
 def shared_remote(repo: Path, tmp_path: Path, *names: str) -> tuple[Path, dict[str, Path]]:
     """A bare copy of `repo` as the remote, and a clone of it per machine name."""
     remote = tmp_path / "remote.git"

@@ -1,10 +1,13 @@
 """The heartbeat's rules as a small reference model (the oracle of test_heartbeats_sql.py).
 
 This is the Python the service ran before issue 26 moved the rules into `liza_heartbeat_v1`
-(boards migration 0027), written over plain rows (`{pk: {column: value}}`, the ORM's
-`.values()`) so that it reads as the rules do (seed 002 "Lease Model", SPEC §6):
+(boards migration 0027), with the departed agent's refusal of `liza_heartbeat_v2` (boards
+migration 0034), written over plain rows (`{pk: {column: value}}`, the ORM's `.values()`) so
+that it reads as the rules do (seed 002 "Lease Model", SPEC §6):
 
-* a disabled agent is refused; so is one the server took a task from (`lost_task`: exit 42);
+* a disabled agent is refused; so is one that left (`left_at`: its session ended, the original
+  Liza deleted its registry entry; an agent that never registered has none and heartbeats),
+  and one the server took a task from (`lost_task`: exit 42);
 * the coder's task, when CLAIMED, must still be its own with a live lease (`lease_alive`: the
   lease plus the grace ahead of now, strictly), else lease_lost; it is extended to now plus
   the task's lease (its override, else the project's) unless the run's progress is stale;
@@ -34,7 +37,7 @@ class Config:
 
 @dataclass
 class Answer:
-    """What the heartbeat answers: `ok`, or the refusal (`disabled`, `lost`, `lease_lost`)
+    """What the heartbeat answers: `ok`, or the refusal (`disabled`, `left`, `lost`, `lease_lost`)
     with the task it names; the task and review claims it answers with."""
 
     outcome: str
@@ -71,6 +74,8 @@ def heartbeat(
     agent = agents[agent_pk]
     if not agent["enabled"]:
         return Answer("disabled")
+    if agent["left_at"] is not None:
+        return Answer("left")
     if agent["lost_task_id"] is not None:
         return Answer("lost", agent["lost_task_id"])
     leases = [now + timedelta(seconds=config.lease_duration)]

@@ -1,14 +1,24 @@
 """An agent's session ends (agents.services.heartbeats.agent_leave): its lease is given up at
 once, so the same id registers again without waiting for it to lapse; refused while it still
-holds a live task or review claim."""
+holds a live task or review claim. A heartbeat after the leave finds no session
+(`not_registered`, exit 8) until the id registers again."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from agents.services import agent_handoff, agent_leave, agent_register
+from agents.services import (
+    agent_create,
+    agent_handoff,
+    agent_heartbeat,
+    agent_leave,
+    agent_register,
+)
 from boards.coordination.services import reviews
-from boards.errors import Conflict
+from boards.errors import Conflict, NotRegistered
+from boards.protocol import format_timestamp
 from tests.coordination.services.helpers import (
     applied_events,
     assert_refused_unchanged,
@@ -41,7 +51,7 @@ def test_an_idle_agent_leaves_and_its_id_registers_again_at_once(world):
 
     agent = leave(world, "coder-1")
 
-    assert (agent.status, agent.lease_expires) == ("STARTING", world.now)
+    assert (agent.status, agent.lease_expires, agent.left_at) == ("STARTING", world.now, world.now)
     assert not agent.has_live_lease(world.now)
     (event,) = applied_events(world.project, action="deregistered")
     assert (event.actor_id, event.from_status, event.to_status) == (
@@ -134,3 +144,70 @@ def test_a_lease_already_lapsed_is_not_moved_forward(world):
     world.tick(_lease_gone(world))
 
     assert leave(world, "planner-1").lease_expires == lapsed
+
+
+def test_a_heartbeat_after_the_leave_is_not_registered_and_writes_nothing(world):
+    """Its supervisor's heartbeat thread racing its own `liza leave`, a stale process, a retried
+    request: none brings the lease back (the board would show a live agent that left, and the
+    id would be a collision until that lease lapsed)."""
+    world.claimed("task-1", "coder-1")
+    agent_handoff(
+        agent=world.agent("coder-1"),
+        task=world.task("task-1"),
+        now=world.tick(),
+        summary="stopped",
+        next_action="resume",
+    )
+    left = leave(world, "coder-1")
+    beat_at, task_lease = left.heartbeat, world.task("task-1").lease_expires
+    late = world.agent("coder-1")
+
+    caught, event = assert_refused_unchanged(
+        lambda: agent_heartbeat(agent=late, now=world.tick(), context_percent=50),
+        project=world.project,
+        obj=late,
+        exc_type=NotRegistered,
+        code="not_registered",
+        status_code=409,
+    )
+
+    assert caught.details == {
+        "agent_id": "coder-1",
+        "left_at": format_timestamp(left.left_at),
+        "exit": 8,
+    }
+    assert caught.message == (
+        f"coder-1 is not registered: it left at {format_timestamp(left.left_at)}; "
+        "register again to start a new session"
+    )
+    assert (event.action, event.actor_id, event.task_id) == ("heartbeat_failed", "coder-1", None)
+    after = world.agent("coder-1")
+    assert (after.lease_expires, after.heartbeat, after.status) == (
+        left.lease_expires,
+        beat_at,
+        "HANDOFF",
+    )
+    assert not after.has_live_lease(world.now)
+    assert world.task("task-1").lease_expires == task_lease  # the handed-off task's: not extended
+    # Its id is free: registering starts a new session, and its heartbeats count again.
+    again = register_again(world, "coder-1", "coder")
+    assert again.left_at is None
+    now = world.tick()
+    beat = agent_heartbeat(agent=world.agent("coder-1"), now=now)
+    lease = now + timedelta(seconds=world.project.config.lease_duration)
+    assert (beat.agent.status, beat.agent.lease_expires) == ("IDLE", lease)
+
+
+def test_leaving_twice_keeps_the_first_departure(world):
+    first = leave(world, "planner-1").left_at
+    assert leave(world, "planner-1").left_at == first != world.now
+
+
+def test_an_agent_an_admin_created_heartbeats_before_it_ever_registers(world):
+    """No registration, no departure: its heartbeat is legitimate (STARTING → IDLE)."""
+    created = agent_create(project=world.project, actor=world.admin, role="coder", now=world.tick())
+    assert (created.registered_at, created.left_at) == (None, None)
+
+    beat = agent_heartbeat(agent=created, now=world.tick())
+
+    assert (beat.agent.status, beat.agent.has_live_lease(world.now)) == ("IDLE", True)

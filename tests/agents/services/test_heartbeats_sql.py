@@ -1,4 +1,4 @@
-"""The heartbeat's rules are `liza_heartbeat_v1` (boards migration 0027), the product's only
+"""The heartbeat's rules are `liza_heartbeat_v2` (boards migration 0034), the product's only
 implementation of them; this holds `agent_heartbeat`, which calls it, equal to the Python
 reference model of the rules as the service ran them before (`heartbeat_oracle`) over random
 boards, at the same `now`: the answer (or the refusal, its error and its rejected-attempt
@@ -6,11 +6,13 @@ event) and every agent, task and review row after.
 
 Boards are written row by row, not walked through the services: every combination of the
 fields the rules read must get the reference model's answer — any role and state, disabled,
+left (with or without a task it held), registered or created by an admin and never registered,
 a lost task, a task of any state held by the agent or taken over, task and review leases on,
 just before and just after the grace boundary, per-task lease overrides, review claims closed,
 given a verdict or of another project, progress on either side of the stall boundary or ahead
-of the server's clock. The last test plants `>` as `>=` at the task lease's boundary and shows
-the property finds it.
+of the server's clock. The last tests plant `>` as `>=` at the task lease's boundary, and the
+rules before `liza_heartbeat_v2` (a departed agent's heartbeat accepted) in the reference
+model, and show the property finds each.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from agents.services import agent_heartbeat
 from boards.coordination.models.projects import ProjectConfig
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Review, Task
-from boards.errors import Forbidden, LeaseLost, ProtocolError
+from boards.errors import Forbidden, LeaseLost, NotRegistered, ProtocolError
+from boards.protocol import format_timestamp
 from tests.agents.services import heartbeat_oracle as oracle
 from tests.factories import T0, ProjectFactory
 
@@ -68,6 +71,9 @@ BOARD = st.fixed_dictionaries(
         "status": st.sampled_from(("STARTING", "IDLE", "WORKING", "WAITING", "REVIEWING")),
         "enabled": st.sampled_from((True, True, True, True, False)),
         "lost": st.sampled_from((False, False, False, False, True)),
+        # Its session: registered, left (`agent_leave`), or created by an admin and never
+        # registered (its heartbeat is legitimate: STARTING → IDLE).
+        "session": st.sampled_from(("registered", "registered", "left", "never")),
         "task": st.one_of(st.none(), TASK),
         "claims": st.lists(CLAIM, max_size=3),
         "agent_lease": st.one_of(st.none(), st.sampled_from((-3600, 0, 3600))),
@@ -165,6 +171,8 @@ def _build(board) -> tuple[Agent, oracle.Config]:
         else NOW + timedelta(seconds=board["agent_lease"]),
         heartbeat=T0,
         context_percent=7,
+        registered_at=None if board["session"] == "never" else T0,
+        left_at=NOW - timedelta(seconds=1) if board["session"] == "left" else None,
     )
     config = oracle.Config(LEASE, board["grace"], board["stall"])
     return Agent.objects.get(pk=agent.pk), config
@@ -191,6 +199,13 @@ def _expected_refusal(answer, agents, tasks, agent_pk):
     agent = agents[agent_pk]
     if answer.outcome == "disabled":
         return Forbidden, {}, [("agent_heartbeat_failed", None, "", "permission_denied")]
+    if answer.outcome == "left":
+        details = {
+            "agent_id": agent["agent_id"],
+            "left_at": format_timestamp(agent["left_at"]),
+            "exit": 8,
+        }
+        return NotRegistered, details, [("heartbeat_failed", None, "", "not_registered")]
     task = tasks[answer.task]
     event = [("heartbeat_failed", task["id"], task["status"], "lease_lost")]
     if answer.outcome == "lost":
@@ -303,6 +318,7 @@ def _board(**changes) -> dict:
         "status": "WORKING",
         "enabled": True,
         "lost": False,
+        "session": "registered",
         "task": task,
         "claims": [],
         "agent_lease": 0,
@@ -341,6 +357,12 @@ EDGE_BOARDS = [
     _board(status="STARTING", task=None),
     _board(enabled=False),
     _board(lost=True),
+    # Left: with its task (handed off) and a lost one; disabled too; never registered.
+    _board(session="left"),
+    _board(session="left", lost=True),
+    _board(session="left", enabled=False),
+    _board(session="left", role="code_reviewer", task=None, claims=[_claim(-1)]),
+    _board(session="never", status="STARTING", task=None),
     _board(task_mine=False),
 ]
 
@@ -364,7 +386,7 @@ def test_a_planted_difference_on_the_grace_boundary_is_caught():
     the lease exactly on its boundary tells them apart, and only that one."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_heartbeat_v1'"
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_heartbeat_v2'"
         )
         definition = cursor.fetchone()[0]
         needle = "NOT t.lease_expires + make_interval(secs => p_grace) > p_now"
@@ -372,3 +394,29 @@ def test_a_planted_difference_on_the_grace_boundary_is_caught():
         cursor.execute(definition.replace(needle, needle.replace(" > ", " >= ")))
     on_it = [board["task"]["lease"] == 0 for board in BOUNDARY_BOARDS]
     assert [bool(_differences(board)) for board in BOUNDARY_BOARDS] == on_it
+
+
+LEFT_BOARDS = [board for board in EDGE_BOARDS if board["session"] == "left"]
+
+
+def test_the_old_rules_planted_in_the_model_are_caught_on_the_boards_of_departed_agents(
+    monkeypatch,
+):
+    """`liza_heartbeat_v1`'s rules planted in the reference model — a departed agent's
+    heartbeat extends its leases as if it had never left — disagree with the SQL on every board
+    of an agent that left (the SQL refuses, the model does not) and on no other."""
+    model = oracle.heartbeat
+
+    def before_v2(agents, tasks, reviews, agent_pk, **kwargs):
+        agent = agents[agent_pk]
+        left, agent["left_at"] = agent["left_at"], None
+        try:
+            return model(agents, tasks, reviews, agent_pk, **kwargs)
+        finally:
+            agent["left_at"] = left
+
+    monkeypatch.setattr(oracle, "heartbeat", before_v2)
+    boards = [*LEFT_BOARDS, _board(), _board(session="never", status="STARTING", task=None)]
+    # A disabled agent is refused either way: only the left and enabled ones tell them apart.
+    caught = [bool(_differences(board)) for board in boards]
+    assert caught == [board["session"] == "left" and board["enabled"] for board in boards]
