@@ -245,6 +245,7 @@ def test_a_key_the_server_refuses_ends_liza_mcp_with_its_exit_code(cli_server, w
             "LIZA_KEY_FILE": str(key_file),
             "LIZA_RETRIES": "0",
             "PATH": "/usr/bin:/bin",
+            "PYTHONPROFILEIMPORTTIME": "1",  # every module it imports, on stderr
         },
         input=b"",
         capture_output=True,
@@ -253,6 +254,14 @@ def test_a_key_the_server_refuses_ends_liza_mcp_with_its_exit_code(cli_server, w
 
     assert done.returncode == 3, done.stderr
     assert b"liza mcp:" in done.stderr and done.stdout == b""
+    # Refused before the SDK was imported (~1 s of CPU: agents.client.mcp_tools).
+    imported = {
+        line.rsplit(b"|", 1)[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith(b"import time:")
+    }
+    assert b"agents.client.mcp_server" in imported, done.stderr[-2000:]
+    assert not {m for m in imported if m.split(b".")[0] in (b"mcp", b"mcp_types")}
 
 
 def test_no_server_ends_liza_mcp_with_exit_7(tmp_path):
