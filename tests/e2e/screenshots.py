@@ -15,7 +15,7 @@ sweep of the demo, as `.ci/serve`'s watcher makes):
                         through the services), its cumulative flow diagram in view
 
 Viewport-sized shots (not full pages) keep each file small. Needs PostgreSQL (DATABASE_URL)
-and /usr/bin/chromium (`.ci/setup test` installs both clients).
+and Debian's Chromium headless shell (`.ci/test` installs it).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def main() -> None:
     from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
 
     if not os.access(CHROMIUM, os.X_OK):
-        sys.exit(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+        sys.exit(f"no Chromium at {CHROMIUM} (apt-get install chromium-headless-shell)")
     url = _database_url()
     print(f"database {urlsplit(url).path.lstrip('/')}: fresh, migrated, demo data")
     _fresh_database(url)
