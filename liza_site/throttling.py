@@ -40,13 +40,23 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), _PERIODS[period.strip()[0]]
 
 
+# INCR and EXPIRE as one command: a script runs atomically, as MULTI/EXEC did, but is one
+# command to send and one reply to read instead of four (MULTI, INCR, EXPIRE, EXEC).
+_INCREMENT = """
+local count = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return count
+"""
+_increment_script = []  # the registered script (redis-py's Script: EVALSHA, EVAL if unknown)
+
+
 def increment(key: str, ttl: int) -> int:
     """The counter `key` after one more request, kept `ttl` seconds after its last one."""
     if settings.REDIS_URL:
-        pipe = redis_client.client().pipeline(transaction=True)  # INCR and EXPIRE as one
-        pipe.incr(key)
-        pipe.expire(key, ttl)
-        return int(pipe.execute()[0])
+        client = redis_client.client()
+        if not _increment_script:
+            _increment_script.append(client.register_script(_INCREMENT))
+        return int(_increment_script[0]([key], [ttl], client=client))
     # add() starts the window's counter only if absent; incr() is atomic in the cache. A
     # counter that expired between the two raises ValueError: the request is let through.
     return 1 if default_cache.add(key, 1, ttl) else default_cache.incr(key)

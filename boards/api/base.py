@@ -42,7 +42,7 @@ from boards.api import serializers as s
 from boards.api.parsers import JSONParser
 from boards.coordination.models.projects import Project
 from boards.coordination.models.tasks import Review, Task
-from boards.coordination.selectors.access import human_role
+from boards.coordination.selectors.access import human_role, project_with_role
 from boards.coordination.selectors.breaker import breaker_state
 from boards.coordination.selectors.budgets import budget_states
 from boards.coordination.selectors.tasks import task_get, task_list, task_prefetch_one
@@ -299,10 +299,10 @@ class ProjectView(APIView):
             if user.agent.project.slug != slug:
                 raise NotFound()
             return user.agent.project
-        project = Project.objects.select_related("config").filter(slug=slug).first()
-        if project is None:
-            raise NotFound()
-        if human_role(user, project) is None:
+        # The project, its config and the person's role in one statement (as a project page
+        # reads them), not two ORM queries compiled anew on every request.
+        project, role = project_with_role(slug=slug, user=user)
+        if project is None or role is None:
             raise NotFound()
         return project
 

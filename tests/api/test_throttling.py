@@ -7,6 +7,7 @@ shared client), under a key prefix of their own per test.
 
 from __future__ import annotations
 
+import re
 import socket
 import uuid
 
@@ -135,3 +136,26 @@ def test_a_limiter_without_its_redis_lets_requests_through(monkeypatch, world):
     finally:
         REDIS.succeeded()  # the outage was this test's alone
         redis_client.client.cache_clear()  # the next test's client is for the real Redis
+
+
+@pytest.mark.skipif(not settings.REDIS_URL, reason="the counters live in Redis")
+def test_a_count_is_one_round_trip_and_its_window_expires(rates, world, monkeypatch):
+    """`throttling.increment`: the counter incremented and its expiry set (the window and one
+    second more) in one command, atomically, as the MULTI/EXEC pipeline it replaced did."""
+    rates()
+    sent: list = []
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def send(self, command, check_health=True):
+        sent.append(command)
+        return original(self, command, check_health)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", send)
+    key = f"{throttling._FixedWindow.prefix}:direct"
+    assert throttling.increment(key, 61) == 1  # the connection opened, the script known
+    sent.clear()
+    assert [throttling.increment(key, 61) for _ in range(3)] == [2, 3, 4]
+    # One command a round trip (RESP: each command an array, `*<n>`), not MULTI … EXEC.
+    commands = [re.findall(rb"(?:^|\r\n)\*\d+\r\n", b"".join(chunks)) for chunks in sent]
+    assert [len(c) for c in commands] == [1, 1, 1]
+    assert 0 < redis_client.client().ttl(key) <= 61
