@@ -197,11 +197,13 @@ def claimer_refusal(
     One task at a time (seed 000 agent machine): a coder holding a task (`holder_task`) claims
     nothing else, except that claim-next gives it back its own REJECTED task, or its own CLAIMED
     task (under a live lease a restarted session goes on with it; under a dead one it is
-    retried once its backoff has passed, `retry_at`); a coder that handed off registers again
-    first.
+    retried once its backoff has passed, `retry_at`); a coder that handed off, or left (its
+    session ended, `agent_leave`: its heartbeat is `not_registered` too), registers again first.
     """
     if agent.status == AgentStatus.HANDOFF:
         return f"{agent.agent_id} handed off; register again to start fresh"
+    if agent.left_at is not None:
+        return f"{agent.agent_id} left; register again to start a new session"
     if held is None or (task is not None and held.pk == task.pk):
         return None
     if task is None and held.status in (TaskStatus.REJECTED, TaskStatus.CLAIMED):

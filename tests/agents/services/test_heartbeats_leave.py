@@ -16,7 +16,8 @@ from agents.services import (
     agent_leave,
     agent_register,
 )
-from boards.coordination.services import reviews
+from boards.coordination.selectors.work import work_for_role
+from boards.coordination.services import reviews, tasks
 from boards.errors import Conflict, NotRegistered
 from boards.protocol import format_timestamp
 from tests.coordination.services.helpers import (
@@ -211,3 +212,51 @@ def test_an_agent_an_admin_created_heartbeats_before_it_ever_registers(world):
     beat = agent_heartbeat(agent=created, now=world.tick())
 
     assert (beat.agent.status, beat.agent.has_live_lease(world.now)) == ("IDLE", True)
+
+
+def test_a_coder_that_left_claims_nothing_until_it_registers_again(world):
+    """A departed coder's claim would bring its lease back while its heartbeats are refused:
+    like a coder that handed off (`claimer_refusal`), it registers again first — claim-next,
+    the named claim and `/work` (no work for it) alike."""
+    world.unclaimed("task-1")
+    left = leave(world, "coder-1")
+    expected = "coder-1 left; register again to start a new session"
+
+    for claim in (
+        lambda: tasks.task_claim_next(
+            project=world.project, agent=world.agent("coder-1"), now=world.tick(),
+            base_commit="base0001",
+        ),
+        lambda: tasks.task_claim(
+            task=world.task("task-1"), agent=world.agent("coder-1"), now=world.tick(),
+            base_commit="base0001",
+        ),
+    ):  # fmt: skip
+        caught, _ = assert_refused_unchanged(
+            claim,
+            project=world.project,
+            obj=world.agent("coder-1"),
+            exc_type=Conflict,
+            code="conflict",
+            status_code=409,
+        )
+        assert caught.message == expected
+    assert world.agent("coder-1").lease_expires == left.lease_expires
+    assert world.task("task-1").status == "UNCLAIMED"
+    answer = work_for_role(
+        project=world.project, role="coder", agent=world.agent("coder-1"), now=world.tick()
+    )
+    assert answer["work"] is False
+
+    register_again(world, "coder-1", "coder")
+    assert (
+        work_for_role(
+            project=world.project, role="coder", agent=world.agent("coder-1"), now=world.tick()
+        )["work"]
+        is True
+    )
+    claimed = tasks.task_claim_next(
+        project=world.project, agent=world.agent("coder-1"), now=world.tick(),
+        base_commit="base0001",
+    )  # fmt: skip
+    assert claimed.key == "task-1"
