@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from functools import cache
 from typing import NamedTuple
 
 from django.conf import settings
@@ -47,16 +48,19 @@ local count = redis.call('INCR', KEYS[1])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 return count
 """
-_increment_script = []  # the registered script (redis-py's Script: EVALSHA, EVAL if unknown)
+
+
+@cache
+def _script(source: str):
+    """`source` as redis-py's Script (EVALSHA, EVAL if Redis does not know it yet), made once per
+    process: registering reaches no server, it only hashes the text."""
+    return redis_client.client().register_script(source)
 
 
 def increment(key: str, ttl: int) -> int:
     """The counter `key` after one more request, kept `ttl` seconds after its last one."""
     if settings.REDIS_URL:
-        client = redis_client.client()
-        if not _increment_script:
-            _increment_script.append(client.register_script(_INCREMENT))
-        return int(_increment_script[0]([key], [ttl], client=client))
+        return int(_script(_INCREMENT)([key], [ttl], client=redis_client.client()))
     # add() starts the window's counter only if absent; incr() is atomic in the cache. A
     # counter that expired between the two raises ValueError: the request is let through.
     return 1 if default_cache.add(key, 1, ttl) else default_cache.incr(key)
@@ -165,7 +169,6 @@ if KEYS[3] and address <= tonumber(ARGV[2]) and (read or '0') == ARGV[3] then
 end
 return {address, read, principal}
 """
-_count_hot_script = []  # the registered script (redis-py's Script: EVALSHA, EVAL if unknown)
 
 
 def count_hot(request, principal_request=None, *, read: str, stamped: int = 0) -> HotCount | None:
@@ -185,11 +188,10 @@ def count_hot(request, principal_request=None, *, read: str, stamped: int = 0) -
         args.append(counter[2])
     if not REDIS.allow():
         return None  # Redis down and backing off: not even a connection attempt
-    client = redis_client.client()
     try:
-        if not _count_hot_script:
-            _count_hot_script.append(client.register_script(_COUNT_HOT))
-        address_count, value, principal_count = _count_hot_script[0](keys, args, client=client)
+        address_count, value, principal_count = _script(_COUNT_HOT)(
+            keys, args, client=redis_client.client()
+        )
     except Exception as exc:  # Redis's connection errors, whatever they are
         REDIS.failed(exc)
         return None
