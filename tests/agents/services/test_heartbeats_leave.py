@@ -42,6 +42,16 @@ def leave(world, agent_id: str):
     return agent_leave(project=world.project, agent=world.agent(agent_id), now=world.tick())
 
 
+def hand_off(world, agent_id: str, key: str):
+    return agent_handoff(
+        agent=world.agent(agent_id),
+        task=world.task(key),
+        now=world.tick(),
+        summary="stopped",
+        next_action="resume",
+    )
+
+
 def register_again(world, agent_id: str, role: str):
     return agent_register(project=world.project, agent_id=agent_id, role=role, now=world.tick())
 
@@ -80,13 +90,7 @@ def test_a_coder_holding_a_live_claim_is_refused_until_it_hands_off(world):
     assert caught.message == "coder-1 holds task-1 under a live lease: hand it off first"
     assert (event.action, event.actor_id) == ("agent_leave_failed", "coder-1")
 
-    agent_handoff(
-        agent=world.agent("coder-1"),
-        task=world.task("task-1"),
-        now=world.tick(),
-        summary="stopped",
-        next_action="resume",
-    )
+    hand_off(world, "coder-1", "task-1")
     agent = leave(world, "coder-1")
 
     assert agent.status == "HANDOFF" and not agent.has_live_lease(world.now)
@@ -152,13 +156,7 @@ def test_a_heartbeat_after_the_leave_is_not_registered_and_writes_nothing(world)
     request: none brings the lease back (the board would show a live agent that left, and the
     id would be a collision until that lease lapsed)."""
     world.claimed("task-1", "coder-1")
-    agent_handoff(
-        agent=world.agent("coder-1"),
-        task=world.task("task-1"),
-        now=world.tick(),
-        summary="stopped",
-        next_action="resume",
-    )
+    hand_off(world, "coder-1", "task-1")
     left = leave(world, "coder-1")
     beat_at, task_lease = left.heartbeat, world.task("task-1").lease_expires
     late = world.agent("coder-1")
