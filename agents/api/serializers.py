@@ -61,6 +61,9 @@ class AgentSerializer(ReadOnlyModelSerializer):
             "enabled",
             "security_reviewer",
             "registered_at",
+            # When its session ended (`agent_leave`), null while registered: the original
+            # Liza drops a departed agent from its registry, we keep the row and say so.
+            "left_at",
             "overloaded",
             "error_cleared_at",
         ]

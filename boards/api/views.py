@@ -335,6 +335,7 @@ def heartbeat_answer(agent: Agent, task, reviews, stop) -> dict:
             "enabled": agent.enabled,
             "security_reviewer": agent.security_reviewer,
             "registered_at": _time(agent.registered_at),
+            "left_at": _time(agent.left_at),
             "overloaded": agent.overloaded,
             "error_cleared_at": _time(agent.error_cleared_at),
         },

@@ -249,10 +249,16 @@ def _cut(text: str) -> str:
 
 
 def _agents(project: Project) -> dict[str, dict[str, Any]]:
-    """Seed 002 `agents`, in registration order; the planner's task is spelled `task`."""
+    """Seed 002 `agents`, in registration order; the planner's task is spelled `task`.
+
+    An agent that left (`agent_leave`) and has not registered since is not listed: the original
+    Liza deletes its registry entry when its supervisor exits (original-liza.md, the agent
+    entry), and we refuse its heartbeat as unregistered. Its events stay in the log."""
     agents: dict[str, dict[str, Any]] = {}
     for agent in (
-        Agent.objects.filter(project=project).select_related("current_task").order_by("id")
+        Agent.objects.filter(project=project, left_at__isnull=True)
+        .select_related("current_task")
+        .order_by("id")
     ):
         task_key = agent.current_task.key if agent.current_task else None
         entry: dict[str, Any] = {"role": agent.role, "status": agent.status}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from agents.services import agent_leave
 from tests.e2e.support import ROOT, open_board, sign_in
 from tests.lifecycle import World
 
@@ -22,7 +23,17 @@ AXE_RUN = """async () => {
             .map((v) => ({ id: v.id, nodes: v.nodes.slice(0, 3).map((n) => n.target) })),
     };
 }"""
-PAGES = ["inbox", "insights/", "activity/", "graph/", "settings", "plan/", "agents"]
+# code-reviewer-2 left (its page, the agents page and the board's panel read "left <time>").
+PAGES = [
+    "inbox",
+    "insights/",
+    "activity/",
+    "graph/",
+    "settings",
+    "plan/",
+    "agents",
+    "agents/code-reviewer-2/",
+]
 
 
 @pytest.fixture
@@ -35,6 +46,7 @@ def world():
     world.claimed("T-3", description="Render the chart", **scope)
     world.blocked("T-4", coder="coder-2", description="Which timezone?", **scope)
     world.change_summary("T-4")
+    agent_leave(project=world.project, agent=world.agent("code-reviewer-2"), now=world.tick())
     return world
 
 

@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agents.services import agent_handoff, agent_leave
 from boards.coordination.models.projects import Project
-from boards.interop.exporting import export_log, export_state
+from boards.coordination.services import sprints
+from boards.coordination.services.goals import goal_create
+from boards.interop.exporting import export_log, export_state, write_liza_dir
 from boards.interop.reading import read_liza_dir
 from boards.interop.validation import validate_state
 from boards.interop.yaml_io import dump_yaml
@@ -171,3 +174,47 @@ def test_history_and_log_keep_append_order_not_time_order(manage, tmp_path):
     assert [e["event"] for e in history] == ["claimed", "pre_execution_checkpoint", "note"]
     exported_log = yaml.safe_load((tmp_path / "out" / ".liza" / "log.yaml").read_text())
     assert [e["action"] for e in exported_log] == ["claimed", "goal_created"]
+
+
+def test_an_agent_that_left_is_not_in_the_exported_registry(manage, world, original_liza, tmp_path):
+    """The original Liza deletes an agent's registry entry when its supervisor exits: an agent
+    that left (`agent_leave`) and has not registered since is not in `agents`; what it did
+    stays in the tasks' history and the log. The file passes the original validator, imports,
+    and exports again to the same bytes."""
+    goal = goal_create(
+        project=world.project, actor=world.planner, description="Ship", now=world.tick()
+    )
+    sprints.sprint_create(project=world.project, actor=world.planner, goal=goal, now=world.tick())
+    world.unclaimed("t-1")
+    world.claim("t-1", "coder-2")
+    agent_handoff(
+        agent=world.agent("coder-2"),
+        task=world.task("t-1"),
+        now=world.tick(),
+        summary="Context full",
+        next_action="Carry on",
+    )
+    agent_leave(project=world.project, agent=world.agent("coder-2"), now=world.tick())
+    agent_leave(project=world.project, agent=world.agent("code-reviewer-2"), now=world.tick())
+
+    first = write_liza_dir(world.project, tmp_path / "first")
+
+    state = yaml.safe_load((tmp_path / "first" / ".liza" / "state.yaml").read_text())
+    registry = set(state["agents"])
+    assert {"coder-1", "code-reviewer-1"} <= registry
+    assert not registry & {"coder-2", "code-reviewer-2"}
+    (task,) = state["tasks"]
+    assert (task["status"], task["assigned_to"]) == ("CLAIMED", "coder-2")  # its handoff waits
+    assert "coder-2" in {e["agent"] for e in task["history"]}
+    log = yaml.safe_load((tmp_path / "first" / ".liza" / "log.yaml").read_text())
+    assert {"coder-2", "code-reviewer-2"} <= {e["agent"] for e in log}
+    judged = original_liza.validate(tmp_path / "first")
+    assert judged.returncode == 0 and judged.stdout.strip().endswith("VALID"), judged.stdout
+
+    again = manage("liza_import", str(first[0].parent.parent), project="two")
+    second = manage("liza_export", str(tmp_path / "second"), project="two")
+
+    assert (again.code, second.code) == (0, 0), again.err
+    assert export_texts(tmp_path / "first") == export_texts(tmp_path / "second")
+    two = Project.objects.get(slug="two")
+    assert set(two.agents.values_list("agent_id", flat=True)) == registry

@@ -38,6 +38,18 @@ DISABLED, ERROR, OVERLOADED, ENABLED = "disabled", "error", "overloaded", "enabl
 STATES = (ENABLED, DISABLED, OVERLOADED, ERROR)
 
 
+def departed_refusal(agent: Agent) -> str | None:
+    """Why `agent` may take no work because its session ended, or None: it left
+    (`agent_leave`, `Agent.left_at`) and has not registered since. Its heartbeat is refused
+    (`not_registered`, `liza_heartbeat_v2`), so a claim would hand it a lease nobody keeps;
+    the original Liza deletes its registry entry on exit. The one rule for a coder's claims
+    (`selectors.tasks.claimer_refusal`), a reviewer's (`authority.refuse_if_departed`) and
+    `/work` for both."""
+    if agent.left_at is not None:
+        return f"{agent.agent_id} left; register again to start a new session"
+    return None
+
+
 @dataclass(frozen=True)
 class Availability:
     state: str

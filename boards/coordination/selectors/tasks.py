@@ -14,6 +14,7 @@ from boards.coordination import rows
 from boards.coordination.models.projects import Goal, Project, ProjectConfig
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import in_project
+from boards.coordination.selectors.availability import departed_refusal
 from boards.coordination.selectors.budgets import exhausted_subjects
 from boards.coordination.selectors.leases import lease_alive
 from boards.protocol import AgentStatus, GoalStatus, TaskStatus
@@ -202,8 +203,8 @@ def claimer_refusal(
     """
     if agent.status == AgentStatus.HANDOFF:
         return f"{agent.agent_id} handed off; register again to start fresh"
-    if agent.left_at is not None:
-        return f"{agent.agent_id} left; register again to start a new session"
+    if (departed := departed_refusal(agent)) is not None:
+        return departed
     if held is None or (task is not None and held.pk == task.pk):
         return None
     if task is None and held.status in (TaskStatus.REJECTED, TaskStatus.CLAIMED):

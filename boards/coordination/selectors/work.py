@@ -16,7 +16,11 @@ from agents.models import Agent
 from boards.coordination.models.projects import Goal, Project, ProjectConfig, Sprint
 from boards.coordination.models.tasks import Discovery, Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.selectors.availability import Availability, agent_availability
+from boards.coordination.selectors.availability import (
+    Availability,
+    agent_availability,
+    departed_refusal,
+)
 from boards.coordination.selectors.budgets import budget_refusal
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.limits import admission_refusal, limits_enforced
@@ -235,12 +239,17 @@ def _reviewer(ask: _Ask, answer: WorkAnswer) -> WorkAnswer | tuple[_Outlook, Wor
             project=project, status=TaskStatus.READY_FOR_REVIEW, suspended_at__isnull=True
         ).exists()
     else:
-        # Its own merges first (seed 000 T10), then a review it holds, then a free slot.
+        # Its own merges first (seed 000 T10), then a review it holds, then a free slot. One
+        # that left claims no review, not even its held one, until it registers again.
         merges = merges_awaiting(project=project, reviewer_id=ask.agent_id)
+        claims = departed_refusal(agent) is None
         held_or_merge = bool(
-            merges or held_review(project=project, reviewer=agent, now=now, config=config)
+            merges
+            or (claims and held_review(project=project, reviewer=agent, now=now, config=config))
         )
-        fresh = bool(reviewable_tasks(project=project, reviewer=agent, now=now, config=config))
+        fresh = claims and bool(
+            reviewable_tasks(project=project, reviewer=agent, now=now, config=config)
+        )
         if fresh and not held_or_merge and (limited := _limited(project, config, agent, now)):
             return replace(answer, **limited)
         if fresh and not held_or_merge and not ask.available.takes_work:

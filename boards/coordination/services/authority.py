@@ -13,12 +13,12 @@ from agents.models import Agent
 from boards.coordination.models.projects import Membership, Project, ProjectConfig, Sprint
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import PLAN, config_of, person_may
-from boards.coordination.selectors.availability import agent_availability
+from boards.coordination.selectors.availability import agent_availability, departed_refusal
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.work import UNREAD, stop_reason
 from boards.coordination.services.actors import Actor, SystemActor
 from boards.coordination.services.audit import Attempt
-from boards.errors import AgentUnavailable, Forbidden, LeaseLost, NotFound, StopWork
+from boards.errors import AgentUnavailable, Conflict, Forbidden, LeaseLost, NotFound, StopWork
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -163,6 +163,17 @@ def refuse_if_stopped(
     if stop is not None:
         raise Attempt(project=project, actor=actor, action=action, now=now).refuse(
             StopWork(stop.code, stop.message), task=task
+        )
+
+
+def refuse_if_departed(agent, *, action: str, now: datetime, task: Task | None = None) -> None:
+    """An agent that left and has not registered since claims no review: refused as a
+    departed coder's claim is (`claimer_refusal`), 409 `conflict` in the words of the one rule,
+    `selectors.availability.departed_refusal`, which `/work` reads too."""
+    refused = departed_refusal(agent)
+    if refused is not None:
+        raise Attempt(project=agent.project, actor=agent, action=action, now=now).refuse(
+            Conflict(refused, {}), task=task
         )
 
 

@@ -1,11 +1,12 @@
 """Review claims (seed 000 "Review Lease Lifecycle", seed 001): a named review claim and review
 claim-next under `FOR UPDATE SKIP LOCKED`.
 
-The services check here who may claim a review (the role, stop work, budgets, availability,
-the limits, a named task's state and slot), each rule asked where it lives; the pick and every
-write of the claim are `liza_review_claim_v1` (boards migration 0032), called in one statement
-by `_review_claim_sql` through `liza_review_claim_v2` (0033, which also reads what claim-next's
-checks need), whose refusal is raised here. tests/coordination/services/
+The services check here who may claim a review (the role, stop work, budgets, a reviewer that
+left (`refuse_if_departed`), availability, the limits, a named task's state and slot), each
+rule asked where it lives; the pick and every write of the claim are `liza_review_claim_v1`
+(boards migration 0032), called in one statement by `_review_claim_sql` through
+`liza_review_claim_v2` (0033, which also reads what claim-next's checks need), whose refusal is
+raised here. tests/coordination/services/
 test_review_claims_sql.py holds it equal to the Python the service ran before (`review_oracle`).
 """
 
@@ -38,6 +39,7 @@ from boards.coordination.services.admission import admission_lock, admit
 from boards.coordination.services.audit import Attempt, note_written_events, records_refusals
 from boards.coordination.services.authority import (
     agents_only,
+    refuse_if_departed,
     refuse_if_stopped,
     refuse_if_unavailable,
     require_role,
@@ -209,6 +211,8 @@ def checked_review_claim(
     admission_lock(project=project, config=config)
     task = lock_task_and_its_agents(task, agent)
     agent = lock_agent(agent)
+    # Read on the locked row: a leave that committed first is seen (as a coder's claim sees it).
+    refuse_if_departed(agent, action="claim_review", now=now, task=task)
     _admit_reviewer(project, agent, task, now=now, config=config)
     claim = Attempt(project, agent, "claim_review", now)
     require_task_status(
@@ -306,8 +310,11 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
                 answer = _checked_next(project, agent, answer, now=now, config=config)
                 if not isinstance(answer, _ReviewClaimed):
                     return answer
-            elif _takes_no_new_review(project, agent, now, config, answer.failures):
-                raise _Undone
+            else:
+                # On the agent row the call locked: a claim it made is rolled back.
+                refuse_if_departed(agent, action="claim_review", now=now)
+                if _takes_no_new_review(project, agent, now, config, answer.failures):
+                    raise _Undone
             _noted(answer)
     except _Undone:
         with transaction.atomic():
@@ -325,6 +332,7 @@ def _checked_next(
     # tasks the pick passes over because their own or their goal's is spent.
     budgets = project_budgets(project=project) if first.has_budgets else []
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, budgets=budgets)
+    refuse_if_departed(agent, action="claim_review", now=now)
     if _takes_no_new_review(project, agent, now, config, first.failures):
         return _held_or_refused(project, agent, now, config)
     return _review_claim_sql(

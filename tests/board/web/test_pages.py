@@ -11,6 +11,7 @@ from django.http import QueryDict
 from django.test import Client
 from django.utils import timezone
 
+from agents.services import agent_leave
 from boards.board.selectors.board import BoardFilters
 from boards.coordination import outbox as events
 from boards.coordination.models.projects import Project, ProjectConfig
@@ -497,3 +498,24 @@ def test_the_drawer_lists_the_supervisors_runs_newest_first(world):
     runs = html[html.index("<h3>Runs</h3>") :]
     assert runs.index("running") < runs.index("crash: exit 1") < runs.index("crashed (exit 1)")
     assert '<li class="run run-finished crashed"' in runs and "Traceback: KeyError" in runs
+
+
+def test_an_agent_that_left_reads_as_left_on_the_agent_panel(world):
+    """Its session ended (`agent_leave`): the panel says "left <time>", not the state it stopped
+    in, and shows no heartbeat age or lease countdown as a live agent's."""
+    gone = agent_leave(project=world.project, agent=world.agent("coder-2"), now=world.tick())
+    html = client_for(world.admin).get(f"/p/{world.project.slug}/").content.decode()
+
+    def row(agent_id: str) -> str:
+        found = re.search(rf'<li class="agent [^"]*" data-agent="{agent_id}">.*?</li>', html, re.S)
+        return found.group(0)
+
+    left, alive = row("coder-2"), row("coder-1")
+    assert re.match(r'<li class="agent status-\w+ departed"', left)
+    shown = re.search(r'<span class="badge departed"[^>]*>left <time datetime="([^"]+)">', left)
+    assert shown[1] == gone.left_at.isoformat()
+    assert f'<span class="badge">{gone.status}</span>' not in left
+    assert 'class="age"' not in left and 'class="countdown"' not in left
+    alive_status = world.agent("coder-1").status
+    assert "departed" not in alive and f'<span class="badge">{alive_status}</span>' in alive
+    assert 'class="age"' in alive

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from agents.models import Agent, AgentKey
+from agents.services import agent_leave
 from tests.board.web.test_actions import (
     ADMIN,
     _key,
@@ -72,3 +73,16 @@ def test_the_agents_page_shows_availability_and_sets_it(world):
     assert "Set available" in page
     client.post(f"/p/{world.project.slug}/agents/coder-1/availability", {"state": "available"})
     assert not world.coder.overloaded
+
+
+def test_an_agent_that_left_reads_as_left_on_the_agents_page(world):
+    gone = agent_leave(project=world.project, agent=world.agent("coder-2"), now=world.tick())
+    page = client_for(world, ADMIN).get(f"/p/{world.project.slug}/agents").content.decode()
+
+    row = re.search(r'<tr class="agent-row[^"]*" data-agent="coder-2">.*?</tr>', page, re.S)[0]
+    status = re.findall(r"<td>(.*?)</td>", row, re.S)[2]  # agent, role, status
+    assert status.strip() == (
+        '<span class="badge departed" title="its session ended; it registers again to start a '
+        f'new one">left <time datetime="{gone.left_at.isoformat()}">'
+        f"{gone.left_at:%Y-%m-%d %H:%M} UTC</time></span>"
+    )

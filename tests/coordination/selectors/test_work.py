@@ -28,7 +28,13 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from agents.models import Agent
-from agents.services import agent_handoff, agent_heartbeat, agent_set_availability
+from agents.services import (
+    agent_handoff,
+    agent_heartbeat,
+    agent_leave,
+    agent_register,
+    agent_set_availability,
+)
 from boards.coordination.models.records import Event
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import config_of
@@ -125,6 +131,8 @@ STEPS = st.one_of(
     st.tuples(st.just("retry"), key),
     st.tuples(st.just("crash_loop"), key, st.integers(1, 4)),
     st.tuples(st.just("overloaded"), st.sampled_from(AGENTS), st.booleans()),
+    # Its session ends (`agent_leave`): it claims nothing until it registers again.
+    st.tuples(st.just("leave"), st.sampled_from(AGENTS)),
 )
 
 # When the board is looked at, relative to its last step: leases are 300 s and lease_grace
@@ -241,6 +249,8 @@ def _step(world: World, step: tuple) -> None:
         if due is not None:
             world.now = max(world.now, due) + timedelta(seconds=1)
             world.claim(args[0], task.assigned_to)
+    elif kind == "leave":
+        agent_leave(project=world.project, agent=world.agent(args[0]), now=world.tick())
     elif kind == "overloaded":
         agent_set_availability(
             agent=world.agent(args[0]),
@@ -376,6 +386,8 @@ def _board(world: World, now) -> str:
 # A board random ones reach only now and then: one task under review, whose only reviewer so far
 # gave it back (claimable by that reviewer's name, not offered by its claim-next or `/work`).
 GIVEN_BACK = ("standard", "ready", "coder-1", None, [("code-reviewer-1", "release")], False)
+# One task under review, no review claimed yet (with a reviewer that left: none for it).
+READY = ("standard", "ready", "coder-1", None, [], False)
 
 
 # Each example builds a board through the services (~0.4 s): 50 and 15 examples are a minute of
@@ -390,6 +402,7 @@ GIVEN_BACK = ("standard", "ready", "coder-1", None, [("code-reviewer-1", "releas
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],  # no slow "explain"
 )
 @example(recipes=[GIVEN_BACK], steps=[], stop=None, at=0)
+@example(recipes=[READY], steps=[("leave", "code-reviewer-1")], stop=None, at=0)
 @given(
     recipes=st.lists(TASK, min_size=1, max_size=3),
     steps=st.lists(STEPS, max_size=4),
@@ -438,3 +451,25 @@ def test_the_work_endpoint_answers_what_the_claims_deliver(db, recipes, steps, a
                 f"{agent_id} at +{at}s: GET /work says {response.json()}, a claim "
                 f"{'succeeds' if expected else 'is refused'}\n{_board(world, now)}"
             )
+
+
+def test_a_reviewer_that_left_is_offered_no_review_until_it_registers_again(db):
+    """Its review claims are refused (`departed_refusal`, as a departed coder's claims are):
+    `/work` offers none it would then refuse."""
+    world = World()
+    world.ready_for_review("t0")
+
+    def work() -> bool:
+        agent = world.agent("code-reviewer-1")
+        return work_for_role(project=world.project, role=agent.role, agent=agent, now=world.now)[
+            "work"
+        ]
+
+    assert work() is True
+    agent_leave(project=world.project, agent=world.agent("code-reviewer-1"), now=world.tick())
+    assert work() is False
+
+    agent_register(
+        project=world.project, agent_id="code-reviewer-1", role="code_reviewer", now=world.tick()
+    )
+    assert work() is True

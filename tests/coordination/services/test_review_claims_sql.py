@@ -85,6 +85,8 @@ REVIEWER = st.fixed_dictionaries(
         "lease": st.one_of(st.none(), st.sampled_from((-3600, 3600, 7200))),
         "lost": st.sampled_from((False, False, True)),  # lost_task: the board's first task
         "enabled": st.sampled_from((True, True, True, True, True, False)),  # else overloaded
+        # It left (`agent_leave`) and has not registered since: it claims no review.
+        "left": st.sampled_from((False, False, False, True)),
     }
 )
 BOARD = st.fixed_dictionaries(
@@ -197,6 +199,7 @@ def _build(board):
             lost_reason="taken back" if spec["lost"] else "",
             # Overloaded (seed 003): it keeps what it holds, takes no new review.
             overloaded=not spec["enabled"],
+            left_at=T0 if spec["left"] else None,
         )
         if reviewer == CLAIMER:
             claimer = agent
@@ -335,6 +338,7 @@ def _board(*tasks, named=None, max_concurrent=None, claimer=None, checked=None, 
         "lease": 3600,
         "lost": False,
         "enabled": True,
+        "left": False,
     }
     return {
         "grace": 60,
@@ -352,6 +356,16 @@ def _board(*tasks, named=None, max_concurrent=None, claimer=None, checked=None, 
 
 DEAD, ALIVE = -3_600_000_000, 3_600_000_000
 R2, R3 = "code-reviewer-2", "code-reviewer-3"
+DEPARTED_BOARDS = [
+    _board(_task(), claimer={"left": True}),
+    _board(_task(), named=0, claimer={"left": True}),
+    _board(
+        _task(round=[_claim(CLAIMER, lease=ALIVE)]),
+        _task(),
+        claimer={"status": "REVIEWING", "left": True},
+    ),
+    _board(_task(), claimer={"status": "HANDOFF", "left": True}),
+]
 # Every path once on each run (random boards reach some only now and then).
 KIND_BOARDS = [
     _board(_task()),
@@ -381,6 +395,10 @@ KIND_BOARDS = [
     _board(_task(status="CLAIMED"), max_concurrent=1),
     _board(_task(assigned_to=CLAIMER), named=0),
     _board(_task(round=[_claim(R2, lease=ALIVE)]), named=0),
+    # the claimer left: nothing for it, next or named, not even its own live review; a dead
+    # claim's reviewer that left (HANDOFF) is closed as any other
+    *DEPARTED_BOARDS,
+    _board(_task(round=[_claim(R2, lease=DEAD)]), r2={"status": "HANDOFF", "left": True}),
 ]
 
 

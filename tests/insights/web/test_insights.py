@@ -14,7 +14,7 @@ import time_machine
 from django.test import Client
 from django.utils import timezone
 
-from agents.services import agent_key_issue, run_finish, run_start
+from agents.services import agent_key_issue, agent_leave, run_finish, run_start
 from boards.coordination.services.actors import SYSTEM
 from boards.coordination.services.goals import goal_create
 from boards.insights.web.insights import human_duration
@@ -259,3 +259,17 @@ def test_the_agent_page_lists_its_supervisors_runs(world):
 )
 def test_durations_read_in_their_two_largest_units(seconds, text):
     assert human_duration(seconds) == text
+
+
+def test_the_agent_page_says_when_an_agent_left(world):
+    """Its session ended (`agent_leave`): "left <time>" where a live agent's state shows."""
+    gone = agent_leave(project=world.project, agent=world.agent("coder-3"), now=world.tick())
+    client = client_for(member(world.project, "viewer"))
+
+    html = client.get(f"/p/{world.project.slug}/agents/coder-3/").content.decode()
+    alive = client.get(f"/p/{world.project.slug}/agents/coder-1/").content.decode()
+
+    heading = re.search(r"<h1>.*?</h1>", html, re.S)[0]
+    assert f'left <time datetime="{gone.left_at.isoformat()}">' in heading
+    assert f'<span class="badge">{gone.status}</span>' not in heading
+    assert "left <time" not in re.search(r"<h1>.*?</h1>", alive, re.S)[0]

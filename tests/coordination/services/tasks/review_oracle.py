@@ -8,8 +8,9 @@ into `liza_review_claim_v1` (boards migration 0032): the reviewer's held review 
 (their reviewer locked NOWAIT, IDLE again if still REVIEWING, a `review_reclaimed` event each),
 the Review row, the reviewer REVIEWING, the `review_claimed` event. It runs on the real rows
 through the ORM with the product's own helpers for what did not move (the role, stop work,
-budgets, a named claim's locks and checks `checked_review_claim`, the slot rule, the event
-writer), so that the comparison is of the moved rules alone. Product code never imports it.
+budgets, a reviewer that left, a named claim's locks and checks `checked_review_claim`, the
+slot rule, the event writer), so that the comparison is of the moved rules alone. Product
+code never imports it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ from boards.coordination.selectors.access import config_of
 from boards.coordination.selectors.reviews import review_live, reviewable_tasks
 from boards.coordination.services.actors import REVIEWER
 from boards.coordination.services.audit import Attempt, records_refusals
-from boards.coordination.services.authority import refuse_if_stopped, require_role
+from boards.coordination.services.authority import (
+    refuse_if_departed,
+    refuse_if_stopped,
+    require_role,
+)
 from boards.coordination.services.budgets import refuse_if_over_budget
 from boards.coordination.services.review_claims import checked_review_claim, holder_busy
 from boards.errors import Conflict, InvalidTransition
@@ -129,6 +134,7 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
     require_role(Attempt(project, agent, "review_claim_next", now), agent_roles=REVIEWER)
     refuse_if_stopped(project, actor=agent, action="claim_review", now=now)
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now)
+    refuse_if_departed(agent, action="claim_review", now=now)
     config = config_of(project)
     held = held_review(project=project, reviewer=agent, now=now, config=config)
     if held is not None:
