@@ -16,10 +16,13 @@ import signal
 import socket
 import stat
 import subprocess
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import psycopg
+import pytest
 
 from boards.protocol import Action, GoalStatus, TaskStatus
 from tests.embedded_cluster import embedded_cluster
@@ -156,7 +159,19 @@ def _the_flow_is_kept(db, charts) -> None:
     assert {s: int(n) for s, n in now.items() if s != "moment" and n != "0"} == states
 
 
-def test_the_readme_team_command_works_from_a_fresh_clone(tmp_path):
+@pytest.fixture
+def clone_home():
+    """The fresh clone's folder, outside pytest's /tmp/pytest-of-<user>/. Run as root, the
+    embedded cluster's server runs as a user of its own, which must reach the clone's .venv for
+    its libraries (each new connection loads plpgsql from there); the wheel opens the folders on
+    the way for it, but every pytest session that starts on the machine meanwhile (another
+    checkout's tests) closes pytest-of-<user> again (mode 0700), and the next connection failed
+    with 'could not access file "plpgsql"'."""
+    with tempfile.TemporaryDirectory(prefix="liza-fresh-clone-", ignore_cleanup_errors=True) as d:
+        yield Path(d)
+
+
+def test_the_readme_team_command_works_from_a_fresh_clone(clone_home):
     """One run proves both of the README's commands on the embedded default: `.ci/serve --team`
     is `.ci/serve` plus the team, so the plain command's proof (the watcher and the server
     beside it, liza_demo's flow project served, all of it stopped with the command, the data
@@ -164,16 +179,16 @@ def test_the_readme_team_command_works_from_a_fresh_clone(tmp_path):
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()
-    clone = tmp_path / "liza-board"
+    clone = clone_home / "liza-board"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     subprocess.run(["git", "checkout", "-q", head], cwd=clone, check=True)
     if (ROOT.parent / "shared").is_dir():
-        (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
+        (clone_home / "shared").symlink_to(ROOT.parent / "shared")
     port = free_port()
     serve = subprocess.Popen(
         ["bash", ".ci/serve", "--team"],  # the README's exact command, in the clone
         cwd=clone,
-        env=_env(port, tmp_path),
+        env=_env(port, clone_home),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -210,7 +225,7 @@ def test_the_readme_team_command_works_from_a_fresh_clone(tmp_path):
             validate = subprocess.run(
                 [".venv/bin/python", "manage.py", "liza_validate", "--project", project],
                 cwd=clone,
-                env={**_env(port, tmp_path), "DATABASE_URL": database,
+                env={**_env(port, clone_home), "DATABASE_URL": database,
                      "DJANGO_SETTINGS_MODULE": "liza_site.settings"},
                 capture_output=True,
                 text=True,
