@@ -1,5 +1,5 @@
 """What one heartbeat costs in SQL (issue 26): one statement, whatever the agent holds — the
-call of `liza_heartbeat_v2` (boards migration 0034), which locks, checks and writes, beside the
+call of `liza_heartbeat_v3` (boards migration 0035), which locks, checks and writes, beside the
 reads of the stop answer (the current sprint, whether the project has a budget). It was a read
 and a write per lease while the rules were Python. Pinned so that it cannot creep back."""
 
@@ -31,7 +31,7 @@ def test_a_coders_heartbeat_is_one_statement(world):
     agent_heartbeat(agent=coder, now=world.tick())  # STARTING → IDLE out of the way
     sql = statements(coder, world.tick())
     assert len(sql) == 1, "\n".join(sql)
-    assert sql[0].startswith("SELECT") and "FROM liza_heartbeat_v2(" in sql[0]
+    assert sql[0].startswith("SELECT") and "FROM liza_heartbeat_v3(" in sql[0]
     task.refresh_from_db()
     assert task.lease_expires is not None and task.lease_expires > world.now
 
@@ -43,7 +43,7 @@ def test_a_reviewers_heartbeat_is_one_statement(world):
     agent_heartbeat(agent=reviewer, now=world.tick())
     sql = statements(reviewer, world.tick())
     assert len(sql) == 1, "\n".join(sql)
-    assert "FROM liza_heartbeat_v2(" in sql[0]
+    assert "FROM liza_heartbeat_v3(" in sql[0]
     beat = agent_heartbeat(agent=reviewer, now=world.tick())
     assert [r.task.key for r in beat.reviews] == ["task-2"]
     assert beat.reviews[0].lease_expires > world.now
