@@ -31,8 +31,9 @@ Exit codes:
   6   collision: the agent id is held by a live session; exit
   7   unreachable: no answer or a 5xx after retries (try again later), or a
       redirect (3xx), never followed: the Location is printed; fix the URL
-  8   not registered: the agent left (liza leave) and its session ended; exit
-      (liza register or liza supervise starts a new one)
+  8   not registered: the agent left (liza leave), or this session was
+      superseded (the id registered again since); exit (liza register or liza
+      supervise starts a new one)
   {ROLE_COMPLETE}  liza work: the role is complete, nothing more will come
   {WAIT}  liza work / liza claim: nothing now; Retry-After is printed, ask again then
   12  liza supervise: the agent crashed 3 times within 5 minutes
