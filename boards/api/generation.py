@@ -20,7 +20,7 @@ GENERATION_PARAMETER = {
     "in": "header",
     "name": GENERATION_HEADER,
     "required": False,
-    "schema": {"type": "integer", "minimum": 1},
+    "schema": {"type": "integer", "minimum": 1, "maximum": 10**_MOST_DIGITS - 1},
     "description": "an agent's process: the generation its registration answered; a "
     "superseded session's (its id registered again since) is refused 409 `not_registered` "
     "(exit 8). Without it, the request is served as before.",
