@@ -76,6 +76,11 @@ class Agent(FSMModelMixin, ProjectScopedModel):
     # lease. Not `registered_at IS NULL`: an agent an admin created heartbeats before it ever
     # registers, and that heartbeat is legitimate (STARTING → IDLE).
     left_at = models.DateTimeField(null=True, blank=True)
+    # Which session of this id is the live one: every registration (`agent_register`) adds one,
+    # so two processes of the same id are told apart. A process carries the generation its
+    # registration answered (the `Liza-Generation` header); one older than this was superseded
+    # and is refused `not_registered` (`availability.superseded_refusal`). 0: never registered.
+    generation = models.BigIntegerField(default=0)
     # Set when the server takes a task out of the agent's hands (takeover, override block,
     # limit, a human releasing the claim): its next heartbeat answers lease_lost / exit 42
     # (seed 002 "If original agent returns after expiry → must self-abort immediately").

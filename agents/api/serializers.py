@@ -64,6 +64,9 @@ class AgentSerializer(ReadOnlyModelSerializer):
             # When its session ended (`agent_leave`), null while registered: the original
             # Liza drops a departed agent from its registry, we keep the row and say so.
             "left_at",
+            # Its registration's number (`Agent.generation`): the register answer's is the one
+            # the process sends back on every request (`Liza-Generation`).
+            "generation",
             "overloaded",
             "error_cleared_at",
         ]

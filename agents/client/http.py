@@ -9,6 +9,12 @@ exponential backoff (an answer's Retry-After is honoured up to the backoff cap);
 never is — the server has answered, and asking again would get the same answer. Every write
 carries a fresh `Idempotency-Key`, the same on each of its retries, so a write whose answer was
 lost is applied once (docs/decisions.md).
+
+Fencing: once its agent registered (or given `generation`, which `liza` reads from
+LIZA_GENERATION, set by `liza supervise` for the agent it starts), every request carries
+`Liza-Generation`, so the server refuses a process of a superseded session (`not_registered`,
+exit 8) instead of letting it act as the live one (docs/decisions.md "Fencing a stale
+session").
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from agents.client.contract import CONTRACT, RETRYABLE, Endpoint
+from agents.client.contract import CONTRACT, GENERATION_HEADER, RETRYABLE, Endpoint
 from agents.client.errors import LizaError, Redirected, Unreachable, UsageError
 from agents.client.usage import Usage
 
@@ -82,6 +88,7 @@ class Client:
         backoff_cap: float = 8.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        generation: int | None = None,
     ) -> None:
         if not url or not project or not key:
             raise UsageError("a server URL, a project and a key are all needed")
@@ -91,6 +98,9 @@ class Client:
         self.backoff = backoff
         self.backoff_cap = backoff_cap
         self._sleep = sleep
+        # The registration this process belongs to: sent on every request once known (the
+        # register answer's, or the supervisor's LIZA_GENERATION); None sends nothing.
+        self.generation = generation
         self._http = httpx.Client(
             timeout=timeout,
             transport=transport,
@@ -119,6 +129,8 @@ class Client:
     ) -> Answer:
         method = method.upper()
         headers: dict[str, str] = {}
+        if self.generation is not None:
+            headers[GENERATION_HEADER] = str(self.generation)
         if method in WRITE_METHODS:
             headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
         url = f"{self.base}/{path.lstrip('/')}" if path else self.base
@@ -191,6 +203,10 @@ class Client:
             answer = self.request("GET", url, params=given or None)
         else:
             answer = self.request(endpoint.method, url, json=given)
+        if endpoint.name == "agents_register" and isinstance(answer.body, dict):
+            # A new session: this process is it from now on (a server of the previous
+            # release answers no generation: nothing is sent then, as before).
+            self.generation = answer.body.get("generation")
         if endpoint.result == "work":
             return answer
         return answer.body["task"] if endpoint.result == "task" else answer.body

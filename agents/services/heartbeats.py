@@ -19,12 +19,18 @@ from boards.coordination import outbox, rows
 from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.availability import superseded_refusal
 from boards.coordination.selectors.budgets import budget_exists_sql, budget_refusal
 from boards.coordination.selectors.sprints import sprint_current_sql
 from boards.coordination.selectors.work import Stop, stop_reason
 from boards.coordination.services.actors import ANY_AGENT
 from boards.coordination.services.audit import Attempt, record_event, records_refusals
-from boards.coordination.services.authority import agents_only, require_role
+from boards.coordination.services.authority import (
+    agents_only,
+    fenced,
+    refuse_if_superseded,
+    require_role,
+)
 from boards.coordination.services.locking import lock_agent
 from boards.errors import (
     Collision,
@@ -106,6 +112,8 @@ def agent_register(
         agent.heartbeat = now
         agent.registered_at = now
         agent.left_at = None  # a session again: its heartbeats count
+        # A new session: a process of an older one is refused from now on (`superseded_refusal`).
+        agent.generation += 1
         agent.terminal = terminal
         agent.save()
         record_event(
@@ -120,8 +128,11 @@ def agent_register(
 
 
 @agents_only  # the agent of the key: its supervisor as it stops, or `liza leave`
+@fenced
 @records_refusals
-def agent_leave(*, project: Project, agent: Agent, now: datetime) -> Agent:
+def agent_leave(
+    *, project: Project, agent: Agent, now: datetime, generation: int | None = None
+) -> Agent:
     """The agent's session ends: its identity is given up now, not when its lease lapses, so
     the same id registers again at once (SPEC §5.2 "HANDOFF → (deregistered)"; the original
     Liza deletes its registry entry when the agent exits).
@@ -135,12 +146,17 @@ def agent_leave(*, project: Project, agent: Agent, now: datetime) -> Agent:
     registration restarts the machine from every state. Refused (409) while it still holds
     work under a live lease (`agents.selectors.leave_refusal`): it hands off or gives back
     first, or that work would wait for its lease to lapse with nobody behind it.
+
+    `generation` (its process's `Liza-Generation`): a superseded session's late leave — its
+    supervisor exiting after the id registered again — is refused `not_registered` on the
+    locked row, or it would end the live session.
     """
     attempt = Attempt(project, agent, "agent_leave", now)
     require_role(attempt, agent_roles=ANY_AGENT)
     config = config_of(project)
     with transaction.atomic():
         agent = lock_agent(agent)  # its claims lock it first: none can come in between
+        refuse_if_superseded(agent, generation, action="agent_leave", now=now)
         refusal = leave_refusal(agent=agent, now=now, config=config)
         if refusal is not None:
             raise attempt.conflict(refusal, from_status=agent.status)
@@ -162,6 +178,7 @@ def agent_leave(*, project: Project, agent: Agent, now: datetime) -> Agent:
 
 
 @agents_only  # the agent of the key, as agent_register
+@fenced
 @records_refusals
 def agent_heartbeat(
     *,
@@ -169,6 +186,7 @@ def agent_heartbeat(
     now: datetime,
     context_percent: int | None = None,
     progress_at: datetime | None = None,
+    generation: int | None = None,
 ) -> HeartbeatResult:
     """Extend the agent lease and the task and review leases it holds (SPEC §6).
 
@@ -181,9 +199,11 @@ def agent_heartbeat(
     and the answer says stop ("stalled").
 
     An agent that left (`agent_leave`) and has not registered since is `not_registered`
-    (409, exit 8): its session ended, and a late heartbeat must not bring its lease back.
+    (409, exit 8): its session ended, and a late heartbeat must not bring its lease back. So
+    is a process of a superseded session (`generation`, its `Liza-Generation`, older than the
+    agent's: `availability.superseded_refusal`): it must not extend the live session's leases.
 
-    The locks, checks and writes are `liza_heartbeat_v2` (boards migration 0034), one round
+    The locks, checks and writes are `liza_heartbeat_v3` (boards migration 0035), one round
     trip with the reads the stop answer needs; this raises what it refuses.
     """
     project = agent.project
@@ -201,9 +221,11 @@ def agent_heartbeat(
     # autocommit, it is its own transaction — no BEGIN and COMMIT round trips around it. Inside
     # the request's transaction (an Idempotency-Key's) it keeps a savepoint of its own, as before.
     with transaction.atomic() if connection.in_atomic_block else nullcontext():
-        beat = _Heartbeat.of(agent, now, config, context_percent, progress_at, stale=stale)
+        beat = _Heartbeat.of(
+            agent, now, config, context_percent, progress_at, stale=stale, generation=generation
+        )
         agent, task = beat.agent, beat.task
-        _refuse_unless_ok(beat, project, now)
+        _refuse_unless_ok(beat, project, now, generation)
         # Heartbeats write no Event, but open boards show leases and heartbeat ages: published
         # within outbox.BEAT_WINDOW, merged with the project's other heartbeats.
         changed = [(outbox.AGENT, agent.pk)] + (
@@ -222,15 +244,21 @@ def agent_heartbeat(
     return HeartbeatResult(agent=agent, task=task, reviews=beat.reviews, stop=stop)
 
 
-def _refuse_unless_ok(beat: _Heartbeat, project: Project, now: datetime) -> None:
-    """Raise what `liza_heartbeat_v2` refused (its answer has written nothing), as the errors
-    the heartbeat always raised, each recorded as a rejected attempt: a disabled agent, one
-    that left (`not_registered`, exit 8), a lost task or its lease (`lease_lost`, exit 42)."""
+def _refuse_unless_ok(
+    beat: _Heartbeat, project: Project, now: datetime, generation: int | None
+) -> None:
+    """Raise what `liza_heartbeat_v3` refused (its answer has written nothing), as the errors
+    the heartbeat always raised, each recorded as a rejected attempt: a disabled agent, a
+    superseded session or one that left (`not_registered`, exit 8), a lost task or its lease
+    (`lease_lost`, exit 42)."""
     agent, task = beat.agent, beat.task
     if beat.outcome == "disabled":
         raise Attempt(project, agent, "agent_heartbeat", now).refuse(
             Forbidden(f"agent {agent.agent_id} is disabled")
         )
+    superseded = superseded_refusal(agent, generation) if beat.outcome == "superseded" else None
+    if superseded is not None:  # the SQL's answer, said in the one rule's words
+        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(superseded)
     if beat.outcome == "left":
         raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
             NotRegistered(
@@ -265,11 +293,11 @@ def _refuse_unless_ok(beat: _Heartbeat, project: Project, now: datetime) -> None
 
 @dataclass(frozen=True)
 class _Heartbeat:
-    """What `liza_heartbeat_v2` answered, in the one statement that calls it: its outcome
-    (`ok`, or the refusal: `disabled`, `left`, `lost`, `lease_lost`, `gone`), the agent row
-    as written (or as locked, refused), its task (the lost one for `lost`), its review claims
-    each with its task, the project's current sprint (`stop_reason`) and whether the project
-    has any budget (`budget_refusal`)."""
+    """What `liza_heartbeat_v3` answered, in the one statement that calls it: its outcome
+    (`ok`, or the refusal: `disabled`, `superseded`, `left`, `lost`, `lease_lost`, `gone`),
+    the agent row as written (or as locked, refused), its task (the lost one for `lost`), its
+    review claims each with its task, the project's current sprint (`stop_reason`) and whether
+    the project has any budget (`budget_refusal`)."""
 
     outcome: str
     agent: Agent
@@ -288,6 +316,7 @@ class _Heartbeat:
         progress_at: datetime | None,
         *,
         stale: bool,
+        generation: int | None,
     ) -> _Heartbeat:
         ready_from, ready_to = _READY
         with connection.cursor() as cursor:
@@ -306,6 +335,7 @@ class _Heartbeat:
                     Agent.Role.CODE_REVIEWER,
                     ready_from,
                     ready_to,
+                    generation,
                     agent.project_id,
                     *OPEN_SPRINT_STATES,
                 ],
@@ -377,8 +407,9 @@ def _call_sql() -> str:
         f"{rows.select_list(Review, '(h.review_row)')}, "
         f"{rows.select_list(Task, '(h.review_task_row)')}, "
         f"{rows.select_list(Sprint, 's')}, {budget_exists_sql('%s')} "
-        "FROM liza_heartbeat_v2(%s::bigint, %s::timestamptz, %s::integer, %s::integer, "
-        "%s::integer, %s::timestamptz, %s::boolean, %s::text, %s::text, %s::text, %s::text) h "
+        "FROM liza_heartbeat_v3(%s::bigint, %s::timestamptz, %s::integer, %s::integer, "
+        "%s::integer, %s::timestamptz, %s::boolean, %s::text, %s::text, %s::text, %s::text, "
+        "%s::bigint) h "
         f"LEFT JOIN LATERAL ({sprint_current_sql('%s')}) s ON TRUE"
     )
 

@@ -39,6 +39,7 @@ from agents.services import (
     idempotent_request_finish,
 )
 from boards.api import serializers as s
+from boards.api.generation import GENERATION_PARAMETER, claimed_generation
 from boards.api.parsers import JSONParser
 from boards.coordination.models.projects import Project
 from boards.coordination.models.tasks import Review, Task
@@ -93,6 +94,8 @@ class ProjectSchema(AutoSchema):
                     "Retry-After says when to try again",
                 },
             )
+        if operation:
+            operation.setdefault("parameters", []).append(GENERATION_PARAMETER)
         if operation and "requestBody" in operation:
             operation["responses"].setdefault(
                 "415",
@@ -312,6 +315,11 @@ class ProjectView(APIView):
         return user.agent if isinstance(user, AgentPrincipal) else user
 
     @property
+    def generation(self) -> int | None:
+        """The generation the request's process registered as (`boards.api.generation`)."""
+        return claimed_generation(self.request.headers)
+
+    @property
     def agent(self) -> Agent:
         """The calling agent; humans get 403 on agent-only operations."""
         user = self.request.user
@@ -470,7 +478,9 @@ def operation_view(endpoint: Endpoint) -> type[ProjectView]:
         data = op.validate(request.data) if op.input is not None else {}
         actor = self.agent if op.principal == "agent" else self.actor
         target = resolve_target(self.project, op.target, kwargs)
-        result = op.run(target=target, actor=actor, now=self.now, data=data)
+        result = op.run(
+            target=target, actor=actor, now=self.now, data=data, generation=self.generation
+        )
         if result is None and present == "handoff":
             raise NotFound()
         return Response(presenter(self, result), status=status)

@@ -287,7 +287,8 @@ class HeartbeatView(ProjectView):
         "reported `progress_at` is older than twice stall_timeout, the task lease is not "
         "extended; `budget_exhausted`: a budget its work counts against is spent); a lost task "
         "lease is 409 `lease_lost`; an agent that left (`agents/leave`) and has not registered "
-        "since is 409 `not_registered` (exit 8): its session is over, its lease not extended.",
+        "since is 409 `not_registered` (exit 8): its session is over, its lease not extended; so "
+        "is a process of a superseded session (its `Liza-Generation` older than the agent's).",
         responses={200: agent_s.HeartbeatSerializer, **errors(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -297,6 +298,7 @@ class HeartbeatView(ProjectView):
             now=self.now,
             context_percent=data.get("context_percent"),
             progress_at=data.get("progress_at"),
+            generation=self.generation,
         )
         task = (
             result.task
@@ -336,6 +338,7 @@ def heartbeat_answer(agent: Agent, task, reviews, stop) -> dict:
             "security_reviewer": agent.security_reviewer,
             "registered_at": _time(agent.registered_at),
             "left_at": _time(agent.left_at),
+            "generation": agent.generation,
             "overloaded": agent.overloaded,
             "error_cleared_at": _time(agent.error_cleared_at),
         },

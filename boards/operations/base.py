@@ -13,6 +13,9 @@ from typing import Any, TypeVar
 from django.db import connection
 from rest_framework import serializers
 
+from agents.models import Agent
+from boards.coordination.services.audit import records_refusals
+from boards.coordination.services.authority import refuse_if_superseded
 from boards.errors import lost_race, validation_error
 from boards.operations.inputs.contract import contract_body_input
 
@@ -73,12 +76,32 @@ class Operation:
             raise validation_error(serializer.errors)
         return _plain(serializer.validated_data)
 
-    def run(self, *, target: Any, actor: Any, now: datetime, data: dict[str, Any]) -> Any:
+    def run(
+        self,
+        *,
+        target: Any,
+        actor: Any,
+        now: datetime,
+        data: dict[str, Any],
+        generation: int | None = None,
+    ) -> Any:
+        """The service, run for `actor`. `generation`: the one its agent's process says it
+        registered as (the API's `Liza-Generation`), or None: a superseded session is refused
+        here, once for every agent operation, on the agent as the adapter read it; a `fenced`
+        service is also given it, to ask again on the row it locks."""
         kwargs = self.arguments(dict(data)) if self.arguments else dict(data)
         on = {} if self.target == SITE else {self.target: target}
+        if generation is not None and isinstance(actor, Agent):
+            _fence(actor, generation, action=self.name, now=now)
+            if getattr(self.service, "fenced", False):
+                kwargs["generation"] = generation
         return run_again_on_lost_race(
             lambda: self.service(**on, **{self.principal: actor, "now": now}, **kwargs)
         )
+
+
+# The runner's fence, its refusal logged as a service's is (outside any work of its own).
+_fence = records_refusals(refuse_if_superseded)
 
 
 # How many times one request's transaction runs when PostgreSQL keeps choosing it as the

@@ -3,7 +3,9 @@
 An agent's request is served by the view's own handler without DRF's `dispatch` (proven by
 making `dispatch` fail), and answers what the DRF view answers the same request: a query string
 sends a request to the DRF view, so each case is asked both ways and the answers compared
-(status, the headers DRF sets, the body with its times blanked).
+(status, the headers DRF sets, the body with its times blanked). The `Liza-Generation` header
+passes through: a superseded session is refused on the row the statement locks, whatever the key
+cache holds.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rest_framework.views import APIView
 
 from agents import authentication, keycache
 from agents.models import Agent, AgentKey, IdempotentRequest
-from agents.services import agent_key_used
+from agents.services import agent_key_used, agent_leave, agent_register
 from boards.api import hot
 from boards.api.base import ProjectView
 from boards.coordination.models.tasks import Task
@@ -477,3 +479,31 @@ def test_with_redis_down_a_cached_key_is_neither_limited_nor_trusted(world, monk
         REDIS.succeeded()  # the outage was this test's alone
         redis_client.client.cache_clear()  # the next test's client is for the real Redis
     assert len(lookups) == 4
+
+
+def test_a_superseded_sessions_hot_requests_are_refused_although_the_key_cache_is_stale(
+    world, no_drf_dispatch
+):
+    """The key cache holds coder-1's row as session 1 left it (generation 1) when the id
+    registers again: the runner's check on that copy lets session 1's requests through, and
+    the heartbeat's and claim-next's statements refuse them on the row they lock (409
+    `not_registered`, exit 8), with no statement more. Session 2's (generation 2) are served."""
+    world.unclaimed("T-1")
+    plain = key_for(world.coder)
+    client, base = bearer(plain), api_base(world.project.slug)
+    one, two = {"HTTP_LIZA_GENERATION": "1"}, {"HTTP_LIZA_GENERATION": "2"}
+    assert client.post(f"{base}/agents/heartbeat", {}, format="json", **one).status_code == 200
+    agent_leave(project=world.project, agent=world.coder, now=timezone.now())
+    agent_register(project=world.project, agent_id="coder-1", role="coder", now=timezone.now())
+    assert keycache.held(plain).key.agent.generation == 1  # the cache's copy is stale
+
+    for path, body in (("agents/heartbeat", {}), ("tasks/claim-next", CLAIM)):
+        refused = client.post(f"{base}/{path}", body, format="json", **one)
+        error = assert_envelope(refused, 409, "not_registered")
+        assert error["message"].startswith("session 1 of coder-1 was superseded by session 2")
+        assert error["details"]["exit"] == 8
+    assert Task.objects.get(pk=world.task("T-1").pk).assigned_to == ""
+
+    claimed = client.post(f"{base}/tasks/claim-next", CLAIM, format="json", **two)
+    assert claimed.status_code == 200, claimed.content
+    assert claimed.json()["task"]["key"] == "T-1"

@@ -12,7 +12,7 @@ import pytest
 from django.urls import resolve
 from drf_spectacular.generators import SchemaGenerator
 
-from agents.client.contract import CONTRACT, Endpoint
+from agents.client.contract import CONTRACT, GENERATION_HEADER, Endpoint
 
 PREFIX = "/api/v1/projects/{slug}/"
 # Answers every operation may give, added by boards.api.base.ProjectSchema (not per operation).
@@ -70,11 +70,13 @@ def _bounds(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any
 
 
 def _schema_params(operation: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
-    """{(where, name): (required, bounds)} of an OpenAPI operation, the project's slug aside."""
+    """{(where, name): (required, bounds)} of an OpenAPI operation, the project's slug and the
+    `Liza-Generation` header (every operation's, described once: boards/api/generation.py)
+    aside."""
     params = {
         (p["in"], p["name"]): (p.get("required", False), _bounds(p["schema"], components))
         for p in operation.get("parameters", [])
-        if p["name"] != "slug"
+        if p["name"] not in ("slug", GENERATION_HEADER)
     }
     body = operation.get("requestBody")
     if body:
@@ -97,6 +99,9 @@ def test_every_contract_operation_is_served_as_declared(openapi, endpoint):
     components = openapi["components"]["schemas"]
 
     assert operation["operationId"] == endpoint.operation_id
+    assert {"in": "header", "name": GENERATION_HEADER} in [
+        {"in": p["in"], "name": p["name"]} for p in operation.get("parameters", [])
+    ]
     declared = {(p.where, p.name): (p.required, p.bounds()) for p in endpoint.params}
     assert declared == _schema_params(operation, components)
     codes = sorted(int(c) for c in operation["responses"] if c not in EVERYWHERE)

@@ -42,7 +42,9 @@ def _run_lines(rows: list[dict[str, Any]]) -> str:
 # The human line of each generated command: (its answer, the values it was given) → text. A
 # task's answer (`result="task"`) is its task line.
 SHOWN: dict[str, Callable[[Any, dict[str, Any]], str]] = {
-    "register": lambda a, _: f"{a['agent_id']}  {a['role']}  {a['status']}",
+    "register": lambda a, _: (
+        f"{a['agent_id']}  {a['role']}  {a['status']}  generation {a.get('generation')}"
+    ),
     "leave": lambda a, _: f"{a['agent_id']}  {a['role']}  {a['status']}  left",
     "handoff": lambda body, given: f"handoff of {given['key']}: {body['summary']}",
     "pickup": lambda body, given: f"{given['key']}: {body['summary']}\nnext: {body['next_action']}",

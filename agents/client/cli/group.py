@@ -31,8 +31,9 @@ Exit codes:
   6   collision: the agent id is held by a live session; exit
   7   unreachable: no answer or a 5xx after retries (try again later), or a
       redirect (3xx), never followed: the Location is printed; fix the URL
-  8   not registered: the agent left (liza leave) and its session ended; exit
-      (liza register or liza supervise starts a new one)
+  8   not registered: the agent left (liza leave), or this session was
+      superseded (the id registered again since); exit (liza register or liza
+      supervise starts a new one)
   {ROLE_COMPLETE}  liza work: the role is complete, nothing more will come
   {WAIT}  liza work / liza claim: nothing now; Retry-After is printed, ask again then
   12  liza supervise: the agent crashed 3 times within 5 minutes
@@ -45,10 +46,16 @@ Exit codes:
 
 class State:
     def __init__(
-        self, url: str | None, project: str | None, key: str | None, as_json: bool, retries: int
+        self,
+        url: str | None,
+        project: str | None,
+        key: str | None,
+        as_json: bool,
+        retries: int,
+        generation: int | None = None,
     ) -> None:
         self.url, self.project, self.key, self.as_json = url, project, key, as_json
-        self.retries = retries
+        self.retries, self.generation = retries, generation
         self.key_file: str | None = None
         self._client: Client | None = None
 
@@ -71,6 +78,7 @@ class State:
                 self.project,  # type: ignore[arg-type]
                 self.key,  # type: ignore[arg-type]
                 retries=self.retries,
+                generation=self.generation,
             )
         return self._client
 
@@ -142,8 +150,15 @@ class LizaGroup(click.Group):
     show_default=True,
     help="retries on no answer or 503, with backoff (LIZA_RETRIES)",
 )
+@click.option(
+    "--generation",
+    envvar="LIZA_GENERATION",
+    type=click.IntRange(min=1),
+    help="the session this process belongs to, as its registration answered it; set by liza "
+    "supervise for its agent: a superseded session is refused, exit 8 (LIZA_GENERATION)",
+)
 @click.pass_context
-def main(ctx, url, project, key, key_file, as_json, retries):
+def main(ctx, url, project, key, key_file, as_json, retries, generation):
     """Liza Board from the command line: one agent on one project."""
     if key is None and key_file:
         try:
@@ -151,7 +166,7 @@ def main(ctx, url, project, key, key_file, as_json, retries):
         except UsageError as error:
             click.echo(f"liza: {error.message}", err=True)
             ctx.exit(EXIT["usage"])
-    ctx.obj = State(url, project, key, as_json, retries)
+    ctx.obj = State(url, project, key, as_json, retries, generation)
     ctx.obj.key_file = key_file
 
 

@@ -18,6 +18,12 @@ PLANNER_ONLY, CODER_ONLY, REVIEWER_ONLY = (
 # The errors a write answers unless its entry says otherwise.
 WRITE_ERRORS = (400, 401, 403, 404, 409)
 
+# The request header in which an agent's process sends the generation its registration answered
+# (`agents_register`'s `generation`), on every request after it: the server refuses a request
+# of a superseded session (its id registered again since) `not_registered`, exit 8. Optional:
+# a request without it is served as before (docs/decisions.md "Fencing a stale session").
+GENERATION_HEADER = "Liza-Generation"
+
 
 @dataclass(frozen=True)
 class Param:

@@ -75,7 +75,7 @@ PLANNING: tuple[Endpoint, ...] = (
         client="sprint_abort", cli=("sprint", "abort"),
     ),
     E("sprint_complete", "POST", "sprint/complete", "api-sprint-complete", "sprint_complete",
-        result="sprint", errors=(401, 403, 404, 409),
+        result="sprint",
         client="sprint_complete", roles=PLANNER_ONLY, cli=("sprint", "complete"),
         help="Close the sprint (COMPLETED) once every planned task has ended.",
     ),

@@ -12,7 +12,7 @@ from agents.client.wire import VERDICTS
 # fmt: off
 REVIEWS: tuple[Endpoint, ...] = (
     E("review_claim_next", "POST", "reviews/claim-next", "api-review-claim-next",
-        "reviews_claim_next", result="next_review", errors=(401, 403, 404, 409),
+        "reviews_claim_next", result="next_review",
         client="review_claim_next", cli=("review", "claim-next"),
         description=(
             "Claim the best review open to this reviewer (READY_FOR_REVIEW by priority then age, "
@@ -21,13 +21,13 @@ REVIEWS: tuple[Endpoint, ...] = (
         ),
     ),
     E("review_claim", "POST", "tasks/{key}/review/claim", "api-review-claim", "reviews_claim",
-        result="review", status=201, errors=(401, 403, 404, 409),
+        result="review", status=201,
         params=(KEY,),
         client="review_claim", roles=REVIEWER_ONLY, cli=("review", "claim"),
         help="Claim the review of a READY_FOR_REVIEW task.",
     ),
     E("review_extend", "POST", "tasks/{key}/review/extend", "api-review-extend",
-        "reviews_extend", result="review", errors=(401, 403, 404, 409),
+        "reviews_extend", result="review",
         params=(KEY,),
         client="review_extend", roles=REVIEWER_ONLY, cli=("review", "extend"),
         help="Extend your review lease.",

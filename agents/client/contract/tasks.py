@@ -145,7 +145,7 @@ TASKS: tuple[Endpoint, ...] = (
         help="Block your task with the questions a human must answer.",
     ),
     E("task_finalize", "POST", "tasks/{key}/finalize", "api-finalize", "tasks_finalize",
-        result="task", errors=(401, 403, 404, 409),
+        result="task",
         params=(KEY,),
         client="task_finalize", roles=PLANNER_ONLY, cli=("task", "finalize"),
         help="DRAFT → UNCLAIMED: coders may claim it.",
@@ -213,7 +213,7 @@ TASKS: tuple[Endpoint, ...] = (
         help="Hand your task over to the next session (context exhausted).",
     ),
     E("agent_handoff_pickup", "POST", "tasks/{key}/handoff/pickup", "api-handoff-pickup",
-        "tasks_handoff_pickup", result="handoff", errors=(401, 403, 404, 409),
+        "tasks_handoff_pickup", result="handoff",
         params=(KEY,),
         client="pickup", roles=CODER_ONLY, cli=("pickup",),
         help="Pick up the handoff notes of your task.",
@@ -236,7 +236,6 @@ TASKS: tuple[Endpoint, ...] = (
         params=(KEY, REASON),
     ),
     E("task_resume", "POST", "tasks/{key}/resume", "api-resume", "tasks_resume", result="task",
-        errors=(401, 403, 404, 409),
         params=(KEY,),
     ),
     E("task_human_approve", "POST", "tasks/{key}/approve", "api-approve", "tasks_human_approve",
@@ -268,7 +267,6 @@ TASKS: tuple[Endpoint, ...] = (
         ),
     ),
     E("activity_log", "POST", "log", "api-log", "log_append", result="event", status=201,
-        errors=(400, 401, 403, 404),
         params=(
             P(
                 "action", "string", required=True, max_length=64,

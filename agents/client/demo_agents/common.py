@@ -32,6 +32,7 @@ class Env:
     integration_branch: str
     base_commit: str
     prompt_file: str
+    generation: int | None = None  # its supervisor's session (LIZA_GENERATION)
 
     @classmethod
     def read(cls) -> Env:
@@ -50,10 +51,11 @@ class Env:
             integration_branch=e.get("LIZA_INTEGRATION_BRANCH") or "integration",
             base_commit=e.get("LIZA_BASE_COMMIT", ""),
             prompt_file=e.get("LIZA_PROMPT_FILE", ""),
+            generation=int(e["LIZA_GENERATION"]) if e.get("LIZA_GENERATION") else None,
         )
 
     def client(self) -> Client:
-        return Client(self.url, self.project, self.key)
+        return Client(self.url, self.project, self.key, generation=self.generation)
 
 
 def say(agent: str, message: str) -> None:

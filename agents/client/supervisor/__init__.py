@@ -12,7 +12,8 @@ progress (restarted after 5 s; 3 crashes in 5 min stop it). It merges what its r
 approved, and reports each spawn to the server as a run.
 
 The spawned command's environment (README "Supervisor"): LIZA_URL, LIZA_PROJECT, LIZA_KEY_FILE
-(a 0600 file: the key itself is never in the environment), LIZA_ROLE, LIZA_AGENT_ID, LIZA_TASK,
+(a 0600 file: the key itself is never in the environment), LIZA_ROLE, LIZA_AGENT_ID,
+LIZA_GENERATION (its registration's: the agent's requests carry it), LIZA_TASK,
 LIZA_WORKTREE, LIZA_PROMPT_FILE, LIZA_INTEGRATION_BRANCH, LIZA_BASE_COMMIT, LIZA_REPO,
 LIZA_REMOTE (empty without a shared remote).
 

@@ -34,6 +34,9 @@ class AgentMixin:
             LIZA_KEY_FILE=self.key_file,
             LIZA_ROLE=self.role,
             LIZA_AGENT_ID=self.agent["agent_id"],
+            # Its session: the agent's `liza` and `liza mcp` send it, so a process of this
+            # session left running after the id registered again is refused, exit 8.
+            LIZA_GENERATION=str(self.client.generation or ""),
             LIZA_TASK=a.key,
             LIZA_WORKTREE=str(a.worktree) if a.worktree else "",
             LIZA_PROMPT_FILE=str(prompt),

@@ -29,7 +29,8 @@ from django.db import connection
 
 from agents.models import Agent
 from boards.coordination.models.records import Event
-from boards.protocol import Action
+from boards.errors import NotRegistered
+from boards.protocol import Action, format_timestamp
 
 ERROR_EXPIRIES = 3
 ERROR_WINDOW = 300  # seconds
@@ -48,6 +49,29 @@ def departed_refusal(agent: Agent) -> str | None:
     if agent.left_at is not None:
         return f"{agent.agent_id} left; register again to start a new session"
     return None
+
+
+def superseded_refusal(agent: Agent, generation: int | None) -> NotRegistered | None:
+    """THE fence of a stale session (reference/original-liza.md §4 item 2): a process that
+    sends the generation its registration answered (`Liza-Generation`), older than the agent's
+    (`Agent.generation`, one more at every `agent_register`), belongs to a session the id's
+    next registration superseded — its lease lapsed and the id registered again while it hung —
+    and must stop without acting as the live session: `not_registered` (409, exit 8; the client
+    stops without leaving, which would end the live one). None when it is the live session, or
+    sends no generation (older clients and people's tools, docs/decisions.md). `agent` must be
+    the row the operation locked (the heartbeat's `liza_heartbeat_v3` asks the same in SQL)."""
+    if generation is None or generation >= agent.generation:
+        return None
+    return NotRegistered(
+        f"session {generation} of {agent.agent_id} was superseded by session "
+        f"{agent.generation} registered at {format_timestamp(agent.registered_at)}; exit",
+        {
+            "agent_id": agent.agent_id,
+            "generation": generation,
+            "current_generation": agent.generation,
+            "registered_at": format_timestamp(agent.registered_at),
+        },
+    )
 
 
 @dataclass(frozen=True)

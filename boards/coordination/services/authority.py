@@ -13,7 +13,11 @@ from agents.models import Agent
 from boards.coordination.models.projects import Membership, Project, ProjectConfig, Sprint
 from boards.coordination.models.tasks import Task
 from boards.coordination.selectors.access import PLAN, config_of, person_may
-from boards.coordination.selectors.availability import agent_availability, departed_refusal
+from boards.coordination.selectors.availability import (
+    agent_availability,
+    departed_refusal,
+    superseded_refusal,
+)
 from boards.coordination.selectors.leases import lease_alive
 from boards.coordination.selectors.work import UNREAD, stop_reason
 from boards.coordination.services.actors import Actor, SystemActor
@@ -174,6 +178,29 @@ def refuse_if_departed(agent, *, action: str, now: datetime, task: Task | None =
     if refused is not None:
         raise Attempt(project=agent.project, actor=agent, action=action, now=now).refuse(
             Conflict(refused, {}), task=task
+        )
+
+
+def fenced(service: F) -> F:
+    """Declares a service that fences a stale session itself, on the agent row its statement
+    locks (`refuse_if_superseded` there, `liza_heartbeat_v3` for the heartbeat): the operation
+    runner passes it the request's `generation` (boards.operations.base), so a registration
+    that commits while it waits for the lock is seen."""
+    service.fenced = True  # type: ignore[attr-defined]
+    return service
+
+
+def refuse_if_superseded(
+    agent, generation: int | None, *, action: str, now: datetime, task: Task | None = None
+) -> None:
+    """A process of a superseded session (`generation` older than the agent's) acts for no
+    one: `not_registered`, exit 8, in the words of the one rule,
+    `selectors.availability.superseded_refusal`. Asked once for every agent operation by its
+    runner, and again on the locked row by the heartbeat, `agent_leave` and the claims."""
+    refused = superseded_refusal(agent, generation)
+    if refused is not None:
+        raise Attempt(project=agent.project, actor=agent, action=action, now=now).refuse(
+            refused, task=task
         )
 
 

@@ -39,8 +39,10 @@ from boards.coordination.services.admission import admission_lock, admit
 from boards.coordination.services.audit import Attempt, note_written_events, records_refusals
 from boards.coordination.services.authority import (
     agents_only,
+    fenced,
     refuse_if_departed,
     refuse_if_stopped,
+    refuse_if_superseded,
     refuse_if_unavailable,
     require_role,
 )
@@ -199,7 +201,12 @@ def _open_slot(task: Task, agent: Agent, *, now: datetime, config) -> None:
 
 
 def checked_review_claim(
-    task: Task, agent: Agent, *, now: datetime, config: ProjectConfig
+    task: Task,
+    agent: Agent,
+    *,
+    now: datetime,
+    config: ProjectConfig,
+    generation: int | None = None,
 ) -> tuple[Agent, Task]:
     """Inside a named review claim's transaction: its rows locked in the lock order and every
     check that comes before its writes (availability, the limits, the task's state, its slot);
@@ -211,7 +218,9 @@ def checked_review_claim(
     admission_lock(project=project, config=config)
     task = lock_task_and_its_agents(task, agent)
     agent = lock_agent(agent)
-    # Read on the locked row: a leave that committed first is seen (as a coder's claim sees it).
+    # Read on the locked row: a leave or a registration that committed first is seen (as a
+    # coder's claim sees them).
+    refuse_if_superseded(agent, generation, action="claim_review", now=now, task=task)
     refuse_if_departed(agent, action="claim_review", now=now, task=task)
     _admit_reviewer(project, agent, task, now=now, config=config)
     claim = Attempt(project, agent, "claim_review", now)
@@ -231,8 +240,11 @@ def holder_busy(task: Task, agent: Agent, now: datetime, reviewer: str) -> Confl
 
 
 @agents_only
+@fenced
 @records_refusals
-def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
+def review_claim(
+    *, task: Task, agent: Agent, now: datetime, generation: int | None = None
+) -> Review:
     """READY_FOR_REVIEW with a review slot open to `agent` → a review lease for it.
 
     The slot rule is `boards.coordination.selectors.reviews.review_slot_refusal`, the one `/work`
@@ -246,7 +258,9 @@ def review_claim(*, task: Task, agent: Agent, now: datetime) -> Review:
     refuse_if_over_budget(project, agent=agent, action="claim_review", now=now, task=task)
     config = config_of(project)
     with transaction.atomic():
-        agent, task = checked_review_claim(task, agent, now=now, config=config)
+        agent, task = checked_review_claim(
+            task, agent, now=now, config=config, generation=generation
+        )
         answer = _review_claim_sql(agent, mode="named", task=task, now=now, config=config)
         if answer.outcome == "busy":
             raise holder_busy(task, agent, now, answer.busy)
@@ -275,8 +289,11 @@ class _Undone(Exception):
 
 
 @agents_only
+@fenced
 @records_refusals
-def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Review | None:
+def review_claim_next(
+    *, project: Project, agent: Agent, now: datetime, generation: int | None = None
+) -> Review | None:
     """The server picks the review: the first READY_FOR_REVIEW task (priority, then age) whose
     slot — the very `liza_review_slot_v2` of `review_claim` and `/work` — opens to `agent`,
     claimed in the same call of `liza_review_claim_v1`. A reviewer holding a live review gets it
@@ -303,6 +320,8 @@ def review_claim_next(*, project: Project, agent: Agent, now: datetime) -> Revie
             )
             agent = answer.agent
             agent.project = project  # already loaded: spare the refusals a query
+            # On the agent row the call locked: a claim it made is rolled back.
+            refuse_if_superseded(agent, generation, action="claim_review", now=now)
             refuse_if_stopped(
                 project, actor=agent, action="claim_review", now=now, sprint=answer.sprint
             )

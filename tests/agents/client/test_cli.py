@@ -183,6 +183,25 @@ def test_register_answers_the_agent_or_a_collision_exit_6(cli_server, world):
     error_of(live("register", exit=6), "collision", 6)
 
 
+def test_register_says_its_generation_and_a_superseded_sessions_liza_exits_8(cli_server, world):
+    """`liza register` says the session's generation; a `liza` of an older session
+    (LIZA_GENERATION, as its supervisor set it) is refused `not_registered`, exit 8, its
+    leave included, which no longer ends the live session; the live one's is served."""
+    coder = Liza(cli_server, world, "coder-1")
+    coder("leave")
+
+    said = coder("register", as_json=False)
+
+    assert said.split() == ["coder-1", "coder", "STARTING", "generation", "2"]
+    stale, live = Liza(cli_server, world, "coder-1"), Liza(cli_server, world, "coder-1")
+    stale.env["LIZA_GENERATION"], live.env["LIZA_GENERATION"] = "1", "2"
+    for command in ("heartbeat", "leave"):
+        error = error_of(stale(command, exit=8), "not_registered", 8)
+        assert error["message"].startswith("session 1 of coder-1 was superseded by session 2")
+    assert world.agent("coder-1").left_at is None
+    assert live("heartbeat")["agent"]["generation"] == 2
+
+
 def test_a_heartbeat_after_leave_exits_8_not_registered_until_it_registers_again(cli_server, world):
     coder = Liza(cli_server, world, "coder-1")
     coder("leave")

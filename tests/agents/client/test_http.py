@@ -141,6 +141,30 @@ def test_the_retryable_codes_are_the_servers_answers_that_wrote_nothing():
     assert {EXIT_CODES[code] for code in RETRYABLE} == {7}
 
 
+def test_after_registering_every_request_carries_the_sessions_generation():
+    """None before: a client that never registered (people's tools, an older agent) sends no
+    `Liza-Generation`; the register answer's from then on, reads and writes alike. Given one
+    (`liza` reads LIZA_GENERATION, set by its supervisor), it sends it from the start."""
+    agent = {"agent_id": "coder-1", "role": "coder", "status": "STARTING", "generation": 4}
+    transport, seen = scripted(
+        httpx.Response(200, json={"work": False}),
+        httpx.Response(200, json=agent),
+        httpx.Response(200, json={"agent": agent}),
+        httpx.Response(200, json={"work": False}),
+    )
+    liza = client(transport)
+
+    liza.work()
+    liza.register()
+    liza.heartbeat()
+    liza.work()
+
+    assert [r.headers.get("Liza-Generation") for r in seen] == [None, None, "4", "4"]
+    transport, seen = scripted(httpx.Response(200, json={"work": False}))
+    Client("http://liza.test", "p", "k", transport=transport, generation=7).work()
+    assert seen[0].headers["Liza-Generation"] == "7"
+
+
 def test_a_client_without_its_configuration_is_a_usage_error():
     with pytest.raises(UsageError) as caught:
         Client("", "p", "k")

@@ -844,6 +844,69 @@ def test_an_agent_that_left_while_it_runs_is_stopped_and_the_supervisor_exits_8(
     assert not world.agent("coder-1").has_live_lease(timezone.now())
 
 
+def test_a_superseded_supervisors_late_exit_does_not_end_the_newer_session(supervisors, world):
+    """Two supervisors of coder-2 (no work for it yet: both wait). The first's lease lapses while it
+    waits (a hung process, a partition), and the second registers the id again (session 3:
+    the world's registration was 1). The first, stopped late, leaves with its own generation:
+    refused `not_registered`, said in one line, and the second session lives on — before, that
+    leave ended it, and the healthy supervisor's next heartbeat was refused."""
+    world.ready_for_review("T1")  # coder-1's: no work for coder-2, but its role not complete
+    leases_of_seconds(world)
+    sleepy = write_agent(supervisors.tmp, "sleep", SLEEPY)
+
+    def registrations() -> int:
+        return Event.objects.filter(
+            project=world.project, actor_id="coder-2", action="restarted"
+        ).count()
+
+    first = supervisors.start("coder-2", sleepy)
+    wait_for(lambda: registrations() == 1, what="the first registration")
+    wait_for(
+        lambda: not world.agent("coder-2").has_live_lease(timezone.now()),
+        what="the first session's lease to lapse",
+    )
+    second = supervisors.start("coder-2", sleepy)
+    wait_for(lambda: registrations() == 2 or second.poll() is not None, what="the second")
+    assert second.poll() is None, finish(second)
+
+    first.send_signal(signal.SIGTERM)
+    _, first_out = finish(first)
+
+    assert "leaving failed: not_registered: session 2 of coder-2 was superseded by session 3" in (
+        first_out
+    ), first_out
+    live = world.agent("coder-2")
+    assert (live.left_at, live.generation) == (None, 3)
+    assert not Event.objects.filter(project=world.project, action="deregistered").exists()
+    refused = Event.objects.get(project=world.project, action="agent_leave_failed")
+    assert refused.data["code"] == "not_registered"
+    second.send_signal(signal.SIGTERM)
+    code, second_out = finish(second)
+    assert (code, "coder-2 left: its id is free to register again" in second_out) == (0, True)
+
+
+GENERATION_SAYER = (
+    AGENT_LIB
+    + """
+import time
+open(os.path.join(E["MARKERS"], "generation"), "w").write(E.get("LIZA_GENERATION", "none"))
+time.sleep(120)
+"""
+)
+
+
+def test_the_agent_is_started_with_its_sessions_generation(supervisors, world, tmp_path):
+    """LIZA_GENERATION: the supervisor's registration (the world's was 1), which the agent's
+    `liza` and `liza mcp` send (test_cli.py: a superseded one exits 8)."""
+    world.unclaimed("T1")
+    supervisors.start(
+        "coder-1", write_agent(tmp_path, "sayer", GENERATION_SAYER), MARKERS=str(tmp_path)
+    )
+    said = tmp_path / "generation"
+    wait_for(lambda: said.exists() and said.read_text(), what="the agent")
+    assert said.read_text() == "2" == str(world.agent("coder-1").generation)
+
+
 def shared_remote(repo: Path, tmp_path: Path, *names: str) -> tuple[Path, dict[str, Path]]:
     """A bare copy of `repo` as the remote, and a clone of it per machine name."""
     remote = tmp_path / "remote.git"

@@ -2,12 +2,14 @@
 
 This is the Python the service ran before issue 26 moved the rules into `liza_heartbeat_v1`
 (boards migration 0027), with the departed agent's refusal of `liza_heartbeat_v2` (boards
-migration 0034), written over plain rows (`{pk: {column: value}}`, the ORM's `.values()`) so
+migration 0034) and the superseded session's of `liza_heartbeat_v3` (boards migration 0035),
+written over plain rows (`{pk: {column: value}}`, the ORM's `.values()`) so
 that it reads as the rules do (seed 002 "Lease Model", SPEC §6):
 
-* a disabled agent is refused; so is one that left (`left_at`: its session ended, the original
-  Liza deleted its registry entry; an agent that never registered has none and heartbeats),
-  and one the server took a task from (`lost_task`: exit 42);
+* a disabled agent is refused; so is a process of a superseded session (the generation it
+  sent older than the agent's: its id registered again since), one that left (`left_at`: its
+  session ended, the original Liza deleted its registry entry; an agent that never registered
+  has none and heartbeats), and one the server took a task from (`lost_task`: exit 42);
 * the coder's task, when CLAIMED, must still be its own with a live lease (`lease_alive`: the
   lease plus the grace ahead of now, strictly), else lease_lost; it is extended to now plus
   the task's lease (its override, else the project's) unless the run's progress is stale;
@@ -37,7 +39,8 @@ class Config:
 
 @dataclass
 class Answer:
-    """What the heartbeat answers: `ok`, or the refusal (`disabled`, `left`, `lost`, `lease_lost`)
+    """What the heartbeat answers: `ok`, or the refusal (`disabled`, `superseded`, `left`, `lost`,
+    `lease_lost`)
     with the task it names; the task and review claims it answers with."""
 
     outcome: str
@@ -69,11 +72,14 @@ def heartbeat(
     config: Config,
     context_percent: int | None,
     progress_at: datetime | None,
+    generation: int | None = None,
 ) -> Answer:
     """The answer; `agents`, `tasks` and `reviews` are left as the heartbeat leaves the rows."""
     agent = agents[agent_pk]
     if not agent["enabled"]:
         return Answer("disabled")
+    if generation is not None and generation < agent["generation"]:
+        return Answer("superseded")
     if agent["left_at"] is not None:
         return Answer("left")
     if agent["lost_task_id"] is not None:

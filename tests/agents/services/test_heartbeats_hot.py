@@ -3,7 +3,7 @@
 An UPDATE is HOT (heap-only: no index entry written, the new row version on the same page) only
 when it changes no indexed column and the page has room. These tests read both conditions off
 the real database: the columns the heartbeat's UPDATE statements write — those of
-`liza_heartbeat_v2` (boards migration 0034), which the heartbeat calls, read from its
+`liza_heartbeat_v3` (boards migration 0035), which the heartbeat calls, read from its
 definition as PostgreSQL holds it — against every index of their tables, and the tables'
 fillfactor. The measured HOT share is in `bench/heartbeats.py`.
 """
@@ -48,10 +48,10 @@ def heartbeat_updates(agent, now) -> dict[str, set[str]]:
     with CaptureQueriesContext(connection) as queries:
         agent_heartbeat(agent=agent, now=now)
     sql = [q["sql"] for q in queries.captured_queries]
-    assert any("liza_heartbeat_v2(" in statement for statement in sql), sql
+    assert any("liza_heartbeat_v3(" in statement for statement in sql), sql
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_heartbeat_v2'"
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_heartbeat_v3'"
         )
         sql.append(cursor.fetchone()[0])
     written: dict[str, set[str]] = {}

@@ -1,4 +1,4 @@
-"""The heartbeat's rules are `liza_heartbeat_v2` (boards migration 0034), the product's only
+"""The heartbeat's rules are `liza_heartbeat_v3` (boards migration 0035), the product's only
 implementation of them; this holds `agent_heartbeat`, which calls it, equal to the Python
 reference model of the rules as the service ran them before (`heartbeat_oracle`) over random
 boards, at the same `now`: the answer (or the refusal, its error and its rejected-attempt
@@ -7,12 +7,13 @@ event) and every agent, task and review row after.
 Boards are written row by row, not walked through the services: every combination of the
 fields the rules read must get the reference model's answer — any role and state, disabled,
 left (with or without a task it held), registered or created by an admin and never registered,
+the generation its process sends (none, its session's, an older superseded one's, a newer one),
 a lost task, a task of any state held by the agent or taken over, task and review leases on,
 just before and just after the grace boundary, per-task lease overrides, review claims closed,
 given a verdict or of another project, progress on either side of the stall boundary or ahead
-of the server's clock. The last tests plant `>` as `>=` at the task lease's boundary, and the
+of the server's clock. The last tests plant `>` as `>=` at the task lease's boundary, the
 rules before `liza_heartbeat_v2` (a departed agent's heartbeat accepted) in the reference
-model, and show the property finds each.
+model, and `<` as `<=` in v3's generation check, and show the property finds each.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ pytestmark = pytest.mark.django_db
 
 NOW = T0 + timedelta(days=1)
 LEASE = 300
+GENERATION = 3  # the agent row's, registered (a session that left keeps its number)
+SENT = {"same": 0, "older": -1, "newer": 1}
 ROLES = {"coder": "coder-1", "code_reviewer": "code-reviewer-1", "planner": "planner-1"}
 # Microseconds off the boundary (positive: earlier, so dead sooner), or far from it.
 NUDGES = (-LEASE * 1_000_000, -1_000_000, -1, 0, 1, 1_000_000)
@@ -74,6 +77,9 @@ BOARD = st.fixed_dictionaries(
         # Its session: registered, left (`agent_leave`), or created by an admin and never
         # registered (its heartbeat is legitimate: STARTING → IDLE).
         "session": st.sampled_from(("registered", "registered", "left", "never")),
+        # The generation its process sends against the row's (`GENERATION`, 0 never registered):
+        # none (an older client), its own, a superseded session's, one ahead of the row.
+        "sent": st.sampled_from((None, "same", "same", "older", "newer")),
         "task": st.one_of(st.none(), TASK),
         "claims": st.lists(CLAIM, max_size=3),
         "agent_lease": st.one_of(st.none(), st.sampled_from((-3600, 0, 3600))),
@@ -172,10 +178,20 @@ def _build(board) -> tuple[Agent, oracle.Config]:
         heartbeat=T0,
         context_percent=7,
         registered_at=None if board["session"] == "never" else T0,
+        generation=_generation(board),
         left_at=NOW - timedelta(seconds=1) if board["session"] == "left" else None,
     )
     config = oracle.Config(LEASE, board["grace"], board["stall"])
     return Agent.objects.get(pk=agent.pk), config
+
+
+def _generation(board) -> int:
+    return 0 if board["session"] == "never" else GENERATION
+
+
+def _sent(board) -> int | None:
+    sent = board["sent"]
+    return None if sent is None else _generation(board) + SENT[sent]
 
 
 def _rows(model) -> oracle.Rows:
@@ -194,11 +210,20 @@ def _events(project_id) -> list[tuple]:
     )
 
 
-def _expected_refusal(answer, agents, tasks, agent_pk):
+def _expected_refusal(answer, agents, tasks, agent_pk, sent):
     """The error, its details and the rejected-attempt event the service raises and logs."""
     agent = agents[agent_pk]
     if answer.outcome == "disabled":
         return Forbidden, {}, [("agent_heartbeat_failed", None, "", "permission_denied")]
+    if answer.outcome == "superseded":
+        details = {
+            "agent_id": agent["agent_id"],
+            "generation": sent,
+            "current_generation": agent["generation"],
+            "registered_at": format_timestamp(agent["registered_at"]),
+            "exit": 8,
+        }
+        return NotRegistered, details, [("heartbeat_failed", None, "", "not_registered")]
     if answer.outcome == "left":
         details = {
             "agent_id": agent["agent_id"],
@@ -242,10 +267,15 @@ def _differences(board) -> list[str]:
                 config=config,
                 context_percent=board["context"],
                 progress_at=progress_at,
+                generation=_sent(board),
             )
             try:
                 result = agent_heartbeat(
-                    agent=agent, now=NOW, context_percent=board["context"], progress_at=progress_at
+                    agent=agent,
+                    now=NOW,
+                    context_percent=board["context"],
+                    progress_at=progress_at,
+                    generation=_sent(board),
                 )
             except ProtocolError as exc:
                 result, refused = None, exc
@@ -260,7 +290,7 @@ def _differences(board) -> list[str]:
                 found.append(f"sql ok, model {answer.outcome}")
             else:
                 error, details, events = _expected_refusal(
-                    answer, expected[Agent], expected[Task], agent.pk
+                    answer, expected[Agent], expected[Task], agent.pk, _sent(board)
                 )
                 if type(refused) is not error or refused.details != details:
                     found.append(f"refusal {refused!r} {refused.details} != {error} {details}")
@@ -319,6 +349,7 @@ def _board(**changes) -> dict:
         "enabled": True,
         "lost": False,
         "session": "registered",
+        "sent": "same",
         "task": task,
         "claims": [],
         "agent_lease": 0,
@@ -364,6 +395,15 @@ EDGE_BOARDS = [
     _board(session="left", role="code_reviewer", task=None, claims=[_claim(-1)]),
     _board(session="never", status="STARTING", task=None),
     _board(task_mine=False),
+    # The generation: none sent, a superseded session's (holding a task, a reviewer's claims,
+    # left since, disabled too), one ahead of the row's.
+    _board(sent=None),
+    _board(sent="older"),
+    _board(sent="older", role="code_reviewer", task=None, claims=[_claim(-1)]),
+    _board(sent="older", session="left"),
+    _board(sent="older", enabled=False),
+    _board(sent="newer"),
+    _board(sent="older", session="never", status="STARTING", task=None),
 ]
 
 
@@ -386,7 +426,7 @@ def test_a_planted_difference_on_the_grace_boundary_is_caught():
     the lease exactly on its boundary tells them apart, and only that one."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_heartbeat_v2'"
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_heartbeat_v3'"
         )
         definition = cursor.fetchone()[0]
         needle = "NOT t.lease_expires + make_interval(secs => p_grace) > p_now"
@@ -396,7 +436,8 @@ def test_a_planted_difference_on_the_grace_boundary_is_caught():
     assert [bool(_differences(board)) for board in BOUNDARY_BOARDS] == on_it
 
 
-LEFT_BOARDS = [board for board in EDGE_BOARDS if board["session"] == "left"]
+# Those whose process is of the live session: a superseded one is refused before `left`.
+LEFT_BOARDS = [b for b in EDGE_BOARDS if b["session"] == "left" and b["sent"] == "same"]
 
 
 def test_the_old_rules_planted_in_the_model_are_caught_on_the_boards_of_departed_agents(
@@ -420,3 +461,36 @@ def test_the_old_rules_planted_in_the_model_are_caught_on_the_boards_of_departed
     # A disabled agent is refused either way: only the left and enabled ones tell them apart.
     caught = [bool(_differences(board)) for board in boards]
     assert caught == [board["session"] == "left" and board["enabled"] for board in boards]
+
+
+SENT_BOARDS = [board for board in EDGE_BOARDS if board["sent"] != "same"] + [_board()]
+
+
+def test_a_planted_difference_in_the_generation_check_is_caught():
+    """v3's stale-generation check planted as `<=` (a process of the live session refused too),
+    in this test's transaction only: the boards where the process sends its own session's
+    generation tell them apart — only those of an enabled agent, which reach the check."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE proname = 'liza_heartbeat_v3'"
+        )
+        definition = cursor.fetchone()[0]
+        needle = "p_generation < a.generation"
+        assert definition.count(needle) == 1
+        cursor.execute(definition.replace(needle, "p_generation <= a.generation"))
+    caught = [bool(_differences(board)) for board in SENT_BOARDS]
+    assert caught == [b["sent"] == "same" and b["enabled"] for b in SENT_BOARDS]
+
+
+def test_a_heartbeat_model_blind_to_generations_is_caught_on_superseded_boards(monkeypatch):
+    """The rules before v3 planted in the reference model — the generation ignored, a stale
+    process's heartbeat extending the live session's leases — disagree with the SQL on every
+    board of an enabled agent whose process sends an older generation, and on no other."""
+    model = oracle.heartbeat
+
+    def before_v3(*args, generation=None, **kwargs):
+        return model(*args, **kwargs)
+
+    monkeypatch.setattr(oracle, "heartbeat", before_v3)
+    caught = [bool(_differences(board)) for board in SENT_BOARDS]
+    assert caught == [b["sent"] == "older" and b["enabled"] for b in SENT_BOARDS]

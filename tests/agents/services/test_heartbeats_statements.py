@@ -1,5 +1,5 @@
 """What one heartbeat costs in SQL (issue 26): one statement, whatever the agent holds — the
-call of `liza_heartbeat_v2` (boards migration 0034), which locks, checks and writes, beside the
+call of `liza_heartbeat_v3` (boards migration 0035), which locks, checks and writes, beside the
 reads of the stop answer (the current sprint, whether the project has a budget). It was a read
 and a write per lease while the rules were Python. Pinned so that it cannot creep back."""
 
@@ -16,22 +16,24 @@ from boards.errors import Forbidden
 from boards.models import Event
 
 
-def statements(agent, now) -> list[str]:
+def statements(agent, now, generation=None) -> list[str]:
     with CaptureQueriesContext(connection) as queries:
-        agent_heartbeat(agent=agent, now=now)
+        agent_heartbeat(agent=agent, now=now, generation=generation)
     # The test's own transaction gives the service a savepoint (as a request's with an
     # Idempotency-Key): not a statement it runs without one (there it runs in autocommit).
     return [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
 
 
 @pytest.mark.django_db
-def test_a_coders_heartbeat_is_one_statement(world):
+@pytest.mark.parametrize("generation", [None, 1], ids=["no generation", "its generation"])
+def test_a_coders_heartbeat_is_one_statement(world, generation):
+    """With its session's generation too: the fence is checked in the same statement."""
     task = world.claimed("task-1", coder="coder-2")
     coder = world.agent("coder-2")
     agent_heartbeat(agent=coder, now=world.tick())  # STARTING → IDLE out of the way
-    sql = statements(coder, world.tick())
+    sql = statements(coder, world.tick(), generation)
     assert len(sql) == 1, "\n".join(sql)
-    assert sql[0].startswith("SELECT") and "FROM liza_heartbeat_v2(" in sql[0]
+    assert sql[0].startswith("SELECT") and "FROM liza_heartbeat_v3(" in sql[0]
     task.refresh_from_db()
     assert task.lease_expires is not None and task.lease_expires > world.now
 
@@ -43,7 +45,7 @@ def test_a_reviewers_heartbeat_is_one_statement(world):
     agent_heartbeat(agent=reviewer, now=world.tick())
     sql = statements(reviewer, world.tick())
     assert len(sql) == 1, "\n".join(sql)
-    assert "FROM liza_heartbeat_v2(" in sql[0]
+    assert "FROM liza_heartbeat_v3(" in sql[0]
     beat = agent_heartbeat(agent=reviewer, now=world.tick())
     assert [r.task.key for r in beat.reviews] == ["task-2"]
     assert beat.reviews[0].lease_expires > world.now

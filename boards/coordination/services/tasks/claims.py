@@ -39,7 +39,9 @@ from boards.coordination.services.admission import admission_lock, admit, raise_
 from boards.coordination.services.audit import Attempt, records_refusals
 from boards.coordination.services.authority import (
     agents_only,
+    fenced,
     refuse_if_stopped,
+    refuse_if_superseded,
     refuse_if_unavailable,
     require_role,
 )
@@ -136,7 +138,12 @@ def claim_conflict(task: Task, agent: Agent, now: datetime) -> Callable[..., Con
 
 
 def checked_named_claim(
-    task: Task, agent: Agent, *, now: datetime, config: ProjectConfig
+    task: Task,
+    agent: Agent,
+    *,
+    now: datetime,
+    config: ProjectConfig,
+    generation: int | None = None,
 ) -> tuple[Agent, Task]:
     """Inside a named claim's transaction: its rows locked in the lock order and every check
     that comes before its writes (who may claim, availability, the limits, the task's state);
@@ -147,6 +154,9 @@ def checked_named_claim(
     # The agent row first: a second claim by the same coder waits here, then sees the
     # task the first one took (one task at a time, seed 000).
     agent = lock_agent(agent)
+    # A superseded session's process claims nothing: asked on the locked row, so a
+    # registration that committed while this waited is seen (`superseded_refusal`).
+    refuse_if_superseded(agent, generation, action="claim", now=now, task=task)
     _check_claimer(project, agent, now, task=task, config=config)
     if not (task.status == TaskStatus.CLAIMED and task.assigned_to == agent.agent_id):
         # Its own dead claim is the task's retry (seed 003), not new work: decisions.md
@@ -170,9 +180,16 @@ def checked_named_claim(
 
 
 @agents_only
+@fenced
 @records_refusals
 def task_claim(
-    *, task: Task, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""
+    *,
+    task: Task,
+    agent: Agent,
+    now: datetime,
+    worktree: str = "",
+    base_commit: str = "",
+    generation: int | None = None,
 ) -> Task:
     """Claim a named task: UNCLAIMED (deps MERGED), own/orphaned REJECTED, INTEGRATION_FAILED,
     or a CLAIMED task whose lease lapsed more than lease_grace ago."""
@@ -182,7 +199,9 @@ def task_claim(
     config = config_of(project)
     blocked = False
     with transaction.atomic():
-        agent, task = checked_named_claim(task, agent, now=now, config=config)
+        agent, task = checked_named_claim(
+            task, agent, now=now, config=config, generation=generation
+        )
         answer = claim_sql(
             agent,
             mode="named",
@@ -230,9 +249,16 @@ def _raise_refusal(answer: Claimed, *, project: Project, agent: Agent, now: date
 
 
 @agents_only
+@fenced
 @records_refusals
 def task_claim_next(
-    *, project: Project, agent: Agent, now: datetime, worktree: str = "", base_commit: str = ""
+    *,
+    project: Project,
+    agent: Agent,
+    now: datetime,
+    worktree: str = "",
+    base_commit: str = "",
+    generation: int | None = None,
 ) -> Task | None:
     """The best claimable task under `FOR UPDATE SKIP LOCKED`, or None when there is none.
 
@@ -261,6 +287,9 @@ def task_claim_next(
         agent = answer.agent
         agent.project = project  # already loaded: spare the refusals a query
         require_role(Attempt(project, agent, "task_claim_next", now), agent_roles=CODER)
+        # On the agent row the call locked (not the key cache's copy): a claim it made is
+        # rolled back.
+        refuse_if_superseded(agent, generation, action="claim", now=now)
         refuse_if_stopped(project, actor=agent, action="claim", now=now, sprint=answer.sprint)
         if answer.outcome == "check":
             answer = _checked_next(

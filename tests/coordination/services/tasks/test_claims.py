@@ -1,5 +1,6 @@
 """Claim-next's order and its refusals (services.tasks.claims, SPEC §6): the queue, dead claims,
-dependencies, the lease grace; a paused project or a sprint at CHECKPOINT refuses claims (exit 42).
+dependencies, the lease grace; a paused project or a sprint at CHECKPOINT refuses claims (exit 42);
+a process of a superseded session claims nothing (`not_registered`, exit 8).
 
 Split from the milestone file test_limits.py (issue #22 item 3).
 """
@@ -8,12 +9,14 @@ from __future__ import annotations
 
 import pytest
 
+from agents.services import agent_register
 from boards.coordination.models.projects import Goal, Project
 from boards.coordination.models.tasks import Task
 from boards.coordination.services import reviews as review_services
 from boards.coordination.services import sprints as sprint_services
 from boards.coordination.services import tasks as task_services
 from boards.errors import (
+    NotRegistered,
     StopWork,
 )
 from tests.coordination.services.helpers import (
@@ -169,3 +172,47 @@ def test_stop_work_refuses_claims(world, stop, op):
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+def test_a_superseded_sessions_process_claims_nothing(world):
+    """Session 1 of coder-1 hung past its lease and the id registered again (session 2):
+    session 1's claim-next (refused after its call, rolled back) and named claim are refused
+    `not_registered` on the agent row the claim locked, and change nothing. Before, they
+    claimed as session 2's identity."""
+    world.unclaimed("task-1")
+    world.tick(3600)
+    agent_register(project=world.project, agent_id="coder-1", role="coder", now=world.tick())
+
+    for claim in (
+        lambda: task_services.task_claim_next(
+            project=world.project,
+            agent=world.agent("coder-1"),
+            now=world.tick(),
+            base_commit="base0100",
+            generation=1,
+        ),
+        lambda: task_services.task_claim(
+            task=world.task("task-1"),
+            agent=world.agent("coder-1"),
+            now=world.tick(),
+            base_commit="base0100",
+            generation=1,
+        ),
+    ):
+        caught, event = assert_refused_unchanged(
+            claim,
+            project=world.project,
+            obj=world.task("task-1"),
+            exc_type=NotRegistered,
+            code="not_registered",
+        )
+        assert caught.message.startswith("session 1 of coder-1 was superseded by session 2")
+        assert (event.action, event.actor_id) == ("claim_failed", "coder-1")
+    claimed = task_services.task_claim_next(
+        project=world.project,
+        agent=world.agent("coder-1"),
+        now=world.tick(),
+        base_commit="base0100",
+        generation=2,
+    )
+    assert (claimed.key, claimed.assigned_to) == ("task-1", "coder-1")
