@@ -32,6 +32,7 @@ from agents.models import AgentKey
 from agents.selectors import KEY_HASH_AT, agent_key_from_row, agent_key_row, key_prefix
 from boards.coordination.models.projects import ProjectConfig
 from liza_site import key_generation
+from liza_site.metrics import KEYCACHE_LOOKUPS
 
 TTL = 30.0  # seconds
 MAX_ENTRIES = 4096
@@ -77,6 +78,12 @@ def held(plain: str) -> Held | None:
     return _held(entry, AgentKey.hash(plain))
 
 
+def trusted(found: Held) -> AgentKey:
+    """`found`'s key, used as it is: the counter read for the request is its stamp."""
+    KEYCACHE_LOOKUPS.labels(outcome="hit").inc()
+    return found.key
+
+
 def _held(entry: _Entry, digest: str) -> Held | None:
     if not hmac.compare_digest(entry.row[KEY_HASH_AT], digest):
         return None
@@ -105,7 +112,8 @@ def lookup(plain: str, generation: int | None) -> AgentKey | None:
                     entry = None
         found = _held(entry, digest) if entry is not None else None
         if found is not None:
-            return found.key
+            return trusted(found)
+    KEYCACHE_LOOKUPS.labels(outcome="miss").inc()
     row = agent_key_row(prefix=prefix)
     if row is None or not hmac.compare_digest(row[KEY_HASH_AT], digest):
         return None

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import ProtectedError
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from agents import keycache
 from agents import selectors as agent_selectors
@@ -62,6 +63,19 @@ def test_a_key_is_looked_up_once_then_served_from_the_cache(world, lookups):
         assert heartbeat(world, plain).status_code == 200
     assert len(lookups) == 1
     assert keycache.size() == 1
+
+
+def _lookups(outcome: str) -> float:
+    return REGISTRY.get_sample_value("liza_keycache_lookups_total", {"outcome": outcome}) or 0
+
+
+def test_metrics_count_the_lookups_served_from_the_cache_and_from_the_database(world):
+    """/metrics says whether the cache holds the fleet (bench/fleet.py reads its hit rate)."""
+    hits, misses = _lookups("hit"), _lookups("miss")
+    plain = key_for(world.coder)
+    for _ in range(3):
+        assert heartbeat(world, plain).status_code == 200
+    assert (_lookups("hit") - hits, _lookups("miss") - misses) == (2, 1)
 
 
 def _revoke_as_another_process_would(plain: str) -> None:
