@@ -35,7 +35,10 @@ from liza_site import key_generation
 from liza_site.metrics import KEYCACHE_LOOKUPS
 
 TTL = 30.0  # seconds
-MAX_ENTRIES = 4096
+# Every key of issue 26's fleet (10,000 agents, bench/fleet.py), with room: an entry is ~2 KB
+# (tracemalloc, a key of a 500-agent project), so at most ~32 MB a process; 4,096 held not half
+# the fleet.
+MAX_ENTRIES = 16384
 clock = time.monotonic
 
 
