@@ -34,10 +34,15 @@ from boards.coordination.models.projects import ProjectConfig
 from liza_site import key_generation
 from liza_site.metrics import KEYCACHE_LOOKUPS
 
-TTL = 30.0  # seconds
-# Every key of issue 26's fleet (10,000 agents, bench/fleet.py), with room: an entry is ~2 KB
-# (tracemalloc, a key of a 500-agent project), so at most ~32 MB a process; 4,096 held not half
-# the fleet.
+# Sized for a fleet (issue 26, bench/fleet.py): 10,000 agents heartbeating every 30 s over two
+# worker processes. A process sees an agent again only about every workers × interval (each
+# request lands on any worker), so a TTL at the 30 s interval served almost nothing from the
+# cache (/metrics' liza_keycache_lookups: 2 % hits at 10,000 agents, 13 % at 2,500), each miss a
+# statement and a second Redis round trip. 300 s covers two to four workers at the default 60 s
+# heartbeat. It bounds only what no bump covers: a row changed by hand in the database.
+TTL = 300.0  # seconds
+# Every key of such a fleet, with room: an entry is ~2 KB (tracemalloc, a key of a 500-agent
+# project), so at most ~32 MB a process. 4,096 held not half the fleet.
 MAX_ENTRIES = 16384
 clock = time.monotonic
 
