@@ -157,8 +157,22 @@ def keycache_counts(port: int | None) -> dict[str, float]:
     return {outcome: float(value) for outcome, value in found}
 
 
+def row_writes() -> dict[str, int]:
+    """Rows updated so far per table (pg_stat_user_tables: flushed by each backend within ~1 s)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_stat_clear_snapshot()")
+        cur.execute(
+            "SELECT relname, n_tup_upd FROM pg_stat_user_tables WHERE relname = ANY(%s)",
+            [["agents_agent", "agents_agentkey", "boards_task"]],
+        )
+        return dict(cur.fetchall())
+
+
 def sample(server, port: int | None, db_name: str) -> dict[str, Any]:
     return {
+        "writes": row_writes(),
         "t": time.perf_counter(),
         "server": server.cpu() if server is not None else 0.0,
         "pg": pg_cpu(db_name),
@@ -210,6 +224,11 @@ def drive(spec: dict[str, Any], server, db_name: str) -> dict[str, Any]:
     }
     result["keycache_hit_pct"] = round(100 * hits / (hits + misses), 1) if hits + misses else None
     result["load"] = [round(before["load"], 2), round(after["load"], 2)]
+    beats = result["kinds"]["heartbeat"]["ok"]
+    result["row_updates_per_heartbeat"] = {
+        table: round((after["writes"].get(table, 0) - count) / beats, 3) if beats else None
+        for table, count in before["writes"].items()
+    }
     return result
 
 
@@ -264,9 +283,10 @@ def print_table(rows: list[dict[str, Any]], args) -> None:
     print(
         "| agents | mode | heartbeats/s offered → achieved | p50 / p99 / max ms | "
         "claims/s → | claim p50 / p99 / max ms | submit p99 ms | errors | server CPU ms/req "
-        "(% of 2 cores) | PG CPU ms/req | key cache hits | generator lag p99 ms, CPU % | load |"
+        "(% of 2 cores) | PG CPU ms/req | key cache hits | key rows written / beat "
+        "| generator lag p99 ms, CPU % | load |"
     )
-    print("|---:|---|---|---|---|---|---:|---|---|---:|---:|---|---|")
+    print("|---:|---|---|---|---|---|---:|---|---|---:|---:|---:|---|---|")
     for row in rows:
         for mode in ("http", "raw"):
             r = row.get(mode)
@@ -276,6 +296,7 @@ def print_table(rows: list[dict[str, Any]], args) -> None:
             b, cl, s = k["heartbeat"], k["claim"], k["submit"]
             errors = {f"{kind}:{e}": n for kind in KINDS for e, n in k[kind]["errors"].items()}
             hits = r["keycache_hit_pct"]
+            key_writes = r["row_updates_per_heartbeat"].get("agents_agentkey")
             print(
                 f"| {row['agents']} | {mode} | {b['offered_per_s']} → {b['achieved_per_s']} | "
                 f"{b['p50_ms']} / {b['p99_ms']} / {b['max_ms']} | "
@@ -283,6 +304,7 @@ def print_table(rows: list[dict[str, Any]], args) -> None:
                 f"{cl['p50_ms']} / {cl['p99_ms']} / {cl['max_ms']} | {s['p99_ms']} | "
                 f"{errors or 0} | {c['server_ms_per_request']} ({c['server_pct_of_2_cores']} %) | "
                 f"{c['postgres_ms_per_request']} | {'-' if hits is None else f'{hits} %'} | "
+                f"{key_writes} | "
                 f"{g['lag']['p99_ms']}, {g['cpu_pct_of_core']} | {r['load'][0]}–{r['load'][1]} |"
             )
 

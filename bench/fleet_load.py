@@ -84,6 +84,16 @@ class Http:
             self.waiters.put_nowait(conn)
 
     async def post(self, path: str, key: str, body: bytes) -> tuple[int, bytes]:
+        try:
+            return await self._post(path, key, body)
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            if getattr(exc, "partial", b""):
+                raise
+            # The server closed an idle keep-alive connection as it was reused (granian's idle
+            # timeout): sent again on a new one, as an HTTP client's pool does.
+            return await self._post(path, key, body)
+
+    async def _post(self, path: str, key: str, body: bytes) -> tuple[int, bytes]:
         reader, writer = await self._connection()
         request = (
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
