@@ -276,7 +276,6 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             out["errors"][str(status)] = out["errors"].get(str(status), 0) + 1
 
-    # Beats repeat every interval: pushed again as they are handed on.
     print("ready", flush=True)
     cpu_window = wall_window = None
     started = False
@@ -296,7 +295,7 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
         if measured(due):
             found[kind]["due"] += 1
             lags.append((now - due) * 1000)
-        if kind == BEAT:
+        if kind == BEAT:  # beats repeat every interval: pushed again as each is handed on
             schedule.push(due + spec["interval"], BEAT, index)
         task = asyncio.create_task(one(due, kind, index))
         pending.add(task)
@@ -310,15 +309,19 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
     if pending:
         await asyncio.wait(pending, timeout=TIMEOUT + 5)
     print("end", flush=True)
-    requests = sum(found[k]["due"] for k in kinds)
-    for k in kinds:
-        out = found[k]
+    return summary(found, lags, spec, cpu=cpu, wall=wall, outstanding=left, fleet=fleet)
+
+
+def summary(found, lags, spec, *, cpu: float, wall: float, outstanding: int, fleet) -> dict:
+    """Per kind its rates and latency percentiles; the generator's lag and CPU."""
+    requests = sum(out["due"] for out in found.values())
+    for out in found.values():
         out.update(percentiles(out.pop("latencies")))
         out["offered_per_s"] = round(out["due"] / spec["duration"], 1)
         out["achieved_per_s"] = round(out["ok"] / spec["duration"], 1)
     return {
         "kinds": found,
-        "outstanding_at_end": left,
+        "outstanding_at_end": outstanding,
         "generator": {
             "lag": percentiles(lags),
             "cpu_s": round(cpu, 2),
