@@ -316,6 +316,11 @@ def summary(found, lags, spec, *, cpu: float, wall: float, outstanding: int, fle
     """Per kind its rates and latency percentiles; the generator's lag and CPU."""
     requests = sum(out["due"] for out in found.values())
     for out in found.values():
+        # Due in the window and still unanswered after TIMEOUT past its end: an error, not
+        # silently left out of the achieved rate.
+        unfinished = out["due"] - out["ok"] - sum(out["errors"].values())
+        if unfinished > 0:
+            out["errors"]["unfinished"] = unfinished
         out.update(percentiles(out.pop("latencies")))
         out["offered_per_s"] = round(out["due"] / spec["duration"], 1)
         out["achieved_per_s"] = round(out["ok"] / spec["duration"], 1)
