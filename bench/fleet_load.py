@@ -90,11 +90,18 @@ class Http:
             if getattr(exc, "partial", b""):
                 raise
             # The server closed an idle keep-alive connection as it was reused (granian's idle
-            # timeout): sent again on a new one, as an HTTP client's pool does.
-            return await self._post(path, key, body)
+            # timeout): sent again on a new one (not another idle one, which may be closed too),
+            # as an HTTP client's pool does.
+            return await self._post(path, key, body, fresh=True)
 
-    async def _post(self, path: str, key: str, body: bytes) -> tuple[int, bytes]:
-        reader, writer = await self._connection()
+    async def _post(
+        self, path: str, key: str, body: bytes, *, fresh: bool = False
+    ) -> tuple[int, bytes]:
+        if fresh:
+            self.opened += 1
+            reader, writer = await asyncio.open_connection(self.host, self.port)
+        else:
+            reader, writer = await self._connection()
         request = (
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             "Content-Type: application/json\r\nAccept: application/json\r\n"
