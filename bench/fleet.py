@@ -124,9 +124,9 @@ def seed(level: int, agents: int, per_project: int, tasks_each: int) -> list[dic
     return out
 
 
-def pg_cpu(db_name: str) -> float:
-    """CPU seconds of the PostgreSQL backends connected to `db_name` (from /proc)."""
-    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+def pg_cpu(db_name: str) -> dict[int, float]:
+    """CPU seconds of each PostgreSQL backend connected to `db_name` (from /proc), by pid."""
+    tick, found = os.sysconf("SC_CLK_TCK"), {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -137,8 +137,8 @@ def pg_cpu(db_name: str) -> float:
                 fields = fh.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+        found[int(pid)] = (int(fields[11]) + int(fields[12])) / tick
+    return found
 
 
 def keycache_counts(port: int | None) -> dict[str, float]:
@@ -212,7 +212,10 @@ def drive(spec: dict[str, Any], server, db_name: str) -> dict[str, Any]:
     before, after = marks["start"], marks["end"]
     ok = sum(result["kinds"][k]["ok"] for k in KINDS)
     wall = after["t"] - before["t"]
-    server_cpu, pg = after["server"] - before["server"], after["pg"] - before["pg"]
+    # Per backend: one that ended in the window (the previous mode's server's pool closing)
+    # would otherwise take its whole past CPU off the sum.
+    pg = sum(cpu - before["pg"].get(pid, 0.0) for pid, cpu in after["pg"].items())
+    server_cpu = after["server"] - before["server"]
     hits = after["keycache"].get("hit", 0) - before["keycache"].get("hit", 0)
     misses = after["keycache"].get("miss", 0) - before["keycache"].get("miss", 0)
     result["cpu"] = {
