@@ -40,6 +40,13 @@ CLAIM_ACTIONS = {
 CLAIMS = Counter(
     "liza_claims", "Claims of tasks and reviews, by kind and outcome", ["kind", "outcome"]
 )
+# The hot path's agent-key cache (agents.keycache), per lookup: served from this process's entry
+# (hit) or looked up in the database (miss). Its hit rate says whether the cache holds a fleet.
+KEYCACHE_LOOKUPS = Counter(
+    "liza_keycache_lookups",
+    "Agent-key lookups of the hot path, by outcome (hit, miss)",
+    ["outcome"],
+)
 REDIS_FAILURES = Counter("liza_redis_failures", "Failed attempts to reach Redis")
 WEBHOOK_DELIVERIES = Counter(
     "liza_webhook_deliveries",

@@ -52,9 +52,12 @@ def agent_key_issue(
     return key, plain
 
 
-# last_used_at is for humans reading the key list; writing it on every request would add a
-# write to every agent call, so it is refreshed at most once a minute.
-LAST_USED_RESOLUTION = timedelta(seconds=60)
+# last_used_at is for humans reading the key list ("used 2026-11-27 23:40"); writing it on every
+# request would add a write to every agent call, so it is refreshed at most every five minutes.
+# Each worker judges by the value its cached key holds (agents.keycache, up to 300 s old): at
+# once a minute, agents heartbeating every 30 s through two workers had their key rows written on
+# 0.6 heartbeats in 1 (bench/fleet.py, 2,500 agents): ~200 writes a second at 10,000 agents.
+LAST_USED_RESOLUTION = timedelta(seconds=300)
 
 
 def agent_key_used(*, key: AgentKey, now: datetime) -> None:

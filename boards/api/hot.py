@@ -158,7 +158,7 @@ def _admit(
         return exceptions.Throttled(wait)
     try:
         if principal is not None and held is not None:  # the counter read is its stamp
-            key = held.key
+            key = keycache.trusted(held)
         else:
             key = keycache.lookup(plain, generation)
         if key is None or not key.agent.enabled or key.agent.project.slug != slug:

@@ -1,11 +1,16 @@
 """An agent leaves STARTING once it acts with its key (issue 25: planner-1 showed STARTING for a
-whole run, since a planner neither heartbeats nor claims)."""
+whole run, since a planner neither heartbeats nor claims); a key's last use is written rarely."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
-from agents.models import Agent
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents.models import Agent, AgentKey
+from agents.services import agent_key_used
 from boards.coordination import outbox
 from boards.protocol import AgentStatus
 from tests.api.helpers import api_base, bearer, http_start, key_for
@@ -45,3 +50,19 @@ def test_an_agent_past_starting_is_left_as_it_is():
     client = bearer(key_for(world.coder))
     assert client.get(f"{api_base(world.project.slug)}/work").status_code == 200
     assert Agent.objects.get(pk=world.coder.pk).status == AgentStatus.WORKING
+
+
+def test_a_fleets_key_row_is_written_once_in_five_minutes_of_heartbeats():
+    """A key heartbeating every 30 s through two workers, each judging by its own cached copy of
+    the key (agents.keycache): its row is written once per copy in five minutes, not on nearly
+    heartbeat (bench/fleet.py counted 0.6 key writes a heartbeat at a resolution of a minute)."""
+    world = World(now=http_start())
+    prefix = key_for(world.coder).split("_")[1]
+    copies = [AgentKey.objects.get(prefix=prefix) for _ in range(2)]  # one a worker
+    start = world.now
+    with CaptureQueriesContext(connection) as queries:
+        for beat in range(10):  # 0 s … 270 s, alternating workers
+            agent_key_used(key=copies[beat % 2], now=start + timedelta(seconds=30 * beat))
+    writes = [q for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    assert len(writes) == 2
+    assert AgentKey.objects.get(prefix=prefix).last_used_at == start + timedelta(seconds=30)
