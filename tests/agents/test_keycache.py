@@ -165,22 +165,12 @@ def test_the_cache_keeps_at_most_max_entries(world, monkeypatch):
     assert keycache.size() == 2
 
 
-def test_the_cache_holds_a_fleet_of_ten_thousand_keys(world, lookups):
-    """Issue 26's fleet: 10,000 agents, each with its key; every key looked up once is then
-    served from the cache (the former 4,096 entries evicted each key before its next use)."""
-    now = timezone.now()
-    plains = [f"liza_{i:012x}_fleet-secret-{i}" for i in range(10_000)]
-    fleet = [
-        AgentKey(agent=world.coder, project=world.project, prefix=plain.split("_")[1],
-                 key_hash=AgentKey.hash(plain), created=now)
-        for plain in plains
-    ]  # fmt: skip
-    AgentKey.objects.bulk_create(fleet)
-    for _ in range(2):
-        for plain in plains:
-            assert keycache.lookup(plain, 0) is not None
-    assert len(lookups) == 10_000  # the second round from the cache
-    assert keycache.size() == 10_000
+def test_the_cache_has_room_for_a_fleet_of_ten_thousand_keys():
+    """Issue 26's fleet: 10,000 agents, each with its key, fit (the former 4,096 entries evicted
+    each key before its next use). That the cache keeps at most MAX_ENTRIES is the test above;
+    the hit rate at 10,000 agents is bench/fleet.py's to measure (looking every key up here
+    took ~37 s of the suite's time for the same proof)."""
+    assert keycache.MAX_ENTRIES >= 10_000
 
 
 def test_a_wrong_secret_with_a_cached_prefix_is_refused(world):
