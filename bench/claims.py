@@ -220,7 +220,27 @@ class Seeded:
     agents: list[tuple[int, str]]  # (pk, agent_id), in id order
 
     def key(self, pk: int) -> str:
-        return f"liza_{pk:012x}_bench-secret-{pk}"
+        return bench_key(pk)
+
+
+def bench_key(agent_pk: int) -> str:
+    """The plain key `insert_bench_keys` stored for the agent row `agent_pk`."""
+    return f"liza_{agent_pk:012x}_bench-secret-{agent_pk}"
+
+
+def insert_bench_keys(cur, project_pk: int, now) -> None:
+    """A key for every agent of the project, in one statement (issuing them through the
+    service hashes and writes one at a time): `bench_key(pk)`, its prefix and digest as
+    `AgentKey` stores them."""
+    cur.execute(
+        "INSERT INTO agents_agentkey "
+        "(agent_id, project_id, prefix, key_hash, label, created, last_used_at) "
+        "SELECT a.id, a.project_id, lpad(to_hex(a.id), 12, '0'), "
+        "encode(sha256(convert_to('liza_' || lpad(to_hex(a.id), 12, '0') "
+        "|| '_bench-secret-' || a.id, 'UTF8')), 'hex'), 'bench', %s, %s "
+        "FROM agents_agent a WHERE a.project_id = %s",
+        [now, now, project_pk],
+    )
 
 
 def _quoted(columns: list[str]) -> str:
@@ -287,15 +307,7 @@ def seed(slug: str, *, tasks: int, agents: int, keys: bool) -> Seeded:
     with connection.cursor() as cur:
         copy_tasks_and_agents(cur, template.pk, tasks, agent_template.pk, agents, "coder-")
         if keys:
-            cur.execute(
-                "INSERT INTO agents_agentkey "
-                "(agent_id, project_id, prefix, key_hash, label, created, last_used_at) "
-                "SELECT a.id, a.project_id, lpad(to_hex(a.id), 12, '0'), "
-                "encode(sha256(convert_to('liza_' || lpad(to_hex(a.id), 12, '0') "
-                "|| '_bench-secret-' || a.id, 'UTF8')), 'hex'), 'bench', %s, %s "
-                "FROM agents_agent a WHERE a.project_id = %s",
-                [now, now, project.pk],
-            )
+            insert_bench_keys(cur, project.pk, now)
         cur.execute("ANALYZE boards_task")
         cur.execute("ANALYZE agents_agent")
         cur.execute(

@@ -53,9 +53,11 @@ from bench.claims import (  # noqa: E402 - after the path set-up above
     PYTHON,
     _busy_cpu,
     bench_env,
+    bench_key,
     copy_tasks_and_agents,
     create_database,
     drop_database,
+    insert_bench_keys,
     pg_server,
     server_available,
     serving,
@@ -98,15 +100,7 @@ def seed(level: int, agents: int, per_project: int, tasks_each: int) -> list[dic
         with connection.cursor() as cur:
             copy_tasks_and_agents(cur, task.pk, tasks_each, coder.pk, count - reviewers, "coder-")
             copy_tasks_and_agents(cur, task.pk, 1, reviewer.pk, reviewers, "code-reviewer-")
-            cur.execute(
-                "INSERT INTO agents_agentkey "
-                "(agent_id, project_id, prefix, key_hash, label, created, last_used_at) "
-                "SELECT a.id, a.project_id, lpad(to_hex(a.id), 12, '0'), "
-                "encode(sha256(convert_to('liza_' || lpad(to_hex(a.id), 12, '0') "
-                "|| '_bench-secret-' || a.id, 'UTF8')), 'hex'), 'bench', %s, %s "
-                "FROM agents_agent a WHERE a.project_id = %s",
-                [now, now, project.pk],
-            )
+            insert_bench_keys(cur, project.pk, now)
             cur.execute(
                 "SELECT id, agent_id, role FROM agents_agent WHERE project_id = %s", [project.pk]
             )
@@ -115,7 +109,7 @@ def seed(level: int, agents: int, per_project: int, tasks_each: int) -> list[dic
         out.extend(
             {
                 "pk": pk, "id": agent_id, "coder": role == "coder", "project_id": project.pk,
-                "base": base, "key": f"liza_{pk:012x}_bench-secret-{pk}",
+                "base": base, "key": bench_key(pk),
             }
             for pk, agent_id, role in rows
         )  # fmt: skip
