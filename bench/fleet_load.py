@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.http_load import _read_response
+from bench.http_load import _read_response, run_from_spec
 
 BEAT, CLAIM, SUBMIT = "heartbeat", "claim", "submit"
 TIMEOUT = 30.0  # seconds a request may take before it counts as an error
@@ -345,12 +345,4 @@ def summary(found, lags, spec, *, cpu: float, wall: float, outstanding: int, fle
 
 
 if __name__ == "__main__":
-    with open(sys.argv[1]) as fh:
-        spec = json.load(fh)
-    try:
-        import uvloop
-
-        result = uvloop.run(run(spec))
-    except ImportError:  # plain asyncio is slower but measures the same thing
-        result = asyncio.run(run(spec))
-    print(json.dumps(result), flush=True)
+    run_from_spec(run)

@@ -128,13 +128,19 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-if __name__ == "__main__":
+def run_from_spec(entry) -> None:
+    """A load generator's process: `entry(spec)` run on uvloop (else asyncio) with the JSON spec
+    its bench wrote to the file named first on the command line, its result printed as JSON."""
     with open(sys.argv[1]) as fh:
         spec = json.load(fh)
     try:
         import uvloop
 
-        result = uvloop.run(main(spec))
+        result = uvloop.run(entry(spec))
     except ImportError:  # plain asyncio is slower but measures the same thing
-        result = asyncio.run(main(spec))
-    print(json.dumps(result))
+        result = asyncio.run(entry(spec))
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    run_from_spec(main)
