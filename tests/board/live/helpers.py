@@ -37,6 +37,12 @@ def in_memory_layer_settings(settings) -> Iterator[None]:
         "default": {"BACKEND": "liza_site.channel_layer.InMemoryChannelLayer"}
     }
     events._redis.cache_clear()
+    # The process-local numbers start afresh, as in a new server process: a test that counted
+    # on a project id before (in this worker) must not leave its numbers to the next.
+    with events._local_lock:
+        events._local_counters.clear()
+        events._local_last.clear()
+    events._missed.clear()
     try:
         yield
     finally:
