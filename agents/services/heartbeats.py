@@ -19,7 +19,7 @@ from boards.coordination import outbox, rows
 from boards.coordination.models.projects import Project, Sprint
 from boards.coordination.models.tasks import Review, Task
 from boards.coordination.selectors.access import config_of
-from boards.coordination.selectors.availability import superseded_refusal
+from boards.coordination.selectors.availability import ended_session, superseded_refusal
 from boards.coordination.selectors.budgets import budget_exists_sql, budget_refusal
 from boards.coordination.selectors.sprints import sprint_current_sql
 from boards.coordination.selectors.work import Stop, stop_reason
@@ -36,7 +36,6 @@ from boards.errors import (
     Collision,
     Forbidden,
     LeaseLost,
-    NotRegistered,
     ProtocolValidationError,
 )
 from boards.protocol import (
@@ -259,14 +258,9 @@ def _refuse_unless_ok(
     superseded = superseded_refusal(agent, generation) if beat.outcome == "superseded" else None
     if superseded is not None:  # the SQL's answer, said in the one rule's words
         raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(superseded)
-    if beat.outcome == "left":
-        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
-            NotRegistered(
-                f"{agent.agent_id} is not registered: it left at "
-                f"{format_timestamp(agent.left_at)}; register again to start a new session",
-                {"agent_id": agent.agent_id, "left_at": format_timestamp(agent.left_at)},
-            )
-        )
+    ended = ended_session(agent) if beat.outcome == "left" else None
+    if ended is not None:  # the SQL's answer, said in the one rule's words
+        raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(ended)
     if beat.outcome == "lost":
         raise Attempt(project=project, actor=agent, action="heartbeat", now=now).refuse(
             LeaseLost(

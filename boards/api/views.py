@@ -27,6 +27,7 @@ from boards.board.selectors.inbox import inbox
 from boards.coordination.models.projects import Membership
 from boards.coordination.models.records import Alert, Event
 from boards.coordination.selectors.access import config_of
+from boards.coordination.selectors.availability import session_refusal
 from boards.coordination.selectors.breaker import breaker_state
 from boards.coordination.selectors.budgets import budget_states
 from boards.coordination.selectors.filters import TaskFilter, filter_errors
@@ -154,11 +155,17 @@ class WorkView(ProjectView):
                 description="defaults to the calling agent's role",
             )
         ],
-        responses={200: s.WorkSerializer, **READ_ERRORS, 400: errors(400)[400]},
+        description="Is there work for the role (the calling agent's by default) now? An "
+        "agent's process whose session is over — the agent left (`agents/leave`) and has not "
+        "registered since, or its `Liza-Generation` is superseded — is 409 `not_registered` "
+        "(exit 8), as its heartbeat is.",
+        responses={200: s.WorkSerializer, **READ_ERRORS, **errors(400, 409)},
     )
     def get(self, request: Request, slug: str) -> Response:
         actor = self.actor
         agent = actor if isinstance(actor, Agent) else None
+        if agent is not None and (ended := session_refusal(agent, self.generation)):
+            raise ended
         role = request.query_params.get("role") or getattr(agent, "role", None)
         if role not in p.AGENT_ROLES:
             raise ProtocolValidationError("role", f"one of {', '.join(p.AGENT_ROLES)}")

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agents.services import agent_leave, agent_register
-from tests.api.helpers import agent_client, api_base, assert_envelope, http_start
+from tests.api.helpers import agent_client, api_base, assert_envelope, http_start, session_client
 from tests.lifecycle import World
 
 pytestmark = pytest.mark.django_db
@@ -54,3 +54,38 @@ def test_registering_answers_the_generation_a_superseded_sessions_requests_are_4
     )
     assert beat.status_code == 200, beat.content
     assert (beat.json()["agent"]["generation"], beat.json()["agent"]["left_at"]) == (2, None)
+
+
+def test_work_tells_a_session_that_is_over_as_its_heartbeat_does():
+    """`GET /work` is what a supervisor's loop asks between runs: an agent that left hears
+    there, as from its heartbeat, 409 `not_registered` (exit 8) — before, it was told "work is
+    in progress elsewhere" and polled forever. A superseded session's process likewise; the live
+    session, and a process that sends no generation once registered again, are answered."""
+    world = World(now=http_start())
+    world.drive_to("UNCLAIMED", "t1")
+    client, base = agent_client(world.coder), api_base(world.project.slug)
+    heartbeat_ended = None
+    for path in ("work", "work?role=planner"):  # asking about another role changes nothing
+        agent_leave(project=world.project, agent=world.agent("coder-1"), now=timezone.now())
+        error = assert_envelope(client.get(f"{base}/{path}"), 409, "not_registered")
+        heartbeat_ended = assert_envelope(
+            client.post(f"{base}/agents/heartbeat?via=drf", {}, format="json"),
+            409,
+            "not_registered",
+        )
+        assert error == heartbeat_ended  # one rule, one answer
+        assert error["message"].startswith("coder-1 is not registered: it left at ")
+        assert (error["details"]["agent_id"], error["details"]["exit"]) == ("coder-1", 8)
+        client.post(f"{base}/agents/register", {}, format="json")
+
+    generation = world.agent("coder-1").generation
+    stale = client.get(f"{base}/work", headers={"Liza-Generation": str(generation - 1)})
+    error = assert_envelope(stale, 409, "not_registered")
+    assert error["message"].startswith(f"session {generation - 1} of coder-1 was superseded")
+    for headers in ({"Liza-Generation": str(generation)}, {}):
+        live = client.get(f"{base}/work", headers=headers)
+        assert live.status_code == 200, live.content
+        assert live.json()["work"] is True
+    # A person asking about the role is not an agent's session: answered as before.
+    admin = session_client(world.admin)
+    assert admin.get(f"{base}/work?role=coder").json()["work"] is True

@@ -11,7 +11,7 @@ from agents.client.contract.base import AGENT_ID, EVERY_ROLE, RUN_ID, E, Endpoin
 # fmt: off
 LIVENESS: tuple[Endpoint, ...] = (
     E("work_for_role", "GET", "work", "api-work", "work_for_role", result="work",
-        errors=(400, 401, 403, 404),
+        errors=(400, 401, 403, 404, 409),
         params=(
             P(
                 "role", "string", where="query", enum=("code_reviewer", "coder", "planner"),
@@ -21,7 +21,7 @@ LIVENESS: tuple[Endpoint, ...] = (
         client="work", roles=EVERY_ROLE, cli=("work",),
         help=(
             "Is there work for this role now? `exit` 0: the role is complete; `retry_after`: ask "
-            "again then."
+            "again then. After `leave`: 409 not_registered (exit 8), the session is over."
         ),
     ),
     E("agents_heartbeat", "POST", "agents/heartbeat", "api-heartbeat", "agents_heartbeat",

@@ -51,6 +51,27 @@ def departed_refusal(agent: Agent) -> str | None:
     return None
 
 
+def ended_session(agent: Agent) -> NotRegistered | None:
+    """`departed_refusal` as a session's own calls hear it — its heartbeat and `/work`, the two
+    its loop keeps making: `not_registered` (409, exit 8), the session is over and nothing
+    restarts it. (Its claims are refused in the same rule's words as a conflict.)"""
+    if departed_refusal(agent) is None:
+        return None
+    left_at = format_timestamp(agent.left_at)
+    return NotRegistered(
+        f"{agent.agent_id} is not registered: it left at {left_at}; register again to start a "
+        "new session",
+        {"agent_id": agent.agent_id, "left_at": left_at},
+    )
+
+
+def session_refusal(agent: Agent, generation: int | None) -> NotRegistered | None:
+    """Why a request of `agent`'s process belongs to no live session, or None: a superseded
+    session (`superseded_refusal`), then one that left (`ended_session`). `/work` asks it: an
+    agent's loop must hear there, as from its heartbeat, that its session is over."""
+    return superseded_refusal(agent, generation) or ended_session(agent)
+
+
 def superseded_refusal(agent: Agent, generation: int | None) -> NotRegistered | None:
     """THE fence of a stale session (reference/original-liza.md §4 item 2): a process that
     sends the generation its registration answered (`Liza-Generation`), older than the agent's

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from django.db import connection
 from django.utils import timezone
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -210,15 +211,23 @@ def test_a_paused_project_makes_heartbeat_and_work_say_stop(cli_server, world, t
 
 
 def test_a_heartbeat_after_leave_says_the_session_ended_exit_8(cli_server, world, tmp_path):
-    """The agent left (its supervisor stopping, `liza leave`): the heartbeat tool's refusal is
-    `not_registered`, exit 8, with stop — end the session — but no restart promised."""
+    """The agent left while its session runs (its supervisor stopping, `liza leave`): the
+    heartbeat tool's refusal is `not_registered`, exit 8, with stop — end the session — but no
+    restart promised. (A `liza mcp` started after the leave ends at once, exit 8: the `/work`
+    it asks the role of answers the same.)"""
     from agents.services import agent_leave
 
     coder = Agent(cli_server, world, "coder-1", tmp_path)
-    agent_leave(project=world.project, agent=world.agent("coder-1"), now=timezone.now())
+
+    def leave() -> None:  # in a thread of its own, with a connection of its own
+        try:
+            agent_leave(project=world.project, agent=world.agent("coder-1"), now=timezone.now())
+        finally:
+            connection.close()
 
     async def beat():
         async with coder.session() as session:
+            await anyio.to_thread.run_sync(leave)
             result = await session.call_tool("heartbeat", {})
             assert result.is_error, result.structured_content
             return result.structured_content["error"], result.content[0].text

@@ -844,12 +844,16 @@ def test_an_agent_that_left_while_it_runs_is_stopped_and_the_supervisor_exits_8(
     assert not world.agent("coder-1").has_live_lease(timezone.now())
 
 
-def test_a_superseded_supervisors_late_exit_does_not_end_the_newer_session(supervisors, world):
+def test_a_superseded_supervisor_stops_at_its_next_ask_and_does_not_end_the_newer_session(
+    supervisors, world
+):
     """Two supervisors of coder-2 (no work for it yet: both wait). The first's lease lapses while it
     waits (a hung process, a partition), and the second registers the id again (session 3:
-    the world's registration was 1). The first, stopped late, leaves with its own generation:
-    refused `not_registered`, said in one line, and the second session lives on — before, that
-    leave ended it, and the healthy supervisor's next heartbeat was refused."""
+    the world's registration was 1). The first's next `/work`, sent with its generation, is
+    `not_registered` (exit 8): it stops by itself, said in one line, without leaving — a leave
+    would be refused too (tests/api/test_views_agents.py) — and the second session lives on.
+    Before the fence, its late leave ended the healthy session; before `/work` was fenced, it
+    waited on ("work is in progress elsewhere") until it was stopped."""
     world.ready_for_review("T1")  # coder-1's: no work for coder-2, but its role not complete
     leases_of_seconds(world)
     sleepy = write_agent(supervisors.tmp, "sleep", SLEEPY)
@@ -869,17 +873,18 @@ def test_a_superseded_supervisors_late_exit_does_not_end_the_newer_session(super
     wait_for(lambda: registrations() == 2 or second.poll() is not None, what="the second")
     assert second.poll() is None, finish(second)
 
-    first.send_signal(signal.SIGTERM)
-    _, first_out = finish(first)
+    code, first_out = finish(first)  # by itself: no signal sent
 
-    assert "leaving failed: not_registered: session 2 of coder-2 was superseded by session 3" in (
+    assert code == 8, first_out
+    assert "liza: not_registered: session 2 of coder-2 was superseded by session 3" in (
         first_out
     ), first_out
+    assert "leaving" not in first_out
     live = world.agent("coder-2")
     assert (live.left_at, live.generation) == (None, 3)
     assert not Event.objects.filter(project=world.project, action="deregistered").exists()
-    refused = Event.objects.get(project=world.project, action="agent_leave_failed")
-    assert refused.data["code"] == "not_registered"
+    assert not Event.objects.filter(project=world.project, action="agent_leave_failed").exists()
+    assert second.poll() is None, finish(second)
     second.send_signal(signal.SIGTERM)
     code, second_out = finish(second)
     assert (code, "coder-2 left: its id is free to register again" in second_out) == (0, True)

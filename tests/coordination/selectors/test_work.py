@@ -46,7 +46,7 @@ from boards.coordination.services.sprints import sprint_checkpoint, sprint_creat
 from boards.errors import ProtocolError
 from boards.protocol import AgentStatus
 from boards.watch.services.watch import watch_sweep
-from tests.api.helpers import agent_client, api_base
+from tests.api.helpers import agent_client, api_base, assert_envelope
 from tests.coordination.selectors.properties import rolled_back
 from tests.coordination.selectors.review_slot_oracle import Mark, released_this_round
 from tests.lifecycle import World
@@ -433,6 +433,7 @@ def test_work_says_yes_exactly_when_a_claim_then_succeeds(db, recipes, steps, st
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],  # no slow "explain"
 )
 @example(recipes=[GIVEN_BACK], steps=[], at=0)
+@example(recipes=[READY], steps=[("leave", "code-reviewer-1")], at=0)
 @given(recipes=st.lists(TASK, min_size=1, max_size=3), steps=st.lists(STEPS, max_size=4), at=AT)
 def test_the_work_endpoint_answers_what_the_claims_deliver(db, recipes, steps, at):
     """The same property through `GET /work` with each agent's own key, the clock held at
@@ -446,6 +447,11 @@ def test_the_work_endpoint_answers_what_the_claims_deliver(db, recipes, steps, a
             client = agent_client(world.agent(agent_id))
             with time_machine.travel(now, tick=False):
                 response = client.get(f"{api_base(world.project.slug)}/work")
+            if world.agent(agent_id).left_at is not None:
+                # Its session is over: told so (exit 8), as its heartbeat is — and no claim.
+                assert not expected
+                assert assert_envelope(response, 409, "not_registered")["details"]["exit"] == 8
+                continue
             assert response.status_code == 200, response.content
             assert response.json()["work"] is expected, (
                 f"{agent_id} at +{at}s: GET /work says {response.json()}, a claim "
