@@ -137,6 +137,14 @@ _db_options["options"] = (
     f"-c idle_in_transaction_session_timeout={_idle * 1000} "
     f"-c statement_timeout={_statement * 1000} -c jit={_jit}"
 )
+# The hot paths' statements (the heartbeat, claim-next, review claim-next: boards.coordination.
+# rows.prepared_cursor) are prepared on a connection once it has run them this many times:
+# PostgreSQL then parses and plans each once per connection instead of at every call — ~60 % of
+# the database's CPU of a heartbeat (bench/README.md). Only those statements: every other query
+# stays on Django's client-side binding, for which this does nothing. DB_PREPARED_STATEMENTS=0
+# for a pooler that cannot hold prepared statements (PgBouncer before 1.21 in transaction mode).
+if env.bool("DB_PREPARED_STATEMENTS", default=True):
+    _db_options.setdefault("prepare_threshold", 5)
 # Opt-in connection pool per process (psycopg_pool): production workers reuse connections
 # instead of opening one per request (bench/README.md: +55 % claims/s).
 _pool_size = env.int("DB_POOL_MAX_SIZE", default=0)

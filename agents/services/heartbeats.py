@@ -313,7 +313,7 @@ class _Heartbeat:
         generation: int | None,
     ) -> _Heartbeat:
         ready_from, ready_to = _READY
-        with connection.cursor() as cursor:
+        with rows.prepared_cursor() as cursor:
             cursor.execute(
                 _call_sql(),
                 [

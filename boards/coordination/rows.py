@@ -24,6 +24,8 @@ from functools import cache
 from typing import TypeVar
 
 from django.db import connection
+from django.db.backends.postgresql.base import ServerBindingCursor
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import Aggregate, Model, QuerySet, Value
 
 M = TypeVar("M", bound=Model)
@@ -55,6 +57,35 @@ def fetch(model: type[M], sql: str, params: list | tuple) -> M | None:
     if row is None:
         return None
     return from_row(model, row)
+
+
+def prepared_cursor() -> CursorWrapper:
+    """A cursor of the default connection whose statements PostgreSQL prepares: each is parsed
+    and planned once per connection (after `prepare_threshold` calls, liza_site/settings.py),
+    not at every call. For the hot statements only (the heartbeat's, claim-next's, review
+    claim-next's): long texts whose parse and plan were ~60 % of a heartbeat's database CPU
+    (bench/README.md). Django's own cursor binds parameters client-side, so nothing can be
+    prepared on it; this one binds them server-side (psycopg's `Cursor`, Django's
+    `ServerBindingCursor`), wrapped as `connection.cursor()` wraps its own: the same database
+    errors, the same query log (DEBUG, `CaptureQueriesContext`), the same health check."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        raw = ServerBindingCursor(connection.connection)
+    if connection.queries_logged:
+        return _PreparedDebugCursor(raw, connection)
+    return connection.make_cursor(raw)
+
+
+class _PreparedDebugCursor(CursorDebugWrapper):
+    """Logs a prepared statement as Django logs its own cursor's: with its values bound in.
+    (Django reads the text back from psycopg's client-side query, which a server-side binding
+    cursor does not have: its log would say None once the statement is prepared.)"""
+
+    def execute(self, sql, params=None):
+        with self.debug_sql(self.db.ops.compose_sql(sql, params or ())):
+            return super(CursorDebugWrapper, self).execute(sql, params)
 
 
 def select_list(model: type[Model], alias: str) -> str:

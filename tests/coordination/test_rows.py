@@ -269,3 +269,45 @@ def test_the_current_goal_and_the_breaker_are_the_orms_through_a_goal_life():
     assert same().pk == second.pk
     goal_abort(goal=second, actor=admin, reason="again", now=world.tick())
     assert same().pk == second.pk  # the latest, both ended
+
+
+def _prepared() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [statement for (statement,) in cursor.fetchall()]
+
+
+def test_the_hot_statements_are_prepared_once_per_connection_and_nothing_else_is():
+    """PostgreSQL parses and plans the heartbeat's, claim-next's and review claim-next's
+    statements once per connection (after `prepare_threshold` calls), not at every call: their
+    parse and plan were ~60 % of a heartbeat's database CPU. Django's own queries are not
+    prepared (client-side binding), so a pooler that cannot hold prepared statements only has
+    the hot ones to turn off (DB_PREPARED_STATEMENTS=0)."""
+    from agents.services import agent_heartbeat
+    from boards.coordination.services.review_claims import review_claim_next
+    from boards.coordination.services.tasks import task_claim_next
+
+    world = World()
+    connection.close()  # a connection of its own: nothing prepared on it yet
+    assert _prepared() == []
+    threshold = connection.connection.prepare_threshold
+    assert threshold == connection.settings_dict["OPTIONS"]["prepare_threshold"] == 5
+    calls = {
+        "liza_heartbeat_v3(": lambda: agent_heartbeat(agent=world.coder, now=world.tick()),
+        # Empty queues: each call is the whole statement, answering nothing to claim.
+        "liza_claim_v3(": lambda: task_claim_next(
+            project=world.project, agent=world.coder, now=world.tick()
+        ),
+        "liza_review_claim_v2(": lambda: review_claim_next(
+            project=world.project, agent=world.reviewer, now=world.tick()
+        ),
+    }
+    for function, call in calls.items():
+        for n in range(1, threshold + 2):  # prepared at the call after `threshold` calls
+            call()
+            Task.objects.filter(project=world.project).count()  # an ORM query as often
+            prepared = [s for s in _prepared() if function in s]
+            assert len(prepared) == (n == threshold + 1), (function, n)
+    prepared = _prepared()
+    assert len(prepared) == len(calls), prepared
+    assert all(any(f in s for s in prepared) for f in calls)

@@ -137,3 +137,21 @@ print(*(Client().get(url).status_code for url in ("/api/v1/schema/", "/api/v1/do
 def test_the_api_schema_is_public_unless_configured_otherwise(tmp_path, public, statuses):
     env = _environment(LIZA_PUBLIC_API_SCHEMA=public, LIZA_SECRET_KEY_FILE=str(tmp_path / "k"))
     assert _python(FETCH_SCHEMA, env).splitlines()[-1] == statuses
+
+
+# -- prepared statements -------------------------------------------------------------------------
+
+PRINT_PREPARE = (
+    "from django.conf import settings; "
+    "print(settings.DATABASES['default']['OPTIONS'].get('prepare_threshold'))"
+)
+
+
+@pytest.mark.parametrize(("setting", "threshold"), [(None, "5"), ("1", "5"), ("0", "None")])
+def test_the_hot_statements_are_prepared_unless_a_pooler_cannot_hold_them(setting, threshold):
+    """psycopg prepares only on a server-side binding cursor, which only the hot statements use
+    (boards.coordination.rows.prepared_cursor; tests/coordination/test_rows.py shows them
+    prepared and nothing else); DB_PREPARED_STATEMENTS=0 leaves them unprepared too."""
+    overrides = {} if setting is None else {"DB_PREPARED_STATEMENTS": setting}
+    env = _environment(DATABASE_URL="postgres://postgres@127.0.0.1:5432/liza", **overrides)
+    assert _python(PRINT_PREPARE, env) == threshold

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from agents.models import Agent
 from boards import protocol as p
@@ -110,7 +110,7 @@ def _review_claim_sql(
     ]
     if reads:
         params += checks_reads_params(agent, now)
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:
         cursor.execute(_call_sql(reads), params)
         row = cursor.fetchone()
     cut = 1 + rows.width(Task)

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
-from django.db import connection
-
 from agents.models import Agent
 from boards import protocol as p
 from boards.coordination import outbox, rows
@@ -86,7 +84,7 @@ def claim_sql(
     ]
     if reads:
         params += checks_reads_params(agent, now)
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:
         cursor.execute(_call_sql(reads), params)
         row = cursor.fetchone()
     cut = rows.width(Task) + 1
