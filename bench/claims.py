@@ -583,6 +583,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user+system) of the process `pid`, from /proc (OSError once it is gone)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _tree_cpu(pid: int) -> float:
     """CPU seconds (user+system) of a process and its descendants, from /proc."""
     tick = os.sysconf("SC_CLK_TCK")

@@ -59,6 +59,7 @@ from bench.claims import (  # noqa: E402 - after the path set-up above
     drop_database,
     insert_bench_keys,
     pg_server,
+    process_cpu,
     server_available,
     serving,
 )
@@ -120,18 +121,16 @@ def seed(level: int, agents: int, per_project: int, tasks_each: int) -> list[dic
 
 def pg_cpu(db_name: str) -> dict[int, float]:
     """CPU seconds of each PostgreSQL backend connected to `db_name` (from /proc), by pid."""
-    tick, found = os.sysconf("SC_CLK_TCK"), {}
+    found = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 line = fh.read().decode(errors="replace")
             if not line.startswith("postgres:") or f" {db_name} " not in line:
                 continue
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
+            found[int(pid)] = process_cpu(int(pid))
         except OSError:
             continue
-        found[int(pid)] = (int(fields[11]) + int(fields[12])) / tick
     return found
 
 

@@ -13,8 +13,12 @@ task lease), half are reviewers holding a review lease (the agent and the review
   service  agents.services.agent_heartbeat in-process, one thread and Django connection each
   http     POST …/agents/heartbeat against a real ASGI server subprocess (bench/http_load.py
            repeating each agent's request), as an agent's supervisor sends it
+  service-unprepared, http-unprepared
+           the same with DB_PREPARED_STATEMENTS=0: the hot statement parsed and planned at every
+           call, as before it was prepared (docs/decisions.md)
 
-For each mode: heartbeats/s, p50/p99 ms, the ratio to raw, and the share of the mode's row
+For each mode: heartbeats/s, p50/p99 ms, the ratio to raw, the database's CPU per heartbeat
+(the mode's PostgreSQL backends, from /proc), and the share of the mode's row
 updates on agents_agent, boards_task and boards_review that PostgreSQL made HOT
 (pg_stat_user_tables, read once every connection of the mode has closed, so its counters are
 flushed). Creates its own throwaway database (`liza_bench_hb`), dropped at the end.
@@ -45,10 +49,12 @@ from bench.claims import (  # noqa: E402 - after the path set-up above
     drive_load,
     drop_database,
     pg_server,
+    process_cpu,
     run_threads,
     server_available,
     serving,
 )
+from bench.fleet import pg_cpu  # noqa: E402 - after the path set-up above
 
 TABLES = ("agents_agent", "boards_task", "boards_review")
 TARGET = {"rate": 1500, "p99_ms": 20, "hot_pct": 95}
@@ -142,6 +148,7 @@ def raw_worker(arg: dict[str, Any], barrier, clock, out) -> None:
 
     with psycopg.connect(os.environ["DATABASE_URL"]) as conn:
         barrier.wait()
+        cpu0 = process_cpu(conn.info.backend_pid)
         while (t0 := time.perf_counter()) < clock["deadline"]:
             with conn.transaction():
                 conn.execute(
@@ -159,6 +166,7 @@ def raw_worker(arg: dict[str, Any], barrier, clock, out) -> None:
             t1 = time.perf_counter()
             out["latencies"].append((t1 - t0) * 1000)
             out["end"] = t1
+        arg["db_cpu"].append(process_cpu(conn.info.backend_pid) - cpu0)
 
 
 def service_worker(arg: dict[str, Any], barrier, clock, out) -> None:
@@ -170,17 +178,23 @@ def service_worker(arg: dict[str, Any], barrier, clock, out) -> None:
 
     try:
         agent = Agent.objects.get(pk=arg["agent"])
+        pid = connection.connection.info.backend_pid
         barrier.wait()
+        cpu0 = process_cpu(pid)
         while (t0 := time.perf_counter()) < clock["deadline"]:
             agent = agent_heartbeat(agent=agent, now=timezone.now()).agent
             t1 = time.perf_counter()
             out["latencies"].append((t1 - t0) * 1000)
             out["end"] = t1
+        arg["db_cpu"].append(process_cpu(pid) - cpu0)
     finally:
         connection.close()
 
 
-def run_http(run: Run, server, slug: str, seeded: list[dict[str, Any]], duration: float) -> None:
+def run_http(
+    run: Run, server, slug: str, seeded: list[dict[str, Any]], duration: float, db_name: str
+) -> float:
+    """Drive the server; the CPU its database backends spent meanwhile (seconds)."""
     spec = {
         "host": HOST,
         "port": server.port,
@@ -192,13 +206,16 @@ def run_http(run: Run, server, slug: str, seeded: list[dict[str, Any]], duration
     }
     # The server's CPU (every worker process) per heartbeat: steadier than the rate on a
     # shared machine, whose other processes take what the server does not.
-    before, busy_before = server.cpu(), _busy_cpu()
+    before, busy_before, db_before = server.cpu(), _busy_cpu(), pg_cpu(db_name)
     drive_load(run, spec, duration)
+    # The server's pool keeps its connections: every backend that worked is still there.
+    db = sum(cpu - db_before.get(pid, 0.0) for pid, cpu in pg_cpu(db_name).items())
     if run.claims:
         run.cpu = {
             "server": round((server.cpu() - before) / run.claims * 1000, 3),
             "machine": round((_busy_cpu() - busy_before) / run.claims * 1000, 3),
         }
+    return db
 
 
 def measure(mode: str, args, env: dict[str, str], counter: list[int]) -> dict[str, Any]:
@@ -207,16 +224,33 @@ def measure(mode: str, args, env: dict[str, str], counter: list[int]) -> dict[st
     seeded = seed(slug, args.agents)
     run = Run(mode, args.agents, load=(round(os.getloadavg()[0], 2), 0.0))
     before = update_counts()
-    if mode == "http":
+    kind, unprepared = mode.removesuffix("-unprepared"), mode.endswith("-unprepared")
+    if kind == "http":
         server_env = dict(env, LIZA_BENCH_POOL=str(args.pool))
+        if unprepared:
+            server_env["DB_PREPARED_STATEMENTS"] = "0"
         with serving(args.server, server_env) as server:
-            run_http(run, server, slug, seeded, args.duration)
+            db_cpu = run_http(run, server, slug, seeded, args.duration, args.db_name)
     else:
-        worker = raw_worker if mode == "raw" else service_worker
-        run_threads(run, args.duration, seeded, worker)
+        from django.db import connections
+
+        # Every thread's connection reads this one dict when it connects.
+        options = connections["default"].settings_dict["OPTIONS"]
+        threshold = options.get("prepare_threshold")
+        if unprepared:
+            options.pop("prepare_threshold", None)
+        spent: list[float] = []
+        worker = raw_worker if kind == "raw" else service_worker
+        try:
+            run_threads(run, args.duration, [dict(s, db_cpu=spent) for s in seeded], worker)
+        finally:
+            options["prepare_threshold"] = threshold
+        db_cpu = sum(spent)
     row = {k: v for k, v in run.summary().items() if "claim" not in k and k != "verified"}
     row["heartbeats"], row["rate"] = run.claims, round(run.rate, 1)
-    row["cpu_ms_per_heartbeat"] = run.cpu or None
+    row["cpu_ms_per_heartbeat"] = dict(run.cpu or {})
+    if run.claims:
+        row["cpu_ms_per_heartbeat"]["database"] = round(db_cpu / run.claims * 1000, 3)
     row["hot_pct"] = hot_share(before)
     return row
 
@@ -331,16 +365,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"heartbeats, {args.agents} agents, {args.duration:g} s a mode, http via {args.server}")
     print(
         "| mode | heartbeats/s | p50 ms | p99 ms | ÷ raw | HOT % (agent/task/review/all) "
-        "| server CPU ms / heartbeat | errors |"
+        "| server CPU ms / heartbeat | database CPU ms / heartbeat | errors |"
     )
-    print("|---|---:|---:|---:|---:|---|---:|---|")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---|")
     for r in rows:
         hot = r["hot_pct"]
         shares = "/".join(str(hot[t]) for t in (*TABLES, "all"))
-        cpu = (r["cpu_ms_per_heartbeat"] or {}).get("server", "-")
+        cpu = r["cpu_ms_per_heartbeat"]
         print(
             f"| {r['mode']} | {r['rate']:.0f} | {r['p50_ms']} | {r['p99_ms']} | "
-            f"{r['ratio_to_raw'] or '-'} | {shares} | {cpu} | {r['errors'] or 0} |"
+            f"{r['ratio_to_raw'] or '-'} | {shares} | {cpu.get('server', '-')} | "
+            f"{cpu.get('database', '-')} | {r['errors'] or 0} |"
         )
     return 0
 
