@@ -109,11 +109,25 @@ def _serves_as_the_plain_command(serve, output: str, clone, port: int) -> list:
     watchers = [pid for pid, cmd in started.items() if "liza_watch" in cmd]
     servers = [pid for pid, cmd in started.items() if "daphne" in cmd]
     assert len(watchers) == 1 and len(servers) == 1, started
+    _the_server_keeps_its_connections(clone)
     postmaster = int(
         (clone / "var" / "postgres" / "data" / "postmaster.pid").read_text().split()[0]
     )
     stops_on_sigterm(serve, watchers + servers + [postmaster])
     return charts
+
+
+def _the_server_keeps_its_connections(clone) -> None:
+    """The embedded default's server holds a pool (DB_POOL_MAX_SIZE, 8), as production does:
+    its connections outlive the requests (and the hot statements are prepared on them), where
+    each request used to open and close one. After the team's run: the pool's 2 to 8 kept
+    connections and the watcher's one; without the pool only the watcher's."""
+    with embedded_cluster(clone / "var" / "postgres") as url, psycopg.connect(url) as db:
+        (kept,) = db.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert 3 <= kept <= 9, kept
 
 
 def _the_team_goal_is_kept(db, slug: str) -> None:
